@@ -1,0 +1,201 @@
+// aoti-bisect-runner: the child. Loads one model of an extracted package,
+// loads and checks the inputs, runs once, writes events (JSON Lines, one
+// write per event) and the outputs, and exits with a defined status
+// (runner_protocol.hpp). It never talks to the driver except through argv,
+// files and its exit status.
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+#include <CLI/CLI.hpp>
+
+#include "common/error.hpp"
+#include "common/events.hpp"
+#include "job/runner_protocol.hpp"
+#include "report/json.hpp"
+#include "torchside/torchside.hpp"
+
+namespace ab = aoti_bisect;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string package_dir;
+  std::string model = "model";
+  std::string device_key;
+  std::string inputs;
+  std::string events;
+  std::string outputs;
+  std::string reference;
+  double atol = 1e-5;
+  double rtol = 1.3e-6;
+};
+
+int g_events_fd = -1;
+char g_signal_lines[32][96];
+
+// Async-signal-safe: write the prepared line, then die of the same signal.
+void on_fatal_signal(int sig) {
+  if (g_events_fd >= 0 && sig > 0 && sig < 32) {
+    ssize_t ignored = ::write(g_events_fd, g_signal_lines[sig], std::strlen(g_signal_lines[sig]));
+    (void)ignored;
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_fatal_signal_events(int fd) {
+  g_events_fd = fd;
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
+    std::snprintf(g_signal_lines[sig], sizeof g_signal_lines[sig], "{\"event\":\"signal\",\"signal\":%d}\n", sig);
+    struct sigaction sa {};
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+std::string first_line(const std::string& text) {
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos) {
+    return "";
+  }
+  return text.substr(start, text.find('\n', start) - start);
+}
+
+std::string find_wrapper_source(const fs::path& dir, const std::string& model) {
+  fs::path mdir = dir / "data" / "aotinductor" / model;
+  std::error_code ec;
+  std::string fallback;
+  for (const auto& e : fs::directory_iterator(mdir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, ".wrapper.cpp") == 0) {
+      return e.path().string();
+    }
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cpp") == 0 &&
+        name.find(".kernel.cpp") == std::string::npos) {
+      fallback = e.path().string();
+    }
+  }
+  return fallback;
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int run(const Options& opt, ab::EventWriter& events) {
+  using ab::RunnerExit;
+  ab::torchside::Versions v = ab::torchside::versions(opt.device_key);
+  struct utsname un {};
+  ::uname(&un);
+  events.emit("start", {{"pid", ::getpid()},
+                        {"torch", v.torch},
+                        {"cuda", v.cuda},
+                        {"hip", v.hip},
+                        {"device_key", opt.device_key},
+                        {"device_name", v.device_name},
+                        {"driver", v.driver},
+                        {"cuda_available", v.cuda_available},
+                        {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
+
+  ab::torchside::Session session;
+  auto infos = session.load_inputs(opt.inputs);
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const auto& t : infos) {
+    tensors.push_back(ab::to_json(t));
+  }
+  ab::WrapperInfo wrapper;
+  if (std::string src = find_wrapper_source(opt.package_dir, opt.model); !src.empty()) {
+    wrapper = ab::parse_wrapper(read_all(src));
+  }
+  std::vector<std::string> moved;
+  std::vector<std::string> problems = session.check_inputs(wrapper, opt.device_key, moved);
+  events.emit("inputs", {{"tensors", tensors}, {"moved", moved}, {"problems", problems}});
+  if (!problems.empty()) {
+    events.emit("input_mismatch", {{"message", problems.front()}, {"problems", problems}});
+    return static_cast<int>(RunnerExit::input_mismatch);
+  }
+  nlohmann::json input_stats = nlohmann::json::array();
+  for (const auto& s : session.input_stats()) {
+    input_stats.push_back(ab::to_json(s));
+  }
+  events.emit("input_stats", {{"tensors", input_stats}});
+
+  session.load_model(opt.package_dir, opt.model, opt.device_key);
+  events.emit("loaded", {{"model", opt.model}});
+
+  events.emit("run_begin");
+  auto err = session.run();
+  if (!err) {
+    err = session.synchronize();
+  }
+  if (err) {
+    events.emit("error", {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
+    return static_cast<int>(RunnerExit::model_error);
+  }
+  events.emit("run_end");
+
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& s : session.output_stats()) {
+    outputs.push_back(ab::to_json(s));
+  }
+  events.emit("outputs", {{"tensors", outputs}});
+  if (!opt.outputs.empty()) {
+    session.save_outputs(opt.outputs);
+  }
+  if (!opt.reference.empty()) {
+    events.emit("comparison", ab::to_json(session.compare(opt.reference, opt.atol, opt.rtol)));
+  }
+  events.emit("done");
+  return static_cast<int>(RunnerExit::ran);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
+  Options opt;
+  app.add_option("--package-dir", opt.package_dir, "extracted package directory")->required();
+  app.add_option("--model", opt.model, "model name in the package");
+  app.add_option("--device-key", opt.device_key, "the model's AOTI_DEVICE_KEY")->required();
+  app.add_option("--inputs", opt.inputs, "inputs saved with torch.save")->required();
+  app.add_option("--events", opt.events, "events file (JSON Lines)")->required();
+  app.add_option("--outputs", opt.outputs, "where to write the outputs (torch.save format)");
+  app.add_option("--reference", opt.reference, "expected outputs (torch.save format)");
+  app.add_option("--atol", opt.atol, "absolute tolerance");
+  app.add_option("--rtol", opt.rtol, "relative tolerance");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : static_cast<int>(ab::RunnerExit::usage);
+  }
+  std::unique_ptr<ab::EventWriter> events;
+  try {
+    events = std::make_unique<ab::EventWriter>(opt.events);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aoti-bisect-runner: error: %s\n", e.what());
+    return static_cast<int>(ab::RunnerExit::internal);
+  }
+  install_fatal_signal_events(events->fd());
+  try {
+    return run(opt, *events);
+  } catch (const ab::Error& e) {
+    events->emit("fatal", {{"message", e.what()}, {"kind", e.kind() == ab::ErrorKind::cannot_test ? "cannot_test" : "internal"}});
+    std::fprintf(stderr, "aoti-bisect-runner: error: %s\n", e.what());
+    return static_cast<int>(e.kind() == ab::ErrorKind::cannot_test ? ab::RunnerExit::cannot_test
+                                                                   : ab::RunnerExit::internal);
+  } catch (const std::exception& e) {
+    events->emit("fatal", {{"message", e.what()}, {"kind", "internal"}});
+    std::fprintf(stderr, "aoti-bisect-runner: internal error: %s\n", e.what());
+    return static_cast<int>(ab::RunnerExit::internal);
+  }
+}

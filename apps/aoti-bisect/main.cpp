@@ -1,0 +1,60 @@
+// aoti-bisect: parse the command line, run one subcommand, map the outcome to
+// an exit code. Every user-facing error is caught here, once.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "common/error.hpp"
+#include "job/job.hpp"
+
+namespace ab = aoti_bisect;
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  bool git_bisect = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--exit-codes=git-bisect" || (args[i] == "--exit-codes" && i + 1 < args.size() && args[i + 1] == "git-bisect")) {
+      git_bisect = true;
+    }
+  }
+  auto code_of = [&](ab::ExitCode c) { return git_bisect ? ab::git_bisect_exit_code(c) : static_cast<int>(c); };
+
+  CLI::App app{"aoti-bisect: finds the first kernel of an AOTInductor package that crashes or produces bad values"};
+  app.set_version_flag("--version", std::string("aoti-bisect ") + AOTI_BISECT_VERSION);
+  app.require_subcommand(1);
+  std::vector<ab::cli::Action> actions;
+  ab::cli::Action run = ab::cli::add_run_command(app, args, git_bisect);
+  ab::cli::Action inspect = ab::cli::add_inspect_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (auto& c : msg) {
+      if (c == '\n') {
+        c = ' ';
+      }
+    }
+    std::fprintf(stderr, "aoti-bisect: error: %s; see 'aoti-bisect --help'\n", msg.c_str());
+    return code_of(ab::ExitCode::usage);
+  }
+  try {
+    if (app.got_subcommand("run")) {
+      return code_of(static_cast<ab::ExitCode>(run()));
+    }
+    return code_of(static_cast<ab::ExitCode>(inspect()));
+  } catch (const ab::Error& e) {
+    std::fprintf(stderr, "aoti-bisect: error: %s\n", e.what());
+    return code_of(ab::exit_code_of(e.kind()));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aoti-bisect: internal error: %s\n", e.what());
+    return code_of(ab::ExitCode::internal);
+  }
+}

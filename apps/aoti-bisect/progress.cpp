@@ -1,0 +1,62 @@
+#include "progress.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+namespace aoti_bisect::cli {
+
+StderrProgress::StderrProgress() {
+  const char* term = std::getenv("TERM");
+  m_smart = ::isatty(STDERR_FILENO) && term && std::strcmp(term, "dumb") != 0;
+  m_color = m_smart && std::getenv("NO_COLOR") == nullptr;
+}
+
+StderrProgress::~StderrProgress() { finish(); }
+
+void StderrProgress::finish() {
+  if (m_dirty) {
+    std::fputs("\r\x1b[K", stderr);
+    m_dirty = false;
+  }
+}
+
+void StderrProgress::line(const std::string& text, bool transient) {
+  if (m_smart) {
+    std::fprintf(stderr, "\r\x1b[K%s", text.c_str());
+    if (transient) {
+      m_dirty = true;
+    } else {
+      std::fputc('\n', stderr);
+      m_dirty = false;
+    }
+  } else if (!transient) {
+    std::fprintf(stderr, "%s\n", text.c_str());
+  }
+  std::fflush(stderr);
+}
+
+void StderrProgress::phase(const std::string& name, const std::string& detail) {
+  std::string label = m_color ? "\x1b[1m" + name + "\x1b[0m" : name;
+  line(fmt::format("[{}] {}", label, detail), false);
+}
+
+void StderrProgress::run_started(const std::string& id, int done, int total) {
+  line(fmt::format("  [{}/{}] running {} ...", done + 1, total, id), true);
+}
+
+void StderrProgress::run_finished(const std::string& id, OutcomeKind kind, const std::string& exit, double seconds,
+                                  int done, int total) {
+  std::string name(outcome_name(kind));
+  if (m_color) {
+    name = (kind == OutcomeKind::ok ? "\x1b[32m" : "\x1b[31m") + name + "\x1b[0m";
+  }
+  line(fmt::format("  [{}/{}] {:<24} {:<14} {} ({:.1f} s)", done, total, id, name, exit, seconds), false);
+}
+
+void StderrProgress::note(const std::string& text) { line("aoti-bisect: " + text, false); }
+
+}  // namespace aoti_bisect::cli

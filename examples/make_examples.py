@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Build the example AOTInductor packages that aoti-bisect is tested and demonstrated on.
+
+Each example NAME is written into --out DIR as:
+
+  NAME.pt2           the AOTI package (torch._inductor.aoti_compile_and_package, CPU)
+  NAME.inputs.pt     tuple of plain CPU tensors in input order (torch.save)
+  NAME.expected.pt   eager outputs, tuple of tensors (torch.save); absent where eager
+                     itself refuses the inputs (see "expected" in NAME.json)
+  NAME.ep.pt2        the exported program (torch.export.save), for instrumented rebuilds
+  NAME.json          what the example is and what running it should show; written last,
+                     so an example without its .json is incomplete
+
+Every file is written to a temporary name in DIR and renamed into place.
+Deterministic: fixed seeds, fixed inputs.
+
+Usage:
+  make_examples.py --out DIR [--only NAME[,NAME...]]
+  make_examples.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+import zipfile
+
+# --------------------------------------------------------------------------------------
+# The catalogue. Kept free of torch so that --list is fast.
+# --------------------------------------------------------------------------------------
+
+# "expect" is what a run of the package showed on torch 2.13.0+cpu (x86-64 Linux, 2 cores),
+# each in a fresh process: exit status or signal and a line to find on stderr. The outcome
+# kind is the contract; the details may move between torch versions.
+EXAMPLES = {
+    "healthy": dict(
+        description="small MLP (layer_norm, addmm, gelu, tanh, softmax); finite outputs that match eager",
+        outcome="ok",
+        bug=None,
+        culprit_pattern=None,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "nan_midway": dict(
+        description="finite inputs; a midway log() of an intermediate with negative entries makes NaN that reaches every output",
+        outcome="nonfinite",
+        bug="torch.log of the output of a Linear layer (about half its entries are negative) in its own kernel "
+        "(cpp_fused_log_*), with four healthy call sites before it and four after. Eager computes the same NaN: "
+        "expected.pt holds NaN too (compare with NaN == NaN).",
+        culprit_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "class_index": dict(
+        description="classifier with cross_entropy; the int64 target holds a class index outside [0, C)",
+        outcome="device_assert",
+        bug="target[3] = 7 with C = 5 classes (inputs[1]); the Inductor kernel for log_softmax + nll_loss checks the "
+        "gathered index (AOTI_TORCH_CHECK) and the run stops with 'index out of bounds: 0 <= tmpN < 5L'. "
+        "Eager raises IndexError on these inputs, so there is no expected.pt.",
+        culprit_pattern=r"nll_loss",
+        expect={"exit_code": 1, "signal": None, "stderr_contains": "Error: index out of bounds: 0 <= tmp"},
+    ),
+    "wild_gather": dict(
+        description="embedding lookup compiled with assert_indirect_indexing=False, fed the index 1 << 40: the read faults",
+        outcome="crash",
+        bug="idx[2] = 1 << 40 (inputs[1]) into an Embedding(50, 16) lowered by Inductor without its bounds check "
+        "(inductor config assert_indirect_indexing=False); the kernel reads about 64 TiB past the weight and the "
+        "process dies from a signal (SIGSEGV on torch 2.13; SIGBUS was seen on 2.6: treat both as a crash). "
+        "Eager raises IndexError on these inputs, so there is no expected.pt.",
+        culprit_pattern=r"embedding",
+        expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
+    "relu_accuracy": dict(
+        description="compiled with cpp.inject_relu_bug_TESTING_ONLY='accuracy' (relu becomes x + 1): runs, finite, wrong values",
+        outcome="mismatch",
+        bug="Inductor's testing-only bug injection: the one relu kernel computes x + 1 instead of max(x, 0); "
+        "expected.pt holds the correct eager result",
+        culprit_pattern=r"relu",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "relu_runtime_error": dict(
+        description="compiled with cpp.inject_relu_bug_TESTING_ONLY='runtime_error' (the relu kernel does `throw 1`): the run fails with an error",
+        outcome="error",
+        bug="Inductor's testing-only bug injection: the relu kernel executes `throw 1` (not a std::exception). "
+        "Its loop (256 elements) is serial, so the exception reaches the AOTI runtime's catch-all: "
+        "'Unknown exception occurred.' on stderr and an error return (Python: RuntimeError: Unknown exception). "
+        "Had the kernel been big enough for an OpenMP region, the throw would terminate the process "
+        "(std::terminate, SIGABRT). expected.pt holds the correct eager result.",
+        culprit_pattern=r"relu",
+        expect={"exit_code": 1, "signal": None, "stderr_contains": "Unknown exception occurred."},
+    ),
+}
+
+OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error")
+assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
+
+torch = None  # imported lazily (after --list, and after TORCHINDUCTOR_CACHE_DIR is set)
+nn = None
+F = None
+
+
+def _import_torch():
+    global torch, nn, F
+    import torch as _torch
+    import torch.nn as _nn
+    import torch.nn.functional as _F
+
+    torch, nn, F = _torch, _nn, _F
+
+
+# --------------------------------------------------------------------------------------
+# Models. Each builder returns (model, inputs tuple, inductor_configs). Every model gives
+# nine call sites in its wrapper (healthy: seven), cpp_fused kernels alternating with extern addmm calls;
+# in the buggy ones the bad call site is the fifth (index 4), with four healthy ones on
+# each side. Small shapes: each compiles in about 10-20 s on two cores.
+# --------------------------------------------------------------------------------------
+
+B, D, H = 8, 16, 32  # batch, input features, hidden width
+
+
+def _mlp_layers(*dims):
+    return nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
+
+
+def build_healthy():
+    class Healthy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H, 4)
+
+        def forward(self, x):
+            h = self.ln(x)  # cpp kernel
+            h = F.gelu(self.fc[0](h))  # addmm + cpp kernel
+            h = torch.tanh(self.fc[1](h))  # addmm + cpp kernel
+            y = F.softmax(self.fc[2](h), dim=-1)  # addmm + cpp kernel
+            return y, h.mean(dim=0)
+
+    x = torch.randn(B, D)
+    return Healthy(), (x,), {}
+
+
+def build_nan_midway():
+    class NanMidway(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H, H, 4)
+
+        def forward(self, x):
+            h = self.ln(x)  # cpp_fused_native_layer_norm
+            h = F.gelu(self.fc[0](h))  # addmm, cpp_fused_gelu
+            h = self.fc[1](h)  # addmm: about half the entries are negative
+            h = torch.log(h)  # cpp_fused_log: NaN from here on
+            h = torch.tanh(self.fc[2](h))  # addmm, cpp_fused_tanh
+            y = F.softmax(self.fc[3](h), dim=-1)  # addmm, cpp_fused__softmax
+            return (y,)
+
+    x = torch.randn(B, D)
+    return NanMidway(), (x,), {}
+
+
+NUM_CLASSES = 5
+
+
+def build_class_index():
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, NUM_CLASSES)
+            self.head = _mlp_layers(H, H, 4)
+
+        def forward(self, x, target):
+            h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
+            logits = self.fc[1](h)  # addmm
+            loss = F.cross_entropy(logits, target)  # log_softmax + nll_loss kernel (index check)
+            z = torch.tanh(self.head[0](h * loss))  # (mul fuses into the loss kernel), addmm, tanh kernel
+            y = F.softmax(self.head[1](z), dim=-1)  # addmm, softmax kernel
+            return loss, y
+
+    x = torch.randn(B, D)
+    target = torch.randint(0, NUM_CLASSES, (B,), dtype=torch.int64)
+    target[3] = NUM_CLASSES + 2  # out of [0, C)
+    return Classifier(), (x, target), {}
+
+
+VOCAB = 50
+WILD_INDEX = 1 << 40
+
+
+def build_wild_gather():
+    class WildGather(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, D, H, 4)
+            self.emb = nn.Embedding(VOCAB, D)
+
+        def forward(self, x, idx):
+            h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
+            h = torch.tanh(self.fc[1](h) + self.emb(idx))  # addmm, embedding gather (unchecked) + add + tanh
+            h = F.silu(self.fc[2](h))  # addmm, silu kernel
+            y = F.softmax(self.fc[3](h), dim=-1)  # addmm, softmax kernel
+            return (y,)
+
+    x = torch.randn(B, D)
+    idx = torch.randint(0, VOCAB, (B,), dtype=torch.int64)
+    idx[2] = WILD_INDEX
+    return WildGather(), (x, idx), {"assert_indirect_indexing": False}
+
+
+class _ReluNet:
+    """One relu, alone in its kernel between two addmm calls."""
+
+    @staticmethod
+    def make():
+        class ReluNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln = nn.LayerNorm(D)
+                self.fc = _mlp_layers(D, H, H, H, 4)
+
+            def forward(self, x):
+                h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
+                h = F.relu(self.fc[1](h))  # addmm, relu kernel (the injected bug)
+                h = torch.tanh(self.fc[2](h))  # addmm, tanh kernel
+                y = F.softmax(self.fc[3](h), dim=-1)  # addmm, softmax kernel
+                return y, h.sum(dim=-1)
+
+        return ReluNet()
+
+
+def build_relu_accuracy():
+    x = torch.randn(B, D)
+    return _ReluNet.make(), (x,), {"cpp.inject_relu_bug_TESTING_ONLY": "accuracy"}
+
+
+def build_relu_runtime_error():
+    x = torch.randn(B, D)
+    return _ReluNet.make(), (x,), {"cpp.inject_relu_bug_TESTING_ONLY": "runtime_error"}
+
+
+BUILDERS = {
+    "healthy": build_healthy,
+    "nan_midway": build_nan_midway,
+    "class_index": build_class_index,
+    "wild_gather": build_wild_gather,
+    "relu_accuracy": build_relu_accuracy,
+    "relu_runtime_error": build_relu_runtime_error,
+}
+assert BUILDERS.keys() == EXAMPLES.keys()
+
+SEED = 20240531
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------
+
+
+class _Staging:
+    """A temporary folder inside the output folder. Files are written there under their final
+    names (a package's zip entries are named after its file name) and renamed into place."""
+
+    def __init__(self, out_dir, name):
+        self.out_dir = out_dir
+        self.dir = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=out_dir)
+
+    def path(self, base):
+        return os.path.join(self.dir, base)
+
+    def commit(self, base):
+        os.chmod(self.path(base), 0o644)
+        os.replace(self.path(base), os.path.join(self.out_dir, base))
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _tensor_desc(t):
+    return {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape)}
+
+
+def _plain(t):
+    # A fresh contiguous CPU tensor owning its storage (torch.save writes whole storages).
+    return t.detach().to("cpu").contiguous().clone()
+
+
+_CALL_RE = re.compile(r"\b((?:cpp_fused_\w+|aoti_torch_cpu_\w+))\(")
+
+
+def kernel_call_order(package_path):
+    """Kernel and extern call sites in the wrapper's run_impl, in source order."""
+    with zipfile.ZipFile(package_path) as z:
+        names = [n for n in z.namelist() if n.endswith(".cpp") and "/data/aotinductor/" in "/" + n]
+        wrappers = [n for n in names if n.endswith(".wrapper.cpp")] or names
+        if not wrappers:
+            return [], None
+        src = z.read(wrappers[0]).decode("utf-8", "replace")
+    start = src.find("AOTInductorModel::run_impl(")
+    if start < 0:
+        return [], wrappers[0]
+    body = src[start:]
+    # run_impl ends at "} // AOTInductorModel::run_impl" (or, failing that, a lone "}" at column 0).
+    m = re.search(r"\n}\s*(//[^\n]*)?\n", body)
+    if m:
+        body = body[: m.start()]
+    calls = []
+    for line in body.splitlines():
+        s = line.strip()
+        if s.startswith("//"):
+            continue
+        for name in _CALL_RE.findall(s):
+            calls.append(name)
+    return calls, wrappers[0]
+
+
+def build_one(name, out_dir):
+    spec = EXAMPLES[name]
+    t0 = time.monotonic()
+    files = {
+        "package": f"{name}.pt2",
+        "inputs": f"{name}.inputs.pt",
+        "expected": f"{name}.expected.pt",
+        "exported_program": f"{name}.ep.pt2",
+    }
+    meta_base = f"{name}.json"
+    # A rebuild first retracts the old "complete" marker, then the old files.
+    for base in [meta_base, *files.values()]:
+        p = os.path.join(out_dir, base)
+        if os.path.exists(p):
+            os.unlink(p)
+
+    torch.manual_seed(SEED)
+    model, inputs, configs = BUILDERS[name]()
+    model = model.eval()
+    inputs = tuple(_plain(t) for t in inputs)
+
+    # Eager reference.
+    expected_note = None
+    try:
+        with torch.no_grad():
+            out = model(*inputs)
+        expected = tuple(_plain(t) for t in (out if isinstance(out, (tuple, list)) else (out,)))
+    except Exception as e:  # eager refuses the inputs (out-of-range index): no reference
+        expected = None
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        expected_note = f"no reference: eager raises {type(e).__name__}: {msg}"
+        files["expected"] = None
+
+    stage = _Staging(out_dir, name)
+    try:
+        with torch.no_grad():
+            ep = torch.export.export(model, inputs)
+        torch.export.save(ep, stage.path(files["exported_program"]))
+
+        t_compile = time.monotonic()
+        # aoti_compile_and_package adds keys to the dict it is given: pass a copy.
+        torch._inductor.aoti_compile_and_package(
+            ep, package_path=stage.path(files["package"]), inductor_configs=dict(configs)
+        )
+        compile_s = time.monotonic() - t_compile
+
+        torch.save(inputs, stage.path(files["inputs"]))
+        if expected is not None:
+            torch.save(expected, stage.path(files["expected"]))
+
+        calls, wrapper = kernel_call_order(stage.path(files["package"]))
+        culprit = None
+        if spec["culprit_pattern"]:
+            pat = re.compile(spec["culprit_pattern"])
+            for i, k in enumerate(calls):
+                if k.startswith("cpp_fused_") and pat.search(k):
+                    culprit = {"call_index": i, "kernel": k}
+                    break
+
+        meta = {
+            "name": name,
+            "description": spec["description"],
+            "expected_outcome": spec["outcome"],
+            "bug": spec["bug"],
+            "culprit": culprit,
+            "files": files,
+            "expected_note": expected_note,
+            "inputs": [_tensor_desc(t) for t in inputs],
+            "outputs": [_tensor_desc(t) for t in expected] if expected is not None else None,
+            "inductor_configs": configs,
+            "kernels": calls,
+            "wrapper_source": wrapper,
+            "seed": SEED,
+            "torch_version": torch.__version__,
+            "python_version": platform.python_version(),
+            "compile_seconds": round(compile_s, 2),
+            "build_seconds": round(time.monotonic() - t0, 2),
+        }
+        with open(stage.path(meta_base), "w") as f:
+            json.dump(meta, f, indent=2)
+            f.write("\n")
+
+        for base in files.values():
+            if base:
+                stage.commit(base)
+        stage.commit(meta_base)  # last: marks the example complete
+    finally:
+        stage.cleanup()
+    return meta
+
+
+# --------------------------------------------------------------------------------------
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Build the aoti-bisect example packages (CPU).")
+    ap.add_argument("--out", help="output directory (created if missing)")
+    ap.add_argument("--only", help="comma-separated example names (default: all)")
+    ap.add_argument("--list", action="store_true", help="print the example names and descriptions, then exit")
+    args = ap.parse_args(argv)
+
+    if args.list:
+        w = max(map(len, EXAMPLES))
+        for n, s in EXAMPLES.items():
+            print(f"{n:<{w}}  {s['description']}")
+        return 0
+    if not args.out:
+        ap.error("--out DIR is required")
+
+    names = list(EXAMPLES)
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in names if n not in EXAMPLES]
+        if unknown:
+            ap.error(f"unknown example(s): {', '.join(unknown)} (known: {', '.join(EXAMPLES)})")
+
+    out_dir = os.path.abspath(args.out)
+    os.makedirs(out_dir, exist_ok=True)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(out_dir, ".inductor-cache"))
+    warnings.filterwarnings("ignore", message=r".*LeafSpec.*", category=FutureWarning)
+    _import_torch()
+
+    failed = []
+    for n in names:
+        t0 = time.monotonic()
+        print(f"[make_examples] {n}: building ...", flush=True)
+        try:
+            meta = build_one(n, out_dir)
+        except Exception as e:
+            failed.append(n)
+            print(f"[make_examples] {n}: FAILED: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            continue
+        culprit = meta["culprit"]["kernel"] if meta["culprit"] else "-"
+        print(
+            f"[make_examples] {n}: done in {time.monotonic() - t0:.1f} s "
+            f"(expected outcome {meta['expected_outcome']}, culprit {culprit}, {len(meta['kernels'])} call sites)",
+            flush=True,
+        )
+    if failed:
+        print(f"[make_examples] failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

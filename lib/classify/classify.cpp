@@ -1,0 +1,260 @@
+#include "classify/classify.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <csignal>
+
+#include <fmt/format.h>
+
+#include "job/runner_protocol.hpp"
+#include "report/json.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+struct Pattern {
+  std::string_view needle;  // lowercase
+  OutcomeKind kind;
+};
+
+// Ordered: the first match wins, specific before general.
+const std::vector<Pattern>& patterns() {
+  static const std::vector<Pattern> table = {
+      {"illegal memory access", OutcomeKind::crash},
+      {"misaligned address", OutcomeKind::crash},
+      {"unspecified launch failure", OutcomeKind::crash},
+      {"device-side assert", OutcomeKind::device_assert},
+      {"index out of bounds", OutcomeKind::device_assert},
+      {"indexerror", OutcomeKind::device_assert},
+      {"out of range", OutcomeKind::device_assert},
+      {"assertion", OutcomeKind::device_assert},
+      {"at least one nan", OutcomeKind::nonfinite},
+      {"at least one inf", OutcomeKind::nonfinite},
+      {"out of memory", OutcomeKind::oom},
+      {"outofmemory", OutcomeKind::oom},
+      {"std::bad_alloc", OutcomeKind::oom},
+      {"failed to allocate", OutcomeKind::oom},
+      {"unmatched device type", OutcomeKind::device_mismatch},
+      {"expected all tensors to be on the same device", OutcomeKind::device_mismatch},
+      {"unmatched dtype", OutcomeKind::input_mismatch},
+      {"unmatched dim value", OutcomeKind::input_mismatch},
+      {"unmatched stride value", OutcomeKind::input_mismatch},
+      {"dim value is too", OutcomeKind::input_mismatch},
+      {"could not run", OutcomeKind::missing_op},
+      {"not implemented for", OutcomeKind::missing_op},
+      {"no such operator", OutcomeKind::missing_op},
+      {"undefined symbol", OutcomeKind::missing_op},
+      {"unsupported device found", OutcomeKind::missing_op},
+      {"no kernel image is available", OutcomeKind::missing_op},
+  };
+  return table;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    while (!line.empty() && (line.back() == '\r' || std::isspace(static_cast<unsigned char>(line.back())))) {
+      line.pop_back();
+    }
+    size_t lead = line.find_first_not_of(" \t");
+    if (lead != std::string::npos) {
+      out.push_back(line.substr(lead));
+    }
+    if (nl == std::string::npos) {
+      break;
+    }
+    start = nl + 1;
+  }
+  return out;
+}
+
+const nlohmann::json* find_event(const std::vector<nlohmann::json>& events, std::string_view type) {
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if ((*it)["event"] == type) {
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+bool is_noise(const std::string& line) {
+  // Lines that never help: warnings and stack frames.
+  static const std::vector<std::string_view> noise = {"warning", "frame #", "exception raised from"};
+  std::string l = lower(line);
+  return std::any_of(noise.begin(), noise.end(), [&](auto n) { return l.find(n) != std::string::npos; });
+}
+
+void read_tensor_events(const std::vector<nlohmann::json>& events, Classification& c) {
+  if (auto* e = find_event(events, "start")) {
+    for (const char* key : {"torch", "cuda", "hip", "device_key", "device_name", "driver", "os"}) {
+      if (e->contains(key) && (*e)[key].is_string()) {
+        c.environment[key] = (*e)[key].get<std::string>();
+      }
+    }
+  }
+  if (auto* e = find_event(events, "inputs")) {
+    for (const auto& t : (*e)["tensors"]) {
+      c.inputs.push_back(tensor_info_from_json(t));
+    }
+  }
+  if (auto* e = find_event(events, "input_stats")) {
+    for (const auto& t : (*e)["tensors"]) {
+      c.input_stats.push_back(tensor_stats_from_json(t));
+    }
+  }
+  if (auto* e = find_event(events, "outputs")) {
+    for (const auto& t : (*e)["tensors"]) {
+      c.outputs.push_back(tensor_stats_from_json(t));
+    }
+  }
+  if (auto* e = find_event(events, "comparison")) {
+    c.comparison = comparison_from_json(*e);
+  }
+}
+
+void classify_finished(Classification& c) {
+  int64_t out_bad = 0;
+  for (const auto& s : c.outputs) {
+    out_bad += s.nan_count + s.inf_count;
+  }
+  int64_t in_bad = 0;
+  for (const auto& s : c.input_stats) {
+    in_bad += s.nan_count + s.inf_count;
+  }
+  // Non-finite outputs from finite inputs are a failure even when the
+  // reference holds the same NaN (eager computes the same bad value).
+  if (out_bad > 0 && in_bad == 0) {
+    c.kind = OutcomeKind::nonfinite;
+    std::vector<std::string> parts;
+    for (const auto& s : c.outputs) {
+      if (s.nan_count + s.inf_count > 0) {
+        parts.push_back(fmt::format("{}: {} NaN, {} Inf of {}", s.name, s.nan_count, s.inf_count, s.numel));
+      }
+    }
+    c.first_line = fmt::format("non-finite outputs from finite inputs ({})", fmt::join(parts, "; "));
+    return;
+  }
+  if (c.comparison && !c.comparison->within_tolerance) {
+    c.kind = OutcomeKind::mismatch;
+    c.first_line = fmt::format(
+        "{} of {} output values outside tolerance (max abs error {:.6g}, max rel error {:.6g}, atol {:g}, rtol {:g}){}",
+        c.comparison->mismatched, c.comparison->total, c.comparison->max_abs_error, c.comparison->max_rel_error,
+        c.comparison->atol, c.comparison->rtol, c.comparison->note.empty() ? "" : "; " + c.comparison->note);
+    return;
+  }
+  c.kind = OutcomeKind::ok;
+}
+
+}  // namespace
+
+std::optional<OutcomeKind> kind_from_error_text(const std::string& text) {
+  std::string l = lower(text);
+  for (const auto& p : patterns()) {
+    if (l.find(p.needle) != std::string::npos) {
+      return p.kind;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string most_useful_line(const std::string& stderr_tail, const std::string& message) {
+  for (const auto& source : {message, stderr_tail}) {
+    for (const auto& line : lines_of(source)) {
+      if (!is_noise(line) && kind_from_error_text(line)) {
+        return line;
+      }
+    }
+  }
+  for (const auto& line : lines_of(message)) {
+    if (!is_noise(line)) {
+      return line;
+    }
+  }
+  auto err_lines = lines_of(stderr_tail);
+  for (auto it = err_lines.rbegin(); it != err_lines.rend(); ++it) {
+    if (!is_noise(*it)) {
+      return *it;
+    }
+  }
+  return "";
+}
+
+Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events) {
+  Classification c;
+  read_tensor_events(events, c);
+  const nlohmann::json* error = find_event(events, "error");
+  std::string message = error ? error->value("message", "") : "";
+  switch (status.how) {
+    case ExitStatus::How::timed_out:
+      c.kind = OutcomeKind::timeout;
+      c.first_line = fmt::format("no exit within {:.1f} s", status.seconds);
+      return c;
+    case ExitStatus::How::interrupted:
+      c.kind = OutcomeKind::error;
+      c.first_line = "interrupted";
+      return c;
+    case ExitStatus::How::spawn_failed:
+      c.internal = "cannot start the runner: " + status.spawn_error;
+      return c;
+    case ExitStatus::How::signaled: {
+      c.kind = OutcomeKind::crash;
+      c.signal = status.signal;
+      std::string line = most_useful_line(status.stderr_tail, message);
+      c.first_line = line.empty() ? fmt::format("killed by {}", signal_name(status.signal))
+                                  : fmt::format("killed by {}: {}", signal_name(status.signal), line);
+      if (auto k = kind_from_error_text(line); k && *k == OutcomeKind::device_assert) {
+        c.kind = OutcomeKind::device_assert;  // an assert that aborted the process
+      }
+      return c;
+    }
+    case ExitStatus::How::exited: break;
+  }
+  switch (static_cast<RunnerExit>(status.exit_code)) {
+    case RunnerExit::ran:
+      if (!find_event(events, "done")) {
+        c.kind = OutcomeKind::error;
+        c.first_line = "the runner exited without finishing its run";
+        return c;
+      }
+      classify_finished(c);
+      return c;
+    case RunnerExit::model_error:
+      c.first_line = most_useful_line(status.stderr_tail, message);
+      c.kind = kind_from_error_text(c.first_line).value_or(kind_from_error_text(message).value_or(OutcomeKind::error));
+      return c;
+    case RunnerExit::input_mismatch: {
+      const nlohmann::json* e = find_event(events, "input_mismatch");
+      c.kind = OutcomeKind::input_mismatch;
+      c.first_line = e ? e->value("message", "") : "the inputs do not fit the model";
+      return c;
+    }
+    case RunnerExit::cannot_test: {
+      const nlohmann::json* e = find_event(events, "fatal");
+      c.cannot_test = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
+      return c;
+    }
+    case RunnerExit::usage:
+    case RunnerExit::internal: {
+      const nlohmann::json* e = find_event(events, "fatal");
+      std::string line = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
+      c.internal = fmt::format("the runner failed ({}): {}", status.describe(), line);
+      return c;
+    }
+  }
+  // An exit status the runner never uses: something in the model ended the
+  // process (exit() from a kernel or an extension).
+  c.kind = OutcomeKind::error;
+  std::string line = most_useful_line(status.stderr_tail, message);
+  c.first_line = line.empty() ? fmt::format("the model ended the process with {}", status.describe()) : line;
+  return c;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,44 @@
+#pragma once
+// From what one child left behind (its exit status, the tail of its streams,
+// its events) to an outcome kind and the most useful error line.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "classify/outcome.hpp"
+#include "process/process.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect {
+
+struct Classification {
+  OutcomeKind kind = OutcomeKind::error;
+  std::string first_line;                  // the most useful error line, "" when ok
+  std::optional<int> signal;
+  std::vector<TensorInfo> inputs;          // from the "inputs" event
+  std::vector<TensorStats> input_stats;
+  std::vector<TensorStats> outputs;        // from the "outputs" event
+  std::optional<Comparison> comparison;
+  std::map<std::string, std::string> environment;  // from the "start" event
+  // The child could not test (unreadable inputs/reference/package): the
+  // driver stops with exit 4 and this message.
+  std::optional<std::string> cannot_test;
+  // The runner failed in a way that is the tool's fault (exit 5).
+  std::optional<std::string> internal;
+};
+
+Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events);
+
+// The kind an error text points to (device_assert, oom, missing_op, ...), or
+// nullopt when it says nothing specific.
+std::optional<OutcomeKind> kind_from_error_text(const std::string& text);
+
+// The line of `stderr_tail` or `message` a person should read first: a known
+// failure pattern (index out of bounds, illegal memory access, ...) wins over
+// the generic exception text ("API call failed at ...").
+std::string most_useful_line(const std::string& stderr_tail, const std::string& message);
+
+}  // namespace aoti_bisect

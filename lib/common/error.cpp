@@ -1,0 +1,14 @@
+#include "common/error.hpp"
+
+namespace aoti_bisect {
+
+ExitCode exit_code_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::usage: return ExitCode::usage;
+    case ErrorKind::cannot_test: return ExitCode::cannot_test;
+    case ErrorKind::internal: return ExitCode::internal;
+  }
+  return ExitCode::internal;
+}
+
+}  // namespace aoti_bisect

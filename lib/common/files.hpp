@@ -1,0 +1,34 @@
+#pragma once
+// Small file helpers shared by every module.
+
+#include <filesystem>
+#include <string>
+
+namespace aoti_bisect {
+
+// Whole file as bytes; throws Error(cannot_test) naming `what` and the path.
+std::string read_file(const std::filesystem::path& path, const std::string& what);
+
+// Throws Error(cannot_test) "<what> '<path>' does not exist" (or "is a
+// directory") unless `path` is a readable regular file.
+void require_file(const std::filesystem::path& path, const std::string& what);
+
+// Writes to a temporary file beside `path`, then renames it over `path`, so a
+// reader (or a crash) never sees half a file.
+void write_file_atomic(const std::filesystem::path& path, const std::string& content);
+
+// Lowercase hex SHA-256 of bytes, and of a file streamed from disk.
+std::string sha256_hex(const std::string& bytes);
+std::string sha256_file(const std::filesystem::path& path);
+
+// A path as a report shows it: relative to `cwd` when inside it, the home
+// directory as "~", otherwise as given. Never leaks more than the user typed.
+std::string display_path(const std::filesystem::path& path,
+                         const std::filesystem::path& cwd = std::filesystem::current_path());
+
+// Replaces every occurrence of the home directory and of `cwd` in free text
+// (error lines, command lines) by "~" and ".".
+std::string redact_paths(std::string text,
+                         const std::filesystem::path& cwd = std::filesystem::current_path());
+
+}  // namespace aoti_bisect

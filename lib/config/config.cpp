@@ -1,0 +1,319 @@
+#include "config/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+// One value in a YAML map, with what a message about it needs.
+struct Field {
+  const std::string& source;
+  std::string_view key;
+  const YAML::Node& key_node;
+  const YAML::Node& node;
+};
+
+[[noreturn]] void fail_at(const std::string& source, const YAML::Mark& mark, const std::string& msg) {
+  if (mark.is_null()) {
+    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, msg));
+  }
+  throw Error(ErrorKind::usage,
+              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, msg));
+}
+
+// A null value has no text of its own; yaml-cpp marks it where the next token
+// starts, so the message points at its key instead.
+[[noreturn]] void fail(const Field& f, const std::string& msg) {
+  fail_at(f.source, f.node.IsNull() ? f.key_node.Mark() : f.node.Mark(), msg);
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing";
+  }
+}
+
+bool is_name(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool is_env_name(std::string_view s) {
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  return !s.empty() && alpha(s[0]) && std::all_of(s.begin(), s.end(), [&](char c) {
+    return alpha(c) || (c >= '0' && c <= '9');
+  });
+}
+
+std::string string_of(const Field& f) {
+  if (!f.node.IsScalar()) {
+    fail(f, fmt::format("'{}' must be a string, got {}", f.key, describe(f.node)));
+  }
+  return f.node.Scalar();
+}
+
+int positive_int(const Field& f) {
+  int value = 0;
+  if (f.node.IsScalar()) {
+    const std::string& s = f.node.Scalar();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec == std::errc() && end == s.data() + s.size() && value > 0) {
+      return value;
+    }
+  }
+  fail(f, fmt::format("'{}' must be a positive integer, got {}", f.key, describe(f.node)));
+}
+
+// A finite number, > 0 or >= 0; `what` completes "must be a ...".
+double number(const Field& f, bool allow_zero, std::string_view what) {
+  double value = 0;
+  if (f.node.IsScalar()) {
+    const std::string& s = f.node.Scalar();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(value) &&
+        (value > 0 || (allow_zero && value == 0))) {
+      return value;
+    }
+  }
+  fail(f, fmt::format("'{}' must be a {}, got {}", f.key, what, describe(f.node)));
+}
+
+// How to read one key of a map into T. Each map's keys are one table: adding
+// a key is one line, and "known keys" in messages comes from the table.
+template <class T>
+struct KeyRule {
+  std::string_view key;
+  void (*read)(const Field& field, T& out);
+};
+
+template <class T>
+std::string known_keys(const std::vector<KeyRule<T>>& rules) {
+  std::string out;
+  for (const auto& rule : rules) {
+    out += out.empty() ? "" : ", ";
+    out += rule.key;
+  }
+  return out;
+}
+
+// Calls `each(key_node, value_node)` for every pair of `node`, which must be
+// a map; rejects duplicate and non-scalar keys. `what` names the map.
+template <class Each>
+void for_each_pair(const std::string& source, const YAML::Node& node, const Field* self,
+                   std::string_view what, Each each) {
+  if (!node.IsMap()) {
+    std::string msg = fmt::format("{} must be a map, got {}", what, describe(node));
+    if (self != nullptr) {
+      fail(*self, msg);
+    }
+    fail_at(source, node.Mark(), msg);
+  }
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node& key = it->first;
+    if (!key.IsScalar()) {
+      fail_at(source, key.Mark(), fmt::format("keys of {} must be strings, got {}", what, describe(key)));
+    }
+    if (!seen.insert(key.Scalar()).second) {
+      fail_at(source, key.Mark(), fmt::format("duplicate key '{}'", key.Scalar()));
+    }
+    each(key, it->second);
+  }
+}
+
+template <class T>
+void read_map(const std::string& source, const YAML::Node& node, const Field* self,
+              std::string_view what, const std::vector<KeyRule<T>>& rules, T& out) {
+  for_each_pair(source, node, self, what, [&](const YAML::Node& key, const YAML::Node& value) {
+    auto rule = std::find_if(rules.begin(), rules.end(),
+                             [&](const KeyRule<T>& r) { return r.key == key.Scalar(); });
+    if (rule == rules.end()) {
+      fail_at(source, key.Mark(),
+              fmt::format("unknown key '{}' (known keys: {})", key.Scalar(), known_keys(rules)));
+    }
+    rule->read(Field{source, rule->key, key, value}, out);
+  });
+}
+
+std::map<std::string, std::string> env_of(const Field& f) {
+  std::map<std::string, std::string> env;
+  for_each_pair(f.source, f.node, &f, "'env'", [&](const YAML::Node& key, const YAML::Node& value) {
+    const std::string& name = key.Scalar();
+    if (!is_env_name(name)) {
+      fail_at(f.source, key.Mark(), fmt::format("'{}' is not an environment variable name", name));
+    }
+    Field field{f.source, name, key, value};
+    if (value.IsNull()) {
+      fail(field, fmt::format("'{}' has no value (write \"\" for an empty one)", name));
+    }
+    env[name] = string_of(field);  // scalars such as 1 or true are taken as their text
+  });
+  return env;
+}
+
+std::string variant_name_of(const Field& f) {
+  std::string name = string_of(f);
+  if (!is_name(name)) {
+    fail(f, fmt::format("variant name '{}' must match [a-z0-9_]+", name));
+  }
+  if (name == "baseline") {
+    fail(f, "variant name 'baseline' is reserved for the run without variant flags");
+  }
+  return name;
+}
+
+const std::vector<KeyRule<Variant>>& variant_keys() {
+  static const std::vector<KeyRule<Variant>> rules = {
+      {"name", [](const Field& f, Variant& v) { v.name = variant_name_of(f); }},
+      {"description", [](const Field& f, Variant& v) { v.description = string_of(f); }},
+      {"env", [](const Field& f, Variant& v) { v.env = env_of(f); }},
+      {"repeats", [](const Field& f, Variant& v) { v.repeats = positive_int(f); }},
+  };
+  return rules;
+}
+
+std::vector<Variant> variants_of(const Field& f) {
+  if (!f.node.IsSequence()) {
+    fail(f, fmt::format("'variants' must be a list, got {}", describe(f.node)));
+  }
+  std::vector<Variant> variants;
+  for (const YAML::Node& item : f.node) {
+    Variant v;
+    read_map(f.source, item, nullptr, "a variant", variant_keys(), v);
+    if (v.name.empty()) {
+      fail_at(f.source, item.Mark(), "a variant needs a 'name'");
+    }
+    for (const Variant& earlier : variants) {
+      if (earlier.name == v.name) {
+        fail_at(f.source, item["name"].Mark(), fmt::format("duplicate variant name '{}'", v.name));
+      }
+    }
+    variants.push_back(std::move(v));
+  }
+  return variants;
+}
+
+const std::vector<KeyRule<Tolerance>>& tolerance_keys() {
+  static const std::vector<KeyRule<Tolerance>> rules = {
+      {"atol", [](const Field& f, Tolerance& t) { t.atol = number(f, true, "non-negative number"); }},
+      {"rtol", [](const Field& f, Tolerance& t) { t.rtol = number(f, true, "non-negative number"); }},
+  };
+  return rules;
+}
+
+double timeout_of(const Field& f) {
+  return number(f, false, "positive number of seconds");
+}
+
+const std::vector<KeyRule<UserConfig>>& user_keys() {
+  static const std::vector<KeyRule<UserConfig>> rules = {
+      {"env", [](const Field& f, UserConfig& c) { c.env = env_of(f); }},
+      {"repeats", [](const Field& f, UserConfig& c) { c.repeats = positive_int(f); }},
+      {"timeout", [](const Field& f, UserConfig& c) { c.timeout_s = timeout_of(f); }},
+      {"jobs", [](const Field& f, UserConfig& c) { c.jobs = positive_int(f); }},
+      {"variants", [](const Field& f, UserConfig& c) { c.variants = variants_of(f); }},
+      {"variants_mode",
+       [](const Field& f, UserConfig& c) {
+         std::string mode = string_of(f);
+         if (mode != "add" && mode != "replace") {
+           fail(f, fmt::format("'variants_mode' must be 'add' or 'replace', got '{}'", mode));
+         }
+         c.replace_variants = mode == "replace";
+       }},
+      {"tolerance",
+       [](const Field& f, UserConfig& c) {
+         Tolerance t;
+         read_map(f.source, f.node, &f, "'tolerance'", tolerance_keys(), t);
+         c.tolerance = t;
+       }},
+  };
+  return rules;
+}
+
+const std::vector<KeyRule<Profile>>& profile_keys() {
+  static const std::vector<KeyRule<Profile>> rules = {
+      {"backend", [](const Field& f, Profile& p) { p.backend = string_of(f); }},
+      {"description", [](const Field& f, Profile& p) { p.description = string_of(f); }},
+      {"repeats", [](const Field& f, Profile& p) { p.repeats = positive_int(f); }},
+      {"timeout", [](const Field& f, Profile& p) { p.timeout_s = timeout_of(f); }},
+      {"variants", [](const Field& f, Profile& p) { p.variants = variants_of(f); }},
+  };
+  return rules;
+}
+
+// The document's root; null for an empty file (or one of comments only).
+YAML::Node load_yaml(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail_at(source, e.mark, e.msg);
+  }
+}
+
+}  // namespace
+
+Profile parse_profile(const std::string& yaml_text, const std::string& source_name) {
+  YAML::Node root = load_yaml(yaml_text, source_name);
+  Profile profile;
+  if (!root.IsNull()) {
+    read_map(source_name, root, nullptr, "a profile", profile_keys(), profile);
+  }
+  if (profile.backend.empty()) {
+    fail_at(source_name, root.Mark(), "a profile needs a 'backend'");
+  }
+  return profile;
+}
+
+UserConfig parse_user_config(const std::string& yaml_text, const std::string& source_name) {
+  YAML::Node root = load_yaml(yaml_text, source_name);
+  UserConfig config;
+  config.path = source_name;
+  if (!root.IsNull()) {
+    read_map(source_name, root, nullptr, "a config", user_keys(), config);
+  }
+  return config;
+}
+
+UserConfig load_user_config(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path, "config file");
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, e.what());  // a bad --config is a usage error (exit 2)
+  }
+  return parse_user_config(text, path);
+}
+
+std::vector<std::string> builtin_backends() {
+  std::vector<std::string> names;
+  for (const BuiltinProfileText& p : builtin_profile_texts()) {
+    names.emplace_back(p.backend);
+  }
+  return names;
+}
+
+Profile builtin_profile(const std::string& backend) {
+  for (const BuiltinProfileText& p : builtin_profile_texts()) {
+    if (p.backend == backend) {
+      return parse_profile(std::string(p.yaml), fmt::format("configs/{}.yaml", backend));
+    }
+  }
+  throw Error(ErrorKind::usage, fmt::format("unknown backend '{}' (known backends: {})", backend,
+                                            fmt::join(builtin_backends(), ", ")));
+}
+
+}  // namespace aoti_bisect

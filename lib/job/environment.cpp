@@ -1,0 +1,100 @@
+#include "job/environment.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+#include <sys/utsname.h>
+
+#include "process/process.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+std::string run_for_line(const std::vector<std::string>& argv) {
+  SpawnSpec spec;
+  spec.argv = argv;
+  spec.env = current_environment();
+  spec.timeout_s = 10;
+  spec.kill_grace_s = 1;
+  ExitStatus st = run_process(spec);
+  if (!st.ok()) {
+    return "";
+  }
+  std::string out = st.stdout_tail.empty() ? st.stderr_tail : st.stdout_tail;
+  return out.substr(0, out.find('\n'));
+}
+
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t colon = p.find(':', start);
+    std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!dir.empty()) {
+      std::filesystem::path candidate = std::filesystem::path(dir) / name;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        return candidate.string();
+      }
+    }
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  return "";
+}
+
+std::string os_release_name() {
+  std::ifstream in("/etc/os-release");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      if (v.size() >= 2 && v.front() == '"') {
+        v = v.substr(1, v.size() - 2);
+      }
+      return v;
+    }
+  }
+  return "";
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        return line.substr(line.find_first_not_of(' ', colon + 1));
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void probe_host_environment(Environment& env) {
+  struct utsname un {};
+  if (::uname(&un) == 0) {
+    env.os = std::string(un.sysname) + " " + un.release + " " + un.machine;
+    std::string distro = os_release_name();
+    if (!distro.empty()) {
+      env.os += " (" + distro + ")";
+    }
+  }
+  if (std::string python = find_program("python3"); !python.empty()) {
+    std::string v = run_for_line({python, "--version"});
+    env.python_version = v.rfind("Python ", 0) == 0 ? v.substr(7) : v;
+  }
+  if (std::string git = find_program("git"); !git.empty()) {
+    env.git_revision = run_for_line({git, "rev-parse", "--short=12", "HEAD"});
+  }
+  if (env.device_name.empty() && (env.device.empty() || env.device == "cpu")) {
+    env.device_name = cpu_model();
+  }
+}
+
+}  // namespace aoti_bisect

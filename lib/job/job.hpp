@@ -1,0 +1,65 @@
+#pragma once
+// `aoti-bisect run`: inspect the package, extract it once, run the baseline
+// in a fresh child, then the flag matrix, classify every run, and keep the
+// report on disk up to date after each step.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect {
+
+// What the job tells the person watching (stderr). Implemented in apps/.
+class Progress {
+ public:
+  virtual ~Progress() = default;
+  virtual void phase(const std::string& name, const std::string& detail) = 0;
+  virtual void run_started(const std::string& id, int done, int total) = 0;
+  virtual void run_finished(const std::string& id, OutcomeKind kind, const std::string& exit, double seconds,
+                            int done, int total) = 0;
+  virtual void note(const std::string& text) = 0;
+};
+
+struct RunOptions {
+  std::filesystem::path package;
+  std::string model;                           // "" = the only one
+  std::filesystem::path inputs;
+  std::filesystem::path reference;             // empty = none
+  std::filesystem::path out_dir = "aoti-bisect-out";
+  std::filesystem::path config;                // empty = none
+  std::string backend;                         // "" = from the package's device key
+  std::optional<int> repeats;
+  std::optional<double> timeout_s;
+  std::optional<int> jobs;
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  bool no_matrix = false;                      // baseline only
+  bool junit = false;
+  std::vector<std::string> command_line;
+  std::filesystem::path runner;                // empty = beside this executable
+};
+
+struct JobResult {
+  Report report;
+  ExitCode exit = ExitCode::internal;
+};
+
+// Never throws for problems of the things under test: they become verdicts
+// (could_not_test, internal_error) in the returned report, which is already
+// written to out_dir when it returns. Throws Error(usage) for option and
+// config errors found before anything runs.
+JobResult run_job(const RunOptions& options, Progress& progress);
+
+// Exit code of a finished report's verdict.
+ExitCode exit_code_for(Verdict verdict);
+
+// --exit-codes=git-bisect: 0 good, 1 bad, 125 cannot test; usage and
+// internal errors 128 (abort the bisection rather than mislabel a commit);
+// interrupted stays 130.
+int git_bisect_exit_code(ExitCode code);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,97 @@
+#include "matrix/matrix.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+// The variants in matrix order: the profile's (unless the user replaces
+// them), then the user's. Names must stay unique, since run ids and the
+// summary are keyed by them.
+std::vector<const Variant*> matrix_variants(const Profile& profile, const UserConfig& user) {
+  std::vector<const Variant*> variants;
+  if (!user.replace_variants) {
+    for (const Variant& v : profile.variants) {
+      variants.push_back(&v);
+    }
+  }
+  for (const Variant& v : user.variants) {
+    for (const Variant* earlier : variants) {
+      if (earlier->name == v.name) {
+        throw Error(ErrorKind::usage,
+                    fmt::format("variant '{}' in {} is already in the {} profile "
+                                "(rename it, or set 'variants_mode: replace')",
+                                v.name, user.path.empty() ? "the config" : user.path, profile.backend));
+      }
+    }
+    variants.push_back(&v);
+  }
+  return variants;
+}
+
+}  // namespace
+
+std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& user,
+                                    std::optional<int> repeats_override) {
+  if (repeats_override && *repeats_override < 1) {
+    throw Error(ErrorKind::usage,
+                fmt::format("--repeats must be at least 1, got {}", *repeats_override));
+  }
+  std::vector<PlannedRun> runs;
+  runs.push_back(PlannedRun{"baseline", "baseline", 0, user.env});
+  for (const Variant* v : matrix_variants(profile, user)) {
+    int repeats = repeats_override.value_or(v->repeats.value_or(user.repeats.value_or(profile.repeats)));
+    std::map<std::string, std::string> env = user.env;
+    for (const auto& [key, value] : v->env) {
+      env.insert_or_assign(key, value);
+    }
+    for (int k = 1; k <= repeats; ++k) {
+      runs.push_back(PlannedRun{fmt::format("{}.{}", v->name, k), v->name, k, env});
+    }
+  }
+  return runs;
+}
+
+MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
+  MatrixSummary summary;
+  for (const RunOutcome& run : runs) {
+    if (is_model_failure(run.kind)) {
+      summary.failure = run.kind;
+      break;
+    }
+  }
+  for (const RunOutcome& run : runs) {
+    auto it = std::find_if(summary.variants.begin(), summary.variants.end(),
+                           [&](const VariantResult& r) { return r.variant == run.variant; });
+    if (it == summary.variants.end()) {
+      VariantResult fresh;
+      fresh.variant = run.variant;
+      fresh.env = run.env;
+      summary.variants.push_back(std::move(fresh));
+      it = summary.variants.end() - 1;
+    }
+    bool reproduced = summary.failure && run.kind == *summary.failure;
+    it->runs += 1;
+    it->reproduced += reproduced ? 1 : 0;
+    it->outcomes[std::string(outcome_name(run.kind))] += 1;
+    summary.total_runs += 1;
+    summary.total_reproduced += reproduced ? 1 : 0;
+  }
+  const VariantResult* best = nullptr;
+  for (const VariantResult& r : summary.variants) {
+    if (r.reproduced > 0 && (best == nullptr || r.rate() > best->rate())) {
+      best = &r;  // strictly greater: ties stay with the earlier variant
+    }
+  }
+  if (best != nullptr) {
+    summary.chosen = best->variant;
+    summary.deterministic = best->runs > 0 && best->reproduced == best->runs;
+  }
+  return summary;
+}
+
+}  // namespace aoti_bisect

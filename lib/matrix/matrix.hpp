@@ -1,0 +1,58 @@
+#pragma once
+// The flag matrix: which runs to make (baseline, then each variant repeated),
+// and what they showed (reproduction rate per variant, determinism, and the
+// variant later phases should use).
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "classify/outcome.hpp"
+#include "config/config.hpp"
+
+namespace aoti_bisect {
+
+struct PlannedRun {
+  std::string id;          // "baseline", "launch_blocking.1", ...
+  std::string variant;     // "baseline" or the variant name
+  int repeat = 0;          // 1-based within its variant; 0 for the baseline
+  std::map<std::string, std::string> env;  // variables this run sets (user env + variant env)
+};
+
+// Baseline first (user env only), then each variant `repeats` times.
+// `repeats_override` (from --repeats) wins over config and profile values.
+std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& user,
+                                    std::optional<int> repeats_override);
+
+struct VariantResult {
+  std::string variant;
+  std::map<std::string, std::string> env;
+  int runs = 0;
+  int reproduced = 0;                  // runs whose outcome is the failure kind
+  std::map<std::string, int> outcomes; // outcome name -> count
+  bool deterministic() const { return runs > 0 && (reproduced == 0 || reproduced == runs); }
+  double rate() const { return runs ? double(reproduced) / runs : 0.0; }
+};
+
+struct MatrixSummary {
+  std::optional<OutcomeKind> failure;     // the failure kind, if any run failed
+  std::vector<VariantResult> variants;    // baseline first, in plan order
+  std::optional<std::string> chosen;      // the most deterministic reproducing variant
+  bool deterministic = false;             // chosen variant reproduced on every run
+  int total_runs = 0;
+  int total_reproduced = 0;
+};
+
+struct RunOutcome {
+  std::string variant;
+  std::map<std::string, std::string> env;
+  OutcomeKind kind = OutcomeKind::ok;
+};
+
+// The failure kind is that of the first failing run in plan order. A run
+// "reproduces" when its kind equals it. The chosen variant has the highest
+// rate; ties go to the earlier variant in plan order.
+MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,116 @@
+#include "package/inspect.hpp"
+
+#include <fmt/format.h>
+
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+std::vector<const ModelFiles*> chosen(const Package& pkg, const std::string& model) {
+  std::vector<const ModelFiles*> out;
+  if (!model.empty()) {
+    out.push_back(&pkg.select_model(model));
+  } else {
+    for (const auto& m : pkg.models()) {
+      out.push_back(&m);
+    }
+  }
+  return out;
+}
+
+std::string base_name(const std::string& entry) { return entry.substr(entry.find_last_of('/') + 1); }
+
+}  // namespace
+
+nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model) {
+  nlohmann::ordered_json j;
+  j["package"] = display_path(pkg.path());
+  j["sha256"] = sha256_file(pkg.path());
+  j["torch_version"] = pkg.torch_version().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(pkg.torch_version());
+  j["exported_programs"] = pkg.exported_programs();
+  j["models"] = nlohmann::ordered_json::array();
+  for (const ModelFiles* m : chosen(pkg, model)) {
+    WrapperInfo w = pkg.wrapper_info(*m);
+    nlohmann::ordered_json jm;
+    jm["name"] = m->name;
+    jm["device_key"] = m->device_key();
+    jm["metadata"] = m->metadata;
+    jm["files"] = {{"wrapper_cpp", base_name(m->wrapper_cpp)},
+                   {"kernel_cpp", base_name(m->kernel_cpp)},
+                   {"metadata_json", base_name(m->metadata_json)},
+                   {"shared_object", base_name(m->shared_object)},
+                   {"cubins", m->cubins.size()}};
+    jm["instrumented"] = w.instrumented;
+    jm["printer_level"] = w.printer_level;
+    jm["has_exported_program"] = !pkg.exported_programs().empty();
+    jm["num_inputs"] = w.num_inputs ? nlohmann::ordered_json(*w.num_inputs) : nlohmann::ordered_json(nullptr);
+    jm["inputs"] = nlohmann::ordered_json::array();
+    for (const auto& in : w.inputs) {
+      nlohmann::ordered_json ji;
+      ji["index"] = in.index;
+      ji["name"] = in.name;
+      ji["dtype"] = in.dtype;
+      nlohmann::ordered_json shape = nlohmann::ordered_json::array();
+      for (const auto& d : in.shape) {
+        shape.push_back(d ? nlohmann::ordered_json(*d) : nlohmann::ordered_json(nullptr));
+      }
+      ji["shape"] = shape;
+      jm["inputs"].push_back(ji);
+    }
+    jm["call_sites"] = nlohmann::ordered_json::array();
+    for (const auto& c : w.call_sites) {
+      jm["call_sites"].push_back({{"index", c.index},
+                                  {"kernel", c.kernel},
+                                  {"kind", kernel_kind_name(c.kind)},
+                                  {"line", c.line},
+                                  {"source_nodes", c.source_nodes}});
+    }
+    j["models"].push_back(jm);
+  }
+  return j;
+}
+
+std::string inspect_table(const Package& pkg, const std::string& model) {
+  std::string out;
+  out += fmt::format("package      {}\n", display_path(pkg.path()));
+  out += fmt::format("torch        {}\n", pkg.torch_version().empty() ? "(not recorded)" : pkg.torch_version());
+  out += fmt::format("exported     {}\n", pkg.exported_programs().empty()
+                                            ? std::string("no exported program inside")
+                                            : fmt::format("{}", fmt::join(pkg.exported_programs(), ", ")));
+  out += fmt::format("models       {}\n", fmt::join(pkg.model_names(), ", "));
+  for (const ModelFiles* m : chosen(pkg, model)) {
+    WrapperInfo w = pkg.wrapper_info(*m);
+    out += fmt::format("\nmodel '{}'\n", m->name);
+    out += fmt::format("  device key   {}\n", m->device_key().empty() ? "(missing)" : m->device_key());
+    for (const auto& [k, v] : m->metadata) {
+      if (k != "AOTI_DEVICE_KEY") {
+        out += fmt::format("  {:<12} {}\n", k, v);
+      }
+    }
+    out += fmt::format("  files        {}{}{}\n", base_name(m->shared_object).empty() ? "(no .so) " : ".so ",
+                       m->wrapper_cpp.empty() ? "" : "wrapper source ",
+                       m->cubins.empty() ? "" : fmt::format("{} cubins", m->cubins.size()));
+    out += fmt::format("  instrumented {}\n",
+                       w.instrumented ? fmt::format("yes (printer level {})", w.printer_level) : std::string("no"));
+    if (w.num_inputs) {
+      out += fmt::format("  inputs       {}\n", *w.num_inputs);
+      for (const auto& in : w.inputs) {
+        std::vector<std::string> dims;
+        for (const auto& d : in.shape) {
+          dims.push_back(d ? std::to_string(*d) : "?");
+        }
+        out += fmt::format("    {:>3}  {:<10} {:<9} [{}]\n", in.index, in.name, in.dtype.empty() ? "?" : in.dtype,
+                           fmt::join(dims, ", "));
+      }
+    }
+    out += fmt::format("  call sites   {}\n", w.call_sites.size());
+    for (const auto& c : w.call_sites) {
+      out += fmt::format("    {:>3}  {:<7} {}{}\n", c.index, kernel_kind_name(c.kind), c.kernel,
+                         c.source_nodes.empty() ? "" : "  " + c.source_nodes);
+    }
+  }
+  return out;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,71 @@
+#pragma once
+// Reading an AOTI package (.pt2, a zip): which models it holds, each model's
+// files, its metadata, whether an exported program is inside; extracting it
+// once into a directory the runner loads from (LibTorch's own loader would
+// extract to /tmp on every load and leak the folder when the child crashes).
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "package/wrapper.hpp"
+
+namespace aoti_bisect {
+
+struct ModelFiles {
+  std::string name;                   // "model"
+  std::string dir;                    // archive path of data/aotinductor/<name>/
+  std::string wrapper_cpp;            // archive paths; "" when absent
+  std::string kernel_cpp;
+  std::string metadata_json;
+  std::string shared_object;
+  std::vector<std::string> cubins;
+  std::vector<std::string> other;
+  std::map<std::string, std::string> metadata;  // parsed metadata_json
+  std::string device_key() const;     // metadata AOTI_DEVICE_KEY, "" when unknown
+};
+
+class Package {
+ public:
+  // Opens and indexes the archive. Throws Error(cannot_test) with one line
+  // for: a missing file, a directory, a file that is not a zip, a truncated
+  // or corrupt zip, and a zip that holds no AOTI model.
+  static Package open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return m_path; }
+  const std::string& prefix() const { return m_prefix; }       // "name/" or ""
+  const std::vector<std::string>& entries() const { return m_entries; }
+  const std::vector<ModelFiles>& models() const { return m_models; }
+  std::vector<std::string> model_names() const;
+  // Exported programs inside (models/<name>.json of a package_pt2 archive).
+  const std::vector<std::string>& exported_programs() const { return m_exported; }
+  // The archive's "version"/"archive_version" and torch version where recorded.
+  std::string torch_version() const;
+
+  // The model to run: `requested` if given, else the only one. Throws
+  // Error(usage) for an unknown name (listing the ones there are) or when
+  // several exist and none was named.
+  const ModelFiles& select_model(const std::string& requested) const;
+
+  // Text of one entry (throws Error(cannot_test) if unreadable).
+  std::string read_entry(const std::string& name) const;
+
+  // The model's wrapper source parsed (empty WrapperInfo when there is none).
+  WrapperInfo wrapper_info(const ModelFiles& model) const;
+
+  // Extracts every entry under `dest` (created), rejecting unsafe names
+  // ("..", absolute). Returns the directory to give the runner (the one that
+  // holds data/aotinductor/).
+  std::filesystem::path extract(const std::filesystem::path& dest) const;
+
+ private:
+  std::filesystem::path m_path;
+  std::string m_prefix;
+  std::vector<std::string> m_entries;
+  std::vector<ModelFiles> m_models;
+  std::vector<std::string> m_exported;
+};
+
+}  // namespace aoti_bisect

@@ -1,0 +1,310 @@
+#include "package/wrapper.hpp"
+
+#include <cctype>
+#include <set>
+#include <sstream>
+
+namespace aoti_bisect {
+namespace {
+
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// The identifier that starts at `pos` (empty if none).
+std::string ident_at(std::string_view s, size_t pos) {
+  size_t end = pos;
+  while (end < s.size() && is_ident_char(s[end])) {
+    ++end;
+  }
+  return std::string(s.substr(pos, end - pos));
+}
+
+// Finds `prefix` at an identifier boundary and returns the whole identifier
+// starting there, if it is followed by '('.
+std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix) {
+  for (size_t pos = line.find(prefix); pos != std::string_view::npos; pos = line.find(prefix, pos + 1)) {
+    if (pos > 0 && is_ident_char(line[pos - 1])) {
+      continue;
+    }
+    std::string id = ident_at(line, pos);
+    size_t after = pos + id.size();
+    if (after < line.size() && line[after] == '(') {
+      return id;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  s = trim(s);
+  while (!s.empty() && (s.back() == 'L' || s.back() == 'l' || s.back() == 'U' || s.back() == 'u')) {
+    s.remove_suffix(1);
+  }
+  if (s.empty()) {
+    return std::nullopt;
+  }
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(std::string(s), &used);
+    return used == s.size() ? std::optional<int64_t>(v) : std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string_view> split_lines(const std::string& source) {
+  std::vector<std::string_view> lines;
+  std::string_view all(source);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t nl = all.find('\n', start);
+    if (nl == std::string_view::npos) {
+      lines.push_back(all.substr(start));
+      break;
+    }
+    lines.push_back(all.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+// [first, last) lines of the function whose signature line contains `marker`.
+std::pair<size_t, size_t> function_range(const std::vector<std::string_view>& lines, std::string_view marker) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find(marker) == std::string_view::npos) {
+      continue;
+    }
+    int depth = 0;
+    bool opened = false;
+    for (size_t j = i; j < lines.size(); ++j) {
+      for (char c : lines[j]) {
+        if (c == '{') {
+          ++depth;
+          opened = true;
+        } else if (c == '}') {
+          --depth;
+        }
+      }
+      if (opened && depth <= 0) {
+        return {i, j + 1};
+      }
+    }
+    return {i, lines.size()};
+  }
+  return {0, 0};
+}
+
+std::set<std::string> declared_cpp_kernels(const std::vector<std::string_view>& lines) {
+  std::set<std::string> names;
+  for (auto line : lines) {
+    auto t = trim(line);
+    if (t.rfind("extern \"C\"", 0) != 0) {
+      continue;
+    }
+    size_t v = t.find("void");
+    if (v == std::string_view::npos) {
+      continue;
+    }
+    size_t p = v + 4;
+    while (p < t.size() && std::isspace(static_cast<unsigned char>(t[p]))) {
+      ++p;
+    }
+    std::string id = ident_at(t, p);
+    if (!id.empty() && p + id.size() < t.size() && t[p + id.size()] == '(') {
+      names.insert(id);
+    }
+  }
+  return names;
+}
+
+void note_printer(std::string_view line, WrapperInfo& info) {
+  int level = 0;
+  if (line.find("aoti_torch_save_tensor_handle(") != std::string_view::npos) {
+    level = 1;
+  } else if (line.find("aoti_torch_print_tensor_handle(") != std::string_view::npos) {
+    level = 2;
+  } else if (line.find("printf(\"[ before_launch") != std::string_view::npos ||
+             line.find("printf(\"[ after_launch") != std::string_view::npos) {
+    level = 3;
+  }
+  if (level != 0) {
+    info.instrumented = true;
+    if (info.printer_level == 0 || level < info.printer_level) {
+      info.printer_level = level;
+    }
+  }
+}
+
+std::optional<CallSite> call_site_of(std::string_view t, const std::set<std::string>& cpp_kernels) {
+  if (auto id = called_ident_with_prefix(t, "call_triton_")) {
+    return CallSite{0, id->substr(5), KernelKind::triton, 0, ""};
+  }
+  if (t.rfind("kernels.", 0) == 0) {
+    std::string id = ident_at(t, 8);
+    if (!id.empty()) {
+      return CallSite{0, id, cpp_kernels.count(id) ? KernelKind::cpp : KernelKind::triton, 0, ""};
+    }
+  }
+  if (t.find("aoti_torch_proxy_executor_call_function(") != std::string_view::npos) {
+    return CallSite{0, "aoti_torch_proxy_executor_call_function", KernelKind::extern_call, 0, ""};
+  }
+  for (std::string_view dev : {"aoti_torch_cpu_", "aoti_torch_cuda_", "aoti_torch_xpu_", "aoti_torch_mps_"}) {
+    if (auto id = called_ident_with_prefix(t, dev)) {
+      return CallSite{0, *id, KernelKind::extern_call, 0, ""};
+    }
+  }
+  std::string id = ident_at(t, 0);
+  if (!id.empty() && cpp_kernels.count(id) && id.size() < t.size() && t[id.size()] == '(') {
+    return CallSite{0, id, KernelKind::cpp, 0, ""};
+  }
+  return std::nullopt;
+}
+
+void parse_input_check(const std::vector<std::string_view>& lines, size_t first, size_t last, InputSpec& spec) {
+  size_t rank = 0;
+  std::vector<std::pair<size_t, int64_t>> sizes, strides;
+  for (size_t i = first; i < last; ++i) {
+    auto t = trim(lines[i]);
+    if (t.find("_expected_dtype = aoti_torch_dtype_") != std::string_view::npos) {
+      size_t p = t.find("aoti_torch_dtype_") + 17;
+      spec.dtype = ident_at(t, p);
+      if (spec.name.empty()) {
+        spec.name = std::string(t.substr(8, t.find("_expected_dtype") - 8));
+      }
+    } else if (t.find("_expected_device_type = ") != std::string_view::npos) {
+      auto v = parse_int(t.substr(t.find('=') + 1, t.find(';') - t.find('=') - 1));
+      if (v) {
+        spec.device_type = static_cast<int>(*v);
+      }
+    }
+    for (std::string_view kind : {"_size[", "_stride["}) {
+      size_t p = t.find(kind);
+      if (p == std::string_view::npos) {
+        continue;
+      }
+      auto d = parse_int(t.substr(p + kind.size(), t.find(']', p) - p - kind.size()));
+      if (!d) {
+        continue;
+      }
+      size_t dim = static_cast<size_t>(*d);
+      rank = std::max(rank, dim + 1);
+      // "if (4 != arg4_1_size[0]) {" pins the value.
+      if (t.rfind("if (", 0) == 0) {
+        size_t ne = t.find(" != ");
+        if (ne != std::string_view::npos && ne < p) {
+          if (auto v = parse_int(t.substr(4, ne - 4))) {
+            (kind == "_size[" ? sizes : strides).push_back({dim, *v});
+          }
+        }
+      }
+    }
+  }
+  spec.shape.assign(rank, std::nullopt);
+  spec.strides.assign(rank, std::nullopt);
+  for (auto [d, v] : sizes) {
+    spec.shape[d] = v;
+  }
+  for (auto [d, v] : strides) {
+    spec.strides[d] = v;
+  }
+}
+
+void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, size_t run_last, WrapperInfo& info) {
+  for (size_t i = run_first; i < run_last; ++i) {
+    auto t = trim(lines[i]);
+    size_t p = t.find("steal_from_raw_handles_to_raii_handles(input_handles,");
+    if (p != std::string_view::npos) {
+      size_t comma = t.find(',', p);
+      info.num_inputs = static_cast<int>(parse_int(t.substr(comma + 1, t.find(')', comma) - comma - 1)).value_or(-1));
+    }
+    // "auto arg4_1 = std::move(inputs[0]);"
+    size_t mv = t.find(" = std::move(inputs[");
+    if (t.rfind("auto ", 0) == 0 && mv != std::string_view::npos) {
+      auto idx = parse_int(t.substr(mv + 20, t.find(']', mv) - mv - 20));
+      if (idx && *idx >= 0) {
+        if (info.inputs.size() <= static_cast<size_t>(*idx)) {
+          info.inputs.resize(static_cast<size_t>(*idx) + 1);
+        }
+        info.inputs[*idx].index = static_cast<int>(*idx);
+        info.inputs[*idx].name = std::string(t.substr(5, mv - 5));
+      }
+    }
+  }
+  if (info.num_inputs && *info.num_inputs >= 0 && info.inputs.size() < static_cast<size_t>(*info.num_inputs)) {
+    size_t old = info.inputs.size();
+    info.inputs.resize(static_cast<size_t>(*info.num_inputs));
+    for (size_t i = old; i < info.inputs.size(); ++i) {
+      info.inputs[i].index = static_cast<int>(i);
+    }
+  }
+  for (auto& spec : info.inputs) {
+    auto [first, last] = function_range(lines, "void check_input_" + std::to_string(spec.index) + "(");
+    if (first != last) {
+      parse_input_check(lines, first, last, spec);
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view kernel_kind_name(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::cpp: return "cpp";
+    case KernelKind::triton: return "triton";
+    case KernelKind::extern_call: return "extern";
+  }
+  return "cpp";
+}
+
+WrapperInfo parse_wrapper(const std::string& source) {
+  WrapperInfo info;
+  if (source.empty()) {
+    return info;
+  }
+  auto lines = split_lines(source);
+  auto cpp_kernels = declared_cpp_kernels(lines);
+  auto [first, last] = function_range(lines, "::run_impl(");
+  if (first == last) {
+    first = 0;
+    last = lines.size();
+  } else {
+    info.found = true;
+  }
+  std::string pending_nodes;
+  for (size_t i = first; i < last; ++i) {
+    auto t = trim(lines[i]);
+    if (t.rfind("//", 0) == 0) {
+      size_t p = t.find("Source Nodes: ");
+      if (p != std::string_view::npos) {
+        auto rest = t.substr(p + 14);
+        pending_nodes = std::string(rest.substr(0, rest.find(", Original ATen")));
+      }
+      continue;
+    }
+    note_printer(t, info);
+    if (t.find("_tensor_handle(") != std::string_view::npos || t.rfind("printf(", 0) == 0) {
+      continue;
+    }
+    if (auto site = call_site_of(t, cpp_kernels)) {
+      site->index = static_cast<int>(info.call_sites.size()) + 1;
+      site->line = static_cast<int>(i) + 1;
+      site->source_nodes = pending_nodes;
+      pending_nodes.clear();
+      info.call_sites.push_back(std::move(*site));
+      info.found = true;
+    }
+  }
+  parse_inputs(lines, first, last, info);
+  return info;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,46 @@
+#pragma once
+// What the generated wrapper source (<stem>.wrapper.cpp, or the single .cpp
+// of older versions) tells without running it: the kernel call sites run_impl
+// launches, in order; whether printer probes are compiled in; what inputs the
+// model takes (from its generated input checks).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aoti_bisect {
+
+enum class KernelKind { cpp, triton, extern_call };
+std::string_view kernel_kind_name(KernelKind kind);  // "cpp", "triton", "extern"
+
+struct CallSite {
+  int index = 0;            // 1-based, in source order
+  std::string kernel;       // "cpp_fused_log_relu_sub_0", "aoti_torch_cpu_addmm_out"
+  KernelKind kind = KernelKind::cpp;
+  int line = 0;             // 1-based line in the wrapper source
+  std::string source_nodes; // "[relu, sub, log]" from the preceding comment, if any
+};
+
+struct InputSpec {
+  int index = 0;
+  std::string name;                      // "arg4_1"
+  std::string dtype;                     // "float32"; "" when unknown
+  std::vector<std::optional<int64_t>> shape;    // nullopt for a dynamic dim; empty when unknown
+  std::vector<std::optional<int64_t>> strides;
+  std::optional<int> device_type;        // 0 cpu, 1 cuda, ...
+  bool known() const { return !dtype.empty(); }
+};
+
+struct WrapperInfo {
+  bool found = false;
+  std::vector<CallSite> call_sites;
+  bool instrumented = false;            // printer calls present (any level)
+  int printer_level = 0;                // 1 save, 2 print, 3 names; 0 none
+  std::optional<int> num_inputs;        // from steal_from_raw_handles_to_raii_handles
+  std::vector<InputSpec> inputs;        // from the generated check_input_<i> functions
+};
+
+WrapperInfo parse_wrapper(const std::string& source);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,93 @@
+#pragma once
+// Running child processes: argv and an explicit environment (no shell), a
+// process group of their own, stdin from /dev/null, stdout and stderr to
+// files, a timeout that kills the whole group (TERM, then KILL after a grace
+// period). The outcome is a value: an exit stays an exit, a signal a signal.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aoti_bisect {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;               // argv[0] is the program path (no PATH search)
+  std::map<std::string, std::string> env;      // the child's whole environment
+  std::filesystem::path cwd;                   // empty: inherit
+  std::filesystem::path stdout_path;           // empty: /dev/null
+  std::filesystem::path stderr_path;           // empty: /dev/null
+  // Both are opened by the parent before the child's chdir: a relative path
+  // is relative to the caller's working directory, not to `cwd`.
+  double timeout_s = 0;                        // 0: none
+  double kill_grace_s = 2.0;                   // TERM -> KILL delay
+  size_t tail_bytes = 8192;                    // how much of each stream ExitStatus keeps
+};
+
+struct ExitStatus {
+  enum class How { exited, signaled, timed_out, interrupted, spawn_failed };
+  How how = How::spawn_failed;
+  int exit_code = -1;        // how == exited
+  int signal = 0;            // how == signaled (also the signal that ended a timed-out child)
+  bool core_dumped = false;
+  double seconds = 0;        // wall time from spawn to reap
+  std::string stdout_tail;   // last tail_bytes of the streams
+  std::string stderr_tail;
+  std::string spawn_error;   // how == spawn_failed: "execve: No such file or directory"
+
+  bool ok() const { return how == How::exited && exit_code == 0; }
+  // "exit 0", "exit 3", "signal 11 (SIGSEGV)", "timeout after 5.0 s", ...
+  std::string describe() const;
+};
+
+// "SIGSEGV" for 11 and so on; "signal N" when unknown.
+std::string signal_name(int sig);
+
+// Runs one child to completion (or timeout / interruption).
+ExitStatus run_process(const SpawnSpec& spec);
+
+// Several children at once (for --jobs). Not thread-safe; one owner.
+class ProcessSet {
+ public:
+  ProcessSet();
+  ~ProcessSet();  // kills whatever still runs
+  ProcessSet(const ProcessSet&) = delete;
+  ProcessSet& operator=(const ProcessSet&) = delete;
+
+  // Starts a child; returns its token. A failed spawn is reported by wait_any
+  // as How::spawn_failed, never thrown.
+  int start(const SpawnSpec& spec);
+  // Children started and not yet returned by wait_any (failed spawns too).
+  size_t running() const;
+  // Blocks until one child ends; returns its token and status. Enforces
+  // timeouts. If an interrupt was requested (see below), kills every group
+  // and reports the children as How::interrupted. With no children, returns
+  // token -1.
+  std::pair<int, ExitStatus> wait_any();
+  // Stops every child (TERM to its group, KILL after its grace) and reaps it;
+  // their statuses are dropped.
+  void kill_all();
+
+ private:
+  struct Child;
+  std::vector<Child*> m_children;
+  int m_next_token = 0;
+};
+
+// Interrupt handling: install_interrupt_handlers() makes SIGINT and SIGTERM
+// set a flag (and nothing else); process waits notice it, kill their groups
+// and return How::interrupted. The driver then writes its partial report.
+void install_interrupt_handlers();
+bool interrupt_requested();
+void request_interrupt();  // for tests
+void clear_interrupt();    // for tests
+
+// The current process's environment as a map (the base that variants add to).
+std::map<std::string, std::string> current_environment();
+
+// Absolute path of the running executable (/proc/self/exe).
+std::filesystem::path self_executable();
+
+}  // namespace aoti_bisect

@@ -1,0 +1,110 @@
+#include "report/json.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace aoti_bisect {
+
+nlohmann::json json_number(double v) {
+  if (std::isnan(v)) {
+    return "nan";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "inf" : "-inf";
+  }
+  return v;
+}
+
+double number_from_json(const nlohmann::json& j) {
+  if (j.is_number()) {
+    return j.get<double>();
+  }
+  if (j.is_string()) {
+    const auto& s = j.get_ref<const std::string&>();
+    if (s == "inf") {
+      return std::numeric_limits<double>::infinity();
+    }
+    if (s == "-inf") {
+      return -std::numeric_limits<double>::infinity();
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+namespace {
+nlohmann::json optional_number(const std::optional<double>& v) {
+  return v ? json_number(*v) : nlohmann::json(nullptr);
+}
+std::optional<double> optional_from(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) {
+    return std::nullopt;
+  }
+  return number_from_json(j[key]);
+}
+}  // namespace
+
+nlohmann::json to_json(const TensorInfo& t) {
+  return {{"name", t.name}, {"dtype", t.dtype},   {"shape", t.shape},
+          {"strides", t.strides}, {"device", t.device}, {"sha256", t.sha256}};
+}
+
+nlohmann::json to_json(const TensorStats& s) {
+  return {{"name", s.name},          {"dtype", s.dtype},         {"shape", s.shape},
+          {"numel", s.numel},        {"nan", s.nan_count},       {"inf", s.inf_count},
+          {"min", optional_number(s.min)}, {"max", optional_number(s.max)}, {"mean", optional_number(s.mean)},
+          {"checksum", s.checksum}};
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  return {{"within_tolerance", c.within_tolerance},
+          {"atol", c.atol},
+          {"rtol", c.rtol},
+          {"max_abs_error", json_number(c.max_abs_error)},
+          {"max_rel_error", json_number(c.max_rel_error)},
+          {"mismatched", c.mismatched},
+          {"total", c.total},
+          {"worst_output", c.worst_output},
+          {"note", c.note}};
+}
+
+TensorInfo tensor_info_from_json(const nlohmann::json& j) {
+  TensorInfo t;
+  t.name = j.value("name", "");
+  t.dtype = j.value("dtype", "");
+  t.shape = j.value("shape", std::vector<int64_t>{});
+  t.strides = j.value("strides", std::vector<int64_t>{});
+  t.device = j.value("device", "");
+  t.sha256 = j.value("sha256", "");
+  return t;
+}
+
+TensorStats tensor_stats_from_json(const nlohmann::json& j) {
+  TensorStats s;
+  s.name = j.value("name", "");
+  s.dtype = j.value("dtype", "");
+  s.shape = j.value("shape", std::vector<int64_t>{});
+  s.numel = j.value("numel", int64_t{0});
+  s.nan_count = j.value("nan", int64_t{0});
+  s.inf_count = j.value("inf", int64_t{0});
+  s.min = optional_from(j, "min");
+  s.max = optional_from(j, "max");
+  s.mean = optional_from(j, "mean");
+  s.checksum = j.value("checksum", "");
+  return s;
+}
+
+Comparison comparison_from_json(const nlohmann::json& j) {
+  Comparison c;
+  c.within_tolerance = j.value("within_tolerance", true);
+  c.atol = j.value("atol", 0.0);
+  c.rtol = j.value("rtol", 0.0);
+  c.max_abs_error = j.contains("max_abs_error") ? number_from_json(j["max_abs_error"]) : 0.0;
+  c.max_rel_error = j.contains("max_rel_error") ? number_from_json(j["max_rel_error"]) : 0.0;
+  c.mismatched = j.value("mismatched", int64_t{0});
+  c.total = j.value("total", int64_t{0});
+  c.worst_output = j.value("worst_output", "");
+  c.note = j.value("note", "");
+  return c;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,157 @@
+#pragma once
+// The report: one value that the job fills in step by step and that every
+// sink (console, report.json, report.md, junit.xml) renders. Paths in it are
+// already display paths (relative, "~"); tensor contents never appear.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "classify/outcome.hpp"
+
+namespace aoti_bisect {
+
+inline constexpr int k_report_schema_version = 1;
+
+struct TensorInfo {           // an input: what it is, never what it holds
+  std::string name;           // "arg0" or the model's input name
+  std::string dtype;          // "float32"
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::string device;         // "cpu", "cuda:0"
+  std::string sha256;         // of the contiguous bytes
+};
+
+struct TensorStats {          // statistics of one output (or probed) tensor
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  std::optional<double> min;  // absent when empty or not numeric
+  std::optional<double> max;
+  std::optional<double> mean;
+  std::string checksum;       // sha256 of the bytes, first 16 hex digits
+};
+
+struct Comparison {           // outputs against the reference
+  bool within_tolerance = true;
+  double atol = 0;
+  double rtol = 0;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  int64_t mismatched = 0;     // elements outside tolerance (NaN position mismatches included)
+  int64_t total = 0;
+  std::string worst_output;   // name of the output holding the worst element
+  std::string note;           // e.g. "NaN positions differ in output 0"
+};
+
+struct RunRecord {
+  std::string id;                             // "baseline", "launch_blocking.2"
+  std::string variant;
+  int repeat = 0;
+  std::map<std::string, std::string> env;     // variables this run set
+  std::string probe_plan = "none";            // summary of the probe plan
+  OutcomeKind outcome = OutcomeKind::ok;
+  std::string exit;                           // "exit 0", "signal 11 (SIGSEGV)", "timeout after 30.0 s"
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  bool core_dumped = false;
+  double seconds = 0;
+  std::string first_error_line;               // redacted
+  std::vector<TensorStats> outputs;
+  std::optional<Comparison> comparison;
+};
+
+struct VariantSummary {
+  std::string name;
+  std::map<std::string, std::string> env;
+  int runs = 0;
+  int reproduced = 0;
+  bool deterministic = false;
+};
+
+struct Environment {
+  std::string tool_version;
+  std::string torch_version;       // runner's LibTorch
+  std::string python_version;      // "" when no python3 was found
+  std::string cuda_version;        // "" on CPU builds
+  std::string hip_version;
+  std::string device;              // "cpu", "cuda:0"
+  std::string device_name;         // "NVIDIA H200", or the CPU model
+  std::string driver_version;
+  std::string os;                  // "Linux 6.1.0 x86_64 (Debian 12.11)"
+  std::string git_revision;        // of the working directory, "" if none
+};
+
+struct PackageSummary {
+  std::string path;                // display path
+  std::string sha256;
+  std::vector<std::string> models;
+  std::string model;               // the one run
+  std::string device_key;          // "cpu", "cuda"
+  std::map<std::string, std::string> metadata;
+  std::string torch_version;       // where recorded, else ""
+  int call_sites = 0;
+  bool instrumented = false;
+  bool has_exported_program = false;
+};
+
+struct Failure {
+  OutcomeKind kind = OutcomeKind::error;
+  std::string first_line;          // the most useful error line seen
+  std::string first_check;         // from the outcome table
+  std::optional<int> signal;
+  std::string reproducing_variant; // the one later phases use
+  int reproduced = 0;              // over all runs of the matrix
+  int runs = 0;
+  bool deterministic = false;
+};
+
+// Verdicts and their exit codes (common/error.hpp ExitCode):
+//   clean 0 · isolated 1 · not_isolated 3 · inconclusive 3 ·
+//   suppressed_by_instrumentation 3 · could_not_test 4 · internal_error 5 ·
+//   interrupted 130
+enum class Verdict {
+  running,
+  clean,
+  isolated,
+  not_isolated,
+  inconclusive,
+  suppressed_by_instrumentation,
+  could_not_test,
+  internal_error,
+  interrupted,
+};
+std::string_view verdict_name(Verdict v);
+
+struct PhaseTime {
+  std::string phase;               // "inspect", "validate", "baseline", "matrix", "report"
+  double seconds = 0;
+};
+
+struct Report {
+  int schema_version = k_report_schema_version;
+  std::string tool_version;
+  std::vector<std::string> command_line;   // redacted argv
+  Environment environment;
+  PackageSummary package;
+  std::vector<TensorInfo> inputs;
+  std::string inputs_path;                  // display path
+  std::string inputs_sha256;
+  std::string reference_path;               // display path, "" when none
+  std::vector<RunRecord> runs;
+  std::vector<VariantSummary> matrix;
+  Verdict verdict = Verdict::running;
+  std::string verdict_reason;               // one line: why this verdict (e.g. what isolation would need)
+  std::optional<Failure> failure;
+  std::vector<PhaseTime> phases;
+  double total_seconds = 0;
+  std::string reproduce_command;            // shortest command that reproduces, redacted
+  std::string error;                        // could_not_test / internal_error: the one-line message
+};
+
+}  // namespace aoti_bisect

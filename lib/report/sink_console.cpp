@@ -1,0 +1,100 @@
+// The summary printed on stdout at the end of a run. Child text is passed
+// through one_line, so with color off the output holds no escape code at all,
+// even when a child's error line was colored.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/sink_text.hpp"
+#include "report/sinks.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+using namespace report_text;
+
+enum class Tone { plain, good, bad, warn };
+
+class Painter {
+ public:
+  explicit Painter(bool color) : m_color(color) {}
+  std::string operator()(const std::string& text, Tone tone) const {
+    if (!m_color || tone == Tone::plain) {
+      return text;
+    }
+    const char* code = tone == Tone::good ? "\x1b[32m" : tone == Tone::bad ? "\x1b[31m" : "\x1b[33m";
+    return code + text + "\x1b[0m";
+  }
+
+ private:
+  bool m_color;
+};
+
+Tone verdict_tone(Verdict v) {
+  switch (v) {
+    case Verdict::clean: return Tone::good;
+    case Verdict::running:
+    case Verdict::interrupted:
+    case Verdict::could_not_test: return Tone::warn;
+    default: return Tone::bad;
+  }
+}
+
+std::string failure_lines(const Failure& f, const Painter& paint) {
+  std::string kind = paint(std::string(outcome_name(f.kind)), Tone::bad);
+  if (f.signal) {
+    kind += fmt::format(", signal {} ({})", *f.signal, signal_string(*f.signal));
+  }
+  std::string out = fmt::format("  failure:     {}\n", kind);
+  if (!f.first_line.empty()) {
+    out += fmt::format("  first line:  {}\n", one_line(f.first_line));
+  }
+  out += fmt::format("  first check: {}\n", one_line(first_check(f)));
+  return out;
+}
+
+std::string matrix_lines(const std::vector<VariantSummary>& matrix, const Painter& paint) {
+  size_t name_width = 0;
+  size_t count_width = 0;
+  for (const auto& v : matrix) {
+    name_width = std::max(name_width, v.name.size());
+    count_width = std::max(count_width, fmt::format("{}/{}", v.reproduced, v.runs).size());
+  }
+  std::string out = "flags:\n";
+  for (const auto& v : matrix) {
+    std::string count = fmt::format("{:>{}}", fmt::format("{}/{}", v.reproduced, v.runs), count_width);
+    std::string line = fmt::format("  {:<{}}   {}", one_line(v.name), name_width,
+                                   paint(count + " reproduced", v.reproduced > 0 ? Tone::bad : Tone::good));
+    std::string env = env_string(v.env);
+    out += (env.empty() ? line : line + "  " + env) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string report_to_console(const Report& r, bool color) {
+  Painter paint(color);
+  std::string out = "verdict: " + paint(std::string(verdict_name(r.verdict)), verdict_tone(r.verdict));
+  if (!r.verdict_reason.empty()) {
+    out += ": " + one_line(r.verdict_reason);
+  }
+  out += "\n";
+  if (!r.error.empty()) {
+    out += fmt::format("  error: {}\n", one_line(r.error));
+  }
+  if (r.failure && r.verdict != Verdict::clean) {
+    out += failure_lines(*r.failure, paint);
+  }
+  if (!r.matrix.empty()) {
+    out += matrix_lines(r.matrix, paint);
+  }
+  if (!r.reproduce_command.empty() && r.verdict != Verdict::clean) {
+    out += fmt::format("reproduce:\n  {}\n", one_line(r.reproduce_command));
+  }
+  return out;
+}
+
+}  // namespace aoti_bisect

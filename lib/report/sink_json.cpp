@@ -1,0 +1,202 @@
+// report.json: the machine-readable report (design.md "Contracts"). Unknown
+// or absent values are null, never "". Non-finite numbers are the strings
+// "nan", "inf", "-inf" (JSON has no literal for them). Tensor values never
+// appear, only their statistics.
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "report/sink_text.hpp"
+#include "report/sinks.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json number(double v) {
+  if (std::isnan(v)) {
+    return "nan";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "inf" : "-inf";
+  }
+  return v;
+}
+
+Json number(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
+
+Json text_or_null(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+template <typename T>
+Json value_or_null(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json env_json(const std::map<std::string, std::string>& env) {
+  Json out = Json::object();
+  for (const auto& [key, value] : env) {
+    out[key] = value;
+  }
+  return out;
+}
+
+Json environment_json(const Report& r) {
+  const Environment& e = r.environment;
+  return Json{
+      {"torch_version", text_or_null(e.torch_version)},
+      {"python_version", text_or_null(e.python_version)},
+      {"cuda_version", text_or_null(e.cuda_version)},
+      {"hip_version", text_or_null(e.hip_version)},
+      {"device", text_or_null(e.device)},
+      {"device_name", text_or_null(e.device_name)},
+      {"driver_version", text_or_null(e.driver_version)},
+      {"os", text_or_null(e.os)},
+      {"git_revision", text_or_null(e.git_revision)},
+  };
+}
+
+Json package_json(const PackageSummary& p) {
+  return Json{
+      {"path", text_or_null(p.path)},
+      {"sha256", text_or_null(p.sha256)},
+      {"models", p.models},
+      {"model", text_or_null(p.model)},
+      {"device_key", text_or_null(p.device_key)},
+      {"metadata", env_json(p.metadata)},
+      {"torch_version", text_or_null(p.torch_version)},
+      {"call_sites", p.call_sites},
+      {"instrumented", p.instrumented},
+      {"has_exported_program", p.has_exported_program},
+  };
+}
+
+Json inputs_json(const Report& r) {
+  Json tensors = Json::array();
+  for (const auto& t : r.inputs) {
+    tensors.push_back(Json{{"name", t.name},
+                           {"dtype", t.dtype},
+                           {"shape", t.shape},
+                           {"strides", t.strides},
+                           {"device", t.device},
+                           {"sha256", text_or_null(t.sha256)}});
+  }
+  return Json{{"path", text_or_null(r.inputs_path)},
+              {"sha256", text_or_null(r.inputs_sha256)},
+              {"tensors", std::move(tensors)}};
+}
+
+Json stats_json(const TensorStats& s) {
+  return Json{{"name", s.name},
+              {"dtype", s.dtype},
+              {"shape", s.shape},
+              {"numel", s.numel},
+              {"nan_count", s.nan_count},
+              {"inf_count", s.inf_count},
+              {"min", number(s.min)},
+              {"max", number(s.max)},
+              {"mean", number(s.mean)},
+              {"checksum", text_or_null(s.checksum)}};
+}
+
+Json comparison_json(const std::optional<Comparison>& c) {
+  if (!c) {
+    return nullptr;
+  }
+  return Json{{"within_tolerance", c->within_tolerance},
+              {"atol", number(c->atol)},
+              {"rtol", number(c->rtol)},
+              {"max_abs_error", number(c->max_abs_error)},
+              {"max_rel_error", number(c->max_rel_error)},
+              {"mismatched", c->mismatched},
+              {"total", c->total},
+              {"worst_output", text_or_null(c->worst_output)},
+              {"note", text_or_null(c->note)}};
+}
+
+Json run_json(const RunRecord& run) {
+  Json outputs = Json::array();
+  for (const auto& s : run.outputs) {
+    outputs.push_back(stats_json(s));
+  }
+  return Json{
+      {"id", run.id},
+      {"variant", run.variant},
+      {"repeat", run.repeat},
+      {"env", env_json(run.env)},
+      {"probe_plan", run.probe_plan},
+      {"outcome", outcome_name(run.outcome)},
+      {"exit", run.exit},
+      {"exit_code", value_or_null(run.exit_code)},
+      {"signal", value_or_null(run.signal)},
+      {"signal_name", run.signal ? Json(report_text::signal_string(*run.signal)) : Json(nullptr)},
+      {"core_dumped", run.core_dumped},
+      {"seconds", number(run.seconds)},
+      {"first_error_line", text_or_null(run.first_error_line)},
+      {"outputs", std::move(outputs)},
+      {"comparison", comparison_json(run.comparison)},
+  };
+}
+
+Json matrix_json(const Report& r) {
+  Json variants = Json::array();
+  for (const auto& v : r.matrix) {
+    variants.push_back(Json{{"name", v.name},
+                            {"env", env_json(v.env)},
+                            {"runs", v.runs},
+                            {"reproduced", v.reproduced},
+                            {"deterministic", v.deterministic},
+                            {"rate", number(v.runs ? double(v.reproduced) / v.runs : 0.0)}});
+  }
+  Json chosen = r.failure ? text_or_null(r.failure->reproducing_variant) : Json(nullptr);
+  return Json{{"variants", std::move(variants)}, {"chosen", std::move(chosen)}};
+}
+
+Json failure_json(const std::optional<Failure>& f) {
+  if (!f) {
+    return nullptr;
+  }
+  return Json{{"kind", outcome_name(f->kind)},
+              {"first_line", text_or_null(f->first_line)},
+              {"first_check", report_text::first_check(*f)},
+              {"signal", value_or_null(f->signal)},
+              {"reproducing_variant", text_or_null(f->reproducing_variant)},
+              {"reproduced", f->reproduced},
+              {"runs", f->runs},
+              {"deterministic", f->deterministic}};
+}
+
+}  // namespace
+
+std::string report_to_json(const Report& r) {
+  Json j;
+  j["schema_version"] = r.schema_version;
+  j["tool"] = Json{{"name", "aoti-bisect"},
+                   {"version", r.tool_version.empty() ? r.environment.tool_version : r.tool_version}};
+  j["command_line"] = r.command_line;
+  j["environment"] = environment_json(r);
+  j["package"] = package_json(r.package);
+  j["inputs"] = inputs_json(r);
+  j["reference"] = text_or_null(r.reference_path);
+  j["runs"] = Json::array();
+  for (const auto& run : r.runs) {
+    j["runs"].push_back(run_json(run));
+  }
+  j["matrix"] = matrix_json(r);
+  j["verdict"] = verdict_name(r.verdict);
+  j["verdict_reason"] = text_or_null(r.verdict_reason);
+  j["failure"] = failure_json(r.failure);
+  j["phases"] = Json::array();
+  for (const auto& p : r.phases) {
+    j["phases"].push_back(Json{{"phase", p.phase}, {"seconds", number(p.seconds)}});
+  }
+  j["total_seconds"] = number(r.total_seconds);
+  j["reproduce_command"] = text_or_null(r.reproduce_command);
+  j["error"] = text_or_null(r.error);
+  // Child output is not guaranteed UTF-8; a bad byte must not lose the report.
+  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,109 @@
+// junit.xml: one testsuite, one testcase per run plus a final "verdict"
+// testcase, so CI systems show the failure next to the other tests.
+// A run fails when its outcome is not ok; the verdict fails unless clean and
+// is an <error> when the tool could not test or failed itself.
+
+#include <fmt/format.h>
+
+#include "report/sink_text.hpp"
+#include "report/sinks.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+using namespace report_text;
+
+// XML 1.0 text or attribute value. Control bytes XML 1.0 cannot carry at all
+// become "\xNN"; tab, newline and CR become character references so that
+// attribute normalization keeps them.
+std::string xml(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\t': out += "&#9;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\r': out += "&#13;"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+std::string seconds(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
+
+std::string run_case(const RunRecord& run, const std::string& classname) {
+  std::string open = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", xml(classname),
+                                 xml(run.id), seconds(run.seconds));
+  if (!run_failed(run)) {
+    return open + "/>\n";
+  }
+  std::string body = fmt::format("variant: {}\nenv: {}\nexit: {}\nprobe plan: {}", run.variant,
+                                 env_string(run.env), run.exit, run.probe_plan);
+  return fmt::format("{}>\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n", open,
+                     xml(std::string(outcome_name(run.outcome))), xml(one_line(run.first_error_line)),
+                     xml(body));
+}
+
+std::string verdict_case(const Report& r, const std::string& classname) {
+  std::string open = fmt::format("    <testcase classname=\"{}\" name=\"verdict\" time=\"{}\"", xml(classname),
+                                 seconds(r.total_seconds));
+  if (r.verdict == Verdict::clean) {
+    return open + "/>\n";
+  }
+  bool is_error = r.verdict == Verdict::could_not_test || r.verdict == Verdict::internal_error;
+  std::string element = is_error ? "error" : "failure";
+  std::string message = r.error.empty() ? r.verdict_reason : r.error;
+  if (message.empty() && r.failure) {
+    message = r.failure->first_line;
+  }
+  std::string body;
+  if (r.failure) {
+    body = fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nreproduced: {} of {} runs",
+                       outcome_name(r.failure->kind), one_line(r.failure->first_line), first_check(*r.failure),
+                       r.failure->reproduced, r.failure->runs);
+  }
+  if (!r.reproduce_command.empty()) {
+    body += (body.empty() ? "" : "\n") + ("reproduce: " + r.reproduce_command);
+  }
+  return fmt::format("{}>\n      <{} type=\"{}\" message=\"{}\">{}</{}>\n    </testcase>\n", open, element,
+                     xml(std::string(verdict_name(r.verdict))), xml(one_line(message)), xml(body), element);
+}
+
+}  // namespace
+
+std::string report_to_junit(const Report& r) {
+  std::string classname = "aoti-bisect." + (r.package.model.empty() ? std::string("model") : r.package.model);
+  int failures = 0;
+  for (const auto& run : r.runs) {
+    failures += run_failed(run) ? 1 : 0;
+  }
+  int errors = 0;
+  if (r.verdict == Verdict::could_not_test || r.verdict == Verdict::internal_error) {
+    errors = 1;
+  } else if (r.verdict != Verdict::clean) {
+    failures += 1;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  out += fmt::format("  <testsuite name=\"aoti-bisect\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
+                     r.runs.size() + 1, failures, errors, seconds(r.total_seconds));
+  for (const auto& run : r.runs) {
+    out += run_case(run, classname);
+  }
+  out += verdict_case(r, classname);
+  return out + "  </testsuite>\n</testsuites>\n";
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,307 @@
+// report.md: what a person pastes into a bug, readable in a minute. Names,
+// paths and error lines go into code spans (so Markdown never interprets
+// them); every table cell escapes '|'. A clean verdict gives a short report.
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "report/sink_text.hpp"
+#include "report/sinks.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+using namespace report_text;
+
+size_t longest_backtick_run(const std::string& s) {
+  size_t longest = 0;
+  size_t run = 0;
+  for (char c : s) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+// An inline code span that survives backticks inside the text.
+std::string code(const std::string& text) {
+  std::string s = one_line(text);
+  if (s.empty()) {
+    return "";
+  }
+  std::string fence(longest_backtick_run(s) + 1, '`');
+  bool pad = s.front() == '`' || s.back() == '`';
+  return pad ? fence + " " + s + " " + fence : fence + s + fence;
+}
+
+// A fenced block whose fence is longer than any backtick run inside.
+std::string code_block(const std::string& text, const std::string& lang) {
+  std::string fence(std::max<size_t>(3, longest_backtick_run(text) + 1), '`');
+  return fence + lang + "\n" + text + "\n" + fence + "\n";
+}
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// Free text (reasons, messages, versions): one line, Markdown's active
+// characters escaped. '_' inside a word is literal in CommonMark ("x86_64"),
+// so only a '_' at a word boundary is escaped.
+std::string plain(const std::string& text) {
+  std::string s = one_line(text);
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool inner_underscore = c == '_' && i > 0 && i + 1 < s.size() && is_word_char(s[i - 1]) && is_word_char(s[i + 1]);
+    if (std::string_view("\\`*_[]<>|").find(c) != std::string_view::npos && !inner_underscore) {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string cell(const std::string& markdown) {
+  std::string out;
+  for (char c : markdown) {
+    if (c == '|') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string table_row(const std::vector<std::string>& cells) {
+  std::string row = "|";
+  for (const auto& c : cells) {
+    row += " " + cell(c) + " |";
+  }
+  return row + "\n";
+}
+
+std::string table_head(const std::vector<std::string>& names) {
+  std::string sep = "|";
+  for (size_t i = 0; i < names.size(); ++i) {
+    sep += "---|";
+  }
+  return table_row(names) + sep + "\n";
+}
+
+std::string human_verdict(Verdict v) {
+  std::string s(verdict_name(v));
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+std::string title(const Report& r) {
+  if (r.failure && r.verdict != Verdict::clean) {
+    return fmt::format("# aoti-bisect: {}, {}\n\n", code(std::string(outcome_name(r.failure->kind))),
+                       human_verdict(r.verdict));
+  }
+  if (r.verdict == Verdict::clean) {
+    return "# aoti-bisect: clean, no failure reproduced\n\n";
+  }
+  return fmt::format("# aoti-bisect: {}\n\n", human_verdict(r.verdict));
+}
+
+std::string header(const Report& r) {
+  std::string out = title(r);
+  out += fmt::format("**Verdict:** {}", code(std::string(verdict_name(r.verdict))));
+  if (!r.verdict_reason.empty()) {
+    out += ": " + plain(r.verdict_reason);
+  }
+  out += "  \n";
+  if (!r.package.model.empty()) {
+    out += fmt::format("**Model:** {} in {}  \n", code(r.package.model), code(r.package.path));
+  }
+  if (!r.error.empty()) {
+    out += fmt::format("**Error:** {}  \n", plain(r.error));
+  }
+  return out + "\n";
+}
+
+std::string what_failed(const Report& r) {
+  const Failure& f = *r.failure;
+  std::string out = "## What failed\n\n";
+  std::string kind = code(std::string(outcome_name(f.kind)));
+  if (f.signal) {
+    kind += fmt::format(", signal {} ({})", *f.signal, signal_string(*f.signal));
+  }
+  out += fmt::format("- **Kind:** {}\n", kind);
+  if (!f.first_line.empty()) {
+    out += fmt::format("- **First error line:** {}\n", code(f.first_line));
+  }
+  out += fmt::format("- **First check:** {}\n", plain(first_check(f)));
+  out += fmt::format("- **How often:** {} of {} runs", f.reproduced, f.runs);
+  if (!f.reproducing_variant.empty()) {
+    out += fmt::format("; reproducing variant {} ({})", code(f.reproducing_variant),
+                       f.deterministic ? "deterministic" : "flaky");
+  }
+  out += "\n";
+  const RunRecord* base = baseline_run(r);
+  if (base && base->comparison && !base->comparison->within_tolerance) {
+    const Comparison& c = *base->comparison;
+    out += fmt::format("- **Against the reference:** {} of {} elements outside atol={:g} rtol={:g}; "
+                       "max abs error {}, max rel error {}",
+                       c.mismatched, c.total, c.atol, c.rtol, stat_string(c.max_abs_error),
+                       stat_string(c.max_rel_error));
+    if (!c.worst_output.empty()) {
+      out += fmt::format(", worst in {}", code(c.worst_output));
+    }
+    if (!c.note.empty()) {
+      out += " (" + plain(c.note) + ")";
+    }
+    out += "\n";
+  }
+  return out + "\n";
+}
+
+std::string flags(const Report& r) {
+  if (r.matrix.empty()) {
+    return "";
+  }
+  std::string chosen = r.failure ? r.failure->reproducing_variant : "";
+  std::string out = "## Under which flags\n\n" + table_head({"variant", "env", "reproduced"});
+  for (const auto& v : r.matrix) {
+    std::string name = code(v.name) + (v.name == chosen ? " (chosen)" : "");
+    out += table_row({name, code(env_string(v.env)), fmt::format("{}/{}", v.reproduced, v.runs)});
+  }
+  return out + "\n";
+}
+
+std::string reproduce(const Report& r) {
+  if (r.reproduce_command.empty()) {
+    return "";
+  }
+  return "## Reproduce\n\n" + code_block(r.reproduce_command, "sh") + "\n";
+}
+
+std::string inputs(const Report& r) {
+  if (r.inputs.empty() && r.inputs_path.empty()) {
+    return "";
+  }
+  std::string out = "## Inputs\n\n";
+  if (!r.inputs_path.empty()) {
+    out += "From " + code(r.inputs_path);
+    if (!r.inputs_sha256.empty()) {
+      out += fmt::format(" (sha256 {})", code(r.inputs_sha256.substr(0, 12)));
+    }
+    out += r.reference_path.empty() ? ".\n\n" : "; reference " + code(r.reference_path) + ".\n\n";
+  }
+  if (!r.inputs.empty()) {
+    out += table_head({"name", "dtype", "shape", "strides", "device"});
+    for (const auto& t : r.inputs) {
+      out += table_row({code(t.name), t.dtype, shape_string(t.shape), shape_string(t.strides), t.device});
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string outputs(const Report& r) {
+  const RunRecord* base = baseline_run(r);
+  if (!base || base->outputs.empty()) {
+    return "";
+  }
+  std::string out = fmt::format("## Outputs of run {}\n\n", code(base->id));
+  out += table_head({"name", "dtype", "shape", "NaN", "Inf", "min", "max"});
+  for (const auto& s : base->outputs) {
+    out += table_row({code(s.name), s.dtype, shape_string(s.shape), std::to_string(s.nan_count),
+                      std::to_string(s.inf_count), stat_string(s.min), stat_string(s.max)});
+  }
+  return out + "\n";
+}
+
+void item(std::string& out, const std::string& name, const std::string& value) {
+  if (!value.empty()) {
+    out += fmt::format("- **{}:** {}\n", name, value);
+  }
+}
+
+// (name, value) pairs of the environment, empty values left out.
+std::vector<std::pair<std::string, std::string>> environment_items(const Report& r) {
+  const Environment& e = r.environment;
+  std::string version = r.tool_version.empty() ? e.tool_version : r.tool_version;
+  std::string device = e.device;
+  if (!e.device_name.empty()) {
+    device += (device.empty() ? "" : " ") + ("(" + e.device_name + ")");
+  }
+  std::vector<std::pair<std::string, std::string>> items = {
+      {"tool", plain("aoti-bisect " + version)}, {"torch", plain(e.torch_version)},
+      {"python", plain(e.python_version)},       {"CUDA", plain(e.cuda_version)},
+      {"HIP", plain(e.hip_version)},             {"device", plain(device)},
+      {"driver", plain(e.driver_version)},       {"OS", plain(e.os)},
+      {"git revision", code(e.git_revision)}};
+  std::erase_if(items, [](const auto& item) { return item.second.empty(); });
+  return items;
+}
+
+std::string environment(const Report& r) {
+  std::string out = "## Environment\n\n";
+  for (const auto& [name, value] : environment_items(r)) {
+    item(out, name, value);
+  }
+  return out + "\n";
+}
+
+// The clean report's environment and package: two lines.
+std::string environment_short(const Report& r) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : environment_items(r)) {
+    parts.push_back(name + " " + value);
+  }
+  std::string out = fmt::format("**Environment:** {}  \n", fmt::join(parts, " · "));
+  if (!r.package.path.empty()) {
+    out += fmt::format("**Package:** {}", code(r.package.path));
+    if (!r.package.sha256.empty()) {
+      out += fmt::format(" (sha256 {})", code(r.package.sha256.substr(0, 12)));
+    }
+    out += "\n";
+  }
+  return out + "\n";
+}
+
+std::string package(const Report& r) {
+  const PackageSummary& p = r.package;
+  if (p.path.empty() && p.sha256.empty()) {
+    return "";
+  }
+  std::string model = code(p.model);
+  if (p.models.size() > 1) {
+    std::vector<std::string> all;
+    for (const auto& m : p.models) {
+      all.push_back(code(m));
+    }
+    model += fmt::format(" (package holds {})", fmt::join(all, ", "));
+  }
+  std::string out = "## Package\n\n";
+  item(out, "path", code(p.path));
+  item(out, "sha256", code(p.sha256.substr(0, 12)));
+  item(out, "model", model);
+  item(out, "device key", code(p.device_key));
+  item(out, "call sites", p.call_sites > 0 ? std::to_string(p.call_sites) : "");
+  item(out, "built with torch", plain(p.torch_version));
+  return out + "\n";
+}
+
+std::string footer(const Report& r) {
+  return fmt::format("_{} runs in {:.1f} s; every run is in `report.json`._\n", r.runs.size(), r.total_seconds);
+}
+
+}  // namespace
+
+std::string report_to_markdown(const Report& r) {
+  std::string out = header(r);
+  if (r.verdict == Verdict::clean) {
+    return out + flags(r) + environment_short(r) + footer(r);
+  }
+  if (r.failure) {
+    out += what_failed(r);
+  }
+  out += flags(r) + reproduce(r) + inputs(r) + outputs(r) + environment(r) + package(r);
+  return out + footer(r);
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,103 @@
+#include "report/sink_text.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "process/process.hpp"
+
+namespace aoti_bisect::report_text {
+
+namespace {
+
+// Length of an ANSI escape sequence starting at text[i] (an ESC), 1 when it
+// is a lone ESC. CSI: ESC [ params final(0x40-0x7E); others: ESC + one byte.
+size_t escape_length(const std::string& text, size_t i) {
+  if (i + 1 >= text.size()) {
+    return 1;
+  }
+  if (text[i + 1] != '[') {
+    return 2;
+  }
+  size_t j = i + 2;
+  while (j < text.size()) {
+    auto c = static_cast<unsigned char>(text[j]);
+    ++j;
+    if (c >= 0x40 && c <= 0x7e) {
+      break;
+    }
+  }
+  return j - i;
+}
+
+}  // namespace
+
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0x1b) {
+      i += escape_length(text, i);
+      continue;
+    }
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string shape_string(const std::vector<int64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+std::string env_string(const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (const auto& [key, value] : env) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += key + "=" + value;
+  }
+  return one_line(out);
+}
+
+std::string stat_string(const std::optional<double>& value) {
+  if (!value) {
+    return "-";
+  }
+  double v = *value;
+  if (std::isnan(v)) {
+    return "nan";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "inf" : "-inf";
+  }
+  return fmt::format("{:.6g}", v);
+}
+
+std::string signal_string(int sig) { return signal_name(sig); }
+
+std::string first_check(const Failure& failure) {
+  if (!failure.first_check.empty()) {
+    return failure.first_check;
+  }
+  return std::string(outcome_info(failure.kind).first_check);
+}
+
+const RunRecord* baseline_run(const Report& report) {
+  for (const auto& run : report.runs) {
+    if (run.id == "baseline") {
+      return &run;
+    }
+  }
+  return report.runs.empty() ? nullptr : &report.runs.front();
+}
+
+}  // namespace aoti_bisect::report_text

@@ -1,0 +1,41 @@
+#pragma once
+// Text helpers shared by the report sinks (internal to lib/report). They make
+// child-process text (error lines, env values) safe to put on a terminal, in
+// Markdown or in XML, and format the few values every sink shows.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/report.hpp"
+
+namespace aoti_bisect::report_text {
+
+// One printable line: ANSI escape sequences dropped, newlines and tabs become
+// spaces, other control bytes become "\xNN". UTF-8 passes through.
+std::string one_line(const std::string& text);
+
+// "[2, 3]"; "[]" for a scalar.
+std::string shape_string(const std::vector<int64_t>& dims);
+
+// "A=1 B=2" in key order; "" when empty.
+std::string env_string(const std::map<std::string, std::string>& env);
+
+// A statistic for people: "1.5", "nan", "inf", "-inf"; "-" when absent.
+std::string stat_string(const std::optional<double>& value);
+
+// "SIGSEGV" for 11 (same names as the process module).
+std::string signal_string(int sig);
+
+// The failure's first check, falling back to the outcome table.
+std::string first_check(const Failure& failure);
+
+// The run whose outputs represent the model: "baseline" if present, else the
+// first run; nullptr when there are no runs.
+const RunRecord* baseline_run(const Report& report);
+
+// Whether a run's outcome counts as failed in the sinks.
+inline bool run_failed(const RunRecord& run) { return run.outcome != OutcomeKind::ok; }
+
+}  // namespace aoti_bisect::report_text

@@ -1,0 +1,26 @@
+#include "report/sinks.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+
+namespace fs = std::filesystem;
+
+void write_reports(const Report& report, const fs::path& dir, bool junit) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw Error(ErrorKind::internal,
+                fmt::format("cannot create report directory '{}': {}", display_path(dir), ec.message()));
+  }
+  write_file_atomic(dir / "report.json", report_to_json(report));
+  write_file_atomic(dir / "report.md", report_to_markdown(report));
+  if (junit) {
+    write_file_atomic(dir / "junit.xml", report_to_junit(report));
+  }
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,326 @@
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "torchside/torchside.hpp"
+
+namespace aoti_bisect::torchside {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string dtype_name(at::ScalarType t) {
+  std::string s = c10::toString(t);  // "Float", "Long", "BFloat16"
+  static const std::map<std::string, std::string> names = {
+      {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"},
+      {"Long", "int64"},    {"Int", "int32"},      {"Short", "int16"},  {"Char", "int8"},
+      {"Byte", "uint8"},    {"Bool", "bool"},      {"ComplexFloat", "complex64"},
+      {"ComplexDouble", "complex128"}};
+  auto it = names.find(s);
+  return it == names.end() ? s : it->second;
+}
+
+std::vector<int64_t> to_vec(c10::IntArrayRef r) { return std::vector<int64_t>(r.begin(), r.end()); }
+
+std::string describe_ivalue_type(const c10::IValue& v) { return v.tagKind(); }
+
+void flatten(const c10::IValue& v, std::vector<at::Tensor>& out, const std::string& what) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isTuple()) {
+    for (const auto& e : v.toTupleRef().elements()) {
+      flatten(e, out, what);
+    }
+  } else if (v.isList()) {
+    for (const auto& e : v.toListRef()) {
+      flatten(e, out, what);
+    }
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) {
+      flatten(kv.value(), out, what);
+    }
+  } else if (v.isNone()) {
+    throw Error(ErrorKind::cannot_test,
+                what + " holds None at position " + std::to_string(out.size()) +
+                    "; save a tuple of tensors in input order with torch.save");
+  } else {
+    throw Error(ErrorKind::cannot_test,
+                what + " holds a " + describe_ivalue_type(v) + " at position " + std::to_string(out.size()) +
+                    "; save a tuple of plain tensors in input order with torch.save");
+  }
+}
+
+std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& what) {
+  std::string bytes = read_file(path, what);
+  if (bytes.size() < 4 || bytes.compare(0, 2, "PK") != 0) {
+    throw Error(ErrorKind::cannot_test, what + " '" + path.string() +
+                                            "' is not in torch.save's format (expected a zip written by torch.save)");
+  }
+  c10::IValue iv;
+  try {
+    iv = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    msg = msg.substr(0, msg.find('\n'));
+    throw Error(ErrorKind::cannot_test, what + " '" + path.string() + "' cannot be loaded (" + msg +
+                                            "); save plain tensors (no nn.Parameter, subclasses or custom objects)");
+  }
+  std::vector<at::Tensor> out;
+  flatten(iv, out, what + " '" + path.string() + "'");
+  return out;
+}
+
+std::string tensor_sha256(const at::Tensor& t) {
+  at::Tensor c = t.detach().to(at::kCPU).contiguous();
+  return sha256_hex(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+}
+
+TensorStats stats_of(const std::string& name, const at::Tensor& t0) {
+  TensorStats s;
+  s.name = name;
+  s.dtype = dtype_name(t0.scalar_type());
+  s.shape = to_vec(t0.sizes());
+  s.numel = t0.numel();
+  at::Tensor t = t0.detach().to(at::kCPU);
+  s.checksum = tensor_sha256(t).substr(0, 16);
+  if (s.numel == 0 || t.is_complex()) {
+    return s;
+  }
+  at::Tensor d = t.to(at::kDouble);
+  at::Tensor finite = d;
+  if (t.is_floating_point()) {
+    s.nan_count = d.isnan().sum().item<int64_t>();
+    s.inf_count = d.isinf().sum().item<int64_t>();
+    finite = d.masked_select(d.isfinite());
+  }
+  if (finite.numel() > 0) {
+    s.min = finite.min().item<double>();
+    s.max = finite.max().item<double>();
+    s.mean = finite.mean().item<double>();
+  }
+  return s;
+}
+
+std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
+
+}  // namespace
+
+Versions versions(const std::string& device_key) {
+  Versions v;
+  v.torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+            std::to_string(TORCH_VERSION_PATCH);
+  if (device_key == "cuda") {
+    cuda_fill_versions(v);
+  }
+  return v;
+}
+
+struct Session::Impl {
+  std::vector<at::Tensor> inputs;
+  std::vector<at::Tensor> outputs;
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::string device_key;
+};
+
+Session::Session() : m_impl(std::make_unique<Impl>()) {}
+Session::~Session() = default;
+
+std::vector<TensorInfo> Session::load_inputs(const fs::path& path) {
+  m_impl->inputs = load_tensors(path, "inputs file");
+  std::vector<TensorInfo> infos;
+  for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
+    const auto& t = m_impl->inputs[i];
+    infos.push_back({"input" + std::to_string(i), dtype_name(t.scalar_type()), to_vec(t.sizes()),
+                     to_vec(t.strides()), tensor_device_str(t), tensor_sha256(t)});
+  }
+  return infos;
+}
+
+std::vector<std::string> Session::check_inputs(const WrapperInfo& wrapper, const std::string& device_key,
+                                               std::vector<std::string>& moved) {
+  std::vector<std::string> problems;
+  auto& in = m_impl->inputs;
+  if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
+    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" +
+                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs));
+    return problems;
+  }
+  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
+    const InputSpec& spec = wrapper.inputs[i];
+    const at::Tensor& t = in[i];
+    std::string who = "input " + std::to_string(i) + (spec.name.empty() ? "" : " (" + spec.name + ")");
+    if (!spec.dtype.empty() && spec.dtype != dtype_name(t.scalar_type())) {
+      problems.push_back(who + ": dtype " + dtype_name(t.scalar_type()) + ", the model takes " + spec.dtype);
+    }
+    if (!spec.shape.empty()) {
+      if (static_cast<size_t>(t.dim()) != spec.shape.size()) {
+        problems.push_back(who + ": " + std::to_string(t.dim()) + " dimensions, the model takes " +
+                           std::to_string(spec.shape.size()));
+      } else {
+        for (size_t d = 0; d < spec.shape.size(); ++d) {
+          if (spec.shape[d] && *spec.shape[d] != t.size(static_cast<int64_t>(d))) {
+            std::ostringstream want, got;
+            want << "[";
+            for (size_t k = 0; k < spec.shape.size(); ++k) {
+              want << (k ? ", " : "") << (spec.shape[k] ? std::to_string(*spec.shape[k]) : std::string("?"));
+            }
+            want << "]";
+            got << t.sizes();
+            problems.push_back(who + ": shape " + got.str() + ", the model takes " + want.str());
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (!problems.empty()) {
+    return problems;
+  }
+  at::Device target = device_key == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  if (device_key == "cpu" || device_key == "cuda") {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].device() != target) {
+        moved.push_back("input " + std::to_string(i) + " moved from " + tensor_device_str(in[i]) + " to " + target.str());
+        try {
+          in[i] = in[i].to(target);
+        } catch (const std::exception& e) {
+          std::string msg = e.what();
+          problems.push_back("input " + std::to_string(i) + " is on " + tensor_device_str(in[i]) +
+                             " and cannot be moved to " + target.str() + ": " + msg.substr(0, msg.find('\n')));
+          return problems;
+        }
+      }
+    }
+  }
+  // Strides: the model's generated checks pin them; a non-contiguous input is
+  // made contiguous only when that is what the model takes.
+  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
+    const auto& st = wrapper.inputs[i].strides;
+    bool pinned = !st.empty() && std::all_of(st.begin(), st.end(), [](auto& s) { return s.has_value(); });
+    if (pinned && static_cast<size_t>(in[i].dim()) == st.size()) {
+      bool same = true;
+      for (size_t d = 0; d < st.size(); ++d) {
+        same = same && (in[i].size(static_cast<int64_t>(d)) <= 1 || *st[d] == in[i].stride(static_cast<int64_t>(d)));
+      }
+      if (!same && in[i].is_contiguous() == false) {
+        in[i] = in[i].contiguous();
+        moved.push_back("input " + std::to_string(i) + " made contiguous to match the model's strides");
+      }
+    }
+  }
+  return problems;
+}
+
+void Session::load_model(const fs::path& package_dir, const std::string& model, const std::string& device_key) {
+  m_impl->device_key = device_key;
+  try {
+    m_impl->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package_dir.string(), model);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw Error(ErrorKind::cannot_test, "model '" + model + "' cannot be loaded: " + msg.substr(0, msg.find('\n')));
+  }
+}
+
+std::optional<ModelError> Session::run() {
+  try {
+    m_impl->outputs = m_impl->loader->run(m_impl->inputs);
+  } catch (const c10::Error& e) {
+    return ModelError{e.what_without_backtrace()};
+  } catch (const std::exception& e) {
+    return ModelError{e.what()};
+  }
+  return std::nullopt;
+}
+
+std::optional<ModelError> Session::synchronize() {
+  if (m_impl->device_key != "cuda") {
+    return std::nullopt;
+  }
+  if (auto err = cuda_synchronize_error()) {
+    return ModelError{*err};
+  }
+  return std::nullopt;
+}
+
+std::vector<TensorStats> Session::output_stats() const {
+  std::vector<TensorStats> out;
+  for (size_t i = 0; i < m_impl->outputs.size(); ++i) {
+    out.push_back(stats_of("output" + std::to_string(i), m_impl->outputs[i]));
+  }
+  return out;
+}
+
+std::vector<TensorStats> Session::input_stats() const {
+  std::vector<TensorStats> out;
+  for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
+    out.push_back(stats_of("input" + std::to_string(i), m_impl->inputs[i]));
+  }
+  return out;
+}
+
+void Session::save_outputs(const fs::path& path) const {
+  std::vector<c10::IValue> items;
+  for (const auto& t : m_impl->outputs) {
+    items.emplace_back(t.detach().to(at::kCPU));
+  }
+  std::vector<char> bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(std::move(items)));
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+}
+
+Comparison Session::compare(const fs::path& reference, double atol, double rtol) const {
+  std::vector<at::Tensor> ref = load_tensors(reference, "reference file");
+  const auto& out = m_impl->outputs;
+  if (ref.size() != out.size()) {
+    throw Error(ErrorKind::cannot_test, "reference file '" + reference.string() + "' holds " +
+                                            std::to_string(ref.size()) + " tensors, the model returns " +
+                                            std::to_string(out.size()));
+  }
+  Comparison c;
+  c.atol = atol;
+  c.rtol = rtol;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (ref[i].sizes() != out[i].sizes()) {
+      std::ostringstream ss;
+      ss << "reference file '" << reference.string() << "': output " << i << " has shape " << out[i].sizes()
+         << ", the reference " << ref[i].sizes();
+      throw Error(ErrorKind::cannot_test, ss.str());
+    }
+    at::Tensor a = out[i].detach().to(at::kCPU).to(at::kDouble);
+    at::Tensor b = ref[i].detach().to(at::kCPU).to(at::kDouble);
+    c.total += a.numel();
+    if (a.numel() == 0) {
+      continue;
+    }
+    at::Tensor nan_mismatch = a.isnan().logical_xor(b.isnan());
+    at::Tensor both_finite = a.isfinite().logical_and(b.isfinite());
+    at::Tensor inf_mismatch = a.isinf().logical_or(b.isinf()).logical_and(a.ne(b)).logical_and(a.isnan().logical_or(b.isnan()).logical_not());
+    at::Tensor diff = (a - b).abs().masked_fill(both_finite.logical_not(), 0.0);
+    at::Tensor bad = diff.gt(atol + rtol * b.abs().masked_fill(both_finite.logical_not(), 0.0));
+    bad = bad.logical_or(nan_mismatch).logical_or(inf_mismatch);
+    int64_t nbad = bad.sum().item<int64_t>();
+    int64_t n_nan = nan_mismatch.sum().item<int64_t>();
+    c.mismatched += nbad;
+    double max_abs = diff.max().item<double>();
+    at::Tensor rel = (diff / b.abs().clamp_min(1e-30)).masked_fill(both_finite.logical_not(), 0.0);
+    double max_rel = rel.max().item<double>();
+    if (max_abs > c.max_abs_error) {
+      c.max_abs_error = max_abs;
+      c.worst_output = "output" + std::to_string(i);
+    }
+    c.max_rel_error = std::max(c.max_rel_error, max_rel);
+    if (n_nan > 0 && c.note.empty()) {
+      c.note = "NaN positions differ in output " + std::to_string(i) + " (" + std::to_string(n_nan) + " elements)";
+    }
+  }
+  c.within_tolerance = c.mismatched == 0;
+  return c;
+}
+
+}  // namespace aoti_bisect::torchside

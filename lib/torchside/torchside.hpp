@@ -1,0 +1,80 @@
+#pragma once
+// The torch side of the runner, behind a torch-free header: tensor loading,
+// checking, statistics, comparison, model loading and running. Only files in
+// lib/torchside/ include LibTorch headers.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "package/wrapper.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect::torchside {
+
+struct Versions {
+  std::string torch;        // "2.13.0"
+  std::string cuda;         // CUDA runtime version, "" without the CUDA path or device
+  std::string hip;
+  std::string device_name;  // of the device the model runs on
+  std::string driver;
+  bool cuda_available = false;
+};
+Versions versions(const std::string& device_key);
+
+// A model failure raised from inside the model's run: the exception's text.
+struct ModelError {
+  std::string message;
+};
+
+class Session {
+ public:
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Loads a torch.save file and flattens it into tensors (tuple, list, dict
+  // values in order, nested). Throws Error(cannot_test) naming `what` when the
+  // file is not torch.save's format or holds something other than tensors.
+  std::vector<TensorInfo> load_inputs(const std::filesystem::path& path);
+
+  // Checks the loaded inputs against what the model takes; returns one line
+  // per problem ("input 1 (arg5_1): dtype int32, the model takes int64").
+  // Inputs on another device than `device_key` are moved there (and noted in
+  // `moved`).
+  std::vector<std::string> check_inputs(const WrapperInfo& wrapper, const std::string& device_key,
+                                        std::vector<std::string>& moved);
+
+  // Loads the model from an extracted package directory (no temporary folder).
+  void load_model(const std::filesystem::path& package_dir, const std::string& model, const std::string& device_key);
+
+  // Runs once; returns a ModelError instead of throwing when the model raises.
+  std::optional<ModelError> run();
+
+  // After run(): a device error that surfaced only at synchronisation (CUDA).
+  std::optional<ModelError> synchronize();
+
+  std::vector<TensorStats> output_stats() const;
+  std::vector<TensorStats> input_stats() const;
+  void save_outputs(const std::filesystem::path& path) const;
+
+  // Compares outputs with a torch.save'd reference. Throws Error(cannot_test)
+  // when the reference cannot be read or its structure (count, shapes)
+  // differs from the outputs.
+  Comparison compare(const std::filesystem::path& reference, double atol, double rtol) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+// CUDA helpers (cuda_device.cpp where the toolkit exists, cuda_none.cpp
+// otherwise): synchronise and return the pending error text, if any.
+std::optional<std::string> cuda_synchronize_error();
+void cuda_fill_versions(Versions& v);
+
+}  // namespace aoti_bisect::torchside

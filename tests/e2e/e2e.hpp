@@ -1,0 +1,28 @@
+#pragma once
+// Helpers for end-to-end tests: run the real aoti-bisect binary on the real
+// example packages (scripts/build-examples) and read what it reported.
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "process/process.hpp"
+
+namespace e2e {
+
+struct Result {
+  aoti_bisect::ExitStatus status;
+  std::string out;           // stdout
+  std::string err;           // stderr
+  nlohmann::json report;     // report.json of --out, null when absent
+  int code() const { return status.exit_code; }
+};
+
+std::filesystem::path example(const std::string& file);  // a file of the built examples
+Result run_tool(std::vector<std::string> args, const std::string& out_dir,
+                const std::map<std::string, std::string>& env = {}, double timeout_s = 600);
+
+}  // namespace e2e

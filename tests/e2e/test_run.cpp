@@ -1,0 +1,191 @@
+// End-to-end: the real aoti-bisect and aoti-bisect-runner on real AOTI
+// packages made by examples/make_examples.py. Each test asserts on what the
+// tool reported (report.json, exit code, the one error line).
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/files.hpp"
+#include "e2e/e2e.hpp"
+
+namespace fs = std::filesystem;
+using e2e::example;
+using e2e::run_tool;
+
+namespace {
+
+std::vector<std::string> run_args(const std::string& name, bool with_reference = true) {
+  std::vector<std::string> args = {"run", example(name + ".pt2").string(), "--inputs",
+                                   example(name + ".inputs.pt").string()};
+  if (with_reference && fs::exists(example(name + ".expected.pt"))) {
+    args.insert(args.end(), {"--reference", example(name + ".expected.pt").string()});
+  }
+  return args;
+}
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') {
+    t.pop_back();
+  }
+  return t.substr(t.find_last_of('\n') == std::string::npos ? 0 : t.find_last_of('\n') + 1);
+}
+
+int count_runs(const nlohmann::json& report, const std::string& outcome) {
+  int n = 0;
+  for (const auto& r : report["runs"]) {
+    n += r["outcome"] == outcome;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("e2e/run");
+
+TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within tolerance") {
+  auto r = run_tool(with(run_args("healthy"), {"--repeats", "2"}), "out");
+  CHECK(r.code() == 0);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["schema_version"] == 1);
+  CHECK(r.report["verdict"] == "clean");
+  CHECK(r.report["failure"].is_null());
+  CHECK(r.report["runs"].size() == 3);
+  CHECK(count_runs(r.report, "ok") == 3);
+  CHECK(r.report["runs"][0]["comparison"]["within_tolerance"] == true);
+  CHECK(r.report["package"]["device_key"] == "cpu");
+  CHECK(r.report["package"]["call_sites"].get<int>() > 2);
+  CHECK(r.report["environment"]["torch_version"].get<std::string>().rfind("2.", 0) == 0);
+  CHECK(r.report["inputs"]["tensors"].size() >= 1);
+  CHECK(r.report["inputs"]["tensors"][0]["sha256"].get<std::string>().size() == 64);
+  CHECK(r.out.find("verdict: clean") != std::string::npos);
+  CHECK(fs::exists("out/report.md"));
+}
+
+TEST_CASE("NaN model: nonfinite, reproduced on every run, exit 3 (not isolated yet)") {
+  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "2", "--junit"}), "out");
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["verdict"] == "not_isolated");
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  CHECK(r.report["failure"]["reproduced"] == 3);
+  CHECK(r.report["failure"]["runs"] == 3);
+  CHECK(r.report["failure"]["deterministic"] == true);
+  CHECK(r.report["runs"][0]["outputs"][0]["nan_count"].get<int>() > 0);
+  CHECK(r.report.contains("culprit") == false);
+  std::string junit = aoti_bisect::read_file("out/junit.xml", "junit");
+  CHECK(junit.find("failures=\"4\"") != std::string::npos);
+}
+
+TEST_CASE("class index outside [0, C): device_assert whose first line names the index check") {
+  auto r = run_tool(with(run_args("class_index"), {"--repeats", "1"}), "out");
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "device_assert");
+  std::string line = r.report["failure"]["first_line"];
+  CHECK(line.find("index out of bounds") != std::string::npos);
+  CHECK(r.report["failure"]["first_check"] == "inputs, targets, operator preconditions");
+}
+
+TEST_CASE("wild gather: a crash with its signal, every run") {
+  auto r = run_tool(with(run_args("wild_gather"), {"--repeats", "2"}), "out");
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "crash");
+  int sig = r.report["failure"]["signal"];
+  CHECK((sig == SIGSEGV || sig == SIGBUS));
+  CHECK(count_runs(r.report, "crash") == 3);
+  CHECK(r.report["runs"][0]["signal"] == sig);
+  // The extracted package is removed even though every child crashed.
+  int leftovers = 0;
+  for (const auto& e : fs::directory_iterator("out")) {
+    leftovers += e.path().filename().string().rfind(".work-", 0) == 0;
+  }
+  CHECK(leftovers == 0);
+}
+
+TEST_CASE("relu accuracy bug with the reference: mismatch with the error figures") {
+  auto r = run_tool(with(run_args("relu_accuracy"), {"--repeats", "1"}), "out");
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  auto cmp = r.report["runs"][0]["comparison"];
+  CHECK(cmp["within_tolerance"] == false);
+  CHECK(cmp["mismatched"].get<int>() > 0);
+  CHECK(cmp["max_abs_error"].get<double>() > 1e-3);
+}
+
+TEST_CASE("relu runtime_error bug: classified as what it really is") {
+  auto r = run_tool(with(run_args("relu_runtime_error"), {"--repeats", "1"}), "out");
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  // `throw 1` inside the kernel reaches the model container as a non-std
+  // exception: AOTI reports "Unknown exception" and the run fails.
+  CHECK(r.report["failure"]["kind"] == "error");
+  CHECK(r.report["failure"]["first_line"] == "Unknown exception");
+}
+
+TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
+  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "4", "--jobs", "2"}), "out");
+  CHECK(r.code() == 3);
+  CHECK(r.report["runs"].size() == 5);
+  CHECK(r.report["failure"]["reproduced"] == 5);
+}
+
+TEST_CASE("--no-matrix runs the baseline only; --timeout kills a slow child as a timeout") {
+  auto r = run_tool(with(run_args("healthy"), {"--no-matrix"}), "out");
+  CHECK(r.code() == 0);
+  CHECK(r.report["runs"].size() == 1);
+  auto t = run_tool(with(run_args("healthy"), {"--no-matrix", "--timeout", "0.01"}), "out2");
+  CHECK(t.code() == 3);
+  CHECK(t.report["failure"]["kind"] == "timeout");
+}
+
+TEST_CASE("--exit-codes=git-bisect: 0 good, 1 bad, 125 cannot test") {
+  CHECK(run_tool(with(run_args("healthy"), {"--no-matrix", "--exit-codes=git-bisect"}), "a").code() == 0);
+  CHECK(run_tool(with(run_args("nan_midway"), {"--no-matrix", "--exit-codes=git-bisect"}), "b").code() == 1);
+  CHECK(run_tool({"run", "missing.pt2", "--inputs", "x.pt", "--exit-codes", "git-bisect"}, "c").code() == 125);
+}
+
+TEST_CASE("Ctrl-C: children are killed, the partial report is written, exit 130") {
+  aoti_bisect::SpawnSpec spec;
+  spec.argv = {AOTI_BISECT_BIN, "run", example("healthy.pt2").string(), "--inputs",
+               example("healthy.inputs.pt").string(), "--repeats", "200", "--out", "out-int"};
+  spec.env = aoti_bisect::current_environment();
+  spec.env["AOTI_BISECT_RUNNER"] = AOTI_BISECT_RUNNER_BIN;
+  aoti_bisect::ProcessSet set;
+  int token = set.start(spec);
+  // Wait until a few runs are on record, then interrupt the driver alone.
+  for (int i = 0; i < 600 && !fs::exists("out-int/runs/repeat.2/events.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  int pid = -1;
+  for (const auto& e : fs::directory_iterator("out-int")) {
+    std::string n = e.path().filename().string();
+    if (n.rfind(".work-", 0) == 0) {
+      pid = std::stoi(n.substr(6));
+    }
+  }
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGINT);
+  auto [tok, status] = set.wait_any();
+  CHECK(tok == token);
+  CHECK(status.how == aoti_bisect::ExitStatus::How::exited);
+  CHECK(status.exit_code == 130);
+  std::ifstream in("out-int/report.json");
+  auto report = nlohmann::json::parse(in);
+  CHECK(report["verdict"] == "interrupted");
+  CHECK(report["runs"].size() >= 2);
+  CHECK(report["runs"].size() < 201);
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,144 @@
+#include <doctest/doctest.h>
+
+#include <csignal>
+
+#include "classify/classify.hpp"
+#include "job/runner_protocol.hpp"
+
+using namespace aoti_bisect;
+using nlohmann::json;
+
+namespace {
+
+ExitStatus exited(RunnerExit code, const std::string& err = "") {
+  ExitStatus s;
+  s.how = ExitStatus::How::exited;
+  s.exit_code = static_cast<int>(code);
+  s.stderr_tail = err;
+  return s;
+}
+
+json stats(const std::string& name, int nan, int inf = 0) {
+  return {{"name", name}, {"dtype", "float32"}, {"shape", {2, 2}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
+          {"min", 0.0}, {"max", 1.0}, {"mean", 0.5}, {"checksum", "x"}};
+}
+
+std::vector<json> finished_run(int out_nan, int in_nan = 0, json comparison = nullptr) {
+  std::vector<json> ev = {{{"event", "start"}, {"torch", "2.13.0"}},
+                          {{"event", "input_stats"}, {"tensors", {stats("input0", in_nan)}}},
+                          {{"event", "outputs"}, {"tensors", {stats("output0", out_nan)}}}};
+  if (!comparison.is_null()) {
+    comparison["event"] = "comparison";
+    ev.push_back(comparison);
+  }
+  ev.push_back({{"event", "done"}});
+  return ev;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("classify");
+
+TEST_CASE("classify_run: a clean run is ok") {
+  Classification c = classify_run(exited(RunnerExit::ran), finished_run(0));
+  CHECK(c.kind == OutcomeKind::ok);
+  CHECK(c.first_line.empty());
+  CHECK(c.environment.at("torch") == "2.13.0");
+}
+
+TEST_CASE("classify_run: NaN outputs from finite inputs are nonfinite, even when the reference agrees") {
+  json cmp = {{"within_tolerance", true}, {"mismatched", 0}, {"total", 4}};
+  Classification c = classify_run(exited(RunnerExit::ran), finished_run(3, 0, cmp));
+  CHECK(c.kind == OutcomeKind::nonfinite);
+  CHECK(c.first_line == "non-finite outputs from finite inputs (output0: 3 NaN, 0 Inf of 4)");
+}
+
+TEST_CASE("classify_run: NaN inputs that give NaN outputs are not blamed on the model") {
+  Classification c = classify_run(exited(RunnerExit::ran), finished_run(3, 1));
+  CHECK(c.kind == OutcomeKind::ok);
+}
+
+TEST_CASE("classify_run: outside tolerance is a mismatch with the figures") {
+  json cmp = {{"within_tolerance", false}, {"mismatched", 4}, {"total", 4}, {"max_abs_error", 1.0},
+              {"max_rel_error", 2.0}, {"atol", 1e-5}, {"rtol", 1e-6}};
+  Classification c = classify_run(exited(RunnerExit::ran), finished_run(0, 0, cmp));
+  CHECK(c.kind == OutcomeKind::mismatch);
+  CHECK(c.first_line ==
+        "4 of 4 output values outside tolerance (max abs error 1, max rel error 2, atol 1e-05, rtol 1e-06)");
+}
+
+TEST_CASE("classify_run: signals are crashes, whichever signal") {
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
+    ExitStatus s;
+    s.how = ExitStatus::How::signaled;
+    s.signal = sig;
+    Classification c = classify_run(s, {});
+    CHECK(c.kind == OutcomeKind::crash);
+    REQUIRE(c.signal.has_value());
+    CHECK(*c.signal == sig);
+    CHECK(c.first_line.rfind("killed by " + signal_name(sig), 0) == 0);
+  }
+}
+
+TEST_CASE("classify_run: the index check line on stderr wins over the generic exception") {
+  std::string err = "Error: index out of bounds: 0 <= tmp35 < 5L\n";
+  std::vector<json> ev = {{{"event", "error"},
+                           {"message", "run_func_( container_handle_, ...) API call failed at model_container_runner.cpp, line 147"}}};
+  Classification c = classify_run(exited(RunnerExit::model_error, err), ev);
+  CHECK(c.kind == OutcomeKind::device_assert);
+  CHECK(c.first_line == "Error: index out of bounds: 0 <= tmp35 < 5L");
+}
+
+TEST_CASE("classify_run: error texts map to their families") {
+  struct Case {
+    std::string message;
+    OutcomeKind kind;
+  };
+  for (const Case& k : std::vector<Case>{
+           {"CUDA error: an illegal memory access was encountered", OutcomeKind::crash},
+           {"CUDA error: device-side assert triggered", OutcomeKind::device_assert},
+           {"CUDA out of memory. Tried to allocate 2.00 GiB", OutcomeKind::oom},
+           {"Expected all tensors to be on the same device, but found cuda:0 and cpu", OutcomeKind::device_mismatch},
+           {"Could not run 'aten::foo' with arguments from the 'CPU' backend", OutcomeKind::missing_op},
+           {"something else went wrong", OutcomeKind::error}}) {
+    CAPTURE(k.message);
+    Classification c = classify_run(exited(RunnerExit::model_error), {{{"event", "error"}, {"message", k.message}}});
+    CHECK(c.kind == k.kind);
+    CHECK(c.first_line == k.message);
+  }
+}
+
+TEST_CASE("classify_run: runner statuses for inputs, unreadable files and internal failures") {
+  Classification m = classify_run(exited(RunnerExit::input_mismatch),
+                                  {{{"event", "input_mismatch"}, {"message", "input 0 (arg4_1): dtype int32, the model takes float32"}}});
+  CHECK(m.kind == OutcomeKind::input_mismatch);
+  CHECK(m.first_line == "input 0 (arg4_1): dtype int32, the model takes float32");
+
+  Classification u = classify_run(exited(RunnerExit::cannot_test), {{{"event", "fatal"}, {"message", "inputs file 'x' is not in torch.save's format"}}});
+  REQUIRE(u.cannot_test.has_value());
+  CHECK(*u.cannot_test == "inputs file 'x' is not in torch.save's format");
+
+  Classification i = classify_run(exited(RunnerExit::internal), {});
+  CHECK(i.internal.has_value());
+}
+
+TEST_CASE("classify_run: timeouts and unfinished runs") {
+  ExitStatus t;
+  t.how = ExitStatus::How::timed_out;
+  t.seconds = 5;
+  CHECK(classify_run(t, {}).kind == OutcomeKind::timeout);
+  Classification c = classify_run(exited(RunnerExit::ran), {{{"event", "start"}}});
+  CHECK(c.kind == OutcomeKind::error);
+  CHECK(c.first_line == "the runner exited without finishing its run");
+}
+
+TEST_CASE("outcome table: names round-trip") {
+  for (const auto& info : outcome_table()) {
+    CHECK(outcome_from_name(info.name) == info.kind);
+  }
+  CHECK_FALSE(outcome_from_name("bogus").has_value());
+  CHECK_FALSE(is_model_failure(OutcomeKind::input_mismatch));
+  CHECK(is_model_failure(OutcomeKind::crash));
+}
+
+TEST_SUITE_END();

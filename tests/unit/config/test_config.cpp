@@ -1,0 +1,350 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+
+using namespace aoti_bisect;
+
+namespace {
+
+const char* const k_user_keys = "env, repeats, timeout, jobs, variants, variants_mode, tolerance";
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> names_of(const std::vector<Variant>& variants) {
+  std::vector<std::string> names;
+  for (const Variant& v : variants) {
+    names.push_back(v.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("config");
+
+TEST_CASE("parse_user_config reads every key") {
+  UserConfig c = parse_user_config(R"(
+env:
+  TORCH_LOGS: "+dynamo"
+repeats: 5
+timeout: 12.5
+jobs: 2
+variants_mode: replace
+tolerance:
+  atol: 0.001
+  rtol: 0
+variants:
+  - name: sanitized
+    description: compute sanitizer off
+    env:
+      A: "1"
+    repeats: 7
+  - name: plain
+)",
+                                   "nightly.yaml");
+  CHECK(c.path == "nightly.yaml");
+  CHECK(c.env == std::map<std::string, std::string>{{"TORCH_LOGS", "+dynamo"}});
+  CHECK(c.repeats == 5);
+  CHECK(c.timeout_s == 12.5);
+  CHECK(c.jobs == 2);
+  CHECK(c.replace_variants);
+  REQUIRE(c.tolerance.has_value());
+  CHECK(c.tolerance->atol == 0.001);
+  CHECK(c.tolerance->rtol == 0.0);
+  REQUIRE(c.variants.size() == 2);
+  CHECK(c.variants[0].name == "sanitized");
+  CHECK(c.variants[0].description == "compute sanitizer off");
+  CHECK(c.variants[0].env == std::map<std::string, std::string>{{"A", "1"}});
+  CHECK(c.variants[0].repeats == 7);
+  CHECK(c.variants[1].name == "plain");
+  CHECK(c.variants[1].env.empty());
+  CHECK_FALSE(c.variants[1].repeats.has_value());
+}
+
+TEST_CASE("parse_user_config: an empty file is an empty config") {
+  SUBCASE("empty") {
+    UserConfig c = parse_user_config("", "e.yaml");
+    CHECK(c.env.empty());
+    CHECK(c.variants.empty());
+    CHECK_FALSE(c.repeats.has_value());
+    CHECK_FALSE(c.timeout_s.has_value());
+    CHECK_FALSE(c.jobs.has_value());
+    CHECK_FALSE(c.tolerance.has_value());
+    CHECK_FALSE(c.replace_variants);
+  }
+  SUBCASE("comments only") {
+    UserConfig c = parse_user_config("# nothing here\n\n", "e.yaml");
+    CHECK(c.env.empty());
+    CHECK_FALSE(c.repeats.has_value());
+  }
+}
+
+TEST_CASE("parse_user_config: scalar env values are taken as their text") {
+  UserConfig c = parse_user_config("env:\n  A: 1\n  B: true\n  C: 0.50\n  D: \"\"\n  E: 'x y'\n", "c.yaml");
+  CHECK(c.env == std::map<std::string, std::string>{
+                     {"A", "1"}, {"B", "true"}, {"C", "0.50"}, {"D", ""}, {"E", "x y"}});
+}
+
+TEST_CASE("parse_user_config: a tolerance map keeps the defaults it does not set") {
+  UserConfig c = parse_user_config("tolerance:\n  rtol: 0.01\n", "c.yaml");
+  REQUIRE(c.tolerance.has_value());
+  CHECK(c.tolerance->atol == Tolerance{}.atol);
+  CHECK(c.tolerance->rtol == 0.01);
+}
+
+TEST_CASE("parse_user_config, error handling") {
+  auto parse = [](const std::string& text) { return parse_user_config(text, "c.yaml"); };
+
+  SUBCASE("unknown key, with the known keys from the table") {
+    REQUIRE_THROWS_WITH(parse("repeats: 2\ntmeout: 3\n"),
+                        (std::string("c.yaml:2:1: error: unknown key 'tmeout' (known keys: ") + k_user_keys + ")")
+                            .c_str());
+  }
+  SUBCASE("unknown key inside a variant") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    envv: {}\n"),
+                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats)");
+  }
+  SUBCASE("unknown key inside tolerance") {
+    REQUIRE_THROWS_WITH(parse("tolerance:\n  abstol: 1\n"),
+                        "c.yaml:2:3: error: unknown key 'abstol' (known keys: atol, rtol)");
+  }
+  SUBCASE("duplicate key") {
+    REQUIRE_THROWS_WITH(parse("repeats: 2\nrepeats: 3\n"), "c.yaml:2:1: error: duplicate key 'repeats'");
+  }
+  SUBCASE("repeats not a number") {
+    REQUIRE_THROWS_WITH(parse("repeats: abc\n"), "c.yaml:1:10: error: 'repeats' must be a positive integer, got 'abc'");
+  }
+  SUBCASE("repeats zero") {
+    REQUIRE_THROWS_WITH(parse("repeats: 0\n"), "c.yaml:1:10: error: 'repeats' must be a positive integer, got '0'");
+  }
+  SUBCASE("repeats negative") {
+    REQUIRE_THROWS_WITH(parse("repeats: -2\n"), "c.yaml:1:10: error: 'repeats' must be a positive integer, got '-2'");
+  }
+  SUBCASE("repeats fractional") {
+    REQUIRE_THROWS_WITH(parse("repeats: 1.5\n"), "c.yaml:1:10: error: 'repeats' must be a positive integer, got '1.5'");
+  }
+  SUBCASE("repeats empty: the message points at the key") {
+    REQUIRE_THROWS_WITH(parse("jobs: 1\nrepeats:\n"), "c.yaml:2:1: error: 'repeats' must be a positive integer, got nothing");
+  }
+  SUBCASE("repeats in a variant") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    repeats: [3]\n"),
+                        "c.yaml:3:14: error: 'repeats' must be a positive integer, got a list");
+  }
+  SUBCASE("jobs zero") {
+    REQUIRE_THROWS_WITH(parse("jobs: 0\n"), "c.yaml:1:7: error: 'jobs' must be a positive integer, got '0'");
+  }
+  SUBCASE("timeout zero") {
+    REQUIRE_THROWS_WITH(parse("timeout: 0\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '0'");
+  }
+  SUBCASE("timeout negative") {
+    REQUIRE_THROWS_WITH(parse("timeout: -1\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '-1'");
+  }
+  SUBCASE("timeout infinite") {
+    REQUIRE_THROWS_WITH(parse("timeout: inf\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got 'inf'");
+  }
+  SUBCASE("timeout a word") {
+    REQUIRE_THROWS_WITH(parse("timeout: 5m\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '5m'");
+  }
+  SUBCASE("env a list") {
+    REQUIRE_THROWS_WITH(parse("env: [1]\n"), "c.yaml:1:6: error: 'env' must be a map, got a list");
+  }
+  SUBCASE("env a scalar") {
+    REQUIRE_THROWS_WITH(parse("env: A=1\n"), "c.yaml:1:6: error: 'env' must be a map, got 'A=1'");
+  }
+  SUBCASE("env value a map") {
+    REQUIRE_THROWS_WITH(parse("env:\n  A:\n    b: 1\n"), "c.yaml:3:5: error: 'A' must be a string, got a map");
+  }
+  SUBCASE("env value a list") {
+    REQUIRE_THROWS_WITH(parse("env:\n  A: [1, 2]\n"), "c.yaml:2:6: error: 'A' must be a string, got a list");
+  }
+  SUBCASE("env value missing") {
+    REQUIRE_THROWS_WITH(parse("env:\n  A:\n"), "c.yaml:2:3: error: 'A' has no value (write \"\" for an empty one)");
+  }
+  SUBCASE("env name not a variable name") {
+    REQUIRE_THROWS_WITH(parse("env:\n  1A: x\n"), "c.yaml:2:3: error: '1A' is not an environment variable name");
+  }
+  SUBCASE("env key not a string") {
+    REQUIRE_THROWS_WITH(parse("env:\n  [A]: x\n"), "c.yaml:2:3: error: keys of 'env' must be strings, got a list");
+  }
+  SUBCASE("variants a map") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  name: a\n"), "c.yaml:2:3: error: 'variants' must be a list, got a map");
+  }
+  SUBCASE("variant a scalar") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - launch_blocking\n"),
+                        "c.yaml:2:5: error: a variant must be a map, got 'launch_blocking'");
+  }
+  SUBCASE("variant without a name") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - env: {A: '1'}\n"), "c.yaml:2:5: error: a variant needs a 'name'");
+  }
+  SUBCASE("variant name with capitals and dashes") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: Launch-Blocking\n"),
+                        "c.yaml:2:11: error: variant name 'Launch-Blocking' must match [a-z0-9_]+");
+  }
+  SUBCASE("variant name empty") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: ''\n"), "c.yaml:2:11: error: variant name '' must match [a-z0-9_]+");
+  }
+  SUBCASE("variant name reserved") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: baseline\n"),
+                        "c.yaml:2:11: error: variant name 'baseline' is reserved for the run without variant flags");
+  }
+  SUBCASE("variant name duplicated") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n  - name: b\n  - name: a\n"),
+                        "c.yaml:4:11: error: duplicate variant name 'a'");
+  }
+  SUBCASE("variants_mode unknown") {
+    REQUIRE_THROWS_WITH(parse("variants_mode: merge\n"),
+                        "c.yaml:1:16: error: 'variants_mode' must be 'add' or 'replace', got 'merge'");
+  }
+  SUBCASE("tolerance a scalar") {
+    REQUIRE_THROWS_WITH(parse("tolerance: 0.1\n"), "c.yaml:1:12: error: 'tolerance' must be a map, got '0.1'");
+  }
+  SUBCASE("tolerance negative") {
+    REQUIRE_THROWS_WITH(parse("tolerance:\n  atol: -1e-3\n"),
+                        "c.yaml:2:9: error: 'atol' must be a non-negative number, got '-1e-3'");
+  }
+  SUBCASE("top level a list") {
+    REQUIRE_THROWS_WITH(parse("- repeats: 3\n"), "c.yaml:1:1: error: a config must be a map, got a list");
+  }
+  SUBCASE("YAML syntax error, with yaml-cpp's message") {
+    REQUIRE_THROWS_WITH(parse("env: [1\n"), "c.yaml:2:1: error: end of sequence flow not found");
+  }
+  SUBCASE("YAML syntax error in a mapping") {
+    REQUIRE_THROWS_WITH(parse("repeats: a: b\n"), "c.yaml:1:11: error: illegal map value");
+  }
+}
+
+TEST_CASE("parse_user_config errors are usage errors") {
+  try {
+    parse_user_config("tmeout: 3\n", "c.yaml");
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::usage);
+  }
+}
+
+TEST_CASE("load_user_config") {
+  SUBCASE("a missing file is a usage error") {
+    try {
+      load_user_config("x.yaml");
+      FAIL("no throw");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()) == "config file 'x.yaml' does not exist");
+      CHECK(e.kind() == ErrorKind::usage);
+    }
+  }
+  SUBCASE("messages name the path as given") {
+    std::filesystem::create_directories("cfg");
+    std::ofstream("cfg/nightly.yaml") << "repeats: 4\n\nvariants:\n  - name: a\n    tmeout: 3\n";
+    REQUIRE_THROWS_WITH(load_user_config("cfg/nightly.yaml"),
+                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats)");
+  }
+  SUBCASE("a readable file is parsed, and remembers its path") {
+    std::ofstream("ok.yaml") << "repeats: 4\n";
+    UserConfig c = load_user_config("ok.yaml");
+    CHECK(c.repeats == 4);
+    CHECK(c.path == "ok.yaml");
+  }
+}
+
+TEST_CASE("parse_profile") {
+  SUBCASE("reads every key") {
+    Profile p = parse_profile(
+        "backend: xpu\ndescription: test\nrepeats: 2\ntimeout: 60\nvariants:\n  - name: a\n    env: {X: 1}\n",
+        "p.yaml");
+    CHECK(p.backend == "xpu");
+    CHECK(p.description == "test");
+    CHECK(p.repeats == 2);
+    CHECK(p.timeout_s == 60);
+    REQUIRE(p.variants.size() == 1);
+    CHECK(p.variants[0].env == std::map<std::string, std::string>{{"X", "1"}});
+  }
+  SUBCASE("keeps the defaults for keys it does not set") {
+    Profile p = parse_profile("backend: xpu\n", "p.yaml");
+    CHECK(p.repeats == 3);
+    CHECK(p.timeout_s == 300);
+    CHECK(p.variants.empty());
+  }
+  SUBCASE("user-only keys are unknown in a profile") {
+    REQUIRE_THROWS_WITH(parse_profile("backend: xpu\njobs: 2\n", "p.yaml"),
+                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants)");
+  }
+  SUBCASE("a profile needs a backend") {
+    REQUIRE_THROWS_WITH(parse_profile("repeats: 2\n", "p.yaml"), "p.yaml:1:1: error: a profile needs a 'backend'");
+  }
+  SUBCASE("an empty profile has no backend") {
+    REQUIRE_THROWS_WITH(parse_profile("", "p.yaml"), "p.yaml: error: a profile needs a 'backend'");
+  }
+}
+
+TEST_CASE("builtin profiles") {
+  CHECK(builtin_backends() == std::vector<std::string>{"cpu", "cuda", "rocm"});
+
+  SUBCASE("every one parses, with its own backend name, 3 repeats and a 300 s timeout") {
+    for (const std::string& backend : builtin_backends()) {
+      CAPTURE(backend);
+      Profile p = builtin_profile(backend);
+      CHECK(p.backend == backend);
+      CHECK_FALSE(p.description.empty());
+      CHECK(p.repeats == 3);
+      CHECK(p.timeout_s == 300);
+      for (const Variant& v : p.variants) {
+        CAPTURE(v.name);
+        CHECK_FALSE(v.description.empty());
+        CHECK_FALSE(v.repeats.has_value());
+      }
+    }
+  }
+  SUBCASE("cpu repeats only") {
+    Profile p = builtin_profile("cpu");
+    REQUIRE(p.variants.size() == 1);
+    CHECK(p.variants[0].name == "repeat");
+    CHECK(p.variants[0].env.empty());
+  }
+  SUBCASE("cuda, most deterministic first") {
+    Profile p = builtin_profile("cuda");
+    REQUIRE(names_of(p.variants) == std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching"});
+    CHECK(p.variants[0].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"},
+                                                                  {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
+    CHECK(p.variants[1].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}});
+    CHECK(p.variants[2].env == std::map<std::string, std::string>{{"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
+  }
+  SUBCASE("rocm, HIP variables only") {
+    Profile p = builtin_profile("rocm");
+    REQUIRE(names_of(p.variants) == std::vector<std::string>{"blocking_serialized", "launch_blocking", "serialize_kernel"});
+    CHECK(p.variants[0].env == std::map<std::string, std::string>{{"AMD_SERIALIZE_KERNEL", "3"},
+                                                                  {"HIP_LAUNCH_BLOCKING", "1"}});
+    CHECK(p.variants[1].env == std::map<std::string, std::string>{{"HIP_LAUNCH_BLOCKING", "1"}});
+    CHECK(p.variants[2].env == std::map<std::string, std::string>{{"AMD_SERIALIZE_KERNEL", "3"}});
+    for (const Variant& v : p.variants) {
+      for (const auto& [key, value] : v.env) {
+        CAPTURE(key);
+        CHECK(key.find("CUDA") == std::string::npos);
+      }
+    }
+  }
+  SUBCASE("an unknown backend names the known ones") {
+    REQUIRE_THROWS_WITH(builtin_profile("tpu"), "unknown backend 'tpu' (known backends: cpu, cuda, rocm)");
+  }
+}
+
+TEST_CASE("builtin profile texts are the configs/ files as built") {
+  REQUIRE(builtin_profile_texts().size() == 3);
+  for (const BuiltinProfileText& p : builtin_profile_texts()) {
+    CAPTURE(p.backend);
+    std::filesystem::path file =
+        std::filesystem::path(AOTI_BISECT_SOURCE_DIR) / "configs" / (std::string(p.backend) + ".yaml");
+    CHECK(std::string(p.yaml) == slurp(file));
+  }
+}
+
+TEST_SUITE_END();

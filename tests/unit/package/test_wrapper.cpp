@@ -1,0 +1,105 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "package/wrapper.hpp"
+
+using namespace aoti_bisect;
+
+namespace {
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_SUITE_BEGIN("package/wrapper");
+
+TEST_CASE("parse_wrapper: call sites of a plain torch 2.13 CPU wrapper, in launch order") {
+  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  REQUIRE(w.found);
+  CHECK_FALSE(w.instrumented);
+  CHECK(w.printer_level == 0);
+  REQUIRE(w.call_sites.size() == 4);
+  CHECK(w.call_sites[0].kernel == "aoti_torch_cpu_addmm_out");
+  CHECK(w.call_sites[0].kind == KernelKind::extern_call);
+  CHECK(w.call_sites[1].kernel == "cpp_fused_log_relu_sub_0");
+  CHECK(w.call_sites[1].kind == KernelKind::cpp);
+  CHECK(w.call_sites[2].kernel == "aoti_torch_cpu_addmm_out");
+  CHECK(w.call_sites[3].kernel == "cpp_fused_tanh_1");
+  CHECK(w.call_sites[3].index == 4);
+  CHECK(w.call_sites[0].source_nodes == "[linear]");
+}
+
+TEST_CASE("parse_wrapper: a level-1 build has the same call sites and is instrumented") {
+  WrapperInfo plain = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture("nan_level1.wrapper.cpp"));
+  CHECK(w.instrumented);
+  CHECK(w.printer_level == 1);
+  REQUIRE(w.call_sites.size() == plain.call_sites.size());
+  for (size_t i = 0; i < w.call_sites.size(); ++i) {
+    CHECK(w.call_sites[i].kernel == plain.call_sites[i].kernel);
+  }
+}
+
+TEST_CASE("parse_wrapper: inputs from the generated input checks") {
+  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  REQUIRE(w.num_inputs.has_value());
+  CHECK(*w.num_inputs == 1);
+  REQUIRE(w.inputs.size() == 1);
+  CHECK(w.inputs[0].name == "arg4_1");
+  CHECK(w.inputs[0].dtype == "float32");
+  REQUIRE(w.inputs[0].shape.size() == 2);
+  CHECK(w.inputs[0].shape[0] == 4);
+  CHECK(w.inputs[0].shape[1] == 8);
+  CHECK(w.inputs[0].strides[0] == 8);
+  CHECK(w.inputs[0].device_type == 0);
+}
+
+TEST_CASE("parse_wrapper: triton, proxy-executor and dynamic-dim lines") {
+  std::string src = R"(
+static void check_input_0(AtenTensorHandle* input_handles) {
+    int32_t arg0_1_expected_dtype = aoti_torch_dtype_int64();
+    if (arg0_1_size[0] < 2) {
+    }
+    if (16 != arg0_1_size[1]) {
+    }
+}
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    auto inputs = steal_from_raw_handles_to_raii_handles(input_handles, 1);
+    auto arg0_1 = std::move(inputs[0]);
+    // Topologically Sorted Source Nodes: [embedding], Original ATen: [aten.embedding]
+    call_triton_poi_fused_embedding_0(buf0, arg0_1, 16L, this->device_idx_, stream, kernels, this->cubin_dir_);
+    aoti_torch_save_tensor_handle(buf0, "buf0", "after_launch", "triton_poi_fused_embedding_0");
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cuda_mm_out(buf1, buf0, w));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 0, 1, int_args, 2, tensor_args));
+    kernels.triton_per_fused_sum_1(buf1, stream);
+}
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 4);
+  CHECK(w.call_sites[0].kernel == "triton_poi_fused_embedding_0");
+  CHECK(w.call_sites[0].kind == KernelKind::triton);
+  CHECK(w.call_sites[0].source_nodes == "[embedding]");
+  CHECK(w.call_sites[1].kernel == "aoti_torch_cuda_mm_out");
+  CHECK(w.call_sites[2].kernel == "aoti_torch_proxy_executor_call_function");
+  CHECK(w.call_sites[3].kernel == "triton_per_fused_sum_1");
+  CHECK(w.instrumented);
+  REQUIRE(w.inputs.size() == 1);
+  CHECK(w.inputs[0].dtype == "int64");
+  REQUIRE(w.inputs[0].shape.size() == 2);
+  CHECK_FALSE(w.inputs[0].shape[0].has_value());
+  CHECK(w.inputs[0].shape[1] == 16);
+}
+
+TEST_CASE("parse_wrapper: empty source finds nothing") {
+  WrapperInfo w = parse_wrapper("");
+  CHECK_FALSE(w.found);
+  CHECK(w.call_sites.empty());
+  CHECK_FALSE(w.num_inputs.has_value());
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,403 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "report/report.hpp"
+#include "report/sinks.hpp"
+
+using namespace aoti_bisect;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+RunRecord crash_run(const std::string& id, const std::string& variant, int repeat,
+                    std::map<std::string, std::string> env) {
+  RunRecord run;
+  run.id = id;
+  run.variant = variant;
+  run.repeat = repeat;
+  run.env = std::move(env);
+  run.outcome = OutcomeKind::crash;
+  run.exit = "signal 11 (SIGSEGV)";
+  run.signal = 11;
+  run.seconds = 1.25;
+  run.first_error_line = "CUDA error: an illegal memory access was encountered";
+  return run;
+}
+
+// A crash reproduced under two variants: baseline 1/1, launch_blocking 2/3.
+Report crash_report() {
+  Report r;
+  r.tool_version = "0.1.0";
+  r.command_line = {"aoti-bisect", "run", "model.pt2", "--inputs", "batch.pt"};
+  r.environment = {"0.1.0", "2.5.1", "3.11.2", "12.4", "", "cuda:0", "NVIDIA H200", "550.54.15",
+                   "Linux 6.1.0 x86_64 (Debian 12.11)", "abc1234"};
+  r.package.path = "model.pt2";
+  r.package.sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  r.package.models = {"model"};
+  r.package.model = "model";
+  r.package.device_key = "cuda";
+  r.package.call_sites = 12;
+  r.inputs_path = "batch.pt";
+  r.inputs_sha256 = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
+  r.inputs = {{"x", "float32", {8, 16}, {16, 1}, "cuda:0", "aa"}, {"target", "int64", {8}, {1}, "cuda:0", "bb"}};
+
+  RunRecord base = crash_run("baseline", "baseline", 0, {});
+  TensorStats out;
+  out.name = "out0";
+  out.dtype = "float32";
+  out.shape = {8, 4};
+  out.numel = 32;
+  out.nan_count = 3;
+  out.inf_count = 1;
+  out.min = std::numeric_limits<double>::quiet_NaN();
+  out.max = std::numeric_limits<double>::infinity();
+  out.mean = std::nullopt;
+  base.outputs = {out};
+  r.runs.push_back(base);
+  std::map<std::string, std::string> lb = {{"CUDA_LAUNCH_BLOCKING", "1"}};
+  r.runs.push_back(crash_run("launch_blocking.1", "launch_blocking", 1, lb));
+  RunRecord ok = crash_run("launch_blocking.2", "launch_blocking", 2, lb);
+  ok.outcome = OutcomeKind::ok;
+  ok.exit = "exit 0";
+  ok.exit_code = 0;
+  ok.signal.reset();
+  ok.first_error_line.clear();
+  r.runs.push_back(ok);
+  r.runs.push_back(crash_run("launch_blocking.3", "launch_blocking", 3, lb));
+
+  r.matrix = {{"baseline", {}, 1, 1, true}, {"launch_blocking", lb, 3, 2, false}};
+  r.verdict = Verdict::not_isolated;
+  r.verdict_reason = "crash reproduced in 3 of 4 runs; isolating it needs an instrumented build";
+  Failure f;
+  f.kind = OutcomeKind::crash;
+  f.first_line = "CUDA error: an illegal memory access was encountered";
+  f.signal = 11;
+  f.reproducing_variant = "baseline";
+  f.reproduced = 3;
+  f.runs = 4;
+  f.deterministic = true;
+  r.failure = f;
+  r.phases = {{"inspect", 0.1}, {"baseline", 1.3}, {"matrix", 3.9}};
+  r.total_seconds = 5.3;
+  r.reproduce_command = "aoti-bisect-runner --package model.pt2 --model model --inputs batch.pt";
+  return r;
+}
+
+Report clean_report() {
+  Report r = crash_report();
+  for (auto& run : r.runs) {
+    run.outcome = OutcomeKind::ok;
+    run.exit = "exit 0";
+    run.exit_code = 0;
+    run.signal.reset();
+    run.first_error_line.clear();
+  }
+  r.matrix[0].reproduced = 0;
+  r.matrix[1].reproduced = 0;
+  r.failure.reset();
+  r.verdict = Verdict::clean;
+  r.verdict_reason = "no failure in 4 runs";
+  return r;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+std::string attribute(const std::string& xml, const std::string& element, const std::string& name) {
+  size_t at = xml.find("<" + element + " ");
+  REQUIRE(at != std::string::npos);
+  size_t end = xml.find('>', at);
+  size_t key = xml.find(" " + name + "=\"", at);
+  REQUIRE(key < end);
+  size_t start = key + name.size() + 3;
+  return xml.substr(start, xml.find('"', start) - start);
+}
+
+// Structural check of generated XML: tags nest and close, attribute values are
+// quoted and hold no raw '<' or '&' outside entities, text holds no raw '>'
+// nor unknown entities. Returns "" when well formed, else what went wrong.
+std::string xml_problem(const std::string& xml) {
+  auto entity_ok = [&](size_t i) {
+    for (const char* e : {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&#9;", "&#10;", "&#13;"}) {
+      if (xml.compare(i, std::string(e).size(), e) == 0) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> open;
+  size_t i = 0;
+  while (i < xml.size()) {
+    char c = xml[i];
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n') {
+      return "control byte at " + std::to_string(i);
+    }
+    if (c == '&' && !entity_ok(i)) {
+      return "bad entity at " + std::to_string(i);
+    }
+    if (c == '>') {
+      return "stray '>' at " + std::to_string(i);
+    }
+    if (c != '<') {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    bool in_quote = false;
+    for (; end < xml.size() && (in_quote || xml[end] != '>'); ++end) {
+      if (xml[end] == '"') {
+        in_quote = !in_quote;
+      } else if (in_quote && xml[end] == '<') {
+        return "raw '<' in attribute at " + std::to_string(end);
+      } else if (in_quote && xml[end] == '&' && !entity_ok(end)) {
+        return "bad entity in attribute at " + std::to_string(end);
+      } else if (in_quote && static_cast<unsigned char>(xml[end]) < 0x20) {
+        return "control byte in attribute at " + std::to_string(end);
+      }
+    }
+    if (end >= xml.size()) {
+      return "unterminated tag";
+    }
+    std::string tag = xml.substr(i + 1, end - i - 1);
+    std::string name = tag.substr(0, tag.find_first_of(" /"));
+    if (tag.front() == '?') {
+    } else if (tag.front() == '/') {
+      if (open.empty() || open.back() != tag.substr(1)) {
+        return "mismatched </" + tag.substr(1) + ">";
+      }
+      open.pop_back();
+    } else if (tag.back() != '/') {
+      open.push_back(name);
+    }
+    i = end + 1;
+  }
+  return open.empty() ? "" : "unclosed <" + open.back() + ">";
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("report");
+
+TEST_CASE("verdict_name covers every verdict") {
+  CHECK(verdict_name(Verdict::running) == "running");
+  CHECK(verdict_name(Verdict::clean) == "clean");
+  CHECK(verdict_name(Verdict::isolated) == "isolated");
+  CHECK(verdict_name(Verdict::not_isolated) == "not_isolated");
+  CHECK(verdict_name(Verdict::inconclusive) == "inconclusive");
+  CHECK(verdict_name(Verdict::suppressed_by_instrumentation) == "suppressed_by_instrumentation");
+  CHECK(verdict_name(Verdict::could_not_test) == "could_not_test");
+  CHECK(verdict_name(Verdict::internal_error) == "internal_error");
+  CHECK(verdict_name(Verdict::interrupted) == "interrupted");
+}
+
+TEST_CASE("report_to_json: contract fields, nulls and non-finite numbers") {
+  std::string text = report_to_json(crash_report());
+  CHECK(text.rfind("{\n  \"schema_version\": 1,\n", 0) == 0);
+  Json j = Json::parse(text);
+  CHECK(j["schema_version"] == k_report_schema_version);
+  CHECK(j["tool"]["name"] == "aoti-bisect");
+  CHECK(j["tool"]["version"] == "0.1.0");
+  CHECK(j["command_line"].size() == 5);
+  CHECK(j["environment"]["torch_version"] == "2.5.1");
+  CHECK(j["environment"]["hip_version"].is_null());
+  CHECK(j["package"]["device_key"] == "cuda");
+  CHECK(j["inputs"]["tensors"][0]["strides"] == Json::array({16, 1}));
+  CHECK(j["inputs"]["tensors"][1]["sha256"] == "bb");
+  CHECK(j["reference"].is_null());
+  CHECK(j["verdict"] == "not_isolated");
+  CHECK(j["failure"]["kind"] == "crash");
+  CHECK(j["failure"]["signal"] == 11);
+  CHECK(j["failure"]["first_check"] == "the kernel that faulted and the indices it read");
+  CHECK(j["matrix"]["chosen"] == "baseline");
+  CHECK(j["matrix"]["variants"][1]["env"]["CUDA_LAUNCH_BLOCKING"] == "1");
+  CHECK(j["matrix"]["variants"][1]["rate"].get<double>() == doctest::Approx(2.0 / 3.0));
+  CHECK_FALSE(j.contains("culprit"));
+  CHECK(j["error"].is_null());
+
+  REQUIRE(j["runs"].size() == 4);
+  CHECK(j["runs"][0]["signal"] == 11);
+  CHECK(j["runs"][0]["signal_name"] == "SIGSEGV");
+  CHECK(j["runs"][0]["exit_code"].is_null());
+  CHECK(j["runs"][0]["outcome"] == "crash");
+  CHECK(j["runs"][2]["signal"].is_null());
+  CHECK(j["runs"][2]["exit_code"] == 0);
+  CHECK(j["runs"][2]["outcome"] == "ok");
+  CHECK(j["runs"][2]["first_error_line"].is_null());
+  CHECK(j["runs"][1]["env"]["CUDA_LAUNCH_BLOCKING"] == "1");
+
+  const Json& stats = j["runs"][0]["outputs"][0];
+  CHECK(stats["min"] == "nan");
+  CHECK(stats["max"] == "inf");
+  CHECK(stats["mean"].is_null());
+  CHECK(stats["nan_count"] == 3);
+}
+
+TEST_CASE("report_to_json: -inf, error, and bytes that are not UTF-8") {
+  Report r = crash_report();
+  r.runs[0].outputs[0].min = -std::numeric_limits<double>::infinity();
+  r.runs[0].first_error_line = "bad byte \xff here";
+  r.verdict = Verdict::could_not_test;
+  r.error = "inputs file 'batch.pt' holds 2 tensors, model 'model' takes 3";
+  Json j = Json::parse(report_to_json(r));
+  CHECK(j["runs"][0]["outputs"][0]["min"] == "-inf");
+  CHECK(j["runs"][0]["first_error_line"] == "bad byte \xEF\xBF\xBD here");
+  CHECK(j["verdict"] == "could_not_test");
+  CHECK(j["error"] == "inputs file 'batch.pt' holds 2 tensors, model 'model' takes 3");
+}
+
+TEST_CASE("report_to_markdown: sections of a crash, escaped cells") {
+  Report r = crash_report();
+  r.inputs[0].name = "x|y";
+  r.matrix[1].env["EXTRA"] = "a|b";
+  std::string md = report_to_markdown(r);
+  CHECK(md.rfind("# aoti-bisect: `crash`, not isolated\n", 0) == 0);
+  for (const char* section : {"## What failed", "## Under which flags", "## Reproduce", "## Inputs",
+                              "## Outputs of run `baseline`", "## Environment", "## Package"}) {
+    CHECK_MESSAGE(md.find(section) != std::string::npos, section);
+  }
+  CHECK(md.find("ulprit") == std::string::npos);
+  CHECK(md.find("`CUDA error: an illegal memory access was encountered`") != std::string::npos);
+  CHECK(md.find("signal 11 (SIGSEGV)") != std::string::npos);
+  CHECK(md.find("| `launch_blocking` | `CUDA_LAUNCH_BLOCKING=1 EXTRA=a\\|b` | 2/3 |\n") != std::string::npos);
+  CHECK(md.find("| `x\\|y` | float32 | [8, 16] | [16, 1] | cuda:0 |\n") != std::string::npos);
+  CHECK(md.find("| `out0` | float32 | [8, 4] | 3 | 1 | nan | inf |\n") != std::string::npos);
+  CHECK(md.find("```sh\naoti-bisect-runner --package model.pt2") != std::string::npos);
+  CHECK(md.find("- **CUDA:** 12.4\n") != std::string::npos);
+  CHECK(md.find("- **OS:** Linux 6.1.0 x86_64 (Debian 12.11)\n") != std::string::npos);
+  CHECK(md.find("HIP") == std::string::npos);
+  CHECK(md.find("`0123456789ab`") != std::string::npos);
+  CHECK(md.find("0123456789abcdef0123") == std::string::npos);
+  CHECK(md.find("fedcba") != std::string::npos);  // inputs file sha, short
+  CHECK(md.find("\"aa\"") == std::string::npos);
+}
+
+TEST_CASE("report_to_markdown: error line with backticks and escapes stays one code span") {
+  Report r = crash_report();
+  r.failure->first_line = "\x1b[31massert `idx < n` failed\x1b[0m\nsecond line";
+  std::string md = report_to_markdown(r);
+  CHECK(md.find("``assert `idx < n` failed second line``") != std::string::npos);
+  CHECK(md.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("report_to_markdown: free text escapes Markdown but not intraword underscores") {
+  Report r = crash_report();
+  r.verdict_reason = "see *all* runs [x] <b> _here_ snake_case";
+  std::string md = report_to_markdown(r);
+  CHECK(md.find("**Verdict:** `not_isolated`: see \\*all\\* runs \\[x\\] \\<b\\> \\_here\\_ snake_case  \n") !=
+        std::string::npos);
+}
+
+TEST_CASE("report_to_markdown: a clean verdict is short") {
+  std::string clean = report_to_markdown(clean_report());
+  std::string crash = report_to_markdown(crash_report());
+  CHECK(clean.rfind("# aoti-bisect: clean, no failure reproduced\n", 0) == 0);
+  CHECK(clean.find("## What failed") == std::string::npos);
+  CHECK(clean.find("## Reproduce") == std::string::npos);
+  CHECK(clean.find("## Inputs") == std::string::npos);
+  CHECK(clean.find("| `launch_blocking` | `CUDA_LAUNCH_BLOCKING=1` | 0/3 |") != std::string::npos);
+  CHECK(clean.find("**Environment:** tool aoti-bisect 0.1.0 · torch 2.5.1 ·") != std::string::npos);
+  CHECK(clean.find("**Package:** `model.pt2` (sha256 `0123456789ab`)") != std::string::npos);
+  CHECK(count(clean, "\n") * 2 < count(crash, "\n"));
+}
+
+TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and escaping") {
+  SUBCASE("crash") {
+    Report r = crash_report();
+    r.runs[1].first_error_line = "index <0 & \"x\" 'y' \x01";
+    std::string xml = report_to_junit(r);
+    CHECK(xml_problem(xml) == "");
+    CHECK(count(xml, "<testcase ") == r.runs.size() + 1);
+    CHECK(attribute(xml, "testsuite", "tests") == "5");
+    CHECK(attribute(xml, "testsuite", "failures") == "4");  // 3 failing runs + verdict
+    CHECK(attribute(xml, "testsuite", "errors") == "0");
+    CHECK(count(xml, "<failure ") == 4);
+    CHECK(xml.find("classname=\"aoti-bisect.model\" name=\"launch_blocking.2\" time=\"1.250\"/>") !=
+          std::string::npos);
+    CHECK(xml.find("message=\"index &lt;0 &amp; &quot;x&quot; &apos;y&apos; \\x01\"") != std::string::npos);
+    CHECK(xml.find("<failure type=\"not_isolated\"") != std::string::npos);
+  }
+  SUBCASE("clean") {
+    std::string xml = report_to_junit(clean_report());
+    CHECK(xml_problem(xml) == "");
+    CHECK(attribute(xml, "testsuite", "failures") == "0");
+    CHECK(xml.find("name=\"verdict\" time=\"5.300\"/>") != std::string::npos);
+  }
+  SUBCASE("could not test is an error, not a failure") {
+    Report r = crash_report();
+    r.runs.clear();
+    r.verdict = Verdict::could_not_test;
+    r.failure.reset();
+    r.error = "package 'm<1>.pt2' is not a zip & cannot be read";
+    std::string xml = report_to_junit(r);
+    CHECK(xml_problem(xml) == "");
+    CHECK(count(xml, "<testcase ") == 1);
+    CHECK(attribute(xml, "testsuite", "failures") == "0");
+    CHECK(attribute(xml, "testsuite", "errors") == "1");
+    CHECK(xml.find("<error type=\"could_not_test\" message=\"package &apos;m&lt;1&gt;.pt2&apos; is not a zip "
+                   "&amp; cannot be read\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("report_to_console: summary lines, color only when asked") {
+  Report r = crash_report();
+  r.failure->first_line = "\x1b[31mCUDA error\x1b[0m: an illegal memory access";
+  std::string plain = report_to_console(r, false);
+  CHECK(plain.find('\x1b') == std::string::npos);
+  CHECK(plain.rfind("verdict: not_isolated: crash reproduced", 0) == 0);
+  CHECK(plain.find("  failure:     crash, signal 11 (SIGSEGV)\n") != std::string::npos);
+  CHECK(plain.find("  first line:  CUDA error: an illegal memory access\n") != std::string::npos);
+  CHECK(plain.find("  first check: the kernel that faulted") != std::string::npos);
+  CHECK(plain.find("  baseline          1/1 reproduced\n") != std::string::npos);
+  CHECK(plain.find("  launch_blocking   2/3 reproduced  CUDA_LAUNCH_BLOCKING=1\n") != std::string::npos);
+  CHECK(plain.find("aoti-bisect-runner --package model.pt2") != std::string::npos);
+  CHECK(plain.find("report.json") == std::string::npos);
+
+  std::string colored = report_to_console(r, true);
+  CHECK(colored.find("\x1b[31mnot_isolated\x1b[0m") != std::string::npos);
+  CHECK(report_to_console(clean_report(), true).find("\x1b[32mclean\x1b[0m") != std::string::npos);
+  CHECK(report_to_console(clean_report(), false).find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("write_reports: creates the directory, writes atomically, junit on request") {
+  Report r = crash_report();
+  write_reports(r, "out/reports", true);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator("out/reports")) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"junit.xml", "report.json", "report.md"});
+  CHECK(Json::parse(read_file("out/reports/report.json", "report"))["verdict"] == "not_isolated");
+  CHECK(read_file("out/reports/report.md", "report") == report_to_markdown(r));
+
+  write_reports(clean_report(), "out/plain", false);
+  CHECK(fs::exists("out/plain/report.json"));
+  CHECK(fs::exists("out/plain/report.md"));
+  CHECK_FALSE(fs::exists("out/plain/junit.xml"));
+  for (const auto& entry : fs::directory_iterator("out/plain")) {
+    CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
+  }
+}
+
+TEST_CASE("write_reports: a file where the directory should be is an error") {
+  write_file_atomic("blocker", "x");
+  CHECK_THROWS_AS(write_reports(crash_report(), "blocker/reports", false), Error);
+}
+
+TEST_SUITE_END();
