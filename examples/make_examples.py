@@ -371,6 +371,19 @@ def build_one(name, out_dir):
         torch.save(inputs, stage.path(files["inputs"]))
         if expected is not None:
             torch.save(expected, stage.path(files["expected"]))
+        if name == "healthy":
+            # Inputs and a reference that do not fit, for the tool's bad-input tests.
+            x = inputs[0]
+            broken = {
+                "bad_count_inputs": (inputs + (x,), f"{name}.bad_count.inputs.pt"),
+                "bad_dtype_inputs": ((x.double(),) + inputs[1:], f"{name}.bad_dtype.inputs.pt"),
+                "bad_shape_inputs": ((_plain(x[:3]),) + inputs[1:], f"{name}.bad_shape.inputs.pt"),
+                "not_tensors_inputs": (inputs + (3, "three"), f"{name}.not_tensors.inputs.pt"),
+                "bad_reference": (expected + expected, f"{name}.bad_reference.pt"),
+            }
+            for key, (value, base) in broken.items():
+                torch.save(value, stage.path(base))
+                files[key] = base
 
         calls, wrapper = kernel_call_order(stage.path(files["package"]))
         culprit = None

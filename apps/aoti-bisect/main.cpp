@@ -7,9 +7,25 @@
 
 #include "commands.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "job/job.hpp"
 
 namespace ab = aoti_bisect;
+
+namespace {
+
+// "aoti-bisect: error: <message>"; messages that carry their own location
+// ("nightly.yaml:3:1: error: ...") keep it.
+void print_error(const std::string& message) {
+  std::string text = ab::redact_paths(message);
+  if (text.find(": error: ") != std::string::npos) {
+    std::fprintf(stderr, "aoti-bisect: %s\n", text.c_str());
+  } else {
+    std::fprintf(stderr, "aoti-bisect: error: %s\n", text.c_str());
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
@@ -51,7 +67,7 @@ int main(int argc, char** argv) {
     }
     return code_of(static_cast<ab::ExitCode>(inspect()));
   } catch (const ab::Error& e) {
-    std::fprintf(stderr, "aoti-bisect: error: %s\n", e.what());
+    print_error(e.what());
     return code_of(ab::exit_code_of(e.kind()));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aoti-bisect: internal error: %s\n", e.what());

@@ -85,12 +85,18 @@ std::string inspect_table(const Package& pkg, const std::string& model) {
     out += fmt::format("  device key   {}\n", m->device_key().empty() ? "(missing)" : m->device_key());
     for (const auto& [k, v] : m->metadata) {
       if (k != "AOTI_DEVICE_KEY") {
-        out += fmt::format("  {:<12} {}\n", k, v);
+        out += fmt::format("  {:<24} {}\n", k, v.empty() ? "\"\"" : v);
       }
     }
-    out += fmt::format("  files        {}{}{}\n", base_name(m->shared_object).empty() ? "(no .so) " : ".so ",
-                       m->wrapper_cpp.empty() ? "" : "wrapper source ",
-                       m->cubins.empty() ? "" : fmt::format("{} cubins", m->cubins.size()));
+    std::vector<std::string> files;
+    files.push_back(m->shared_object.empty() ? "no .so (sources only)" : base_name(m->shared_object));
+    if (!m->wrapper_cpp.empty()) {
+      files.push_back(base_name(m->wrapper_cpp));
+    }
+    if (!m->cubins.empty()) {
+      files.push_back(fmt::format("{} cubins", m->cubins.size()));
+    }
+    out += fmt::format("  files        {}\n", fmt::join(files, ", "));
     out += fmt::format("  instrumented {}\n",
                        w.instrumented ? fmt::format("yes (printer level {})", w.printer_level) : std::string("no"));
     if (w.num_inputs) {

@@ -26,6 +26,14 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A local file header at the start: a zip whose end was cut off.
+bool starts_like_zip(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
 ZipPtr open_zip(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -41,7 +49,11 @@ ZipPtr open_zip(const fs::path& path) {
   if (z == nullptr) {
     std::string why;
     switch (err) {
-      case ZIP_ER_NOZIP: why = "is not a zip archive (a .pt2 package is one)"; break;
+      case ZIP_ER_NOZIP:
+        why = starts_like_zip(path) ? "is a damaged or truncated zip archive (no central directory); copy or rebuild "
+                                      "the package"
+                                    : "is not a zip archive (a .pt2 package is one)";
+        break;
       case ZIP_ER_INCONS: why = "is a damaged or truncated zip archive; copy or rebuild the package"; break;
       case ZIP_ER_READ:
       case ZIP_ER_OPEN: why = "cannot be read"; break;

@@ -37,8 +37,8 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 void on_interrupt_signal(int) { g_interrupted.store(1); }
 
-std::string errno_text(const std::string& call) {
-  return fmt::format("{}: {}", call, std::strerror(errno));
+std::string errno_text(const std::string& call, int err = errno) {
+  return fmt::format("{}: {}", call, std::strerror(err));
 }
 
 // Owns one file descriptor.
@@ -65,7 +65,8 @@ class Fd {
 int open_cloexec(const std::filesystem::path& path, int flags, std::string& error) {
   int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
   if (fd < 0) {
-    error = errno_text(fmt::format("open '{}'", path.string()));
+    int err = errno;
+    error = errno_text(fmt::format("open '{}'", path.string()), err);
   }
   return fd;
 }
@@ -147,6 +148,15 @@ bool reset_signals() {
   return true;
 }
 
+// dup2 onto the same number is a no-op that would leave O_CLOEXEC set (a
+// caller started with 0-2 closed gets our descriptors there).
+bool move_fd(int from, int to) {
+  if (from == to) {
+    return ::fcntl(to, F_SETFD, 0) == 0;
+  }
+  return ::dup2(from, to) == to;
+}
+
 struct ChildFds {
   int in, out, err, report;
 };
@@ -159,7 +169,7 @@ struct ChildFds {
   if (!reset_signals()) {
     report_and_exit(fds.report, step_signals);
   }
-  if (::dup2(fds.in, 0) < 0 || ::dup2(fds.out, 1) < 0 || ::dup2(fds.err, 2) < 0) {
+  if (!move_fd(fds.in, 0) || !move_fd(fds.out, 1) || !move_fd(fds.err, 2)) {
     report_and_exit(fds.report, step_dup2);
   }
   // Descriptors the caller left inheritable are not the child's business;

@@ -261,6 +261,23 @@ TEST_CASE("stdin is /dev/null, unset streams go to /dev/null") {
   }
 }
 
+TEST_CASE("a caller with stdin and stdout closed still gives the child its streams") {
+  int saved_in = ::dup(0);
+  int saved_out = ::dup(1);
+  ::close(0);
+  ::close(1);
+  SpawnSpec spec;
+  spec.argv = {"/usr/bin/readlink", "/proc/self/fd/0", "/proc/self/fd/1"};
+  spec.stdout_path = "links.txt";
+  ExitStatus st = run_process(spec);
+  ::dup2(saved_in, 0);
+  ::dup2(saved_out, 1);
+  ::close(saved_in);
+  ::close(saved_out);
+  CHECK(st.ok());
+  CHECK(slurp("links.txt") == "/dev/null\n" + fs::absolute("links.txt").string() + "\n");
+}
+
 TEST_CASE("output files are truncated, created 0644, and their tails kept") {
   mode_t old_umask = ::umask(022);
   spit("out.txt", "old content that is longer\n");
