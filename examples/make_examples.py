@@ -95,6 +95,33 @@ EXAMPLES = {
         culprit_pattern=r"relu",
         expect={"exit_code": 1, "signal": None, "stderr_contains": "Unknown exception occurred."},
     ),
+    "extern_overflow": dict(
+        description="finite inputs scaled to 1e20 (still finite) by a cpp kernel; an extern addmm multiplies them "
+        "together and overflows float32 to inf, which softmax then turns into NaN",
+        outcome="nonfinite",
+        bug="q = sigmoid(Linear(h)) * 1e20 is finite (entries in (0, 1e20)); scores = addmm(bias, q, q.T) sums "
+        "products of about 1e40, past the float32 maximum (3.4e38): every score is +inf. The first non-finite "
+        "values come out of an extern call (the third aoti_torch_cpu_addmm_out), not a cpp kernel; the softmax "
+        "after it makes NaN (inf - inf), which reaches the output. Eager computes the same inf and NaN: "
+        "expected.pt holds NaN too (compare with NaN == NaN).",
+        culprit_pattern=None,
+        culprit_kernel="aoti_torch_cpu_addmm_out",  # exact name ...
+        culprit_occurrence=2,  # ... and which of its call sites (0-based): the third addmm
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "deep_late_nan": dict(
+        description="a deep residual stack (16 blocks of Linear + layer_norm + gelu, 37 call sites); "
+        "a sqrt of a layer_norm output in the 13th block makes NaN late in the run",
+        outcome="nonfinite",
+        bug="block 12 (0-based) of 16 computes sqrt(layer_norm(Linear(h))): about half the normalised entries "
+        "are negative, so the block's cpp kernel (layer_norm, sqrt and the residual add: "
+        "cpp_fused_add_native_layer_norm_sqrt_*) makes NaN at call site 28 of 37, after 28 healthy call sites "
+        "and with 8 more after it. Most healthy blocks share one kernel (cpp_fused_add_gelu_native_layer_norm_*), "
+        "called at many sites. Eager computes the same NaN: expected.pt holds NaN too.",
+        culprit_pattern=r"sqrt",  # a check on the kernel at culprit_call_index
+        culprit_call_index=28,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
 }
 
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error")
@@ -118,7 +145,9 @@ def _import_torch():
 # Models. Each builder returns (model, inputs tuple, inductor_configs). Every model gives
 # nine call sites in its wrapper (healthy: seven), cpp_fused kernels alternating with extern addmm calls;
 # in the buggy ones the bad call site is the fifth (index 4), with four healthy ones on
-# each side. Small shapes: each compiles in about 10-20 s on two cores.
+# each side. Small shapes: each compiles in about 10-20 s on two cores. The exceptions are
+# extern_overflow (11 call sites, the bad one an extern addmm) and deep_late_nan (37 call sites,
+# the bad one late).
 # --------------------------------------------------------------------------------------
 
 B, D, H = 8, 16, 32  # batch, input features, hidden width
@@ -247,6 +276,66 @@ def build_relu_runtime_error():
     return _ReluNet.make(), (x,), {"cpp.inject_relu_bug_TESTING_ONLY": "runtime_error"}
 
 
+def build_extern_overflow():
+    class ExternOverflow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H)
+            self.score_bias = nn.Parameter(torch.zeros(B))
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x):
+            h = self.ln(x)  # cpp_fused_native_layer_norm
+            h = F.gelu(self.fc[0](h))  # addmm, cpp_fused_gelu
+            q = torch.sigmoid(self.fc[1](h)) * 1e20  # addmm, cpp_fused_mul_sigmoid: finite, up to 1e20
+            s = torch.addmm(self.score_bias, q, q.t())  # addmm: products of ~1e40 overflow float32 to +inf
+            p = F.softmax(s, dim=-1)  # cpp_fused__softmax: inf - inf = NaN
+            o = p @ h  # mm
+            y = F.softmax(self.head(o), dim=-1)  # addmm, cpp_fused__softmax
+            return (y,)
+
+    x = torch.randn(B, D)
+    return ExternOverflow(), (x,), {}
+
+
+DEEP_BLOCKS = 16
+DEEP_NAN_BLOCK = 12
+
+
+def build_deep_late_nan():
+    class Block(nn.Module):
+        def __init__(self, make_nan):
+            super().__init__()
+            self.fc = nn.Linear(H, H)
+            self.ln = nn.LayerNorm(H)
+            self.make_nan = make_nan
+
+        def forward(self, h):
+            z = self.ln(self.fc(h))  # addmm, then one cpp kernel for the rest of the block
+            if self.make_nan:
+                return h + torch.sqrt(z)  # about half of z is negative: NaN
+            return h + F.gelu(z)
+
+    class DeepLateNan(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.stem = nn.Linear(D, H)
+            self.blocks = nn.ModuleList(Block(i == DEEP_NAN_BLOCK) for i in range(DEEP_BLOCKS))
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x):
+            h = torch.tanh(self.stem(self.ln(x)))  # layer_norm kernel, addmm, tanh kernel
+            for blk in self.blocks:  # two call sites per block: addmm, cpp kernel
+                h = blk(h)
+            y = F.softmax(self.head(h), dim=-1)  # addmm, softmax kernel
+            return (y,)
+
+    x = torch.randn(B, D)
+    return DeepLateNan(), (x,), {}
+
+
 BUILDERS = {
     "healthy": build_healthy,
     "nan_midway": build_nan_midway,
@@ -254,6 +343,8 @@ BUILDERS = {
     "wild_gather": build_wild_gather,
     "relu_accuracy": build_relu_accuracy,
     "relu_runtime_error": build_relu_runtime_error,
+    "extern_overflow": build_extern_overflow,
+    "deep_late_nan": build_deep_late_nan,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -322,6 +413,39 @@ def kernel_call_order(package_path):
     return calls, wrappers[0]
 
 
+def find_culprit(spec, calls):
+    """The culprit call site named by the spec, as {"call_index", "kernel"}, or None.
+
+    A spec names it in one of three ways:
+      culprit_kernel (+ culprit_occurrence, default 0): the n-th call site (0-based) whose kernel
+          is exactly that name; for extern calls such as aoti_torch_cpu_addmm_out, which appear
+          at several call sites;
+      culprit_call_index: that call site; culprit_pattern, if given too, must match its kernel;
+      culprit_pattern alone: the first cpp_fused_* kernel it matches (re.search).
+    A culprit that the spec names but the wrapper lacks is an error: the build fails rather than
+    write a wrong culprit."""
+    if spec.get("culprit_kernel"):
+        kernel, occurrence = spec["culprit_kernel"], spec.get("culprit_occurrence", 0)
+        sites = [i for i, k in enumerate(calls) if k == kernel]
+        if occurrence >= len(sites):
+            raise RuntimeError(f"culprit {kernel} #{occurrence}: the wrapper has {len(sites)} such call sites")
+        return {"call_index": sites[occurrence], "kernel": kernel}
+    pattern = spec.get("culprit_pattern")
+    if spec.get("culprit_call_index") is not None:
+        i = spec["culprit_call_index"]
+        if not 0 <= i < len(calls):
+            raise RuntimeError(f"culprit call index {i}: the wrapper has {len(calls)} call sites")
+        if pattern and not re.search(pattern, calls[i]):
+            raise RuntimeError(f"culprit call site {i} is {calls[i]}, which does not match {pattern!r}")
+        return {"call_index": i, "kernel": calls[i]}
+    if pattern:
+        pat = re.compile(pattern)
+        for i, k in enumerate(calls):
+            if k.startswith("cpp_fused_") and pat.search(k):
+                return {"call_index": i, "kernel": k}
+    return None
+
+
 def build_one(name, out_dir):
     spec = EXAMPLES[name]
     t0 = time.monotonic()
@@ -386,13 +510,7 @@ def build_one(name, out_dir):
                 files[key] = base
 
         calls, wrapper = kernel_call_order(stage.path(files["package"]))
-        culprit = None
-        if spec["culprit_pattern"]:
-            pat = re.compile(spec["culprit_pattern"])
-            for i, k in enumerate(calls):
-                if k.startswith("cpp_fused_") and pat.search(k):
-                    culprit = {"call_index": i, "kernel": k}
-                    break
+        culprit = find_culprit(spec, calls)
 
         meta = {
             "name": name,

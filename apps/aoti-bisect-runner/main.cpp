@@ -24,6 +24,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+}  // namespace
+
+// The symbol an instrumented model (printer level 1) calls around every
+// kernel. Exported from this executable (-rdynamic), it takes precedence over
+// libtorch's definition for the dlopen'ed model (ELF interposition).
+extern "C" __attribute__((visibility("default"))) void aoti_torch_save_tensor_handle(void* self, const char* tensor_name,
+                                                                                 const char* launch_prefix,
+                                                                                 const char* kernel_name) {
+  ab::torchside::on_probe_call(self, tensor_name, launch_prefix, kernel_name);
+}
+
+namespace {
+
 struct Options {
   std::string package_dir;
   std::string model = "model";
@@ -32,6 +45,7 @@ struct Options {
   std::string events;
   std::string outputs;
   std::string reference;
+  std::string probe_plan;
   double atol = 1e-5;
   double rtol = 1.3e-6;
 };
@@ -130,7 +144,16 @@ int run(const Options& opt, ab::EventWriter& events) {
   events.emit("input_stats", {{"tensors", input_stats}});
 
   session.load_model(opt.package_dir, opt.model, opt.device_key);
-  events.emit("loaded", {{"model", opt.model}});
+  events.emit("loaded", {{"model", opt.model}, {"instrumented", wrapper.instrumented},
+                         {"printer_level", wrapper.printer_level}});
+  if (!opt.probe_plan.empty()) {
+    auto text = read_all(opt.probe_plan);
+    auto plan = ab::probe_plan_from_json(nlohmann::json::parse(text, nullptr, false));
+    ab::torchside::install_probes(plan, [&events](const std::string& type, nlohmann::json fields) {
+      events.emit(type, std::move(fields));
+    }, opt.device_key);
+    events.emit("probes", {{"plan", plan.summary()}});
+  }
 
   events.emit("run_begin");
   auto err = session.run();
@@ -141,7 +164,13 @@ int run(const Options& opt, ab::EventWriter& events) {
     events.emit("error", {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
     return static_cast<int>(RunnerExit::model_error);
   }
-  events.emit("run_end");
+  auto counts = ab::torchside::probe_counts();
+  events.emit("run_end", {{"probe_calls", counts.calls}, {"sites", counts.sites}});
+  if (wrapper.printer_level == 1 && counts.calls == 0 && !wrapper.call_sites.empty()) {
+    // The model's probe calls went to libtorch, not here: a symbol prefix,
+    // static linking, or -Bsymbolic. The driver falls back to guide mode.
+    events.emit("probes_missing", {{"message", "the instrumented model's probe calls did not reach the runner"}});
+  }
 
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& s : session.output_stats()) {
@@ -171,6 +200,7 @@ int main(int argc, char** argv) {
   app.add_option("--events", opt.events, "events file (JSON Lines)")->required();
   app.add_option("--outputs", opt.outputs, "where to write the outputs (torch.save format)");
   app.add_option("--reference", opt.reference, "expected outputs (torch.save format)");
+  app.add_option("--probe-plan", opt.probe_plan, "probe plan (JSON) for an instrumented build");
   app.add_option("--atol", opt.atol, "absolute tolerance");
   app.add_option("--rtol", opt.rtol, "relative tolerance");
   try {

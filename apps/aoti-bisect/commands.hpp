@@ -13,7 +13,9 @@ namespace aoti_bisect::cli {
 using Action = std::function<int()>;
 
 // Registers `run`; the returned action runs it after parsing.
-Action add_run_command(CLI::App& app, const std::vector<std::string>& argv, const bool& git_bisect);
+Action add_run_command(CLI::App& app, const std::vector<std::string>& argv);
+Action add_bisect_command(CLI::App& app, const std::vector<std::string>& argv);
+Action add_build_command(CLI::App& app);
 Action add_inspect_command(CLI::App& app);
 
 bool stdout_color();  // stdout is a terminal and NO_COLOR is unset

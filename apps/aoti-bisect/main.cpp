@@ -40,9 +40,13 @@ int main(int argc, char** argv) {
   CLI::App app{"aoti-bisect: finds the first kernel of an AOTInductor package that crashes or produces bad values"};
   app.set_version_flag("--version", std::string("aoti-bisect ") + AOTI_BISECT_VERSION);
   app.require_subcommand(1);
-  std::vector<ab::cli::Action> actions;
-  ab::cli::Action run = ab::cli::add_run_command(app, args, git_bisect);
-  ab::cli::Action inspect = ab::cli::add_inspect_command(app);
+  // The subcommands, one table: the source of --help and of dispatch.
+  std::vector<std::pair<std::string, ab::cli::Action>> commands = {
+      {"run", ab::cli::add_run_command(app, args)},
+      {"bisect", ab::cli::add_bisect_command(app, args)},
+      {"build", ab::cli::add_build_command(app)},
+      {"inspect", ab::cli::add_inspect_command(app)},
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -62,10 +66,12 @@ int main(int argc, char** argv) {
     return code_of(ab::ExitCode::usage);
   }
   try {
-    if (app.got_subcommand("run")) {
-      return code_of(static_cast<ab::ExitCode>(run()));
+    for (auto& [name, action] : commands) {
+      if (app.got_subcommand(name)) {
+        return code_of(static_cast<ab::ExitCode>(action()));
+      }
     }
-    return code_of(static_cast<ab::ExitCode>(inspect()));
+    return code_of(ab::ExitCode::usage);
   } catch (const ab::Error& e) {
     print_error(e.what());
     return code_of(ab::exit_code_of(e.kind()));

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.hpp"
@@ -90,6 +91,50 @@ double number(const Field& f, bool allow_zero, std::string_view what) {
     }
   }
   fail(f, fmt::format("'{}' must be a {}, got {}", f.key, what, describe(f.node)));
+}
+
+// A YAML scalar as the JSON value Inductor's config expects: true/false,
+// null, integers and floats as such, anything else (and quoted text) a string.
+nlohmann::json scalar_json(const YAML::Node& node) {
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") {
+    return s;
+  }
+  if (s == "true" || s == "True") {
+    return true;
+  }
+  if (s == "false" || s == "False") {
+    return false;
+  }
+  if (s == "null" || s == "~" || s == "None") {
+    return nullptr;
+  }
+  long long i = 0;
+  auto [iend, iec] = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (iec == std::errc() && iend == s.data() + s.size()) {
+    return i;
+  }
+  double d = 0;
+  auto [dend, dec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (dec == std::errc() && dend == s.data() + s.size()) {
+    return d;
+  }
+  return s;
+}
+
+nlohmann::json inductor_configs_of(const Field& f) {
+  if (!f.node.IsMap()) {
+    fail(f, fmt::format("'{}' must be a map of Inductor config names to values, got {}", f.key, describe(f.node)));
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& kv : f.node) {
+    Field value{f.source, kv.first.Scalar(), kv.first, kv.second};
+    if (!kv.second.IsScalar()) {
+      fail(value, fmt::format("'{}' must be a scalar, got {}", value.key, describe(kv.second)));
+    }
+    out[kv.first.Scalar()] = scalar_json(kv.second);
+  }
+  return out;
 }
 
 // How to read one key of a map into T. Each map's keys are one table: adding
@@ -234,6 +279,7 @@ const std::vector<KeyRule<UserConfig>>& user_keys() {
          }
          c.replace_variants = mode == "replace";
        }},
+      {"inductor_configs", [](const Field& f, UserConfig& c) { c.inductor_configs = inductor_configs_of(f); }},
       {"tolerance",
        [](const Field& f, UserConfig& c) {
          Tolerance t;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace aoti_bisect {
 
 struct Variant {
@@ -39,6 +41,7 @@ struct UserConfig {
   std::vector<Variant> variants;            // added after the profile's
   bool replace_variants = false;            // `variants_mode: replace`
   std::optional<Tolerance> tolerance;
+  nlohmann::json inductor_configs = nlohmann::json::object();  // for the instrumented build
   std::string path;                         // for messages
 };
 

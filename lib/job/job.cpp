@@ -12,6 +12,9 @@
 #include "common/files.hpp"
 #include "config/config.hpp"
 #include "job/environment.hpp"
+#include "bisect/bisect.hpp"
+#include "job/bisect_phase.hpp"
+#include "job/context.hpp"
 #include "job/runner_protocol.hpp"
 #include "matrix/matrix.hpp"
 #include "package/package.hpp"
@@ -22,74 +25,6 @@ namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-// Removes a directory tree when it goes out of scope (the extracted package).
-class ScopedDir {
- public:
-  explicit ScopedDir(fs::path p) : m_path(std::move(p)) {}
-  ~ScopedDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
-
-struct Context {
-  const RunOptions& opt;
-  Progress& progress;
-  Report report;
-  fs::path out_dir;
-  double start = now_s();
-  double phase_start = now_s();
-  std::string phase;
-
-  void begin_phase(const std::string& name, const std::string& detail) {
-    end_phase();
-    phase = name;
-    phase_start = now_s();
-    progress.phase(name, detail);
-  }
-  void end_phase() {
-    if (!phase.empty()) {
-      report.phases.push_back({phase, now_s() - phase_start});
-      phase.clear();
-    }
-  }
-  void save() {
-    report.total_seconds = now_s() - start;
-    write_reports(report, out_dir, opt.junit);
-  }
-};
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+~") ==
-                        std::string::npos) {
-    return s;
-  }
-  std::string out = "'";
-  for (char c : s) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
-}
-
-fs::path runner_path(const RunOptions& opt) {
-  if (!opt.runner.empty()) {
-    return opt.runner;
-  }
-  if (const char* env = std::getenv("AOTI_BISECT_RUNNER"); env && *env) {
-    return env;
-  }
-  return self_executable().parent_path() / "aoti-bisect-runner";
-}
 
 void fill_package(Context& ctx, const Package& pkg, const ModelFiles& model, const WrapperInfo& wrapper) {
   PackageSummary& p = ctx.report.package;
@@ -113,63 +48,6 @@ Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
   return builtin_profile(backend);
 }
 
-struct ChildResult {
-  ExitStatus status;
-  Classification cls;
-  bool finished = false;
-};
-
-SpawnSpec child_spec(const Context& ctx, const PlannedRun& run, const fs::path& pkg_dir, const std::string& model,
-                     const std::string& device_key, const Tolerance& tol, double timeout_s) {
-  fs::path dir = ctx.out_dir / "runs" / run.id;
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir);
-  SpawnSpec spec;
-  spec.argv = {runner_path(ctx.opt).string(),
-               "--package-dir", fs::absolute(pkg_dir).string(),
-               "--model", model,
-               "--device-key", device_key,
-               "--inputs", fs::absolute(ctx.opt.inputs).string(),
-               "--events", fs::absolute(dir / "events.jsonl").string(),
-               "--outputs", fs::absolute(dir / "outputs.pt").string()};
-  if (!ctx.opt.reference.empty()) {
-    spec.argv.insert(spec.argv.end(), {"--reference", fs::absolute(ctx.opt.reference).string(), "--atol",
-                                       fmt::format("{:g}", tol.atol), "--rtol", fmt::format("{:g}", tol.rtol)});
-  }
-  spec.env = current_environment();
-  for (const auto& [k, v] : run.env) {
-    spec.env[k] = v;
-  }
-  spec.cwd = fs::absolute(dir);
-  spec.stdout_path = fs::absolute(dir / "stdout.txt");
-  spec.stderr_path = fs::absolute(dir / "stderr.txt");
-  spec.timeout_s = timeout_s;
-  return spec;
-}
-
-RunRecord make_record(const PlannedRun& run, const ChildResult& r) {
-  RunRecord rec;
-  rec.id = run.id;
-  rec.variant = run.variant;
-  rec.repeat = run.repeat;
-  rec.env = run.env;
-  rec.outcome = r.cls.kind;
-  rec.exit = r.status.describe();
-  if (r.status.how == ExitStatus::How::exited) {
-    rec.exit_code = r.status.exit_code;
-  }
-  if (r.status.how == ExitStatus::How::signaled || r.status.how == ExitStatus::How::timed_out) {
-    rec.signal = r.status.signal;
-  }
-  rec.core_dumped = r.status.core_dumped;
-  rec.seconds = r.status.seconds;
-  rec.first_error_line = redact_paths(r.cls.first_line);
-  rec.outputs = r.cls.outputs;
-  rec.comparison = r.cls.comparison;
-  return rec;
-}
-
 std::string reproduce_command(const RunOptions& opt, const std::map<std::string, std::string>& env) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : env) {
@@ -184,7 +62,7 @@ std::string reproduce_command(const RunOptions& opt, const std::map<std::string,
   if (!opt.reference.empty()) {
     parts.push_back("--reference " + shell_quote(display_path(opt.reference)));
   }
-  parts.push_back("--no-matrix");
+  parts.push_back("--no-matrix --no-bisect");
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
@@ -222,18 +100,21 @@ JobResult fail(Context& ctx, Verdict verdict, const std::string& message) {
   return finish(ctx, verdict, ctx.report.error);
 }
 
-// Runs `plan` with up to `jobs` children at once; records each run and saves
-// the report after it. Returns false when interrupted.
+ChildRequest request_of(const PlannedRun& run, const fs::path& pkg_dir) {
+  return ChildRequest{run.id, run.variant, run.repeat, run.env, pkg_dir, std::nullopt};
+}
+
+// Runs plan[first, last) with up to `jobs` children at once; records each run
+// and saves the report after it. Returns false when interrupted.
 bool run_children(Context& ctx, const std::vector<PlannedRun>& plan, size_t first, size_t last, int jobs,
-                  const std::function<SpawnSpec(const PlannedRun&)>& spec_of,
-                  std::vector<ChildResult>& results, int& done, int total) {
+                  const fs::path& pkg_dir, std::vector<ChildResult>& results) {
   ProcessSet set;
   std::map<int, size_t> running;
   size_t next = first;
   while (next < last || !running.empty()) {
     while (next < last && running.size() < static_cast<size_t>(std::max(1, jobs)) && !interrupt_requested()) {
-      ctx.progress.run_started(plan[next].id, done, total);
-      running[set.start(spec_of(plan[next]))] = next;
+      ctx.progress.run_started(plan[next].id, ctx.runs_done, ctx.runs_planned);
+      running[set.start(ctx.child_spec(request_of(plan[next], pkg_dir)))] = next;
       ++next;
     }
     if (running.empty()) {
@@ -245,14 +126,8 @@ bool run_children(Context& ctx, const std::vector<PlannedRun>& plan, size_t firs
     if (status.how == ExitStatus::How::interrupted) {
       return false;
     }
-    fs::path events = ctx.out_dir / "runs" / plan[idx].id / "events.jsonl";
-    ChildResult r{status, classify_run(status, read_events(events)), true};
-    results[idx] = r;
-    ++done;
-    ctx.report.runs.push_back(make_record(plan[idx], r));
-    ctx.progress.run_finished(plan[idx].id, r.cls.kind, status.describe(), status.seconds, done, total);
-    ctx.save();
-    if (r.cls.internal || r.cls.cannot_test) {
+    results[idx] = ctx.record(request_of(plan[idx], pkg_dir), status);
+    if (results[idx].cls.internal || results[idx].cls.cannot_test) {
       set.kill_all();
       return true;
     }
@@ -299,6 +174,7 @@ void summarize(Context& ctx, const std::vector<PlannedRun>& plan, const std::vec
     }
   }
   ctx.report.reproduce_command = reproduce_command(ctx.opt, env);
+  ctx.chosen_env = env;
 }
 
 }  // namespace
@@ -342,6 +218,10 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
   }
 
   Context ctx{opt, progress, {}, opt.out_dir};
+  nlohmann::json inductor_configs = user.inductor_configs;
+  for (auto& [k, v] : opt.inductor_configs.items()) {
+    inductor_configs[k] = v;
+  }
   ctx.report.tool_version = AOTI_BISECT_VERSION;
   for (const auto& a : opt.command_line) {
     ctx.report.command_line.push_back(redact_paths(a));
@@ -377,6 +257,8 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
     return fail(ctx, e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what());
   }
   const std::string device_key = model->device_key();
+  ctx.model = model->name;
+  ctx.device_key = device_key;
   ctx.report.environment.device = device_key;
   probe_host_environment(ctx.report.environment);
   if (device_key.empty()) {
@@ -386,15 +268,18 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
                             opt.package.string(), model->name));
   }
   Profile profile = choose_profile(opt, device_key);
-  Tolerance tol = user.tolerance.value_or(Tolerance{});
+  ctx.tolerance = user.tolerance.value_or(Tolerance{});
   if (opt.atol) {
-    tol.atol = *opt.atol;
+    ctx.tolerance.atol = *opt.atol;
   }
   if (opt.rtol) {
-    tol.rtol = *opt.rtol;
+    ctx.tolerance.rtol = *opt.rtol;
   }
-  double timeout = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
+  ctx.timeout_s = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
   int jobs = opt.jobs.value_or(user.jobs.value_or(1));
+  if (!strategy_from_name(opt.strategy)) {
+    throw Error(ErrorKind::usage, fmt::format("unknown --strategy '{}' (bisect, linear, all)", opt.strategy));
+  }
 
   ScopedDir work(ctx.out_dir / fmt::format(".work-{}", ::getpid()));
   fs::path pkg_dir;
@@ -405,19 +290,19 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
                 e.what());
   }
 
-  std::vector<PlannedRun> plan = plan_matrix(profile, user, opt.repeats);
-  if (opt.no_matrix) {
+  UserConfig planned = user;
+  for (const auto& [k, v] : opt.env) {
+    planned.env[k] = v;
+  }
+  std::vector<PlannedRun> plan = plan_matrix(profile, planned, opt.repeats);
+  if (opt.no_matrix || opt.bisect_only) {
     plan.resize(1);
   }
   std::vector<ChildResult> results(plan.size());
-  int done = 0;
-  int total = static_cast<int>(plan.size());
-  auto spec_of = [&](const PlannedRun& run) {
-    return child_spec(ctx, run, pkg_dir, model->name, device_key, tol, timeout);
-  };
+  ctx.runs_planned = static_cast<int>(plan.size());
 
   ctx.begin_phase("baseline", "one run in a fresh child");
-  if (!run_children(ctx, plan, 0, 1, 1, spec_of, results, done, total) && interrupt_requested()) {
+  if (!run_children(ctx, plan, 0, 1, 1, pkg_dir, results) && interrupt_requested()) {
     return finish(ctx, Verdict::interrupted, "interrupted during the baseline run");
   }
   const Classification& base = results[0].cls;
@@ -438,7 +323,7 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
   if (plan.size() > 1) {
     ctx.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", plan.size() - 1,
                                           profile.variants.size() + user.variants.size(), jobs));
-    if (!run_children(ctx, plan, 1, plan.size(), jobs, spec_of, results, done, total) && interrupt_requested()) {
+    if (!run_children(ctx, plan, 1, plan.size(), jobs, pkg_dir, results) && interrupt_requested()) {
       summarize(ctx, plan, results);
       return finish(ctx, Verdict::interrupted, "interrupted during the flag matrix; the report holds the runs so far");
     }
@@ -451,17 +336,25 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
       }
     }
   }
-  ctx.begin_phase("report", "");
   summarize(ctx, plan, results);
   if (!ctx.report.failure) {
     return finish(ctx, Verdict::clean,
                   fmt::format("no failure in {} run{}", ctx.report.runs.size(), ctx.report.runs.size() == 1 ? "" : "s"));
   }
-  const Failure& f = *ctx.report.failure;
-  return finish(ctx, Verdict::not_isolated,
-                fmt::format("{} reproduced in {} of {} runs; naming the kernel needs kernel bisection, which this "
-                            "version does not do yet",
-                            outcome_name(f.kind), f.reproduced, f.runs));
+  const Failure f = *ctx.report.failure;
+  std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
+  if (opt.no_bisect) {
+    return finish(ctx, Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
+  }
+  double baseline_seconds = results[0].status.seconds;
+  BisectSetup setup{*pkg, *model, wrapper, work.path(), ctx.chosen_env, f.reproducing_variant, f.kind,
+                    f.first_line, f.deterministic, baseline_seconds, inductor_configs,
+                    ctx.report.environment.torch_version};
+  BisectOutcome b = run_bisection(ctx, setup);
+  if (b.verdict == Verdict::interrupted) {
+    return finish(ctx, Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");
+  }
+  return finish(ctx, b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
 }
 
 }  // namespace aoti_bisect

@@ -4,9 +4,12 @@
 // report on disk up to date after each step.
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
 #include "report/report.hpp"
@@ -38,6 +41,18 @@ struct RunOptions {
   std::optional<double> atol;
   std::optional<double> rtol;
   bool no_matrix = false;                      // baseline only
+  // Kernel bisection (after the matrix, when the failure reproduced).
+  bool no_bisect = false;                      // stop after the matrix
+  std::filesystem::path exported_program;      // empty: the one inside the package, if any
+  nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
+  std::filesystem::path cache_dir;             // empty: default build cache
+  std::string strategy = "bisect";             // bisect, linear, all
+  std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
+  double build_timeout_s = 1800;
+  bool rebuild_per_step = false;               // guide mode
+  // `aoti-bisect bisect`: no matrix; one baseline under these variables, then the search.
+  bool bisect_only = false;
+  std::map<std::string, std::string> env;      // extra variables for every run
   bool junit = false;
   std::vector<std::string> command_line;
   std::filesystem::path runner;                // empty = beside this executable

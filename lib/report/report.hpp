@@ -128,6 +128,77 @@ enum class Verdict {
 };
 std::string_view verdict_name(Verdict v);
 
+// Statistics of one tensor a call site touched, before and after its launch.
+struct ProbeStats {
+  std::string tensor;                 // "buf7", "arg10_1"
+  bool initialized = true;            // before launch: a graph input or written by an earlier site
+  std::optional<TensorStats> before;  // absent when the site was not probed before launch
+  std::optional<TensorStats> after;   // absent when the launch never finished (a fault)
+};
+
+struct Producer {                     // where a culprit's bad input came from
+  std::string tensor;
+  std::optional<int> call_index;      // absent for a graph input
+  std::string kernel;                 // "" for a graph input
+  std::string why;                    // "graph input 1 (arg11_1) holds 7, outside [0, 5)"
+};
+
+struct Culprit {
+  int call_index = 0;                 // 1-based, by occurrence in the run
+  std::string kernel;
+  std::string kind;                   // "cpp", "triton", "extern"
+  std::string phase;                  // "launch" (faulted inside it) or "after_launch" (bad values after it)
+  std::string source_nodes;           // graph nodes from the wrapper's comment, if known
+  std::string why;                    // one line of evidence
+  std::vector<ProbeStats> args;
+  std::optional<Producer> producer;
+};
+
+struct BisectionStep {
+  int lo = 0;
+  int hi = 0;
+  std::string purpose;                // "bisect", "linear", "all", "confirm", "neighbour", "trace"
+  std::string verdict;                // "reproduces", "clean", "inconclusive", "error"
+  int runs = 0;
+  int agreeing = 0;
+  std::string note;
+};
+
+struct Bisection {
+  std::string strategy;               // "bisect", "linear", "all"
+  std::string status;                 // "found", "not_found", "inconclusive", "error"
+  std::string predicate;              // "fault" or "nonfinite"
+  std::string variant;                // the flag variant the runs used
+  int call_sites = 0;                 // in the instrumented build's run
+  int planned_runs = 0;
+  int runs = 0;
+  std::vector<BisectionStep> steps;
+  std::string message;
+};
+
+struct BuildRecord {
+  std::string purpose;                // "instrumented" (level 1), "guide <kernel>" (level 2)
+  std::string key;
+  bool cache_hit = false;
+  double seconds = 0;
+  std::string torch_version;
+};
+
+struct Builds {
+  int count = 0;                      // builds that ran (cache hits excluded)
+  int cache_hits = 0;
+  double seconds = 0;                 // time spent in builds
+  std::vector<BuildRecord> items;
+  std::optional<bool> call_sites_match;  // instrumented wrapper vs the original, when both were read
+  std::string note;                   // differences, if any
+};
+
+struct Reproducer {
+  std::string dir;                    // display path of DIR/repro
+  std::vector<std::string> files;     // saved input tensors of the culprit
+  std::string command;                // shortest command that reruns the failing configuration
+};
+
 struct PhaseTime {
   std::string phase;               // "inspect", "validate", "baseline", "matrix", "report"
   double seconds = 0;
@@ -151,6 +222,10 @@ struct Report {
   std::vector<PhaseTime> phases;
   double total_seconds = 0;
   std::string reproduce_command;            // shortest command that reproduces, redacted
+  std::optional<Culprit> culprit;           // set by the bisection when it names a call site
+  std::optional<Bisection> bisection;
+  Builds builds;
+  std::optional<Reproducer> repro;
   std::string error;                        // could_not_test / internal_error: the one-line message
 };
 

@@ -85,6 +85,12 @@ std::string report_to_console(const Report& r, bool color) {
   if (!r.error.empty()) {
     out += fmt::format("  error: {}\n", one_line(r.error));
   }
+  if (r.culprit) {
+    out += fmt::format("  culprit:     {}\n", paint(culprit_summary(*r.culprit), Tone::bad));
+  }
+  if (r.bisection) {
+    out += fmt::format("  bisection:   {}\n", bisection_summary(*r.bisection, r.builds));
+  }
   if (r.failure && r.verdict != Verdict::clean) {
     out += failure_lines(*r.failure, paint);
   }

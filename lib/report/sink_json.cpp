@@ -168,6 +168,88 @@ Json failure_json(const std::optional<Failure>& f) {
               {"deterministic", f->deterministic}};
 }
 
+Json stats_or_null(const std::optional<TensorStats>& s) { return s ? stats_json(*s) : Json(nullptr); }
+
+Json producer_json(const std::optional<Producer>& p) {
+  if (!p) {
+    return nullptr;
+  }
+  return Json{{"tensor", text_or_null(p->tensor)},
+              {"call_index", value_or_null(p->call_index)},
+              {"kernel", text_or_null(p->kernel)},
+              {"why", text_or_null(p->why)}};
+}
+
+Json culprit_json(const std::optional<Culprit>& c) {
+  if (!c) {
+    return nullptr;
+  }
+  Json args = Json::array();
+  for (const auto& a : c->args) {
+    args.push_back(Json{{"tensor", text_or_null(a.tensor)},
+                        {"initialized", a.initialized},
+                        {"before", stats_or_null(a.before)},
+                        {"after", stats_or_null(a.after)}});
+  }
+  return Json{{"call_index", c->call_index},
+              {"kernel", text_or_null(c->kernel)},
+              {"kind", text_or_null(c->kind)},
+              {"phase", text_or_null(c->phase)},
+              {"source_nodes", text_or_null(c->source_nodes)},
+              {"why", text_or_null(c->why)},
+              {"args", std::move(args)},
+              {"producer", producer_json(c->producer)}};
+}
+
+Json bisection_json(const std::optional<Bisection>& b) {
+  if (!b) {
+    return nullptr;
+  }
+  Json steps = Json::array();
+  for (const auto& s : b->steps) {
+    steps.push_back(Json{{"lo", s.lo},
+                         {"hi", s.hi},
+                         {"purpose", text_or_null(s.purpose)},
+                         {"verdict", text_or_null(s.verdict)},
+                         {"runs", s.runs},
+                         {"agreeing", s.agreeing},
+                         {"note", text_or_null(s.note)}});
+  }
+  return Json{{"strategy", text_or_null(b->strategy)},
+              {"status", text_or_null(b->status)},
+              {"predicate", text_or_null(b->predicate)},
+              {"variant", text_or_null(b->variant)},
+              {"call_sites", b->call_sites},
+              {"planned_runs", b->planned_runs},
+              {"runs", b->runs},
+              {"message", text_or_null(b->message)},
+              {"steps", std::move(steps)}};
+}
+
+Json builds_json(const Builds& b) {
+  Json items = Json::array();
+  for (const auto& item : b.items) {
+    items.push_back(Json{{"purpose", text_or_null(item.purpose)},
+                         {"key", text_or_null(item.key)},
+                         {"cache_hit", item.cache_hit},
+                         {"seconds", number(item.seconds)},
+                         {"torch_version", text_or_null(item.torch_version)}});
+  }
+  return Json{{"count", b.count},
+              {"cache_hits", b.cache_hits},
+              {"seconds", number(b.seconds)},
+              {"items", std::move(items)},
+              {"call_sites_match", value_or_null(b.call_sites_match)},
+              {"note", text_or_null(b.note)}};
+}
+
+Json repro_json(const std::optional<Reproducer>& r) {
+  if (!r) {
+    return nullptr;
+  }
+  return Json{{"dir", text_or_null(r->dir)}, {"files", r->files}, {"command", text_or_null(r->command)}};
+}
+
 }  // namespace
 
 std::string report_to_json(const Report& r) {
@@ -188,12 +270,16 @@ std::string report_to_json(const Report& r) {
   j["verdict"] = verdict_name(r.verdict);
   j["verdict_reason"] = text_or_null(r.verdict_reason);
   j["failure"] = failure_json(r.failure);
+  j["culprit"] = culprit_json(r.culprit);
+  j["bisection"] = bisection_json(r.bisection);
+  j["builds"] = builds_json(r.builds);
   j["phases"] = Json::array();
   for (const auto& p : r.phases) {
     j["phases"].push_back(Json{{"phase", p.phase}, {"seconds", number(p.seconds)}});
   }
   j["total_seconds"] = number(r.total_seconds);
   j["reproduce_command"] = text_or_null(r.reproduce_command);
+  j["repro"] = repro_json(r.repro);
   j["error"] = text_or_null(r.error);
   // Child output is not guaranteed UTF-8; a bad byte must not lose the report.
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -70,10 +70,27 @@ std::string verdict_case(const Report& r, const std::string& classname) {
     message = r.failure->first_line;
   }
   std::string body;
+  if (r.culprit) {
+    // CI shows the message first: name the call site there, keep the reason in the body.
+    if (!message.empty()) {
+      body = "reason: " + one_line(message);
+    }
+    message = "culprit: " + culprit_summary(*r.culprit);
+  }
   if (r.failure) {
-    body = fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nreproduced: {} of {} runs",
+    body += (body.empty() ? "" : "\n");
+    body += fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nreproduced: {} of {} runs",
                        outcome_name(r.failure->kind), one_line(r.failure->first_line), first_check(*r.failure),
                        r.failure->reproduced, r.failure->runs);
+  }
+  if (r.culprit && r.culprit->producer) {
+    const Producer& p = *r.culprit->producer;
+    std::string from = p.call_index ? fmt::format("call site {} {} ({})", *p.call_index, p.kernel, p.tensor)
+                                    : "graph input " + p.tensor;
+    body += (body.empty() ? "" : "\n") + ("bad input from: " + one_line(from + (p.why.empty() ? "" : ": " + p.why)));
+  }
+  if (r.bisection) {
+    body += (body.empty() ? "" : "\n") + ("bisection: " + bisection_summary(*r.bisection, r.builds));
   }
   if (!r.reproduce_command.empty()) {
     body += (body.empty() ? "" : "\n") + ("reproduce: " + r.reproduce_command);

@@ -286,6 +286,234 @@ std::string package(const Report& r) {
   return out + "\n";
 }
 
+// The most rows of a culprit's argument table and of the steps table.
+constexpr size_t k_max_arg_rows = 12;
+constexpr size_t k_max_step_rows = 20;
+
+// "NaN / Inf / min / max" of a probed tensor; "—" when it was not probed.
+std::string stats_cell(const std::optional<TensorStats>& s) {
+  if (!s) {
+    return "—";
+  }
+  return fmt::format("{} / {} / {} / {}", s->nan_count, s->inf_count, stat_string(s->min), stat_string(s->max));
+}
+
+bool arg_stands_out(const ProbeStats& a) {
+  auto bad = [](const std::optional<TensorStats>& s) { return s && (s->nan_count > 0 || s->inf_count > 0); };
+  return !a.initialized || bad(a.before) || bad(a.after);
+}
+
+// Which args the table shows, in their order: the ones that stand out
+// (uninitialized, NaN or Inf) first claim the rows, the rest fill up.
+std::vector<size_t> shown_args(const std::vector<ProbeStats>& args) {
+  std::vector<size_t> shown;
+  for (size_t i = 0; i < args.size() && shown.size() < k_max_arg_rows; ++i) {
+    if (arg_stands_out(args[i])) {
+      shown.push_back(i);
+    }
+  }
+  for (size_t i = 0; i < args.size() && shown.size() < k_max_arg_rows; ++i) {
+    if (!arg_stands_out(args[i])) {
+      shown.push_back(i);
+    }
+  }
+  std::sort(shown.begin(), shown.end());
+  return shown;
+}
+
+std::string phase_text(const std::string& phase) {
+  if (phase == "launch") {
+    return "faulted during its launch";
+  }
+  if (phase == "after_launch") {
+    return "bad values after its launch";
+  }
+  return plain(phase);
+}
+
+std::string culprit_section(const Culprit& c) {
+  std::string out = "## Culprit\n\n";
+  out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
+  if (!c.kind.empty()) {
+    out += " (" + plain(c.kind) + ")";
+  }
+  if (!c.source_nodes.empty()) {
+    out += ", graph nodes " + code(c.source_nodes);
+  }
+  if (!c.phase.empty()) {
+    out += "; " + phase_text(c.phase);
+  }
+  out += "  \n";
+  if (!c.why.empty()) {
+    out += "**Why:** " + plain(c.why) + "  \n";
+  }
+  if (c.producer) {
+    const Producer& p = *c.producer;
+    out += "**Bad input from:** ";
+    if (p.call_index) {
+      out += fmt::format("call site {} {}", *p.call_index, code(p.kernel));
+      if (!p.tensor.empty()) {
+        out += ", which wrote " + code(p.tensor);
+      }
+    } else {
+      out += "graph input " + code(p.tensor);
+    }
+    if (!p.why.empty()) {
+      out += ": " + plain(p.why);
+    }
+    out += "  \n";
+  }
+  out += "\n";
+  if (!c.args.empty()) {
+    out += table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
+    std::vector<size_t> shown = shown_args(c.args);
+    for (size_t i : shown) {
+      const ProbeStats& a = c.args[i];
+      out += table_row({code(a.tensor), a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
+    }
+    if (shown.size() < c.args.size()) {
+      out += fmt::format("\n... and {} more arguments, all in `report.json`.\n", c.args.size() - shown.size());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string step_row(const BisectionStep& s) {
+  std::string range = s.lo == s.hi ? std::to_string(s.lo) : fmt::format("{}–{}", s.lo, s.hi);
+  std::string verdict = plain(s.verdict);
+  if (!s.note.empty()) {
+    verdict += " (" + plain(s.note) + ")";
+  }
+  std::string runs = s.agreeing == s.runs ? std::to_string(s.runs) : fmt::format("{} ({} agree)", s.runs, s.agreeing);
+  return table_row({range, plain(s.purpose), verdict, runs});
+}
+
+std::string steps_table(const std::vector<BisectionStep>& steps) {
+  if (steps.empty()) {
+    return "";
+  }
+  std::string out = table_head({"call sites", "purpose", "verdict", "runs"});
+  if (steps.size() <= k_max_step_rows) {
+    for (const auto& s : steps) {
+      out += step_row(s);
+    }
+  } else {
+    // The first steps show how the search began, the last ones what settled it.
+    size_t half = k_max_step_rows / 2;
+    for (size_t i = 0; i < half; ++i) {
+      out += step_row(steps[i]);
+    }
+    out += table_row({"...", fmt::format("{} more steps", steps.size() - 2 * half), "", ""});
+    for (size_t i = steps.size() - half; i < steps.size(); ++i) {
+      out += step_row(steps[i]);
+    }
+  }
+  return out + "\n";
+}
+
+// "1 instrumented build, 12.3 s; instrumented build from cache", grouped by
+// purpose in the order the builds happened.
+std::string builds_text(const Builds& b) {
+  if (b.items.empty()) {
+    return builds_summary(b);
+  }
+  std::vector<std::string> purposes;
+  for (const auto& item : b.items) {
+    if (std::find(purposes.begin(), purposes.end(), item.purpose) == purposes.end()) {
+      purposes.push_back(item.purpose);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& purpose : purposes) {
+    int built = 0;
+    int hits = 0;
+    double seconds = 0;
+    for (const auto& item : b.items) {
+      if (item.purpose == purpose) {
+        item.cache_hit ? ++hits : ++built;
+        seconds += item.cache_hit ? 0.0 : item.seconds;
+      }
+    }
+    std::string name = purpose.empty() ? "" : plain(purpose) + " ";
+    std::string part;
+    if (built > 0) {
+      part = fmt::format("{} {}build{}, {:.1f} s", built, name, built == 1 ? "" : "s", seconds);
+      if (hits > 0) {
+        part += fmt::format(", {} from cache", hits);
+      }
+    } else {
+      part = hits == 1 ? fmt::format("{}build from cache", name)
+                       : fmt::format("{} {}builds from cache", hits, name);
+    }
+    parts.push_back(part);
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+bool has_search(const Report& r) {
+  return r.bisection || r.repro || r.builds.count + r.builds.cache_hits > 0 || !r.builds.items.empty();
+}
+
+// How the culprit was found (or, without one, how far the search got).
+std::string search_section(const Report& r) {
+  if (!has_search(r)) {
+    return "";
+  }
+  std::string out = r.culprit ? "## How it was found\n\n" : "## Bisection\n\n";
+  if (r.bisection) {
+    const Bisection& b = *r.bisection;
+    std::string search = plain(b.strategy.empty() ? std::string("search") : b.strategy);
+    search += fmt::format(" over {} call sites", b.call_sites);
+    if (!b.predicate.empty()) {
+      search += " for " + code(b.predicate);
+    }
+    if (!b.variant.empty()) {
+      search += " under variant " + code(b.variant);
+    }
+    search += fmt::format(": {}, {} runs", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs);
+    if (b.planned_runs > 0) {
+      search += fmt::format(" of {} planned", b.planned_runs);
+    }
+    item(out, "Search", search);
+    item(out, "Message", plain(b.message));
+  }
+  std::string builds = builds_text(r.builds);
+  if (r.builds.call_sites_match) {
+    builds += (builds.empty() ? "" : "; ") + std::string(*r.builds.call_sites_match
+                                                             ? "call sites match the original"
+                                                             : "call sites differ from the original");
+  }
+  if (!r.builds.note.empty()) {
+    builds += (builds.empty() ? "" : " (") + plain(r.builds.note) + (builds.empty() ? "" : ")");
+  }
+  item(out, "Builds", builds);
+  if (r.repro) {
+    const Reproducer& p = *r.repro;
+    std::string where = code(p.dir);
+    if (!p.files.empty()) {
+      constexpr size_t k_max_files = 6;
+      std::vector<std::string> files;
+      for (size_t i = 0; i < p.files.size() && i < k_max_files; ++i) {
+        files.push_back(code(p.files[i]));
+      }
+      where += (where.empty() ? "" : ": ") + fmt::format("{}", fmt::join(files, ", "));
+      if (p.files.size() > k_max_files) {
+        where += fmt::format(" and {} more", p.files.size() - k_max_files);
+      }
+    }
+    item(out, "Reproducer", where);
+  }
+  out += "\n";
+  if (r.bisection) {
+    out += steps_table(r.bisection->steps);
+  }
+  if (r.repro && !r.repro->command.empty()) {
+    out += code_block(r.repro->command, "sh") + "\n";
+  }
+  return out;
+}
+
 std::string footer(const Report& r) {
   return fmt::format("_{} runs in {:.1f} s; every run is in `report.json`._\n", r.runs.size(), r.total_seconds);
 }
@@ -297,8 +525,14 @@ std::string report_to_markdown(const Report& r) {
   if (r.verdict == Verdict::clean) {
     return out + flags(r) + environment_short(r) + footer(r);
   }
+  if (r.culprit) {
+    out += culprit_section(*r.culprit) + search_section(r);
+  }
   if (r.failure) {
     out += what_failed(r);
+  }
+  if (!r.culprit) {
+    out += search_section(r);
   }
   out += flags(r) + reproduce(r) + inputs(r) + outputs(r) + environment(r) + package(r);
   return out + footer(r);

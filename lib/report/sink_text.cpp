@@ -100,4 +100,53 @@ const RunRecord* baseline_run(const Report& report) {
   return report.runs.empty() ? nullptr : &report.runs.front();
 }
 
+std::string culprit_summary(const Culprit& culprit) {
+  std::string out = fmt::format("call site {}", culprit.call_index);
+  if (!culprit.kernel.empty()) {
+    out += " " + culprit.kernel;
+  }
+  if (!culprit.kind.empty()) {
+    out += " (" + culprit.kind + ")";
+  }
+  if (!culprit.why.empty()) {
+    out += ": " + culprit.why;
+  }
+  return one_line(out);
+}
+
+std::string builds_summary(const Builds& builds) {
+  int total = builds.count + builds.cache_hits;
+  if (total <= 0) {
+    return "";
+  }
+  std::string noun = total == 1 ? "build" : "builds";
+  if (builds.count == 0) {
+    return fmt::format("{} {} ({})", total, noun, total == 1 ? "cache hit" : "cache hits");
+  }
+  std::string out = fmt::format("{} {}, {:.1f} s", total, noun, builds.seconds);
+  if (builds.cache_hits > 0) {
+    out += fmt::format(" ({} {})", builds.cache_hits, builds.cache_hits == 1 ? "cache hit" : "cache hits");
+  }
+  return out;
+}
+
+std::string bisection_summary(const Bisection& bisection, const Builds& builds) {
+  std::vector<std::string> parts;
+  if (!bisection.strategy.empty()) {
+    parts.push_back(bisection.strategy);
+  }
+  if (!bisection.status.empty() && bisection.status != "found") {
+    parts.push_back(bisection.status);
+  }
+  std::string runs = fmt::format("{} {}", bisection.runs, bisection.runs == 1 ? "run" : "runs");
+  if (bisection.planned_runs > 0) {
+    runs += fmt::format(" of {} planned", bisection.planned_runs);
+  }
+  parts.push_back(runs);
+  if (std::string b = builds_summary(builds); !b.empty()) {
+    parts.push_back(b);
+  }
+  return one_line(fmt::format("{}", fmt::join(parts, ", ")));
+}
+
 }  // namespace aoti_bisect::report_text

@@ -35,6 +35,18 @@ std::string first_check(const Failure& failure);
 // first run; nullptr when there are no runs.
 const RunRecord* baseline_run(const Report& report);
 
+// "call site 5 cpp_fused_log_2 (cpp): introduced 151 NaN in buf7"; the kind
+// and the evidence are left out when unknown. One line.
+std::string culprit_summary(const Culprit& culprit);
+
+// "1 build (cache hit)", "1 build, 12.3 s", "2 builds, 30.1 s (1 cache hit)";
+// "" when nothing was built or taken from the cache.
+std::string builds_summary(const Builds& builds);
+
+// "bisect, 4 runs of 6 planned, 1 build (cache hit)"; the status is named
+// unless it is "found". One line.
+std::string bisection_summary(const Bisection& bisection, const Builds& builds);
+
 // Whether a run's outcome counts as failed in the sinks.
 inline bool run_failed(const RunRecord& run) { return run.outcome != OutcomeKind::ok; }
 

@@ -82,7 +82,9 @@ std::string tensor_sha256(const at::Tensor& t) {
   return sha256_hex(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
 }
 
-TensorStats stats_of(const std::string& name, const at::Tensor& t0) {
+}  // namespace
+
+TensorStats tensor_stats(const std::string& name, const at::Tensor& t0) {
   TensorStats s;
   s.name = name;
   s.dtype = dtype_name(t0.scalar_type());
@@ -107,6 +109,8 @@ TensorStats stats_of(const std::string& name, const at::Tensor& t0) {
   }
   return s;
 }
+
+namespace {
 
 std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
 
@@ -252,7 +256,7 @@ std::optional<ModelError> Session::synchronize() {
 std::vector<TensorStats> Session::output_stats() const {
   std::vector<TensorStats> out;
   for (size_t i = 0; i < m_impl->outputs.size(); ++i) {
-    out.push_back(stats_of("output" + std::to_string(i), m_impl->outputs[i]));
+    out.push_back(tensor_stats("output" + std::to_string(i), m_impl->outputs[i]));
   }
   return out;
 }
@@ -260,7 +264,7 @@ std::vector<TensorStats> Session::output_stats() const {
 std::vector<TensorStats> Session::input_stats() const {
   std::vector<TensorStats> out;
   for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
-    out.push_back(stats_of("input" + std::to_string(i), m_impl->inputs[i]));
+    out.push_back(tensor_stats("input" + std::to_string(i), m_impl->inputs[i]));
   }
   return out;
 }

@@ -4,12 +4,16 @@
 // lib/torchside/ include LibTorch headers.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/probe_plan.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
 
@@ -71,6 +75,27 @@ class Session {
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
+
+// Probes. The runner exports aoti_torch_save_tensor_handle (the symbol an
+// instrumented model calls around every kernel) and forwards each call to
+// on_probe_call, which numbers call sites by occurrence (a new site starts at
+// the first before_launch after an after_launch, or at a new kernel name) and
+// acts per the plan, reporting events through `emit`:
+//   site_begin {site, kernel}            first before_launch of a site (trace and up)
+//   site_end {site, kernel, tensors}     first after_launch: the launch returned
+//   probe {site, kernel, phase, tensor, initialized, stats}   stats and save
+//   saved {site, kernel, tensor, path}   save
+//   sync_error {site, kernel, message}   sync found a device error; the runner then exits 10
+// "initialized" is true for graph inputs (arg*) and tensors an earlier site
+// touched; an output buffer nothing wrote yet holds garbage before launch.
+using EmitFn = std::function<void(const std::string& type, nlohmann::json fields)>;
+void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key);
+void on_probe_call(void* tensor_handle, const char* tensor_name, const char* phase, const char* kernel);
+struct ProbeCounts {
+  long calls = 0;
+  int sites = 0;
+};
+ProbeCounts probe_counts();
 
 // CUDA helpers (cuda_device.cpp where the toolkit exists, cuda_none.cpp
 // otherwise): synchronise and return the pending error text, if any.

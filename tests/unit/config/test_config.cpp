@@ -11,7 +11,7 @@ using namespace aoti_bisect;
 
 namespace {
 
-const char* const k_user_keys = "env, repeats, timeout, jobs, variants, variants_mode, tolerance";
+const char* const k_user_keys = "env, repeats, timeout, jobs, variants, variants_mode, inductor_configs, tolerance";
 
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -348,3 +348,17 @@ TEST_CASE("builtin profile texts are the configs/ files as built") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("parse_user_config: inductor_configs become JSON scalars for the instrumented build") {
+  using namespace aoti_bisect;
+  UserConfig c = parse_user_config(
+      "inductor_configs:\n  assert_indirect_indexing: false\n  cpp.threads: 4\n  x: 1.5\n  cpp.inject_relu_bug_TESTING_ONLY: accuracy\n  q: '3'\n",
+      "c.yaml");
+  CHECK(c.inductor_configs["assert_indirect_indexing"] == false);
+  CHECK(c.inductor_configs["cpp.threads"] == 4);
+  CHECK(c.inductor_configs["x"] == 1.5);
+  CHECK(c.inductor_configs["cpp.inject_relu_bug_TESTING_ONLY"] == "accuracy");
+  CHECK(c.inductor_configs["q"] == "3");
+  CHECK_THROWS_WITH(parse_user_config("inductor_configs: [1]\n", "c.yaml"),
+                    doctest::Contains("c.yaml:1:19: error: 'inductor_configs' must be a map"));
+}

@@ -111,6 +111,70 @@ Report clean_report() {
   return r;
 }
 
+TensorStats stats(const std::string& name, int64_t nan_count, int64_t inf_count, double min, double max) {
+  TensorStats s;
+  s.name = name;
+  s.dtype = "float32";
+  s.shape = {8, 4};
+  s.numel = 32;
+  s.nan_count = nan_count;
+  s.inf_count = inf_count;
+  s.min = min;
+  s.max = max;
+  s.mean = 0.5;
+  s.checksum = "0011223344556677";
+  return s;
+}
+
+// A NaN isolated to call site 5, found by bisection over 12 sites with the
+// instrumented build taken from the cache; its bad input is a graph input.
+Report culprit_report() {
+  Report r = crash_report();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  r.verdict = Verdict::isolated;
+  r.verdict_reason = "nonfinite isolated to call site 5";
+  r.failure->kind = OutcomeKind::nonfinite;
+  r.failure->signal.reset();
+  r.failure->first_line = "output 0 holds 151 NaN";
+
+  Culprit c;
+  c.call_index = 5;
+  c.kernel = "cpp_fused_log_2";
+  c.kind = "cpp";
+  c.phase = "after_launch";
+  c.source_nodes = "log_1, mul_3";
+  c.why = "introduced 151 NaN in buf7";
+  c.args.push_back({"arg11_1", true, stats("arg11_1", 0, 0, -2.0, 7.0), stats("arg11_1", 0, 0, -2.0, 7.0)});
+  c.args.push_back({"buf7", false, std::nullopt, stats("buf7", 151, 2, nan, inf)});
+  c.producer = Producer{"arg11_1", std::nullopt, "", "graph input 1 (arg11_1) holds -2, log of a negative"};
+  r.culprit = c;
+
+  Bisection b;
+  b.strategy = "bisect";
+  b.status = "found";
+  b.predicate = "nonfinite";
+  b.variant = "baseline";
+  b.call_sites = 12;
+  b.planned_runs = 6;
+  b.runs = 4;
+  b.steps = {{1, 6, "bisect", "reproduces", 1, 1, ""},
+             {1, 3, "bisect", "clean", 1, 1, ""},
+             {4, 5, "bisect", "reproduces", 1, 1, ""},
+             {5, 5, "confirm", "reproduces", 1, 1, ""}};
+  r.bisection = b;
+
+  r.builds.count = 0;
+  r.builds.cache_hits = 1;
+  r.builds.seconds = 0;
+  r.builds.items = {{"instrumented", "3f2a9c", true, 0.0, "2.5.1"}};
+  r.builds.call_sites_match = true;
+
+  r.repro = Reproducer{"out/repro", {"arg11_1.pt", "buf3.pt"},
+                       "aoti-bisect-runner --package out/repro/model.pt2 --inputs out/repro/inputs.pt"};
+  return r;
+}
+
 size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) {
@@ -227,7 +291,6 @@ TEST_CASE("report_to_json: contract fields, nulls and non-finite numbers") {
   CHECK(j["matrix"]["chosen"] == "baseline");
   CHECK(j["matrix"]["variants"][1]["env"]["CUDA_LAUNCH_BLOCKING"] == "1");
   CHECK(j["matrix"]["variants"][1]["rate"].get<double>() == doctest::Approx(2.0 / 3.0));
-  CHECK_FALSE(j.contains("culprit"));
   CHECK(j["error"].is_null());
 
   REQUIRE(j["runs"].size() == 4);
@@ -372,6 +435,216 @@ TEST_CASE("report_to_console: summary lines, color only when asked") {
   CHECK(colored.find("\x1b[31mnot_isolated\x1b[0m") != std::string::npos);
   CHECK(report_to_console(clean_report(), true).find("\x1b[32mclean\x1b[0m") != std::string::npos);
   CHECK(report_to_console(clean_report(), false).find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("report_to_json: culprit, bisection, builds and reproducer") {
+  Json j = Json::parse(report_to_json(culprit_report()));
+  const Json& c = j["culprit"];
+  CHECK(c["call_index"] == 5);
+  CHECK(c["kernel"] == "cpp_fused_log_2");
+  CHECK(c["kind"] == "cpp");
+  CHECK(c["phase"] == "after_launch");
+  CHECK(c["source_nodes"] == "log_1, mul_3");
+  CHECK(c["why"] == "introduced 151 NaN in buf7");
+  REQUIRE(c["args"].size() == 2);
+  CHECK(c["args"][0]["tensor"] == "arg11_1");
+  CHECK(c["args"][0]["initialized"] == true);
+  CHECK(c["args"][0]["before"]["max"] == 7.0);
+  CHECK(c["args"][0]["after"]["nan_count"] == 0);
+  CHECK(c["args"][1]["initialized"] == false);
+  CHECK(c["args"][1]["before"].is_null());
+  CHECK(c["args"][1]["after"]["nan_count"] == 151);
+  CHECK(c["args"][1]["after"]["inf_count"] == 2);
+  CHECK(c["args"][1]["after"]["min"] == "nan");
+  CHECK(c["args"][1]["after"]["max"] == "inf");
+  // Same shape as the run outputs' statistics.
+  std::vector<std::string> stat_keys;
+  std::vector<std::string> output_keys;
+  for (const auto& [key, value] : c["args"][1]["after"].items()) {
+    stat_keys.push_back(key);
+  }
+  for (const auto& [key, value] : j["runs"][0]["outputs"][0].items()) {
+    output_keys.push_back(key);
+  }
+  CHECK(stat_keys == output_keys);
+  CHECK(c["producer"]["tensor"] == "arg11_1");
+  CHECK(c["producer"]["call_index"].is_null());
+  CHECK(c["producer"]["kernel"].is_null());
+  CHECK(c["producer"]["why"] == "graph input 1 (arg11_1) holds -2, log of a negative");
+
+  const Json& b = j["bisection"];
+  CHECK(b["strategy"] == "bisect");
+  CHECK(b["status"] == "found");
+  CHECK(b["predicate"] == "nonfinite");
+  CHECK(b["variant"] == "baseline");
+  CHECK(b["call_sites"] == 12);
+  CHECK(b["planned_runs"] == 6);
+  CHECK(b["runs"] == 4);
+  CHECK(b["message"].is_null());
+  REQUIRE(b["steps"].size() == 4);
+  CHECK(b["steps"][1]["lo"] == 1);
+  CHECK(b["steps"][1]["hi"] == 3);
+  CHECK(b["steps"][1]["verdict"] == "clean");
+  CHECK(b["steps"][3]["purpose"] == "confirm");
+  CHECK(b["steps"][1]["note"].is_null());
+
+  CHECK(j["builds"]["count"] == 0);
+  CHECK(j["builds"]["cache_hits"] == 1);
+  CHECK(j["builds"]["items"][0]["purpose"] == "instrumented");
+  CHECK(j["builds"]["items"][0]["cache_hit"] == true);
+  CHECK(j["builds"]["items"][0]["torch_version"] == "2.5.1");
+  CHECK(j["builds"]["call_sites_match"] == true);
+  CHECK(j["builds"]["note"].is_null());
+
+  CHECK(j["repro"]["dir"] == "out/repro");
+  CHECK(j["repro"]["files"] == Json::array({"arg11_1.pt", "buf3.pt"}));
+  CHECK(j["repro"]["command"].get<std::string>().rfind("aoti-bisect-runner --package out/repro", 0) == 0);
+
+  // Field order: the culprit follows the failure.
+  std::vector<std::string> keys;
+  const auto ordered = nlohmann::ordered_json::parse(report_to_json(culprit_report()));
+  for (const auto& [key, value] : ordered.items()) {
+    keys.push_back(key);
+  }
+  auto at = [&](const std::string& k) { return std::find(keys.begin(), keys.end(), k) - keys.begin(); };
+  CHECK(at("culprit") == at("failure") + 1);
+  CHECK(at("bisection") == at("culprit") + 1);
+}
+
+TEST_CASE("report_to_json: without a search, culprit and bisection are null and builds are zero") {
+  Json j = Json::parse(report_to_json(crash_report()));
+  REQUIRE(j.contains("culprit"));
+  CHECK(j["culprit"].is_null());
+  CHECK(j["bisection"].is_null());
+  CHECK(j["repro"].is_null());
+  CHECK(j["builds"]["count"] == 0);
+  CHECK(j["builds"]["cache_hits"] == 0);
+  CHECK(j["builds"]["items"] == Json::array());
+  CHECK(j["builds"]["call_sites_match"].is_null());
+
+  Report r = crash_report();
+  r.culprit = culprit_report().culprit;
+  r.culprit->producer = Producer{"buf3", 3, "triton_poi_fused_0", "wrote 7 NaN"};
+  Json k = Json::parse(report_to_json(r));
+  CHECK(k["culprit"]["producer"]["call_index"] == 3);
+  CHECK(k["culprit"]["producer"]["kernel"] == "triton_poi_fused_0");
+}
+
+TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
+  std::string md = report_to_markdown(culprit_report());
+  CHECK(md.rfind("# aoti-bisect: `nonfinite`, isolated\n", 0) == 0);
+  size_t culprit = md.find("## Culprit\n");
+  size_t found = md.find("## How it was found\n");
+  size_t failed = md.find("## What failed\n");
+  REQUIRE(culprit != std::string::npos);
+  REQUIRE(found != std::string::npos);
+  REQUIRE(failed != std::string::npos);
+  CHECK(culprit < found);
+  CHECK(found < failed);
+  // Nothing but the title and the verdict lines before the culprit.
+  CHECK(md.find("## ") == culprit);
+  CHECK(md.find("## Bisection") == std::string::npos);
+
+  CHECK(md.find("**Call site 5** `cpp_fused_log_2` (cpp), graph nodes `log_1, mul_3`; "
+                "bad values after its launch  \n") != std::string::npos);
+  CHECK(md.find("**Why:** introduced 151 NaN in buf7  \n") != std::string::npos);
+  CHECK(md.find("**Bad input from:** graph input `arg11_1`: graph input 1 (arg11_1) holds -2, log of a negative") !=
+        std::string::npos);
+  CHECK(md.find("| `arg11_1` | yes | 0 / 0 / -2 / 7 | 0 / 0 / -2 / 7 |\n") != std::string::npos);
+  CHECK(md.find("| `buf7` | **no** | — | 151 / 2 / nan / inf |\n") != std::string::npos);
+
+  CHECK(md.find("- **Search:** bisect over 12 call sites for `nonfinite` under variant `baseline`: found, "
+                "4 runs of 6 planned\n") != std::string::npos);
+  CHECK(md.find("| 1–3 | bisect | clean | 1 |\n") != std::string::npos);
+  CHECK(md.find("| 5 | confirm | reproduces | 1 |\n") != std::string::npos);
+  CHECK(md.find("- **Builds:** instrumented build from cache; call sites match the original\n") !=
+        std::string::npos);
+  CHECK(md.find("- **Reproducer:** `out/repro`: `arg11_1.pt`, `buf3.pt`\n") != std::string::npos);
+  CHECK(md.find("```sh\naoti-bisect-runner --package out/repro/model.pt2") != std::string::npos);
+}
+
+TEST_CASE("report_to_markdown: long argument lists and searches are cut, the telling rows kept") {
+  Report r = culprit_report();
+  std::vector<ProbeStats> args;
+  for (int i = 0; i < 15; ++i) {
+    std::string name = "buf" + std::to_string(100 + i);
+    args.push_back({name, true, stats(name, 0, 0, 0.0, 1.0), stats(name, 0, 0, 0.0, 1.0)});
+  }
+  args[13].after->nan_count = 9;  // past the 12th row, but it is what matters
+  r.culprit->args = args;
+  std::vector<BisectionStep> steps;
+  for (int i = 1; i <= 30; ++i) {
+    steps.push_back({i, i, "linear", i == 30 ? "reproduces" : "clean", 2, i == 7 ? 1 : 2, ""});
+  }
+  r.bisection->steps = steps;
+  r.builds = {};
+  r.builds.count = 1;
+  r.builds.seconds = 12.34;
+  r.builds.items = {{"instrumented", "k", false, 12.34, ""}};
+  std::string md = report_to_markdown(r);
+
+  CHECK(count(md, "| `buf1") == 12);
+  CHECK(md.find("| `buf113` | yes | 0 / 0 / 0 / 1 | 9 / 0 / 0 / 1 |\n") != std::string::npos);
+  CHECK(md.find("`buf111`") == std::string::npos);  // the last plain rows give way
+  CHECK(md.find("`buf110`") != std::string::npos);
+  CHECK(md.find("\n... and 3 more arguments, all in `report.json`.\n") != std::string::npos);
+
+  CHECK(count(md, " | linear | ") == 20);
+  CHECK(md.find("| 10 | linear | clean | 2 |\n") != std::string::npos);
+  CHECK(md.find("| 11 | linear |") == std::string::npos);
+  CHECK(md.find("| ... | 10 more steps |  |  |\n") != std::string::npos);
+  CHECK(md.find("| 30 | linear | reproduces | 2 |\n") != std::string::npos);
+  CHECK(md.find("| 7 | linear | clean | 2 (1 agree) |\n") != std::string::npos);
+  CHECK(md.find("- **Builds:** 1 instrumented build, 12.3 s\n") != std::string::npos);
+}
+
+TEST_CASE("report_to_markdown: a search without a culprit follows what failed") {
+  Report r = culprit_report();
+  r.culprit.reset();
+  r.verdict = Verdict::inconclusive;
+  r.bisection->status = "inconclusive";
+  r.bisection->message = "sites 4-5 reproduced in 1 of 3 runs";
+  std::string md = report_to_markdown(r);
+  CHECK(md.find("ulprit") == std::string::npos);
+  CHECK(md.find("## How it was found") == std::string::npos);
+  size_t search = md.find("## Bisection\n");
+  REQUIRE(search != std::string::npos);
+  CHECK(md.find("## What failed") < search);
+  CHECK(md.find(": inconclusive, 4 runs of 6 planned\n") != std::string::npos);
+  CHECK(md.find("- **Message:** sites 4-5 reproduced in 1 of 3 runs\n") != std::string::npos);
+}
+
+TEST_CASE("report_to_console: culprit and bisection lines") {
+  std::string plain = report_to_console(culprit_report(), false);
+  CHECK(plain.rfind("verdict: isolated: nonfinite isolated to call site 5\n"
+                    "  culprit:     call site 5 cpp_fused_log_2 (cpp): introduced 151 NaN in buf7\n"
+                    "  bisection:   bisect, 4 runs of 6 planned, 1 build (cache hit)\n",
+                    0) == 0);
+  CHECK(plain.find('\x1b') == std::string::npos);
+
+  Report r = culprit_report();
+  r.builds = {};
+  r.builds.count = 2;
+  r.builds.cache_hits = 1;
+  r.builds.seconds = 30.06;
+  r.bisection->status = "inconclusive";
+  r.culprit.reset();
+  std::string other = report_to_console(r, false);
+  CHECK(other.find("culprit:") == std::string::npos);
+  CHECK(other.find("  bisection:   bisect, inconclusive, 4 runs of 6 planned, 3 builds, 30.1 s (1 cache hit)\n") !=
+        std::string::npos);
+  CHECK(report_to_console(crash_report(), false).find("bisection:") == std::string::npos);
+}
+
+TEST_CASE("report_to_junit: the verdict names the culprit") {
+  std::string xml = report_to_junit(culprit_report());
+  CHECK(xml_problem(xml) == "");
+  CHECK(xml.find("<failure type=\"isolated\" message=\"culprit: call site 5 cpp_fused_log_2 (cpp): introduced 151 "
+                 "NaN in buf7\">reason: nonfinite isolated to call site 5&#10;failure: nonfinite") !=
+        std::string::npos);
+  CHECK(xml.find("bad input from: graph input arg11_1: graph input 1 (arg11_1) holds -2") != std::string::npos);
+  CHECK(xml.find("bisection: bisect, 4 runs of 6 planned, 1 build (cache hit)") != std::string::npos);
+  CHECK(report_to_junit(crash_report()).find("culprit") == std::string::npos);
 }
 
 TEST_CASE("write_reports: creates the directory, writes atomically, junit on request") {

@@ -1,0 +1,475 @@
+#include "build/build.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "process/process.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Bumped when the meaning of a cache entry changes without the helper's text
+// changing (the key also covers the helper).
+constexpr const char* k_cache_format = "aoti-bisect-build/1";
+
+// Prints the torch version the python would import, without importing torch
+// (seconds saved): torch/version.py of the package `import torch` would find.
+// Exit 3 when there is no torch.
+constexpr const char* k_version_script = R"py(import importlib.util, os, re, sys
+spec = importlib.util.find_spec('torch')
+if spec is None or not spec.origin:
+    sys.exit(3)
+try:
+    text = open(os.path.join(os.path.dirname(spec.origin), 'version.py')).read()
+    print(re.search(r"^__version__\s*=\s*['\"]([^'\"]+)", text, re.M).group(1))
+except Exception:
+    import torch
+    print(torch.__version__)
+)py";
+constexpr double k_version_timeout_s = 120;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+// A name without '/' is looked up on PATH (run_process does no PATH search).
+std::optional<fs::path> find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    return fs::absolute(name);
+  }
+  std::stringstream path(env_or_empty("PATH"));
+  std::string dir;
+  while (std::getline(path, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+      return fs::absolute(candidate);
+    }
+  }
+  return std::nullopt;
+}
+
+fs::path resolve_python(const BuildRequest& request) {
+  std::string name = request.python;
+  if (name.empty()) {
+    name = env_or_empty("AOTI_BISECT_PYTHON");
+  }
+  bool chosen = !name.empty();
+  std::optional<fs::path> found = find_program(chosen ? name : "python3");
+  std::error_code ec;
+  if (!found || !fs::exists(*found, ec)) {
+    if (chosen) {
+      throw Error(ErrorKind::cannot_test,
+                  fmt::format("the instrumented build needs python3 with torch, and python '{}' "
+                              "does not exist (set AOTI_BISECT_PYTHON or install torch)",
+                              name));
+    }
+    throw Error(ErrorKind::cannot_test,
+                "the instrumented build needs python3 with torch (set AOTI_BISECT_PYTHON or "
+                "install torch)");
+  }
+  return *found;
+}
+
+// "2.13.0+cpu" -> "2.13.0", "2.13" -> "2.13.0", "2.6.0a0+git1" -> "2.6.0".
+std::string release_of(const std::string& version) {
+  static const std::regex re(R"(^\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?)");
+  std::smatch m;
+  if (!std::regex_search(version, m, re)) {
+    return version;
+  }
+  auto part = [&](int i) { return m[i].matched ? m[i].str() : std::string("0"); };
+  return fmt::format("{}.{}.{}", part(1), part(2), part(3));
+}
+
+std::string last_nonempty_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    auto end = line.find_last_not_of(" \t\r");
+    if (end != std::string::npos) {
+      last = line.substr(0, end + 1);
+      last.erase(0, last.find_first_not_of(" \t"));
+    }
+  }
+  return last;
+}
+
+// A scratch folder for one call, removed (with whatever a killed child left in
+// it) when the call ends.
+class WorkDir {
+ public:
+  explicit WorkDir(const fs::path& parent) {
+    fs::create_directories(parent);
+    std::string tmpl = (parent / "build-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      throw Error(ErrorKind::internal, fmt::format("cannot create a folder in '{}'", parent.string()));
+    }
+    m_path = tmpl;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    fs::remove_all(m_path, ec);
+  }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const fs::path& path() const { return m_path; }
+
+ private:
+  fs::path m_path;
+};
+
+void rename_or_throw(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) {
+    throw Error(ErrorKind::internal,
+                fmt::format("cannot move '{}' to '{}': {}", from.string(), to.string(), ec.message()));
+  }
+}
+
+// Writes inside the work folder, then renames into place: the cache never
+// holds half a file, and builders racing on one key each rename whole files.
+void publish(const WorkDir& work, const fs::path& dest, const std::string& content) {
+  fs::path tmp = work.path() / (dest.filename().string() + ".new");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out.flush()) {
+      throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
+    }
+  }
+  rename_or_throw(tmp, dest);
+}
+
+std::string query_torch_version(const fs::path& python, const WorkDir& work) {
+  SpawnSpec spec;
+  spec.argv = {python.string(), "-c", k_version_script};
+  spec.env = current_environment();
+  spec.stdout_path = work.path() / "version.stdout";
+  spec.stderr_path = work.path() / "version.stderr";
+  spec.timeout_s = k_version_timeout_s;
+  ExitStatus status = run_process(spec);
+  std::string version = last_nonempty_line(status.stdout_tail);
+  if (!status.ok() || version.empty()) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("the instrumented build needs torch, and python '{}' cannot import it "
+                            "({}; set AOTI_BISECT_PYTHON or install torch)",
+                            display_path(python), status.describe()));
+  }
+  return version;
+}
+
+void check_torch_version(const std::string& found, const fs::path& python,
+                         const std::string& expected) {
+  if (expected.empty() || release_of(found) == release_of(expected)) {
+    return;
+  }
+  throw Error(ErrorKind::cannot_test,
+              fmt::format("the instrumented build would use torch {} ({}), the runner's LibTorch "
+                          "is {}: the versions must match",
+                          found, display_path(python), expected));
+}
+
+std::string iso8601_utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The cache entry <key>.json; nullopt when absent or unreadable (a miss).
+std::optional<nlohmann::json> read_entry(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return std::nullopt;
+  }
+  return j;
+}
+
+fs::path write_helper(const fs::path& cache, const WorkDir& work) {
+  std::string text(build_helper_source());
+  fs::path helper = cache / fmt::format("helper-{}.py", sha256_hex(text).substr(0, 16));
+  std::error_code ec;
+  if (!fs::exists(helper, ec)) {
+    publish(work, helper, text);
+  }
+  return helper;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : sep) + item;
+  }
+  return out;
+}
+
+std::vector<std::string> helper_argv(const fs::path& python, const fs::path& helper,
+                                     const BuildRequest& request, const fs::path& work,
+                                     const fs::path& out) {
+  std::vector<std::string> argv = {
+      python.string(), helper.string(),
+      "--exported-program", fs::absolute(request.exported_program).string(),
+      "--model-name", request.model_name,
+      "--configs", (work / "configs.json").string(),
+      "--level", std::to_string(request.printer_level),
+      "--out", out.string(),
+      "--result", (work / "result.json").string()};
+  if (!request.filtered_kernels.empty()) {
+    argv.insert(argv.end(), {"--filter", join(request.filtered_kernels, ",")});
+  }
+  return argv;
+}
+
+// Why the helper failed, in one line: its result's error, else the last line
+// it wrote to stderr, else how it ended.
+std::string failure_line(const ExitStatus& status, const fs::path& result_path) {
+  if (auto result = read_entry(result_path)) {
+    const auto& err = (*result)["error"];
+    if (err.is_string() && !err.get<std::string>().empty()) {
+      return err.get<std::string>();
+    }
+  }
+  if (status.how == ExitStatus::How::spawn_failed) {
+    return status.spawn_error;
+  }
+  std::string line = last_nonempty_line(status.stderr_tail);
+  return line.empty() ? status.describe() : line;
+}
+
+struct Compiled {
+  double compile_seconds = 0;
+};
+
+// Runs the helper into the work folder and moves its package to `dest`.
+Compiled run_helper(const BuildRequest& request, const fs::path& python, const fs::path& cache,
+                    const WorkDir& work, const fs::path& dest) {
+  fs::path helper = write_helper(cache, work);
+  publish(work, work.path() / "configs.json", request.inductor_configs.dump(2) + "\n");
+  fs::path out = work.path() / dest.filename();
+
+  SpawnSpec spec;
+  spec.argv = helper_argv(python, helper, request, work.path(), out);
+  spec.env = current_environment();
+  // Inductor's compile cache stays beside ours (not in /tmp) unless the user
+  // chose a place for it.
+  if (spec.env.count("TORCHINDUCTOR_CACHE_DIR") == 0) {
+    spec.env["TORCHINDUCTOR_CACHE_DIR"] = (cache / "inductor").string();
+  }
+  spec.cwd = work.path();
+  spec.stdout_path = work.path() / "helper.stdout";
+  spec.stderr_path = work.path() / "helper.stderr";
+  spec.timeout_s = request.timeout_s;
+  spec.tail_bytes = 64 * 1024;
+  ExitStatus status = run_process(spec);
+
+  if (status.how == ExitStatus::How::timed_out) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("instrumented build timed out after {:g} s (raise --build-timeout)",
+                            request.timeout_s));
+  }
+  if (status.how == ExitStatus::How::interrupted) {
+    throw Error(ErrorKind::cannot_test, "instrumented build interrupted");
+  }
+  fs::path result_path = work.path() / "result.json";
+  if (!status.ok()) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("instrumented build failed: {}", failure_line(status, result_path)));
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(out, ec)) {
+    throw Error(ErrorKind::cannot_test,
+                "instrumented build failed: the helper exited 0 but wrote no package");
+  }
+  Compiled compiled;
+  if (auto result = read_entry(result_path)) {
+    compiled.compile_seconds = result->value("seconds", 0.0);
+  }
+  rename_or_throw(out, dest);
+  return compiled;
+}
+
+void validate(const BuildRequest& request) {
+  if (request.printer_level < 1 || request.printer_level > 3) {
+    throw Error(ErrorKind::usage,
+                fmt::format("printer level must be 1, 2 or 3, got {}", request.printer_level));
+  }
+  if (!request.inductor_configs.is_object()) {
+    throw Error(ErrorKind::usage, "inductor configs must map keys to values");
+  }
+  for (const auto& [key, value] : request.inductor_configs.items()) {
+    if (value.is_structured()) {
+      throw Error(ErrorKind::usage,
+                  fmt::format("inductor config '{}' must be a scalar, got {}", key, value.dump()));
+    }
+  }
+  require_file(request.exported_program, "exported program");
+}
+
+// A plain YAML scalar read by the YAML 1.2 core schema (yaml-cpp's own
+// conversions follow YAML 1.1, where "yes" and "off" are booleans too).
+nlohmann::json plain_scalar(const std::string& s) {
+  static const std::regex k_int(R"([-+]?[0-9]+)");
+  static const std::regex k_float(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
+  if (s == "~" || s == "null" || s == "Null" || s == "NULL") {
+    return nullptr;
+  }
+  if (s == "true" || s == "True" || s == "TRUE") {
+    return true;
+  }
+  if (s == "false" || s == "False" || s == "FALSE") {
+    return false;
+  }
+  if (std::regex_match(s, k_int)) {
+    try {
+      return std::stoll(s);
+    } catch (const std::out_of_range&) {
+      // too big for an int: read as a float below
+    }
+  }
+  if (std::regex_match(s, k_int) || std::regex_match(s, k_float)) {
+    double d = std::strtod(s.c_str(), nullptr);
+    if (std::isfinite(d)) {
+      return d;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+fs::path default_cache_dir() {
+  std::string xdg = env_or_empty("XDG_CACHE_HOME");
+  if (!xdg.empty() && fs::path(xdg).is_absolute()) {
+    return fs::path(xdg) / "aoti-bisect" / "builds";
+  }
+  std::string home = env_or_empty("HOME");
+  if (!home.empty()) {
+    return fs::path(home) / ".cache" / "aoti-bisect" / "builds";
+  }
+  return fs::temp_directory_path() / "aoti-bisect-builds";
+}
+
+std::string build_cache_key(const BuildRequest& request, const std::string& torch_version) {
+  // One JSON document, keys sorted by nlohmann's object map: the configs'
+  // order never matters, and no field can run into the next.
+  nlohmann::json doc = {
+      {"format", k_cache_format},
+      {"exported_program_sha256", sha256_file(request.exported_program)},
+      {"model_name", request.model_name},
+      {"inductor_configs", request.inductor_configs},
+      {"printer_level", request.printer_level},
+      {"filtered_kernels", request.filtered_kernels},
+      {"helper_sha256", sha256_hex(std::string(build_helper_source()))},
+      {"torch_version", torch_version},
+  };
+  return sha256_hex(doc.dump());
+}
+
+BuildResult build_instrumented(const BuildRequest& request) {
+  auto start = Clock::now();
+  validate(request);
+  fs::path cache = fs::absolute(request.cache_dir.empty() ? default_cache_dir() : request.cache_dir);
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  if (ec) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("cannot create the build cache '{}': {}", display_path(cache), ec.message()));
+  }
+  fs::path python = resolve_python(request);
+  WorkDir work(cache / "tmp");
+
+  BuildResult result;
+  result.torch_version = query_torch_version(python, work);
+  check_torch_version(result.torch_version, python, request.expected_torch_version);
+  result.key = build_cache_key(request, result.torch_version);
+  result.package = cache / (result.key + ".pt2");
+  fs::path entry_path = cache / (result.key + ".json");
+
+  auto entry = read_entry(entry_path);
+  if (entry && fs::is_regular_file(result.package, ec)) {
+    result.cache_hit = true;
+    result.compile_seconds = entry->value("compile_seconds", 0.0);
+    result.torch_version = entry->value("torch_version", result.torch_version);
+    result.seconds = seconds_since(start);
+    return result;
+  }
+
+  Compiled compiled = run_helper(request, python, cache, work, result.package);
+  nlohmann::json record = {
+      {"key", result.key},
+      {"torch_version", result.torch_version},
+      {"compile_seconds", compiled.compile_seconds},
+      {"created", iso8601_utc_now()},
+      {"model_name", request.model_name},
+      {"printer_level", request.printer_level},
+      {"exported_program", fs::absolute(request.exported_program).string()},
+  };
+  // Written last: an entry counts as present only once its record is there.
+  publish(work, entry_path, record.dump(2) + "\n");
+  result.compile_seconds = compiled.compile_seconds;
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_value) {
+  auto eq = key_equals_value.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw Error(ErrorKind::usage,
+                fmt::format("--inductor-config expects key=value, got '{}'", key_equals_value));
+  }
+  std::string key = key_equals_value.substr(0, eq);
+  std::string text = key_equals_value.substr(eq + 1);
+  if (!configs.is_object()) {
+    configs = nlohmann::json::object();
+  }
+  if (text.empty()) {
+    configs[key] = "";
+    return;
+  }
+  // yaml-cpp parses (and unquotes) the value; anything that is not a single
+  // scalar ("[1, 2]", "a: b", "#x", a parse error) is kept as the text given.
+  try {
+    YAML::Node node = YAML::Load(text);
+    if (node.IsScalar()) {
+      configs[key] = node.Tag() == "!" ? nlohmann::json(node.Scalar()) : plain_scalar(node.Scalar());
+      return;
+    }
+    if (node.IsNull()) {
+      configs[key] = plain_scalar(last_nonempty_line(text));
+      return;
+    }
+  } catch (const YAML::Exception&) {
+    // fall through: plain text
+  }
+  configs[key] = text;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,59 @@
+#pragma once
+// The instrumented build: the same model compiled once more from its
+// exported program, with AOTInductor's intermediate-value printer on, by a
+// small Python helper (embedded in the binary) that the driver runs as a
+// child with a timeout. Builds are cached by content.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aoti_bisect {
+
+struct BuildRequest {
+  std::filesystem::path exported_program;  // torch.export.save file, or a package_pt2 archive holding models/<name>.json
+  std::string model_name = "model";        // which exported program of an archive
+  nlohmann::json inductor_configs = nlohmann::json::object();  // key -> JSON scalar
+  int printer_level = 1;                   // 1 save (probes), 2 print, 3 kernel names
+  std::vector<std::string> filtered_kernels;  // level 2 only (guide mode)
+  std::filesystem::path cache_dir;         // empty: default_cache_dir()
+  double timeout_s = 1800;
+  std::string expected_torch_version;      // the runner's LibTorch ("2.13.0"); "" = don't check
+  std::string python;                      // empty: $AOTI_BISECT_PYTHON, else python3 on PATH
+};
+
+struct BuildResult {
+  std::filesystem::path package;  // the instrumented .pt2 (inside the cache)
+  bool cache_hit = false;
+  double seconds = 0;             // wall time of this call (0-ish on a hit)
+  double compile_seconds = 0;     // what the compile took when it ran (from the cache entry on a hit)
+  std::string torch_version;      // of the Python torch that compiled it
+  std::string key;                // cache key (hex)
+};
+
+// $XDG_CACHE_HOME/aoti-bisect/builds, else ~/.cache/aoti-bisect/builds.
+std::filesystem::path default_cache_dir();
+
+// The cache key: sha256 over the exported program's bytes, the model name,
+// the configs (canonical JSON), printer level, filter, the helper script and
+// the Python torch version.
+std::string build_cache_key(const BuildRequest& request, const std::string& torch_version);
+
+// Builds (or finds in the cache). Throws Error with one line naming what
+// failed and what to do: no Python or no torch (cannot_test), a Python torch
+// whose version differs from the runner's (cannot_test), a compile error
+// (cannot_test, with the last line of the helper's error), a timeout.
+BuildResult build_instrumented(const BuildRequest& request);
+
+// Parses "key=value" (value read as a YAML scalar: true, 3, 1e-3, text) into
+// configs; throws Error(usage) for a missing '='.
+void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_value);
+
+// The embedded helper's source (lib/build/aoti_bisect_build.py).
+std::string_view build_helper_source();
+
+}  // namespace aoti_bisect
