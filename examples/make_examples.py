@@ -446,6 +446,22 @@ def find_culprit(spec, calls):
     return None
 
 
+def _package_combined(ep, package_path, combined_path):
+    import tempfile
+    import zipfile
+    from torch.export.pt2_archive._package import package_pt2
+
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(package_path) as z:
+        paths = []
+        for entry in z.namelist():
+            if "/data/aotinductor/model/" in entry and not entry.endswith("/"):
+                out = os.path.join(tmp, os.path.basename(entry))
+                with open(out, "wb") as f:
+                    f.write(z.read(entry))
+                paths.append(out)
+        package_pt2(combined_path, exported_programs={"model": ep}, aoti_files={"model": paths})
+
+
 def build_one(name, out_dir):
     spec = EXAMPLES[name]
     t0 = time.monotonic()
@@ -495,6 +511,12 @@ def build_one(name, out_dir):
         torch.save(inputs, stage.path(files["inputs"]))
         if expected is not None:
             torch.save(expected, stage.path(files["expected"]))
+        if name == "nan_midway":
+            # The same model as one archive holding both the exported program
+            # and the AOTI files (package_pt2), for tools that find the
+            # exported program inside the package.
+            files["combined_package"] = f"{name}.combined.pt2"
+            _package_combined(ep, stage.path(files["package"]), stage.path(files["combined_package"]))
         if name == "healthy":
             # Inputs and a reference that do not fit, for the tool's bad-input tests.
             x = inputs[0]

@@ -1,0 +1,110 @@
+#pragma once
+// Guide mode (--rebuild-per-step): the manual debugging guide done
+// literally, for where the runner cannot receive probe calls and as the
+// baseline the benchmark compares against. Each search step rebuilds the
+// model from its exported program with the intermediate-value printer at
+// level 2, filtered to the kernel names of the sites in the tested range,
+// runs it once (no probe plan), and reads what the printer wrote to the
+// child's stdout. Only for NaN/Inf and faults.
+
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bisect/bisect.hpp"
+#include "job/bisect_phase.hpp"
+#include "job/context.hpp"
+#include "package/wrapper.hpp"
+
+namespace aoti_bisect {
+
+// What run_bisection decided before handing over to guide mode.
+struct GuideRequest {
+  std::filesystem::path exported_program;
+  std::string model_name = "model";  // of the exported program
+  bool fault = false;                // the predicate: a fault, else NaN/Inf
+  Strategy strategy = Strategy::bisect;
+  int repeats = 1;                   // runs per step (one build per step)
+  std::string fallback_reason;       // why guide mode was chosen automatically; "" when asked for
+};
+
+BisectOutcome run_guide_mode(Context& ctx, const BisectSetup& setup, const GuideRequest& request);
+
+// One block of the level-2 printer's output (aoti_torch_print_tensor_handle):
+//   [  after_launch - cpp_fused_log_2 - buf7  ]:
+//   <element values, small tensors only>
+//   Number of elements: 256
+//   Dtype: float32
+//   Mean value: -nan
+//   Min value: -nan
+//   Max value: -nan
+//   Device: cpu
+//   Size: [8, 32]
+//   ...
+// Model inputs print as "[  aoti_model_inputs - arg10_1  ]:".
+struct PrintedTensor {
+  std::string phase;   // "before_launch", "after_launch", "aoti_model_inputs"
+  std::string kernel;  // "" for model inputs
+  std::string tensor;  // "buf7", "arg10_1"
+  std::string dtype;   // "float32"
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  std::optional<double> min;  // NaN and Inf kept as such; absent when not printed
+  std::optional<double> max;
+  std::optional<double> mean;
+  bool has_nonfinite = false;  // min, max or mean is NaN or +-Inf
+};
+
+// Every block in `text`, in order; lines that belong to no block are
+// ignored (the child may print other things).
+std::vector<PrintedTensor> parse_printer_output(std::string_view text);
+
+// For each call site of a level-2 wrapper (`sites`, parsed from `source`),
+// its kernel name when printer calls for that kernel precede its launch,
+// else "" (not in the filter, or no argument the printer takes).
+std::vector<std::string> printing_kernels(const std::string& source, const std::vector<CallSite>& sites);
+
+// The printed blocks of one call site.
+struct PrintedSite {
+  int site = 0;                        // 1-based, in the wrapper's call-site list
+  std::string kernel;
+  std::vector<PrintedTensor> before;   // in print order
+  std::vector<PrintedTensor> after;    // empty when the launch never returned
+  // Tensors of `before` known to hold written data: graph inputs (arg*) and
+  // tensors printed after an earlier site's launch. Any other before-launch
+  // block may be an output buffer nothing has written yet.
+  std::set<std::string> initialized;
+};
+
+struct SiteMapping {
+  std::vector<PrintedSite> sites;  // in run order
+  std::string problem;             // why the blocks do not fit the call sites; "" when they do
+};
+
+// Groups the blocks into call sites by occurrence: the filter is by kernel
+// name, so the k-th group printed for kernel K belongs to the k-th site whose
+// entry in `printing` (see printing_kernels) is K. A group is a site's
+// before-launch blocks followed by its after-launch blocks.
+SiteMapping map_printed_sites(const std::vector<PrintedTensor>& printed, const std::vector<std::string>& printing);
+
+// The first site in [lo, hi] that introduced NaN/Inf: a tensor non-finite
+// after its launch that was finite before (or not yet written), while none
+// of its initialized tensors was non-finite before the launch.
+struct Introduction {
+  int site = 0;
+  std::string tensor;
+  bool was_written = true;  // the tensor was initialized before the launch
+};
+std::optional<Introduction> first_introduction(const std::vector<PrintedSite>& sites, int lo, int hi);
+
+// The site whose before-launch blocks were printed and whose after-launch
+// blocks never were: where the run stopped.
+std::optional<int> unfinished_site(const std::vector<PrintedSite>& sites);
+
+// One guide-mode run's answer to "is the first bad site in [lo, hi]?".
+Probe guide_answer(bool fault, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping, int lo,
+                   int hi);
+
+}  // namespace aoti_bisect

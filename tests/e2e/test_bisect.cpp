@@ -1,0 +1,192 @@
+// End-to-end kernel bisection on real packages: the culprit each example's
+// generator recorded (examples/make_examples.py, NAME.json "culprit",
+// 0-based) must be the call site the tool names (1-based), with one build,
+// and none on a second run (the build cache).
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "e2e/e2e.hpp"
+
+namespace fs = std::filesystem;
+using e2e::example;
+using e2e::run_tool;
+
+namespace {
+
+nlohmann::json meta_of(const std::string& name) {
+  std::ifstream in(example(name + ".json"));
+  return nlohmann::json::parse(in);
+}
+
+std::vector<std::string> bisect_args(const std::string& name, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"run",
+                                   example(name + ".pt2").string(),
+                                   "--inputs",
+                                   example(name + ".inputs.pt").string(),
+                                   "--exported-program",
+                                   example(name + ".ep.pt2").string(),
+                                   "--cache-dir",
+                                   fs::absolute("build-cache").string(),
+                                   "--repeats",
+                                   "1"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Inductor's own compile cache is kept across test runs (the tool's build
+// cache is fresh per run, so builds.count is what the test expects).
+std::map<std::string, std::string> warm_inductor() {
+  const char* home = std::getenv("HOME");
+  return {{"TORCHINDUCTOR_CACHE_DIR", std::string(home ? home : "/tmp") + "/.cache/aoti-bisect/inductor-tests"}};
+}
+
+void check_culprit(const nlohmann::json& report, const nlohmann::json& meta) {
+  REQUIRE(report.is_object());
+  REQUIRE(report["culprit"].is_object());
+  CHECK(report["verdict"] == "isolated");
+  CHECK(report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(report["bisection"]["status"] == "found");
+  CHECK(report["bisection"]["runs"].get<int>() <= report["bisection"]["planned_runs"].get<int>());
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("e2e/bisect");
+
+TEST_CASE("NaN midway: the log kernel, one build, then none from the cache; exit 1") {
+  auto meta = meta_of("nan_midway");
+  auto r = run_tool(bisect_args("nan_midway"), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["culprit"]["kernel"].get<std::string>().find("log") != std::string::npos);
+  CHECK(r.report["culprit"]["kind"] == "cpp");
+  CHECK(r.report["culprit"]["phase"] == "after_launch");
+  CHECK(r.report["culprit"]["why"].get<std::string>().find("NaN") != std::string::npos);
+  CHECK(r.report["builds"]["count"] == 1);
+  CHECK(r.report["builds"]["cache_hits"] == 0);
+  CHECK(r.report["builds"]["call_sites_match"] == true);
+  // The saved inputs of the culprit, for a reproducer.
+  REQUIRE(r.report["repro"].is_object());
+  CHECK(r.report["repro"]["files"].size() >= 1);
+  CHECK(fs::exists(fs::path("out/repro") / r.report["repro"]["files"][0].get<std::string>()));
+  std::ifstream md("out/report.md");
+  std::string text((std::istreambuf_iterator<char>(md)), {});
+  CHECK(text.find("## Culprit") < text.find("## What failed"));
+
+  auto again = run_tool(bisect_args("nan_midway"), "out2", warm_inductor());
+  CHECK(again.code() == 1);
+  check_culprit(again.report, meta);
+  CHECK(again.report["builds"]["count"] == 0);
+  CHECK(again.report["builds"]["cache_hits"] == 1);
+}
+
+TEST_CASE("strategies linear and all name the same call site as bisect") {
+  auto meta = meta_of("nan_midway");
+  for (std::string strategy : {"linear", "all"}) {
+    CAPTURE(strategy);
+    auto r = run_tool(bisect_args("nan_midway", {"--strategy", strategy}), "out-" + strategy, warm_inductor());
+    CHECK(r.code() == 1);
+    check_culprit(r.report, meta);
+    CHECK(r.report["bisection"]["strategy"] == strategy);
+  }
+}
+
+TEST_CASE("wild gather: the gather kernel faulted, its index input shown out of range") {
+  auto meta = meta_of("wild_gather");
+  auto r = run_tool(bisect_args("wild_gather", {"--inductor-config", "assert_indirect_indexing=false"}), "out",
+                    warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["culprit"]["phase"] == "launch");
+  CHECK(r.report["bisection"]["predicate"] == "fault");
+  auto producer = r.report["culprit"]["producer"];
+  REQUIRE(producer.is_object());
+  CHECK(producer["tensor"].get<std::string>().rfind("arg", 0) == 0);
+  CHECK(producer["call_index"].is_null());
+  bool wild_index_seen = false;
+  for (const auto& a : r.report["culprit"]["args"]) {
+    if (a["before"].is_object() && a["before"]["dtype"] == "int64") {
+      wild_index_seen = wild_index_seen || a["before"]["max"].get<double>() >= double(1LL << 40);
+    }
+  }
+  CHECK(wild_index_seen);
+}
+
+TEST_CASE("class index: the kernel holding the index check, and the offending input value") {
+  auto meta = meta_of("class_index");
+  auto r = run_tool(bisect_args("class_index"), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  auto producer = r.report["culprit"]["producer"];
+  REQUIRE(producer.is_object());
+  std::string why = producer["why"];
+  CHECK(why.find("graph input 1") == 0);
+  CHECK(why.find("outside [0, 5)") != std::string::npos);
+  CHECK(r.report["failure"]["first_line"].get<std::string>().find("index out of bounds") != std::string::npos);
+}
+
+TEST_CASE("NaN/Inf first made by an extern call (an overflowing matmul)") {
+  auto meta = meta_of("extern_overflow");
+  auto r = run_tool(bisect_args("extern_overflow"), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["culprit"]["kind"] == "extern");
+  CHECK(r.report["culprit"]["why"].get<std::string>().find("Inf") != std::string::npos);
+}
+
+TEST_CASE("a late bug in a model of 30+ call sites: that kernel, not the last one") {
+  auto meta = meta_of("deep_late_nan");
+  REQUIRE(meta["kernels"].size() >= 30);
+  auto r = run_tool(bisect_args("deep_late_nan"), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["culprit"]["call_index"].get<size_t>() < meta["kernels"].size());
+  // ceil(log2 37) = 6 halvings at most, plus trace, confirm, neighbour, evidence.
+  CHECK(r.report["bisection"]["runs"].get<int>() <= 10);
+}
+
+TEST_CASE("the exported program inside the package (package_pt2) is found without --exported-program") {
+  auto meta = meta_of("nan_midway");
+  auto r = run_tool({"run", example("nan_midway.combined.pt2").string(), "--inputs",
+                     example("nan_midway.inputs.pt").string(), "--cache-dir", fs::absolute("build-cache").string(),
+                     "--repeats", "1"},
+                    "out", warm_inductor());
+  CHECK(r.code() == 1);
+  CHECK(r.report["package"]["has_exported_program"] == true);
+  check_culprit(r.report, meta);
+}
+
+TEST_CASE("without an exported program: the failure is reproduced, not isolated, and the tool says what it needs") {
+  auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
+                     "--repeats", "1"},
+                    "out");
+  CHECK(r.code() == 3);
+  CHECK(r.report["verdict"] == "not_isolated");
+  CHECK(r.report["verdict_reason"].get<std::string>().find("--exported-program") != std::string::npos);
+  CHECK(r.report["culprit"].is_null());
+}
+
+TEST_CASE("aoti-bisect bisect: the phase alone, under given flags") {
+  auto meta = meta_of("nan_midway");
+  std::vector<std::string> args = bisect_args("nan_midway", {"--env", "OMP_NUM_THREADS=1"});
+  args[0] = "bisect";
+  args.erase(args.end() - 4, args.end() - 2);  // no --repeats for bisect
+  auto r = run_tool(args, "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["matrix"]["variants"].size() == 1);
+  CHECK(r.report["runs"][0]["env"]["OMP_NUM_THREADS"] == "1");
+}
+
+TEST_CASE("the build fails clearly when the Python torch is missing") {
+  auto r = run_tool(bisect_args("nan_midway"), "out", {{"AOTI_BISECT_PYTHON", "/nonexistent/python3"}});
+  CHECK(r.code() == 3);
+  CHECK(r.report["verdict"] == "not_isolated");
+  CHECK(r.report["builds"]["note"].get<std::string>().find("python") != std::string::npos);
+}
+
+TEST_SUITE_END();
