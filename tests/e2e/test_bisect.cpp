@@ -101,6 +101,7 @@ TEST_CASE("wild gather: the gather kernel faulted, its index input shown out of 
                     warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);
+  CHECK(r.report["builds"]["count"] == 1);
   CHECK(r.report["culprit"]["phase"] == "launch");
   CHECK(r.report["bisection"]["predicate"] == "fault");
   auto producer = r.report["culprit"]["producer"];
@@ -121,6 +122,7 @@ TEST_CASE("class index: the kernel holding the index check, and the offending in
   auto r = run_tool(bisect_args("class_index"), "out", warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);
+  CHECK(r.report["builds"]["count"] == 1);
   auto producer = r.report["culprit"]["producer"];
   REQUIRE(producer.is_object());
   std::string why = producer["why"];
@@ -134,6 +136,7 @@ TEST_CASE("NaN/Inf first made by an extern call (an overflowing matmul)") {
   auto r = run_tool(bisect_args("extern_overflow"), "out", warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);
+  CHECK(r.report["builds"]["count"] == 1);
   CHECK(r.report["culprit"]["kind"] == "extern");
   CHECK(r.report["culprit"]["why"].get<std::string>().find("Inf") != std::string::npos);
 }
@@ -144,6 +147,7 @@ TEST_CASE("a late bug in a model of 30+ call sites: that kernel, not the last on
   auto r = run_tool(bisect_args("deep_late_nan"), "out", warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);
+  CHECK(r.report["builds"]["count"] == 1);
   CHECK(r.report["culprit"]["call_index"].get<size_t>() < meta["kernels"].size());
   // ceil(log2 37) = 6 halvings at most, plus trace, confirm, neighbour, evidence.
   CHECK(r.report["bisection"]["runs"].get<int>() <= 10);

@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include "job/bisect_phase.hpp"
+
+using namespace aoti_bisect;
+using nlohmann::json;
+
+namespace {
+
+json stats(const std::string& name, int nan, int inf = 0, const std::string& dtype = "float32") {
+  return {{"name", name}, {"dtype", dtype}, {"shape", {4}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
+          {"min", 0.0},   {"max", 1.0},     {"mean", 0.5},  {"checksum", "x"}};
+}
+
+json probe(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan, int inf = 0) {
+  return {{"event", "probe"}, {"site", site},          {"kernel", "k" + std::to_string(site)},
+          {"phase", phase},   {"tensor", tensor},      {"initialized", initialized},
+          {"stats", stats(tensor, nan, inf)}};
+}
+
+json begin(int site) { return {{"event", "site_begin"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
+json end(int site) { return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
+
+}  // namespace
+
+TEST_SUITE_BEGIN("job/bisect_phase");
+
+TEST_CASE("read_site_evidence: the site that began and never ended is the fault") {
+  auto ev = read_site_evidence({begin(1), end(1), begin(2), end(2), begin(3)}, 1, 3);
+  REQUIRE(ev.unfinished.has_value());
+  CHECK(*ev.unfinished == 3);
+  CHECK(ev.sites == 3);
+  CHECK_FALSE(read_site_evidence({begin(1), end(1)}, 1, 1).unfinished.has_value());
+}
+
+TEST_CASE("read_site_evidence: the first site in range that introduces NaN, not the ones that propagate it") {
+  std::vector<json> events = {
+      begin(4), probe(4, "before", "buf6", false, 0), end(4), probe(4, "after", "buf6", true, 0),
+      // Site 5 writes NaN into buf7, which held garbage NaN before (not initialized): it introduces.
+      begin(5), probe(5, "before", "buf7", false, 3), end(5), probe(5, "after", "buf7", true, 151),
+      // Site 6 reads buf7 (already NaN) and writes NaN into buf8: it only propagates.
+      begin(6), probe(6, "before", "buf8", false, 0), probe(6, "before", "buf7", true, 151), end(6),
+      probe(6, "after", "buf8", true, 256), probe(6, "after", "buf7", true, 151)};
+  auto ev = read_site_evidence(events, 4, 6);
+  REQUIRE(ev.introducer.has_value());
+  CHECK(*ev.introducer == 5);
+  CHECK_FALSE(read_site_evidence(events, 6, 6).introducer.has_value());
+  CHECK_FALSE(read_site_evidence(events, 4, 4).introducer.has_value());
+}
+
+TEST_CASE("read_site_evidence: an initialized tensor that gains Inf is introduced there") {
+  std::vector<json> events = {begin(2), probe(2, "before", "arg0_1", true, 0), probe(2, "before", "buf1", true, 0),
+                              end(2), probe(2, "after", "buf1", true, 0, 64)};
+  auto ev = read_site_evidence(events, 1, 3);
+  REQUIRE(ev.introducer.has_value());
+  CHECK(*ev.introducer == 2);
+}
+
+TEST_CASE("read_site_evidence: the site whose sync found the device error") {
+  json err = {{"event", "sync_error"}, {"site", 7}, {"kernel", "k7"}, {"message", "CUDA error"}};
+  auto ev = read_site_evidence({begin(7), err}, 1, 7);
+  REQUIRE(ev.sync_error.has_value());
+  CHECK(*ev.sync_error == 7);
+}
+
+TEST_CASE("index_bound_of: the bound of AOTI's index check") {
+  CHECK(index_bound_of("index out of bounds: 0 <= tmp21 < 5L") == 5);
+  CHECK(index_bound_of("Error: index out of bounds: 0 <= tmp35 < 1000") == 1000);
+  CHECK_FALSE(index_bound_of("killed by SIGSEGV").has_value());
+}
+
+TEST_SUITE_END();
