@@ -194,3 +194,27 @@ TEST_CASE("the build fails clearly when the Python torch is missing") {
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("e2e/bisect");
+
+TEST_CASE("an exception thrown inside a kernel (relu runtime_error bug): that kernel") {
+  auto meta = meta_of("relu_runtime_error");
+  auto r = run_tool(bisect_args("relu_runtime_error",
+                                {"--inductor-config", "cpp.inject_relu_bug_TESTING_ONLY=runtime_error"}),
+                    "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  CHECK(r.report["culprit"]["kernel"].get<std::string>().find("relu") != std::string::npos);
+  CHECK(r.report["culprit"]["why"] == "the launch never returned: Unknown exception");
+}
+
+TEST_CASE("wrong values (mismatch) are reproduced but not yet bisected: exit 3 with the reason") {
+  auto r = run_tool(bisect_args("relu_accuracy", {"--reference", example("relu_accuracy.expected.pt").string()}),
+                    "out");
+  CHECK(r.code() == 3);
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  CHECK(r.report["verdict_reason"].get<std::string>().find("per-kernel comparison") != std::string::npos);
+  CHECK(r.report["builds"]["count"] == 0);
+}
+
+TEST_SUITE_END();

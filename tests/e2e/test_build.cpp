@@ -50,7 +50,7 @@ TEST_CASE("build_instrumented: a real level-1 build of nan_midway, then a cache 
   BuildRequest r;
   r.exported_program = example("nan_midway.ep.pt2");
   r.printer_level = 1;
-  r.cache_dir = "build-cache";
+  r.cache_dir = "build-cache-of-build-test";  // not shared with other tests in this binary
   r.timeout_s = 900;
   r.expected_torch_version = python_torch_version();
 
