@@ -60,6 +60,9 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--bisect-repeats", o.bisect_repeats,
                   "runs per search step (default 1 when the failure is deterministic, else 3)")
       ->check(CLI::Range(1, 100));
+  cmd->add_flag("--rebuild-per-step", o.run.rebuild_per_step,
+                "guide mode: rebuild with the level-2 printer, filtered to the tested kernels, at every search step "
+                "(slow; for NaN/Inf and faults where run-time probes cannot work)");
   cmd->add_flag("--junit", o.run.junit, "also write junit.xml");
   cmd->add_option("--exit-codes", o.exit_codes, "exit-code convention: default, or git-bisect (0 good, 1 bad, 125 skip)")
       ->check(CLI::IsMember({"default", "git-bisect"}));

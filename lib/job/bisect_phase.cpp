@@ -11,6 +11,7 @@
 #include "build/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "job/guide_mode.hpp"
 #include "report/json.hpp"
 
 namespace aoti_bisect {
@@ -331,6 +332,8 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
 
 }  // namespace
 
+Probe aggregate_answers(const std::vector<Probe>& answers) { return aggregate(answers); }
+
 std::optional<int64_t> index_bound_of(const std::string& line) {
   static const std::regex re(R"(index out of bounds[^<]*<=[^<]*<\s*(-?\d+))");
   std::smatch m;
@@ -382,6 +385,15 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
             "naming the kernel needs the exported program: give --exported-program EP.pt2 (torch.export.save of the "
             "same model), or a package that holds it (package_pt2)"};
   }
+  Strategy strategy = *strategy_from_name(opt.strategy);
+  if (pred == Predicate::fault && ctx.device_key == "cpu") {
+    strategy = Strategy::all;  // a CPU fault is synchronous: a trace run names the site
+  }
+  int repeats = opt.bisect_repeats.value_or(s.deterministic ? 1 : 3);
+  GuideRequest guide{*ep, ep_model, pred == Predicate::fault, strategy, repeats, ""};
+  if (opt.rebuild_per_step) {
+    return run_guide_mode(ctx, s, guide);
+  }
 
   ctx.begin_phase("build", "instrumented build (intermediate-value printer, level 1)");
   BuildRequest req;
@@ -415,11 +427,6 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   }
   fs::path inst_dir = inst.extract(s.work_dir / "instrumented");
 
-  Strategy strategy = *strategy_from_name(opt.strategy);
-  if (pred == Predicate::fault && ctx.device_key == "cpu") {
-    strategy = Strategy::all;  // a CPU fault is synchronous: a trace run names the site
-  }
-  int repeats = opt.bisect_repeats.value_or(s.deterministic ? 1 : 3);
   int n_static = static_cast<int>(iw.call_sites.size());
   int planned = 2 + planned_oracle_calls(std::max(1, n_static), strategy) * repeats;
   ctx.runs_planned = ctx.runs_done + planned;
@@ -445,9 +452,8 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
                        trace.cls.first_line});
   bis.runs = 1;
   if (has_event(trace.events, "probes_missing")) {
-    bis.status = "error";
-    bis.message = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
-    return {Verdict::not_isolated, bis.message + "; guide mode (--rebuild-per-step) does not need them"};
+    guide.fallback_reason = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
+    return run_guide_mode(ctx, s, guide);
   }
   SiteEvidence tev = read_site_evidence(trace.events, 1, 0);
   bis.call_sites = std::max(tev.sites, n_static);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bisect/bisect.hpp"
 #include "job/context.hpp"
 #include "package/package.hpp"
 
@@ -44,6 +45,10 @@ struct SiteEvidence {
   int sites = 0;                   // sites seen
 };
 SiteEvidence read_site_evidence(const std::vector<nlohmann::json>& events, int lo, int hi);
+
+// One step's verdict from its repeated runs: an error if any run erred, the
+// common answer if all agree, else inconclusive (shared with guide mode).
+Probe aggregate_answers(const std::vector<Probe>& answers);
 
 // The upper bound "N" of "index out of bounds: 0 <= tmp21 < 5L", if the line has one.
 std::optional<int64_t> index_bound_of(const std::string& error_line);

@@ -91,7 +91,10 @@ SiteMapping map_printed_sites(const std::vector<PrintedTensor>& printed, const s
 
 // The first site in [lo, hi] that introduced NaN/Inf: a tensor non-finite
 // after its launch that was finite before (or not yet written), while none
-// of its initialized tensors was non-finite before the launch.
+// of its initialized tensors was non-finite before the launch. Relies on the
+// search's precondition that no site before lo introduced any: what
+// unprinted sites before lo wrote is finite, so a non-finite before-launch
+// block that no printed site wrote is memory nothing has written yet.
 struct Introduction {
   int site = 0;
   std::string tensor;
