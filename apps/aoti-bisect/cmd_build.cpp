@@ -21,7 +21,7 @@ Action add_build_command(CLI::App& app) {
   cmd->add_option("exported_program", o->exported_program,
                   "torch.export.save file, or a package_pt2 archive holding the exported program")->required();
   cmd->add_option("--model", o->model, "which exported program of an archive")->capture_default_str();
-  cmd->add_option("--inductor-config", o->configs, "key=value (repeatable)");
+  cmd->add_option("--inductor-config", o->configs, "key=value (repeatable)")->allow_extra_args(false);
   cmd->add_option("--level", o->level, "printer level: 1 save (probes), 2 print, 3 kernel names")
       ->check(CLI::Range(1, 3))->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "build cache (default ~/.cache/aoti-bisect/builds)");

@@ -51,7 +51,8 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--exported-program", o.exported_program,
                   "the model's exported program (torch.export.save), for the instrumented build");
   cmd->add_option("--inductor-config", o.inductor_configs,
-                  "an Inductor config the package was built with, key=value (repeatable), for the instrumented build");
+                  "an Inductor config the package was built with, key=value (repeatable), for the instrumented build")
+      ->allow_extra_args(false);
   cmd->add_option("--cache-dir", o.cache_dir, "where instrumented builds are cached (default ~/.cache/aoti-bisect/builds)");
   cmd->add_option("--build-timeout", o.build_timeout, "seconds the instrumented build may take")
       ->check(CLI::PositiveNumber)->capture_default_str();
@@ -145,7 +146,8 @@ Action add_bisect_command(CLI::App& app, const std::vector<std::string>& argv) {
       "bisect", "Only the kernel bisection: one baseline run under the given flags (no matrix), then the search");
   add_common_options(cmd, *o);
   cmd->add_option("--env", o->env, "an environment variable for every run, NAME=VALUE (repeatable), e.g. "
-                                   "CUDA_LAUNCH_BLOCKING=1");
+                                   "CUDA_LAUNCH_BLOCKING=1")
+      ->allow_extra_args(false);
   o->run.bisect_only = true;
   return [o, argv]() { return run_with(*o, argv); };
 }

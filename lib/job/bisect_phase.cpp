@@ -316,7 +316,7 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
       const TensorStats& a = p.after.at(tensor);
       bool was_written = p.before.count(tensor) && p.before.at(tensor).first;
       c.why = fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", a.nan_count, a.inf_count, tensor,
-                          was_written ? "finite" : "not yet written");
+                          was_written ? "finite" : "not written under this name");
     } else {
       c.why = "introduced non-finite values (the evidence run did not show which tensor)";
     }

@@ -126,6 +126,30 @@ void classify_model_file(ModelFiles& m, const std::string& entry) {
   }
 }
 
+// Streams one entry to a file (entries can be large: weights live in the .so).
+void copy_entry(zip_t* z, const std::string& name, const fs::path& out, const fs::path& path) {
+  zip_file_t* f = zip_fopen(z, name.c_str(), 0);
+  if (f == nullptr) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("package '{}': entry '{}' cannot be read ({})", path.string(), name, zip_strerror(z)));
+  }
+  std::ofstream o(out, std::ios::binary | std::ios::trunc);
+  std::vector<char> buf(1 << 20);
+  zip_int64_t got = 0;
+  while ((got = zip_fread(f, buf.data(), buf.size())) > 0) {
+    o.write(buf.data(), got);
+  }
+  bool damaged = got < 0 || zip_fclose(f) != 0;
+  if (damaged) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("package '{}': entry '{}' is damaged (truncated or bad checksum); rebuild the package",
+                            path.string(), name));
+  }
+  if (!o) {
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}' while extracting the package", out.string()));
+  }
+}
+
 bool safe_entry_name(const std::string& name) {
   if (name.empty() || name.front() == '/') {
     return false;
@@ -258,12 +282,7 @@ fs::path Package::extract(const fs::path& dest) const {
     }
     fs::path out = dest / e;
     fs::create_directories(out.parent_path());
-    std::string data = read_zip_entry(z.get(), e, m_path);
-    std::ofstream f(out, std::ios::binary | std::ios::trunc);
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f) {
-      throw Error(ErrorKind::internal, fmt::format("cannot write '{}' while extracting the package", out.string()));
-    }
+    copy_entry(z.get(), e, out, m_path);
   }
   fs::path root = dest;
   if (!m_prefix.empty()) {

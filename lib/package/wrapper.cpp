@@ -171,7 +171,7 @@ std::optional<CallSite> call_site_of(std::string_view t, const std::set<std::str
 
 void parse_input_check(const std::vector<std::string_view>& lines, size_t first, size_t last, InputSpec& spec) {
   size_t rank = 0;
-  std::vector<std::pair<size_t, int64_t>> sizes, strides;
+  std::vector<std::pair<size_t, int64_t>> sizes, strides, mins, maxs;
   for (size_t i = first; i < last; ++i) {
     auto t = trim(lines[i]);
     if (t.find("_expected_dtype = aoti_torch_dtype_") != std::string_view::npos) {
@@ -197,6 +197,15 @@ void parse_input_check(const std::vector<std::string_view>& lines, size_t first,
       }
       size_t dim = static_cast<size_t>(*d);
       rank = std::max(rank, dim + 1);
+      // "if (arg4_1_size[0] < 2) {" and "> 64" bound a dynamic dim.
+      size_t close = t.find(']', p);
+      if (kind == "_size[" && t.rfind("if (", 0) == 0 && close != std::string_view::npos &&
+          close + 4 < t.size() && (t.compare(close + 1, 3, " < ") == 0 || t.compare(close + 1, 3, " > ") == 0)) {
+        auto v = parse_int(t.substr(close + 4, t.find(')', close) - close - 4));
+        if (v) {
+          (t[close + 2] == '<' ? mins : maxs).push_back({dim, *v});
+        }
+      }
       // "if (4 != arg4_1_size[0]) {" pins the value.
       if (t.rfind("if (", 0) == 0) {
         size_t ne = t.find(" != ");
@@ -215,6 +224,14 @@ void parse_input_check(const std::vector<std::string_view>& lines, size_t first,
   }
   for (auto [d, v] : strides) {
     spec.strides[d] = v;
+  }
+  spec.dim_min.assign(rank, std::nullopt);
+  spec.dim_max.assign(rank, std::nullopt);
+  for (auto [d, v] : mins) {
+    spec.dim_min[d] = v;
+  }
+  for (auto [d, v] : maxs) {
+    spec.dim_max[d] = v;
   }
 }
 

@@ -28,6 +28,8 @@ struct InputSpec {
   std::string dtype;                     // "float32"; "" when unknown
   std::vector<std::optional<int64_t>> shape;    // nullopt for a dynamic dim; empty when unknown
   std::vector<std::optional<int64_t>> strides;
+  std::vector<std::optional<int64_t>> dim_min;  // bounds of dynamic dims, where the checks name them
+  std::vector<std::optional<int64_t>> dim_max;
   std::optional<int> device_type;        // 0 cpu, 1 cuda, ...
   bool known() const { return !dtype.empty(); }
 };

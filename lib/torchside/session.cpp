@@ -169,7 +169,18 @@ std::vector<std::string> Session::check_inputs(const WrapperInfo& wrapper, const
                            std::to_string(spec.shape.size()));
       } else {
         for (size_t d = 0; d < spec.shape.size(); ++d) {
-          if (spec.shape[d] && *spec.shape[d] != t.size(static_cast<int64_t>(d))) {
+          int64_t got = t.size(static_cast<int64_t>(d));
+          if (d < spec.dim_min.size() && spec.dim_min[d] && got < *spec.dim_min[d]) {
+            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
+                               ", the model takes at least " + std::to_string(*spec.dim_min[d]));
+            break;
+          }
+          if (d < spec.dim_max.size() && spec.dim_max[d] && got > *spec.dim_max[d]) {
+            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
+                               ", the model takes at most " + std::to_string(*spec.dim_max[d]));
+            break;
+          }
+          if (spec.shape[d] && *spec.shape[d] != got) {
             std::ostringstream want, got;
             want << "[";
             for (size_t k = 0; k < spec.shape.size(); ++k) {

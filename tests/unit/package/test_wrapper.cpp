@@ -65,6 +65,8 @@ static void check_input_0(AtenTensorHandle* input_handles) {
     int32_t arg0_1_expected_dtype = aoti_torch_dtype_int64();
     if (arg0_1_size[0] < 2) {
     }
+    if (arg0_1_size[0] > 64) {
+    }
     if (16 != arg0_1_size[1]) {
     }
 }
@@ -93,6 +95,9 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   REQUIRE(w.inputs[0].shape.size() == 2);
   CHECK_FALSE(w.inputs[0].shape[0].has_value());
   CHECK(w.inputs[0].shape[1] == 16);
+  CHECK(w.inputs[0].dim_min[0] == 2);
+  CHECK(w.inputs[0].dim_max[0] == 64);
+  CHECK_FALSE(w.inputs[0].dim_min[1].has_value());
 }
 
 TEST_CASE("parse_wrapper: empty source finds nothing") {
