@@ -16,7 +16,14 @@ std::string run_for_line(const std::vector<std::string>& argv) {
   spec.env = current_environment();
   spec.timeout_s = 10;
   spec.kill_grace_s = 1;
+  // The tails come from files: give the streams one each, removed afterwards.
+  std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("aoti-bisect-env-" + std::to_string(::getpid()));
+  spec.stdout_path = tmp.string() + ".out";
+  spec.stderr_path = tmp.string() + ".err";
   ExitStatus st = run_process(spec);
+  std::error_code ec;
+  std::filesystem::remove(spec.stdout_path, ec);
+  std::filesystem::remove(spec.stderr_path, ec);
   if (!st.ok()) {
     return "";
   }

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "job/job.hpp"
 
 using namespace aoti_bisect;
@@ -28,3 +30,15 @@ TEST_CASE("git_bisect_exit_code: good, bad, skip, abort") {
 }
 
 TEST_SUITE_END();
+
+#include "job/environment.hpp"
+
+TEST_CASE("probe_host_environment: OS always; Python when python3 is on PATH") {
+  aoti_bisect::Environment env;
+  aoti_bisect::probe_host_environment(env);
+  CHECK(env.os.rfind("Linux ", 0) == 0);
+  if (std::system("python3 --version >/dev/null 2>&1") == 0) {
+    CHECK(env.python_version.size() >= 3);
+    CHECK(env.python_version.find('.') != std::string::npos);
+  }
+}
