@@ -370,6 +370,16 @@ SiteEvidence read_site_evidence(const std::vector<nlohmann::json>& events, int l
   return ev;
 }
 
+void record_search(Context& ctx, Bisection& bis, const SearchResult& sr) {
+  bis.runs += sr.runs;
+  bis.status = std::string(search_status_name(sr.status));
+  for (const auto& st : sr.steps) {
+    bis.steps.push_back({st.lo, st.hi, st.purpose, std::string(step_verdict_name(st.probe.verdict)), st.probe.runs,
+                         st.probe.agreeing, redact_paths(st.probe.note)});
+  }
+  ctx.save();
+}
+
 BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   const RunOptions& opt = ctx.opt;
   Predicate pred = predicate_for(s.kind);
@@ -495,17 +505,11 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
     return aggregate(answers);
   };
   SearchResult sr = find_first_bad(n, strategy, oracle);
-  bis.runs += sr.runs;
-  bis.status = std::string(search_status_name(sr.status));
   bis.message = sr.message;
-  for (const auto& st : sr.steps) {
-    bis.steps.push_back({st.lo, st.hi, st.purpose, std::string(step_verdict_name(st.probe.verdict)), st.probe.runs,
-                         st.probe.agreeing, redact_paths(st.probe.note)});
-  }
+  record_search(ctx, bis, sr);
   if (interrupt_requested()) {
     return {Verdict::interrupted, ""};
   }
-  ctx.save();
   if (sr.status == SearchResult::Status::inconclusive) {
     return {Verdict::inconclusive, "the search was inconclusive: " + sr.message};
   }

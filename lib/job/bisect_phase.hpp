@@ -50,6 +50,10 @@ SiteEvidence read_site_evidence(const std::vector<nlohmann::json>& events, int l
 // common answer if all agree, else inconclusive (shared with guide mode).
 Probe aggregate_answers(const std::vector<Probe>& answers);
 
+// Copies a finished search into the report's bisection (runs, status, steps)
+// and saves the report.
+void record_search(Context& ctx, Bisection& bis, const SearchResult& sr);
+
 // The upper bound "N" of "index out of bounds: 0 <= tmp21 < 5L", if the line has one.
 std::optional<int64_t> index_bound_of(const std::string& error_line);
 

@@ -614,19 +614,13 @@ BisectOutcome run_guide_mode(Context& ctx, const BisectSetup& s, const GuideRequ
 
   GuideSearch search(ctx, s, req);
   SearchResult sr = find_first_bad(n, req.strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
-  bis.runs += sr.runs;
-  bis.status = std::string(search_status_name(sr.status));
   bis.message = prefix + fmt::format("guide mode: {} level-2 builds ({} from the cache)", ctx.report.builds.count,
                                      ctx.report.builds.cache_hits) +
                 (sr.message.empty() ? "" : "; " + sr.message);
-  for (const auto& st : sr.steps) {
-    bis.steps.push_back({st.lo, st.hi, st.purpose, std::string(step_verdict_name(st.probe.verdict)), st.probe.runs,
-                         st.probe.agreeing, redact_paths(st.probe.note)});
-  }
+  record_search(ctx, bis, sr);
   if (interrupt_requested()) {
     return {Verdict::interrupted, ""};
   }
-  ctx.save();
   if (sr.status == SearchResult::Status::inconclusive) {
     return {Verdict::inconclusive, "the search was inconclusive: " + sr.message};
   }
