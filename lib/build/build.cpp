@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "package/package.hpp"
 #include "process/process.hpp"
 
 namespace aoti_bisect {
@@ -331,6 +332,20 @@ void validate(const BuildRequest& request) {
     }
   }
   require_file(request.exported_program, "exported program");
+  // A compiled package given where its exported program belongs: say so
+  // before Python fails to deserialize it.
+  std::optional<Package> pkg;
+  try {
+    pkg = Package::open(request.exported_program);
+  } catch (const Error&) {
+    return;  // not an AOTI package: a torch.export.save file, as expected
+  }
+  if (pkg->exported_programs().empty()) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("'{}' is an AOTInductor package without an exported program inside; give the model's "
+                            "exported program (torch.export.save)",
+                            display_path(request.exported_program)));
+  }
 }
 
 // A plain YAML scalar read by the YAML 1.2 core schema (yaml-cpp's own

@@ -218,3 +218,13 @@ TEST_CASE("wrong values (mismatch) are reproduced but not yet bisected: exit 3 w
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("e2e/bisect");
+
+TEST_CASE("a compiled package given as the exported program: one clear line, not a Python traceback") {
+  auto r = run_tool({"build", example("healthy.pt2").string(), "--cache-dir", "build-cache-misuse"}, "");
+  CHECK(r.code() == 4);
+  CHECK(r.err.find("is an AOTInductor package without an exported program inside") != std::string::npos);
+}
+
+TEST_SUITE_END();
