@@ -355,11 +355,11 @@ std::string culprit_section(const Culprit& c) {
       if (!p.tensor.empty()) {
         out += ", which wrote " + code(p.tensor);
       }
-    } else {
+    } else if (p.why.rfind("graph input", 0) != 0) {
       out += "graph input " + code(p.tensor);
     }
     if (!p.why.empty()) {
-      out += ": " + plain(p.why);
+      out += (p.call_index || p.why.rfind("graph input", 0) != 0 ? ": " : "") + plain(p.why);
     }
     out += "  \n";
   }
