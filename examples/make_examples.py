@@ -511,6 +511,14 @@ def build_one(name, out_dir):
         torch.save(inputs, stage.path(files["inputs"]))
         if expected is not None:
             torch.save(expected, stage.path(files["expected"]))
+        # An aoti-bisect config with the Inductor configs the package was built
+        # with: the instrumented build needs them (AOTI packages do not record them).
+        files["config"] = f"{name}.config.yaml"
+        with open(stage.path(files["config"]), "w") as f:
+            f.write(f"# aoti-bisect --config for the {name} example\n")
+            f.write("inductor_configs:\n" if configs else "inductor_configs: {}\n")
+            for key, value in configs.items():
+                f.write(f"  {key}: {json.dumps(value)}\n")
         if name == "nan_midway":
             # The same model as one archive holding both the exported program
             # and the AOTI files (package_pt2), for tools that find the
