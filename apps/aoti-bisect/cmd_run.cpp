@@ -39,6 +39,8 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("package", o.package, "the .pt2 package (aoti_compile_and_package)")->required();
   cmd->add_option("--inputs", o.inputs, "inputs saved with torch.save (a tuple of tensors in input order)")->required();
   cmd->add_option("--reference", o.reference, "expected outputs saved with torch.save; enables the mismatch check");
+  cmd->add_flag("--against-eager", o.run.against_eager,
+                "without --reference: compare with the exported program run eagerly on the same inputs");
   cmd->add_option("--model", o.run.model, "model name inside the package (default: the only one)");
   cmd->add_option("--out", o.out, "directory for report.json, report.md and the runs' files")->capture_default_str();
   cmd->add_option("--config", o.config, "YAML config: variants, environment, repeats, timeout, tolerance, inductor_configs");

@@ -18,6 +18,11 @@ beside OUT, then renamed over it). RESULT.json is always written:
 Exit status: 0 built, 3 load or compile error, 4 torch cannot be imported,
 2 bad arguments.
 
+With --eager-inputs IN.pt --eager-out OUT.pt instead of --configs/--level/
+--out, it runs the exported program eagerly on the inputs (a torch.save file
+of tensors flattened in input order, as aoti-bisect takes them) and saves the
+outputs, flattened, as a tuple (the reference for --against-eager).
+
 Inductor's compile cache goes where TORCHINDUCTOR_CACHE_DIR says (the driver
 sets it when the user has not). Python 3.9+.
 """
@@ -157,15 +162,49 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="aoti_bisect_build.py", description=__doc__.splitlines()[0])
     p.add_argument("--exported-program", required=True)
     p.add_argument("--model-name", default="model")
-    p.add_argument("--configs", required=True, help="JSON file: inductor configs")
-    p.add_argument("--level", required=True, type=int, choices=[1, 2, 3])
+    p.add_argument("--configs", help="JSON file: inductor configs")
+    p.add_argument("--level", type=int, choices=[1, 2, 3])
     p.add_argument("--filter", default="", help="kernel names, comma-separated (level 2)")
-    p.add_argument("--out", required=True, help="the package to write (.pt2)")
+    p.add_argument("--out", help="the package to write (.pt2)")
+    p.add_argument("--eager-inputs", help="inputs (torch.save) to run the exported program on eagerly")
+    p.add_argument("--eager-out", help="where to save the eager outputs (torch.save)")
     p.add_argument("--result", required=True, help="the result JSON to write")
     args = p.parse_args(argv)
+    if args.eager_inputs or args.eager_out:
+        if not (args.eager_inputs and args.eager_out):
+            p.error("--eager-inputs and --eager-out go together")
+        return args
+    if not (args.configs and args.level and args.out):
+        p.error("--configs, --level and --out are required for a build")
     if not args.out.endswith(".pt2"):
         p.error("--out must end in .pt2")
     return args
+
+
+def flatten_inputs(value, out):
+    """Tensors of a torch.save'd value in order: tuples, lists, dict values."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            flatten_inputs(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            flatten_inputs(v, out)
+    else:
+        out.append(value)
+    return out
+
+
+def run_eager(torch, ep, inputs_path, out_path):
+    import torch.utils._pytree as pytree
+
+    flat = flatten_inputs(torch.load(inputs_path, weights_only=True), [])
+    args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
+    with torch.no_grad():
+        outputs = ep.module()(*args, **kwargs)
+    leaves = [t.detach().cpu() for t in pytree.tree_leaves(outputs) if isinstance(t, torch.Tensor)]
+    tmp = f"{out_path}.tmp-{os.getpid()}"
+    torch.save(tuple(leaves), tmp)
+    os.replace(tmp, out_path)
 
 
 def run(args):
@@ -182,6 +221,21 @@ def run(args):
         write_json_atomic(args.result, result)
         return EXIT_NO_TORCH
     result["torch_version"] = torch.__version__
+
+    if args.eager_inputs:
+        try:
+            ep = load_exported_program(torch, args.exported_program, args.model_name)
+            run_eager(torch, ep, args.eager_inputs, args.eager_out)
+        except Exception as e:
+            traceback.print_exc()
+            result.update(error=first_useful_line(e), error_kind="eager")
+            result["seconds"] = round(time.monotonic() - start, 3)
+            write_json_atomic(args.result, result)
+            return EXIT_FAILED
+        result.update(ok=True)
+        result["seconds"] = round(time.monotonic() - start, 3)
+        write_json_atomic(args.result, result)
+        return EXIT_OK
 
     try:
         with open(args.configs, encoding="utf-8") as f:

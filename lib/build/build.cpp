@@ -70,8 +70,8 @@ std::optional<fs::path> find_program(const std::string& name) {
   return std::nullopt;
 }
 
-fs::path resolve_python(const BuildRequest& request) {
-  std::string name = request.python;
+fs::path resolve_python(const std::string& requested) {
+  std::string name = requested;
   if (name.empty()) {
     name = env_or_empty("AOTI_BISECT_PYTHON");
   }
@@ -418,7 +418,7 @@ BuildResult build_instrumented(const BuildRequest& request) {
     throw Error(ErrorKind::cannot_test,
                 fmt::format("cannot create the build cache '{}': {}", display_path(cache), ec.message()));
   }
-  fs::path python = resolve_python(request);
+  fs::path python = resolve_python(request.python);
   WorkDir work(cache / "tmp");
 
   BuildResult result;
@@ -450,6 +450,49 @@ BuildResult build_instrumented(const BuildRequest& request) {
   // Written last: an entry counts as present only once its record is there.
   publish(work, entry_path, record.dump(2) + "\n");
   result.compile_seconds = compiled.compile_seconds;
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+EagerResult compute_eager_reference(const EagerRequest& request) {
+  auto start = Clock::now();
+  require_file(request.exported_program, "exported program");
+  require_file(request.inputs, "inputs file");
+  fs::path cache = fs::absolute(request.cache_dir.empty() ? default_cache_dir() : request.cache_dir);
+  std::error_code ec;
+  fs::create_directories(cache, ec);
+  fs::path python = resolve_python(request.python);
+  WorkDir work(cache / "tmp");
+  EagerResult result;
+  result.torch_version = query_torch_version(python, work);
+  fs::path helper = write_helper(cache, work);
+  fs::path out = work.path() / "eager-outputs.pt";
+  SpawnSpec spec;
+  spec.argv = {python.string(), helper.string(),
+               "--exported-program", fs::absolute(request.exported_program).string(),
+               "--model-name", request.model_name,
+               "--eager-inputs", fs::absolute(request.inputs).string(),
+               "--eager-out", out.string(),
+               "--result", (work.path() / "result.json").string()};
+  spec.env = current_environment();
+  spec.cwd = work.path();
+  spec.stdout_path = work.path() / "helper.stdout";
+  spec.stderr_path = work.path() / "helper.stderr";
+  spec.timeout_s = request.timeout_s;
+  spec.tail_bytes = 64 * 1024;
+  ExitStatus status = run_process(spec);
+  if (status.how == ExitStatus::How::timed_out) {
+    throw Error(ErrorKind::cannot_test, fmt::format("the eager run timed out after {:g} s", request.timeout_s));
+  }
+  if (!status.ok() || !fs::is_regular_file(out, ec)) {
+    throw Error(ErrorKind::cannot_test, fmt::format("the eager run of the exported program failed: {}",
+                                                    failure_line(status, work.path() / "result.json")));
+  }
+  fs::create_directories(fs::absolute(request.out).parent_path(), ec);
+  fs::copy_file(out, request.out, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}': {}", request.out.string(), ec.message()));
+  }
   result.seconds = seconds_since(start);
   return result;
 }

@@ -53,6 +53,25 @@ BuildResult build_instrumented(const BuildRequest& request);
 // configs; throws Error(usage) for a missing '='.
 void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_value);
 
+// --against-eager: the exported program run eagerly (by the same Python
+// helper) on the inputs; its outputs, flattened, saved to `out` with
+// torch.save. Throws Error(cannot_test) with one line when Python, torch, the
+// exported program or the run fails.
+struct EagerRequest {
+  std::filesystem::path exported_program;
+  std::string model_name = "model";
+  std::filesystem::path inputs;
+  std::filesystem::path out;
+  std::filesystem::path cache_dir;  // where the helper script is kept; empty: default_cache_dir()
+  double timeout_s = 600;
+  std::string python;
+};
+struct EagerResult {
+  double seconds = 0;
+  std::string torch_version;
+};
+EagerResult compute_eager_reference(const EagerRequest& request);
+
 // The embedded helper's source (lib/build/aoti_bisect_build.py).
 std::string_view build_helper_source();
 

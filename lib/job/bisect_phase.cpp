@@ -189,19 +189,6 @@ Probe aggregate(const std::vector<Probe>& answers) {
 
 std::string site_label(int site, const std::string& kernel) { return fmt::format("call site {} {}", site, kernel); }
 
-std::optional<std::string> find_exported_program(const RunOptions& opt, const BisectSetup& s, std::string& name) {
-  name = "model";
-  if (!opt.exported_program.empty()) {
-    return opt.exported_program.string();
-  }
-  const auto& eps = s.pkg.exported_programs();
-  if (!eps.empty()) {
-    name = std::find(eps.begin(), eps.end(), s.model.name) != eps.end() ? s.model.name : eps.front();
-    return s.pkg.path().string();
-  }
-  return std::nullopt;
-}
-
 void compare_call_sites(Report& report, const WrapperInfo& original, const WrapperInfo& instrumented) {
   if (original.call_sites.empty() || instrumented.call_sites.empty()) {
     return;
@@ -334,6 +321,20 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
 
 Probe aggregate_answers(const std::vector<Probe>& answers) { return aggregate(answers); }
 
+std::optional<std::string> find_exported_program(const RunOptions& opt, const Package& pkg, const ModelFiles& model,
+                                                 std::string& name) {
+  name = "model";
+  if (!opt.exported_program.empty()) {
+    return opt.exported_program.string();
+  }
+  const auto& eps = pkg.exported_programs();
+  if (!eps.empty()) {
+    name = std::find(eps.begin(), eps.end(), model.name) != eps.end() ? model.name : eps.front();
+    return pkg.path().string();
+  }
+  return std::nullopt;
+}
+
 std::optional<int64_t> index_bound_of(const std::string& line) {
   static const std::regex re(R"(index out of bounds[^<]*<=[^<]*<\s*(-?\d+))");
   std::smatch m;
@@ -389,7 +390,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
             "version"};
   }
   std::string ep_model;
-  auto ep = find_exported_program(opt, s, ep_model);
+  auto ep = find_exported_program(opt, s.pkg, s.model, ep_model);
   if (!ep) {
     return {Verdict::not_isolated,
             "naming the kernel needs the exported program: give --exported-program EP.pt2 (torch.export.save of the "

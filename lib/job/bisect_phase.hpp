@@ -54,6 +54,11 @@ Probe aggregate_answers(const std::vector<Probe>& answers);
 // and saves the report.
 void record_search(Context& ctx, Bisection& bis, const SearchResult& sr);
 
+// The exported program to rebuild from: --exported-program, else the one
+// inside the package (package_pt2); `name` is set to its model name.
+std::optional<std::string> find_exported_program(const RunOptions& opt, const Package& pkg, const ModelFiles& model,
+                                                 std::string& name);
+
 // The upper bound "N" of "index out of bounds: 0 <= tmp21 < 5L", if the line has one.
 std::optional<int64_t> index_bound_of(const std::string& error_line);
 

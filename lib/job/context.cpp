@@ -102,8 +102,8 @@ SpawnSpec Context::child_spec(const ChildRequest& req) const {
                "--inputs", fs::absolute(opt.inputs).string(),
                "--events", fs::absolute(dir / "events.jsonl").string(),
                "--outputs", fs::absolute(dir / "outputs.pt").string()};
-  if (!opt.reference.empty()) {
-    spec.argv.insert(spec.argv.end(), {"--reference", fs::absolute(opt.reference).string(), "--atol",
+  if (!reference.empty()) {
+    spec.argv.insert(spec.argv.end(), {"--reference", fs::absolute(reference).string(), "--atol",
                                        fmt::format("{:g}", tolerance.atol), "--rtol", fmt::format("{:g}", tolerance.rtol)});
   }
   if (req.probe_plan) {

@@ -56,6 +56,7 @@ struct Context {
   std::filesystem::path out_dir;
   std::string model;
   std::string device_key;
+  std::filesystem::path reference;  // --reference, or the eager outputs (--against-eager); empty = none
   Tolerance tolerance;
   double timeout_s = 300;
   double start = now_s();

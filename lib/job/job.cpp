@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "job/environment.hpp"
 #include "bisect/bisect.hpp"
+#include "build/build.hpp"
 #include "job/bisect_phase.hpp"
 #include "job/context.hpp"
 #include "job/runner_protocol.hpp"
@@ -61,6 +62,11 @@ std::string reproduce_command(const RunOptions& opt, const std::map<std::string,
   parts.push_back("--inputs " + shell_quote(display_path(opt.inputs)));
   if (!opt.reference.empty()) {
     parts.push_back("--reference " + shell_quote(display_path(opt.reference)));
+  } else if (opt.against_eager) {
+    parts.push_back("--against-eager");
+    if (!opt.exported_program.empty()) {
+      parts.push_back("--exported-program " + shell_quote(display_path(opt.exported_program)));
+    }
   }
   parts.push_back("--no-matrix --no-bisect");
   return fmt::format("{}", fmt::join(parts, " "));
@@ -293,6 +299,28 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
   UserConfig planned = user;
   for (const auto& [k, v] : opt.env) {
     planned.env[k] = v;
+  }
+  ctx.reference = opt.reference;
+  if (opt.against_eager && opt.reference.empty()) {
+    std::string ep_model;
+    auto ep = find_exported_program(opt, *pkg, *model, ep_model);
+    if (!ep) {
+      throw Error(ErrorKind::usage, "--against-eager needs the exported program: give --exported-program EP.pt2");
+    }
+    ctx.begin_phase("reference", "the exported program run eagerly on the inputs");
+    EagerRequest req;
+    req.exported_program = *ep;
+    req.model_name = ep_model;
+    req.inputs = opt.inputs;
+    req.out = ctx.out_dir / "eager-reference.pt";
+    req.cache_dir = opt.cache_dir;
+    try {
+      compute_eager_reference(req);
+    } catch (const Error& e) {
+      return fail(ctx, e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what());
+    }
+    ctx.reference = req.out;
+    ctx.report.reference_path = display_path(req.out) + " (eager, from the exported program)";
   }
   std::vector<PlannedRun> plan = plan_matrix(profile, planned, opt.repeats);
   if (opt.no_matrix || opt.bisect_only) {

@@ -32,6 +32,7 @@ struct RunOptions {
   std::string model;                           // "" = the only one
   std::filesystem::path inputs;
   std::filesystem::path reference;             // empty = none
+  bool against_eager = false;                  // no reference file: compute it from the exported program
   std::filesystem::path out_dir = "aoti-bisect-out";
   std::filesystem::path config;                // empty = none
   std::string backend;                         // "" = from the package's device key

@@ -210,3 +210,30 @@ TEST_CASE("Ctrl-C: children are killed, the partial report is written, exit 130"
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("e2e/run");
+
+TEST_CASE("--against-eager: the exported program run eagerly is the reference") {
+  auto wrong = run_tool({"run", example("relu_accuracy.pt2").string(), "--inputs",
+                         example("relu_accuracy.inputs.pt").string(), "--against-eager", "--exported-program",
+                         example("relu_accuracy.ep.pt2").string(), "--repeats", "1"},
+                        "out");
+  CHECK(wrong.code() == 3);
+  CHECK(wrong.report["failure"]["kind"] == "mismatch");
+  CHECK(wrong.report["reference"].get<std::string>().find("eager") != std::string::npos);
+  CHECK(wrong.report["runs"][0]["comparison"]["max_abs_error"].get<double>() > 1.0);
+
+  auto right = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
+                         "--against-eager", "--exported-program", example("healthy.ep.pt2").string(), "--no-matrix"},
+                        "out2");
+  CHECK(right.code() == 0);
+  CHECK(right.report["runs"][0]["comparison"]["within_tolerance"] == true);
+
+  auto missing = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
+                           "--against-eager"},
+                          "out3");
+  CHECK(missing.code() == 2);
+  CHECK(missing.err.find("--against-eager needs the exported program") != std::string::npos);
+}
+
+TEST_SUITE_END();
