@@ -207,6 +207,15 @@ def run_eager(torch, ep, inputs_path, out_path):
     os.replace(tmp, out_path)
 
 
+def load_step(torch, args):
+    try:
+        return load_exported_program(torch, args.exported_program, args.model_name)
+    except StepError:
+        raise
+    except Exception as e:
+        raise StepError("load", first_useful_line(e)) from e
+
+
 def run(args):
     result = {"ok": False, "seconds": 0.0, "error": None, "error_kind": None}
     start = time.monotonic()
@@ -222,38 +231,25 @@ def run(args):
         return EXIT_NO_TORCH
     result["torch_version"] = torch.__version__
 
-    if args.eager_inputs:
-        try:
-            ep = load_exported_program(torch, args.exported_program, args.model_name)
-            run_eager(torch, ep, args.eager_inputs, args.eager_out)
-        except Exception as e:
-            traceback.print_exc()
-            result.update(error=first_useful_line(e), error_kind="eager")
-            result["seconds"] = round(time.monotonic() - start, 3)
-            write_json_atomic(args.result, result)
-            return EXIT_FAILED
-        result.update(ok=True)
-        result["seconds"] = round(time.monotonic() - start, 3)
-        write_json_atomic(args.result, result)
-        return EXIT_OK
-
     try:
-        with open(args.configs, encoding="utf-8") as f:
-            user_configs = json.load(f)
-        if not isinstance(user_configs, dict):
-            raise StepError("load", f"--configs '{args.configs}' must hold a JSON object")
-        kernel_filter = [k.strip() for k in args.filter.split(",") if k.strip()]
-        configs = inductor_configs(user_configs, args.level, kernel_filter)
-        try:
-            ep = load_exported_program(torch, args.exported_program, args.model_name)
-        except StepError:
-            raise
-        except Exception as e:
-            raise StepError("load", first_useful_line(e)) from e
-        try:
-            compile_package(torch, ep, configs, args.out)
-        except Exception as e:
-            raise StepError("compile", first_useful_line(e)) from e
+        if args.eager_inputs:
+            ep = load_step(torch, args)
+            try:
+                run_eager(torch, ep, args.eager_inputs, args.eager_out)
+            except Exception as e:
+                raise StepError("eager", first_useful_line(e)) from e
+        else:
+            with open(args.configs, encoding="utf-8") as f:
+                user_configs = json.load(f)
+            if not isinstance(user_configs, dict):
+                raise StepError("load", f"--configs '{args.configs}' must hold a JSON object")
+            kernel_filter = [k.strip() for k in args.filter.split(",") if k.strip()]
+            configs = inductor_configs(user_configs, args.level, kernel_filter)
+            ep = load_step(torch, args)
+            try:
+                compile_package(torch, ep, configs, args.out)
+            except Exception as e:
+                raise StepError("compile", first_useful_line(e)) from e
     except StepError as e:
         traceback.print_exc()
         result.update(error=e.line, error_kind=e.kind)

@@ -265,6 +265,19 @@ std::string failure_line(const ExitStatus& status, const fs::path& result_path) 
   return line.empty() ? status.describe() : line;
 }
 
+// The helper runs in the work folder, its streams in files there.
+SpawnSpec helper_spec(std::vector<std::string> argv, const WorkDir& work, double timeout_s) {
+  SpawnSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = current_environment();
+  spec.cwd = work.path();
+  spec.stdout_path = work.path() / "helper.stdout";
+  spec.stderr_path = work.path() / "helper.stderr";
+  spec.timeout_s = timeout_s;
+  spec.tail_bytes = 64 * 1024;
+  return spec;
+}
+
 struct Compiled {
   double compile_seconds = 0;
 };
@@ -276,19 +289,12 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
   publish(work, work.path() / "configs.json", request.inductor_configs.dump(2) + "\n");
   fs::path out = work.path() / dest.filename();
 
-  SpawnSpec spec;
-  spec.argv = helper_argv(python, helper, request, work.path(), out);
-  spec.env = current_environment();
+  SpawnSpec spec = helper_spec(helper_argv(python, helper, request, work.path(), out), work, request.timeout_s);
   // Inductor's compile cache stays beside ours (not in /tmp) unless the user
   // chose a place for it.
   if (spec.env.count("TORCHINDUCTOR_CACHE_DIR") == 0) {
     spec.env["TORCHINDUCTOR_CACHE_DIR"] = (cache / "inductor").string();
   }
-  spec.cwd = work.path();
-  spec.stdout_path = work.path() / "helper.stdout";
-  spec.stderr_path = work.path() / "helper.stderr";
-  spec.timeout_s = request.timeout_s;
-  spec.tail_bytes = 64 * 1024;
   ExitStatus status = run_process(spec);
 
   if (status.how == ExitStatus::How::timed_out) {
@@ -467,19 +473,13 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   result.torch_version = query_torch_version(python, work);
   fs::path helper = write_helper(cache, work);
   fs::path out = work.path() / "eager-outputs.pt";
-  SpawnSpec spec;
-  spec.argv = {python.string(), helper.string(),
-               "--exported-program", fs::absolute(request.exported_program).string(),
-               "--model-name", request.model_name,
-               "--eager-inputs", fs::absolute(request.inputs).string(),
-               "--eager-out", out.string(),
-               "--result", (work.path() / "result.json").string()};
-  spec.env = current_environment();
-  spec.cwd = work.path();
-  spec.stdout_path = work.path() / "helper.stdout";
-  spec.stderr_path = work.path() / "helper.stderr";
-  spec.timeout_s = request.timeout_s;
-  spec.tail_bytes = 64 * 1024;
+  SpawnSpec spec = helper_spec({python.string(), helper.string(),
+                                "--exported-program", fs::absolute(request.exported_program).string(),
+                                "--model-name", request.model_name,
+                                "--eager-inputs", fs::absolute(request.inputs).string(),
+                                "--eager-out", out.string(),
+                                "--result", (work.path() / "result.json").string()},
+                               work, request.timeout_s);
   ExitStatus status = run_process(spec);
   if (status.how == ExitStatus::How::timed_out) {
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run timed out after {:g} s", request.timeout_s));
