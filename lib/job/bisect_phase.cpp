@@ -157,7 +157,9 @@ Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi) {
   return p;
 }
 
-Probe aggregate(const std::vector<Probe>& answers) {
+}  // namespace
+
+Probe aggregate_answers(const std::vector<Probe>& answers) {
   Probe out;
   out.runs = static_cast<int>(answers.size());
   for (const auto& a : answers) {
@@ -186,6 +188,8 @@ Probe aggregate(const std::vector<Probe>& answers) {
   }
   return out;
 }
+
+namespace {
 
 std::string site_label(int site, const std::string& kernel) { return fmt::format("call site {} {}", site, kernel); }
 
@@ -319,7 +323,6 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
 
 }  // namespace
 
-Probe aggregate_answers(const std::vector<Probe>& answers) { return aggregate(answers); }
 
 std::optional<std::string> find_exported_program(const RunOptions& opt, const Package& pkg, const ModelFiles& model,
                                                  std::string& name) {
@@ -483,7 +486,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
                               trace.cls.first_line);
     return {Verdict::not_isolated, bis.message};
   }
-  int n = pred == Predicate::fault ? std::max(tev.sites, 1) : std::max(tev.sites, 1);
+  int n = std::max(tev.sites, 1);
 
   Oracle oracle = [&](int lo, int hi) -> Probe {
     ProbePlan plan;
@@ -503,7 +506,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
       }
       answers.push_back(answer_of(pred, res, lo, hi));
     }
-    return aggregate(answers);
+    return aggregate_answers(answers);
   };
   SearchResult sr = find_first_bad(n, strategy, oracle);
   bis.message = sr.message;

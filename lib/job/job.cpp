@@ -1,6 +1,5 @@
 #include "job/job.hpp"
 
-#include <chrono>
 #include <functional>
 #include <map>
 #include <unistd.h>
