@@ -122,6 +122,35 @@ EXAMPLES = {
         culprit_call_index=28,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "log1p_accuracy": dict(
+        description="compiled with cpp.inject_log1p_bug_TESTING_ONLY='accuracy' (log1p(x) becomes x + 1): "
+        "runs, finite, wrong values",
+        outcome="mismatch",
+        bug="Inductor's testing-only bug injection: the kernel holding log1p(|h|) (fused with abs) computes "
+        "|h| + 1 instead; every later value inherits the error. expected.pt holds the correct eager result",
+        culprit_pattern=r"log1p",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "late_accuracy": dict(
+        description="the deep residual stack (37 call sites) with log1p in its 13th block, compiled with "
+        "cpp.inject_log1p_bug_TESTING_ONLY='accuracy': a wrong value starts late in the run",
+        outcome="mismatch",
+        bug="block 12 (0-based) of 16 computes h + log1p(|layer_norm(Linear(h))|), and the injected bug makes "
+        "log1p(x) = x + 1 in that block's cpp kernel (cpp_fused_abs_add_log1p_native_layer_norm_*), at call site "
+        "28 of 37; the other blocks use gelu. Every later kernel inherits the error; the first to introduce it is "
+        "the log1p kernel. expected.pt holds the correct eager result",
+        culprit_pattern=r"log1p",
+        culprit_call_index=28,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "rounding_healthy": dict(
+        description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
+        "fused pointwise chains, whose compiled values differ from eager only by float rounding",
+        outcome="ok",
+        bug=None,
+        culprit_pattern=None,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
 }
 
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error")
@@ -303,21 +332,22 @@ DEEP_BLOCKS = 16
 DEEP_NAN_BLOCK = 12
 
 
-def build_deep_late_nan():
+def _deep_stack(odd_block):
+    """16 residual blocks of Linear + layer_norm + gelu (37 call sites); block
+    DEEP_NAN_BLOCK computes h + odd_block(z) instead of h + gelu(z)."""
+
     class Block(nn.Module):
-        def __init__(self, make_nan):
+        def __init__(self, odd):
             super().__init__()
             self.fc = nn.Linear(H, H)
             self.ln = nn.LayerNorm(H)
-            self.make_nan = make_nan
+            self.odd = odd
 
         def forward(self, h):
             z = self.ln(self.fc(h))  # addmm, then one cpp kernel for the rest of the block
-            if self.make_nan:
-                return h + torch.sqrt(z)  # about half of z is negative: NaN
-            return h + F.gelu(z)
+            return h + (odd_block(z) if self.odd else F.gelu(z))
 
-    class DeepLateNan(nn.Module):
+    class DeepStack(nn.Module):
         def __init__(self):
             super().__init__()
             self.ln = nn.LayerNorm(D)
@@ -332,8 +362,62 @@ def build_deep_late_nan():
             y = F.softmax(self.head(h), dim=-1)  # addmm, softmax kernel
             return (y,)
 
+    return DeepStack()
+
+
+def build_deep_late_nan():
+    # About half of the normalised z is negative: sqrt makes NaN.
+    return _deep_stack(torch.sqrt), (torch.randn(B, D),), {}
+
+
+def build_log1p_accuracy():
+    class Log1pNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H, H, 4)
+
+        def forward(self, x):
+            h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
+            h = torch.log1p(self.fc[1](h).abs())  # addmm, abs + log1p kernel (the injected bug)
+            h = torch.tanh(self.fc[2](h))  # addmm, tanh kernel
+            y = F.softmax(self.fc[3](h), dim=-1)  # addmm, softmax kernel
+            return y, h.sum(dim=-1)
+
     x = torch.randn(B, D)
-    return DeepLateNan(), (x,), {}
+    return Log1pNet(), (x,), {"cpp.inject_log1p_bug_TESTING_ONLY": "accuracy"}
+
+
+def build_late_accuracy():
+    # log1p(|z|) in one late block; the injected bug makes log1p(x) = x + 1.
+    model = _deep_stack(lambda z: torch.log1p(z.abs()))
+    return model, (torch.randn(B, D),), {"cpp.inject_log1p_bug_TESTING_ONLY": "accuracy"}
+
+
+def build_rounding_healthy():
+    W = 1024
+
+    class Rounding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(W, W)
+            self.ln = nn.LayerNorm(W)
+            self.fc2 = nn.Linear(W, W)
+            self.head = nn.Linear(W, 8)
+
+        def forward(self, x):
+            h = self.ln(self.fc1(x))  # 1024-long dot products, a 1024-wide mean and variance
+            h = F.gelu(h) * torch.sigmoid(h) + torch.tanh(0.5 * h) * h.exp().clamp(max=4.0)  # fused chain
+            h = self.fc2(h)
+            s = F.softmax(h, dim=-1)
+            v = (h * s).sum(-1, keepdim=True) / (h.abs().mean(-1, keepdim=True) + 1.0)
+            r = x.pow(2).mean(-1, keepdim=True).rsqrt()
+            y = self.head(h * r + v)
+            total = (x * x.cos()).sum()  # one 16384-element reduction
+            return y, total.reshape(1), s.max(dim=-1).values
+
+    x = torch.randn(16, W)
+    return Rounding(), (x,), {}
 
 
 BUILDERS = {
@@ -345,6 +429,9 @@ BUILDERS = {
     "relu_runtime_error": build_relu_runtime_error,
     "extern_overflow": build_extern_overflow,
     "deep_late_nan": build_deep_late_nan,
+    "log1p_accuracy": build_log1p_accuracy,
+    "late_accuracy": build_late_accuracy,
+    "rounding_healthy": build_rounding_healthy,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -525,6 +612,15 @@ def build_one(name, out_dir):
             # exported program inside the package.
             files["combined_package"] = f"{name}.combined.pt2"
             _package_combined(ep, stage.path(files["package"]), stage.path(files["combined_package"]))
+        if name == "rounding_healthy":
+            # A reference from "another machine": the eager outputs with one
+            # value moved by 1%. The outputs then differ from it while every
+            # kernel agrees with eager (the per-kernel search must say so).
+            off = list(expected)
+            off[0] = off[0].clone()
+            off[0][0, 0] = off[0][0, 0] * 1.01 + 1e-2
+            files["off_reference"] = f"{name}.off_reference.pt"
+            torch.save(tuple(off), stage.path(files["off_reference"]))
         if name == "healthy":
             # Inputs and a reference that do not fit, for the tool's bad-input tests.
             x = inputs[0]

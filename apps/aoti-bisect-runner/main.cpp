@@ -46,8 +46,8 @@ struct Options {
   std::string outputs;
   std::string reference;
   std::string probe_plan;
-  double atol = 1e-5;
-  double rtol = 1.3e-6;
+  std::string node_reference;
+  std::string tolerances;
 };
 
 int g_events_fd = -1;
@@ -149,6 +149,9 @@ int run(const Options& opt, ab::EventWriter& events) {
   if (!opt.probe_plan.empty()) {
     auto text = read_all(opt.probe_plan);
     auto plan = ab::probe_plan_from_json(nlohmann::json::parse(text, nullptr, false));
+    if (!opt.node_reference.empty()) {
+      ab::torchside::load_node_reference(opt.node_reference);
+    }
     ab::torchside::install_probes(plan, [&events](const std::string& type, nlohmann::json fields) {
       events.emit(type, std::move(fields));
     }, opt.device_key);
@@ -181,7 +184,11 @@ int run(const Options& opt, ab::EventWriter& events) {
     session.save_outputs(opt.outputs);
   }
   if (!opt.reference.empty()) {
-    events.emit("comparison", ab::to_json(session.compare(opt.reference, opt.atol, opt.rtol)));
+    ab::ToleranceTable tolerances;
+    if (!opt.tolerances.empty()) {
+      tolerances = ab::tolerance_table_from_json(nlohmann::json::parse(opt.tolerances, nullptr, false));
+    }
+    events.emit("comparison", ab::to_json(session.compare(opt.reference, tolerances)));
   }
   events.emit("done");
   return static_cast<int>(RunnerExit::ran);
@@ -201,8 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--outputs", opt.outputs, "where to write the outputs (torch.save format)");
   app.add_option("--reference", opt.reference, "expected outputs (torch.save format)");
   app.add_option("--probe-plan", opt.probe_plan, "probe plan (JSON) for an instrumented build");
-  app.add_option("--atol", opt.atol, "absolute tolerance");
-  app.add_option("--rtol", opt.rtol, "relative tolerance");
+  app.add_option("--node-reference", opt.node_reference, "per-node eager values for the probes (torch.save dict)");
+  app.add_option("--tolerances", opt.tolerances, "per-dtype tolerances (JSON) for --reference");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -48,8 +48,8 @@ void add_common_options(CLI::App* cmd, Opts& o) {
       ->check(CLI::IsMember({"cpu", "cuda", "rocm"}));
   cmd->add_option("--timeout", o.timeout, "seconds before a child run is killed (default: from the profile, 300)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--atol", o.atol, "absolute tolerance against --reference (default 1e-5)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", o.rtol, "relative tolerance against --reference (default 1.3e-6)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--atol", o.atol, "absolute tolerance for every dtype (default: per dtype, from the profile)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", o.rtol, "relative tolerance (of the tensor's largest |reference|) for every dtype")->check(CLI::NonNegativeNumber);
   cmd->add_option("--exported-program", o.exported_program,
                   "the model's exported program (torch.export.save), for the instrumented build");
   cmd->add_option("--inductor-config", o.inductor_configs,

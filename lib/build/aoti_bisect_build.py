@@ -18,10 +18,24 @@ beside OUT, then renamed over it). RESULT.json is always written:
 Exit status: 0 built, 3 load or compile error, 4 torch cannot be imported,
 2 bad arguments.
 
+With --node-map MAP.json, a build also writes which graph node's value each
+buffer of the generated code holds (read from Inductor's scheduler while it
+generates the wrapper; format below). Only the mapping is read: the package
+is the same.
+
 With --eager-inputs IN.pt --eager-out OUT.pt instead of --configs/--level/
 --out, it runs the exported program eagerly on the inputs (a torch.save file
 of tensors flattened in input order, as aoti-bisect takes them) and saves the
-outputs, flattened, as a tuple (the reference for --against-eager).
+outputs, flattened, as a tuple (the reference for --against-eager). With
+--node-map MAP.json --node-values VALUES.pt --node-info INFO.json as well, it
+runs the program node by node and saves, for each mapped buffer, the eager
+values of its candidate nodes ({buffer: [tensor, ...]} with torch.save), and
+writes each graph node's op and source location to INFO.json.
+
+The node map: {"format": 1, "buffers": {name: {"nodes": [graph node, ...],
+"origin": post-grad node or null, "why": null or why it holds no node's
+value}}}. A buffer can name several nodes (one storage written in place by a
+later kernel): its value matches one of them at any time.
 
 Inductor's compile cache goes where TORCHINDUCTOR_CACHE_DIR says (the driver
 sets it when the user has not). Python 3.9+.
@@ -140,7 +154,7 @@ def inductor_configs(user_configs, level, kernel_filter):
     return configs
 
 
-def compile_package(torch, ep, configs, out):
+def compile_package(torch, ep, configs, out, node_map=None):
     # Compiled into a private folder beside OUT under OUT's own file name (the
     # package's top-level folder is named after the file's stem), then renamed
     # over OUT: a reader never sees half a package.
@@ -150,9 +164,16 @@ def compile_package(torch, ep, configs, out):
     tmp = os.path.join(work, out_name)
     try:
         # aoti_compile_and_package adds keys to the dict it is given: a copy.
-        torch._inductor.aoti_compile_and_package(
-            ep, package_path=tmp, inductor_configs=dict(configs)
-        )
+        if node_map:
+            with NodeMapRecorder(torch) as recorder:
+                torch._inductor.aoti_compile_and_package(
+                    ep, package_path=tmp, inductor_configs=dict(configs)
+                )
+            write_json_atomic(node_map, recorder.result())
+        else:
+            torch._inductor.aoti_compile_and_package(
+                ep, package_path=tmp, inductor_configs=dict(configs)
+            )
         os.replace(tmp, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -168,11 +189,16 @@ def parse_args(argv):
     p.add_argument("--out", help="the package to write (.pt2)")
     p.add_argument("--eager-inputs", help="inputs (torch.save) to run the exported program on eagerly")
     p.add_argument("--eager-out", help="where to save the eager outputs (torch.save)")
+    p.add_argument("--node-map", help="build: where to write the node map; eager: the map to read")
+    p.add_argument("--node-values", help="eager: where to save each mapped buffer's eager values")
+    p.add_argument("--node-info", help="eager: where to write the mapped nodes' ops and source locations")
     p.add_argument("--result", required=True, help="the result JSON to write")
     args = p.parse_args(argv)
-    if args.eager_inputs or args.eager_out:
-        if not (args.eager_inputs and args.eager_out):
-            p.error("--eager-inputs and --eager-out go together")
+    if args.eager_inputs or args.eager_out or args.node_values:
+        if not args.eager_inputs or not (args.eager_out or args.node_values):
+            p.error("--eager-inputs goes with --eager-out or --node-values")
+        if args.node_values and not (args.node_map and args.node_info):
+            p.error("--node-values needs --node-map and --node-info")
         return args
     if not (args.configs and args.level and args.out):
         p.error("--configs, --level and --out are required for a build")
@@ -207,6 +233,218 @@ def run_eager(torch, ep, inputs_path, out_path):
     os.replace(tmp, out_path)
 
 
+# --- the node map: which exported-program node each buffer holds ------------
+
+# Post-grad ops that only reshape: a buffer feeding its node's value through
+# them still holds that value (in row-major order).
+VIEW_OPS = ("view", "reshape", "_unsafe_view", "squeeze", "unsqueeze", "alias", "flatten")
+
+
+def _pre_grad_names(node, pre_grad_id):
+    """The exported-program nodes a post-grad node came from (node.meta["from_node"])."""
+    out = []
+
+    def walk(sources):
+        for src in sources or []:
+            if getattr(src, "graph_id", None) == pre_grad_id:
+                if src.name not in out:
+                    out.append(src.name)
+            walk(getattr(src, "from_node", None))
+
+    walk(node.meta.get("from_node"))
+    return out
+
+
+def _is_view(node):
+    name = getattr(getattr(node, "target", None), "__name__", "") or str(getattr(node, "target", ""))
+    return node.op == "call_function" and name.split(".")[0] in VIEW_OPS
+
+
+def _holds_value_of(node, pre, pre_grad_id):
+    """True when the post-grad `node` carries `pre`'s value out of `pre`'s
+    decomposition (to the graph output or a node of another origin), maybe
+    through view-only nodes; False when it is an internal temporary (the
+    exp inside a softmax, the mean of a layer_norm)."""
+    seen = set()
+    frontier = list(node.users)
+    while frontier:
+        user = frontier.pop()
+        if user in seen:
+            continue
+        seen.add(user)
+        if user.op == "output":
+            return True
+        if pre not in _pre_grad_names(user, pre_grad_id):
+            return True
+        if _is_view(user):
+            frontier.extend(user.users)
+    return False
+
+
+class NodeMapRecorder:
+    """Wraps GraphLowering.codegen_with_cpp_wrapper and KernelArgs.make_inplace
+    while a package compiles, and records the node map."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.buffers = {}
+        self.stale = set()
+        self.inplace = []
+        self.notes = []
+        self._undo = []
+
+    def __enter__(self):
+        try:
+            from torch._inductor.codegen import common
+            from torch._inductor.graph import GraphLowering
+        except Exception as e:  # an Inductor without these: no map, say why
+            self.notes.append(f"cannot hook Inductor ({first_useful_line(e)})")
+            return self
+        recorder = self
+        orig_codegen = GraphLowering.codegen_with_cpp_wrapper
+        orig_inplace = common.KernelArgs.make_inplace
+
+        def codegen_with_cpp_wrapper(graph, *args, **kwargs):
+            result = orig_codegen(graph, *args, **kwargs)
+            try:
+                recorder.record(graph)
+            except Exception as e:  # never fail a build over the map
+                recorder.notes.append(f"node map incomplete: {first_useful_line(e)}")
+            return result
+
+        def make_inplace(args_self, input_name, output_name):
+            recorder.inplace.append((input_name, output_name))
+            return orig_inplace(args_self, input_name, output_name)
+
+        GraphLowering.codegen_with_cpp_wrapper = codegen_with_cpp_wrapper
+        common.KernelArgs.make_inplace = make_inplace
+        self._undo = [
+            lambda: setattr(GraphLowering, "codegen_with_cpp_wrapper", orig_codegen),
+            lambda: setattr(common.KernelArgs, "make_inplace", orig_inplace),
+        ]
+        return self
+
+    def __exit__(self, *exc):
+        for undo in self._undo:
+            undo()
+        return False
+
+    def record(self, graph):
+        pre_grad_id = getattr(self.torch._inductor.debug, "_pre_grad_graph_id", None)
+        if not pre_grad_id:
+            self.notes.append("Inductor recorded no pre-grad graph id: no buffer can be mapped")
+        buffers = {}
+        for name, buf in graph.name_to_buffer.items():
+            origin = getattr(buf, "origin_node", None)
+            entry = {"nodes": [], "origin": origin.name if origin is not None else None, "why": None}
+            if origin is None:
+                entry["why"] = "no single origin node (a value fused from several)"
+            elif not pre_grad_id:
+                entry["why"] = "no pre-grad graph to map to"
+            else:
+                pre = _pre_grad_names(origin, pre_grad_id)
+                if len(pre) != 1:
+                    entry["why"] = (f"{origin.name} comes from {len(pre)} graph nodes"
+                                    + (f" ({', '.join(pre[:4])})" if pre else ""))
+                elif not _holds_value_of(origin, pre[0], pre_grad_id):
+                    entry["why"] = f"an internal value of {pre[0]} ({origin.name}); no graph node holds it"
+                else:
+                    entry["nodes"] = pre
+            buffers[name] = entry
+        self.buffers = buffers
+        # In-place outputs whose store fusion removed: the kernel still takes
+        # the buffer (in_out_ptr) but never writes its value there.
+        self.stale = set(getattr(graph, "inplaced_to_remove", ()) or ())
+
+    def result(self):
+        buffers = {k: dict(v, nodes=list(v["nodes"])) for k, v in self.buffers.items()}
+        # `b` written in place into `a`'s storage. A kernel may keep the name
+        # `a` (b then never appears): after it, `a` holds b's value (its own
+        # node stays first). When fusion removed b's store, the storage keeps
+        # a's value under the name b.
+        for a, b in self.inplace:
+            if a not in buffers or b not in buffers:
+                continue
+            if b in self.stale:
+                buffers[b]["nodes"] = list(self.buffers[a]["nodes"])
+                buffers[b]["why"] = None if buffers[b]["nodes"] else (
+                    f"fusion removed the store of its value; it keeps {a}'s, which holds no graph node's value")
+                continue
+            for node in self.buffers[b]["nodes"]:
+                if node not in buffers[a]["nodes"]:
+                    buffers[a]["nodes"].append(node)
+            if buffers[a]["nodes"]:
+                buffers[a]["why"] = None
+        paired = {b for _, b in self.inplace}
+        for b in self.stale:
+            if b in buffers and b not in paired:
+                buffers[b]["nodes"] = []
+                buffers[b]["why"] = "fusion removed the store of its value; its storage holds another value"
+        return {"format": 1, "buffers": buffers, "notes": self.notes}
+
+
+def source_location(node, torch_dir):
+    """{file, line, function, code} of the model's own frame in the exported
+    node's stack trace (the innermost frame outside torch), or None."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)', trace)
+    if not frames:
+        return None
+    own = [f for f in frames if not os.path.abspath(f[0]).startswith(torch_dir + os.sep)]
+    path, line, func, code = (own or frames)[-1]
+    return {"file": os.path.basename(path), "line": int(line), "function": func, "code": code.strip()[:200]}
+
+
+def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
+    import torch.fx
+    import torch.utils._pytree as pytree
+
+    with open(map_path, encoding="utf-8") as f:
+        node_map = json.load(f)
+    wanted = set()
+    for entry in node_map.get("buffers", {}).values():
+        wanted.update(entry.get("nodes", []))
+    flat = flatten_inputs(torch.load(inputs_path, weights_only=True), [])
+    args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
+    gm = ep.module()
+    values = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n.name in wanted and isinstance(result, torch.Tensor):
+                values[n.name] = result.detach().cpu().clone().contiguous()
+            return result
+
+    with torch.no_grad():
+        flat_args = pytree.tree_leaves((args, kwargs))
+        Recorder(gm).run(*flat_args)
+
+    out = {}
+    for buf, entry in node_map.get("buffers", {}).items():
+        tensors = [values[n] for n in entry.get("nodes", []) if n in values]
+        if tensors and len(tensors) == len(entry.get("nodes", [])):
+            out[buf] = tensors
+    info = {"nodes": {}}
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    exported_nodes = {n.name: n for n in ep.graph.nodes}
+    for n in gm.graph.nodes:
+        if n.name not in wanted:
+            continue
+        src = exported_nodes.get(n.name, n)
+        val = values.get(n.name)
+        info["nodes"][n.name] = {
+            "op": str(src.target) if src.op == "call_function" else src.op,
+            "source": source_location(src, torch_dir) or source_location(n, torch_dir),
+            "shape": list(val.shape) if val is not None else None,
+            "dtype": str(val.dtype).replace("torch.", "") if val is not None else None,
+        }
+    tmp = f"{values_path}.tmp-{os.getpid()}"
+    torch.save(out, tmp)
+    os.replace(tmp, values_path)
+    write_json_atomic(info_path, info)
+
+
 def load_step(torch, args):
     try:
         return load_exported_program(torch, args.exported_program, args.model_name)
@@ -235,7 +473,10 @@ def run(args):
         if args.eager_inputs:
             ep = load_step(torch, args)
             try:
-                run_eager(torch, ep, args.eager_inputs, args.eager_out)
+                if args.eager_out:
+                    run_eager(torch, ep, args.eager_inputs, args.eager_out)
+                if args.node_values:
+                    run_node_values(torch, ep, args.eager_inputs, args.node_map, args.node_values, args.node_info)
             except Exception as e:
                 raise StepError("eager", first_useful_line(e)) from e
         else:
@@ -247,7 +488,7 @@ def run(args):
             configs = inductor_configs(user_configs, args.level, kernel_filter)
             ep = load_step(torch, args)
             try:
-                compile_package(torch, ep, configs, args.out)
+                compile_package(torch, ep, configs, args.out, args.node_map)
             except Exception as e:
                 raise StepError("compile", first_useful_line(e)) from e
     except StepError as e:

@@ -1,5 +1,6 @@
 #include "build/build.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -24,7 +25,7 @@ namespace {
 
 // Bumped when the meaning of a cache entry changes without the helper's text
 // changing (the key also covers the helper).
-constexpr const char* k_cache_format = "aoti-bisect-build/1";
+constexpr const char* k_cache_format = "aoti-bisect-build/2";  // 2: level-1 entries carry a node map
 
 // Prints the torch version the python would import, without importing torch
 // (seconds saved): torch/version.py of the package `import torch` would find.
@@ -232,6 +233,12 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+// The node map written beside a package: X.pt2 -> X.nodes.json.
+fs::path node_map_path(const fs::path& package) {
+  fs::path p = package;
+  return p.replace_extension(".nodes.json");
+}
+
 std::vector<std::string> helper_argv(const fs::path& python, const fs::path& helper,
                                      const BuildRequest& request, const fs::path& work,
                                      const fs::path& out) {
@@ -245,6 +252,9 @@ std::vector<std::string> helper_argv(const fs::path& python, const fs::path& hel
       "--result", (work / "result.json").string()};
   if (!request.filtered_kernels.empty()) {
     argv.insert(argv.end(), {"--filter", join(request.filtered_kernels, ",")});
+  }
+  if (request.printer_level == 1) {
+    argv.insert(argv.end(), {"--node-map", node_map_path(out).string()});
   }
   return argv;
 }
@@ -318,6 +328,9 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
   Compiled compiled;
   if (auto result = read_entry(result_path)) {
     compiled.compile_seconds = result->value("seconds", 0.0);
+  }
+  if (fs::is_regular_file(node_map_path(out), ec)) {
+    rename_or_throw(node_map_path(out), node_map_path(dest));
   }
   rename_or_throw(out, dest);
   return compiled;
@@ -440,6 +453,9 @@ BuildResult build_instrumented(const BuildRequest& request) {
     result.compile_seconds = entry->value("compile_seconds", 0.0);
     result.torch_version = entry->value("torch_version", result.torch_version);
     result.seconds = seconds_since(start);
+    if (fs::is_regular_file(node_map_path(result.package), ec)) {
+      result.node_map = node_map_path(result.package);
+    }
     return result;
   }
 
@@ -456,6 +472,9 @@ BuildResult build_instrumented(const BuildRequest& request) {
   // Written last: an entry counts as present only once its record is there.
   publish(work, entry_path, record.dump(2) + "\n");
   result.compile_seconds = compiled.compile_seconds;
+  if (fs::is_regular_file(node_map_path(result.package), ec)) {
+    result.node_map = node_map_path(result.package);
+  }
   result.seconds = seconds_since(start);
   return result;
 }
@@ -473,25 +492,40 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   result.torch_version = query_torch_version(python, work);
   fs::path helper = write_helper(cache, work);
   fs::path out = work.path() / "eager-outputs.pt";
-  SpawnSpec spec = helper_spec({python.string(), helper.string(),
-                                "--exported-program", fs::absolute(request.exported_program).string(),
-                                "--model-name", request.model_name,
-                                "--eager-inputs", fs::absolute(request.inputs).string(),
-                                "--eager-out", out.string(),
-                                "--result", (work.path() / "result.json").string()},
-                               work, request.timeout_s);
-  ExitStatus status = run_process(spec);
+  std::vector<std::string> argv = {python.string(), helper.string(),
+                                   "--exported-program", fs::absolute(request.exported_program).string(),
+                                   "--model-name", request.model_name,
+                                   "--eager-inputs", fs::absolute(request.inputs).string(),
+                                   "--result", (work.path() / "result.json").string()};
+  std::vector<std::pair<fs::path, fs::path>> products;  // (written by the helper, where it goes)
+  if (!request.out.empty()) {
+    argv.insert(argv.end(), {"--eager-out", out.string()});
+    products.emplace_back(out, request.out);
+  }
+  if (!request.node_map.empty()) {
+    fs::path values = work.path() / "node-values.pt";
+    fs::path info = work.path() / "node-info.json";
+    argv.insert(argv.end(), {"--node-map", fs::absolute(request.node_map).string(), "--node-values", values.string(),
+                             "--node-info", info.string()});
+    products.emplace_back(values, request.node_values_out);
+    products.emplace_back(info, request.node_info_out);
+  }
+  ExitStatus status = run_process(helper_spec(argv, work, request.timeout_s));
   if (status.how == ExitStatus::How::timed_out) {
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run timed out after {:g} s", request.timeout_s));
   }
-  if (!status.ok() || !fs::is_regular_file(out, ec)) {
+  bool all_written = std::all_of(products.begin(), products.end(),
+                                 [&](const auto& p) { return fs::is_regular_file(p.first, ec); });
+  if (!status.ok() || !all_written) {
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run of the exported program failed: {}",
                                                     failure_line(status, work.path() / "result.json")));
   }
-  fs::create_directories(fs::absolute(request.out).parent_path(), ec);
-  fs::copy_file(out, request.out, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    throw Error(ErrorKind::internal, fmt::format("cannot write '{}': {}", request.out.string(), ec.message()));
+  for (const auto& [from, to] : products) {
+    fs::create_directories(fs::absolute(to).parent_path(), ec);
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      throw Error(ErrorKind::internal, fmt::format("cannot write '{}': {}", to.string(), ec.message()));
+    }
   }
   result.seconds = seconds_since(start);
   return result;

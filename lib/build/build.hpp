@@ -33,6 +33,7 @@ struct BuildResult {
   double compile_seconds = 0;     // what the compile took when it ran (from the cache entry on a hit)
   std::string torch_version;      // of the Python torch that compiled it
   std::string key;                // cache key (hex)
+  std::filesystem::path node_map; // level 1: which graph node each buffer holds (beside the package); empty if none
 };
 
 // $XDG_CACHE_HOME/aoti-bisect/builds, else ~/.cache/aoti-bisect/builds.
@@ -57,11 +58,19 @@ void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_
 // helper) on the inputs; its outputs, flattened, saved to `out` with
 // torch.save. Throws Error(cannot_test) with one line when Python, torch, the
 // exported program or the run fails.
+//
+// With node_map set (a build's node map), the same run also saves each mapped
+// buffer's eager values ({buffer: [tensor per candidate node]}, torch.save)
+// to node_values_out and the mapped nodes' ops and source locations (JSON)
+// to node_info_out. `out` may then be empty (no outputs wanted).
 struct EagerRequest {
   std::filesystem::path exported_program;
   std::string model_name = "model";
   std::filesystem::path inputs;
   std::filesystem::path out;
+  std::filesystem::path node_map;
+  std::filesystem::path node_values_out;
+  std::filesystem::path node_info_out;
   std::filesystem::path cache_dir;  // where the helper script is kept; empty: default_cache_dir()
   double timeout_s = 600;
   std::string python;

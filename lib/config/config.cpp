@@ -260,6 +260,41 @@ const std::vector<KeyRule<Tolerance>>& tolerance_keys() {
   return rules;
 }
 
+bool known_dtype(const std::string& name) {
+  static const std::set<std::string> names = {"default", "float64", "float32", "float16", "bfloat16",
+                                              "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                              "int8", "uint8", "int16", "int32", "int64", "bool", "complex64",
+                                              "complex128"};
+  return names.count(name) > 0;
+}
+
+// `tolerances:` (profiles) and `tolerance:` (user configs): a map of dtype
+// names to {atol, rtol}; a user config may also give atol/rtol directly,
+// for every dtype.
+void read_tolerances(const Field& f, ToleranceTable& table, std::optional<double>* atol,
+                     std::optional<double>* rtol) {
+  for_each_pair(f.source, f.node, &f, fmt::format("'{}'", f.key), [&](const YAML::Node& key, const YAML::Node& value) {
+    const std::string& name = key.Scalar();
+    Field item{f.source, name, key, value};
+    if (atol != nullptr && name == "atol") {
+      *atol = number(item, true, "non-negative number");
+    } else if (rtol != nullptr && name == "rtol") {
+      *rtol = number(item, true, "non-negative number");
+    } else if (known_dtype(name)) {
+      if (value.IsMap() && (!value["atol"] || !value["rtol"])) {
+        fail(item, fmt::format("'{}' needs both 'atol' and 'rtol'", name));
+      }
+      Tolerance t;
+      read_map(f.source, value, &item, fmt::format("'{}'", name), tolerance_keys(), t);
+      table.by_dtype[name] = t;
+    } else {
+      fail_at(f.source, key.Mark(),
+              fmt::format("unknown key '{}' in '{}' (a dtype such as float32, bfloat16, float16, default{})", name,
+                          f.key, atol != nullptr ? ", or atol/rtol for every dtype" : ""));
+    }
+  });
+}
+
 double timeout_of(const Field& f) {
   return number(f, false, "positive number of seconds");
 }
@@ -281,11 +316,7 @@ const std::vector<KeyRule<UserConfig>>& user_keys() {
        }},
       {"inductor_configs", [](const Field& f, UserConfig& c) { c.inductor_configs = inductor_configs_of(f); }},
       {"tolerance",
-       [](const Field& f, UserConfig& c) {
-         Tolerance t;
-         read_map(f.source, f.node, &f, "'tolerance'", tolerance_keys(), t);
-         c.tolerance = t;
-       }},
+       [](const Field& f, UserConfig& c) { read_tolerances(f, c.tolerance, &c.tolerance_atol, &c.tolerance_rtol); }},
   };
   return rules;
 }
@@ -297,6 +328,7 @@ const std::vector<KeyRule<Profile>>& profile_keys() {
       {"repeats", [](const Field& f, Profile& p) { p.repeats = positive_int(f); }},
       {"timeout", [](const Field& f, Profile& p) { p.timeout_s = timeout_of(f); }},
       {"variants", [](const Field& f, Profile& p) { p.variants = variants_of(f); }},
+      {"tolerances", [](const Field& f, Profile& p) { read_tolerances(f, p.tolerances, nullptr, nullptr); }},
   };
   return rules;
 }
@@ -342,6 +374,62 @@ UserConfig load_user_config(const std::string& path) {
     throw Error(ErrorKind::usage, e.what());  // a bad --config is a usage error (exit 2)
   }
   return parse_user_config(text, path);
+}
+
+Tolerance ToleranceTable::for_dtype(const std::string& dtype) const {
+  if (auto it = by_dtype.find(dtype); it != by_dtype.end()) {
+    return it->second;
+  }
+  bool floating = dtype.rfind("float", 0) == 0 || dtype.rfind("bfloat", 0) == 0 || dtype.rfind("complex", 0) == 0;
+  if (!floating) {
+    return Tolerance{0, 0};  // integers and bool: exact
+  }
+  if (auto it = by_dtype.find("default"); it != by_dtype.end()) {
+    return it->second;
+  }
+  return Tolerance{};
+}
+
+void ToleranceTable::set_all(std::optional<double> atol, std::optional<double> rtol) {
+  if (!atol && !rtol) {
+    return;
+  }
+  if (!by_dtype.count("default")) {
+    by_dtype["default"] = Tolerance{};
+  }
+  for (auto& [dtype, t] : by_dtype) {
+    t.atol = atol.value_or(t.atol);
+    t.rtol = rtol.value_or(t.rtol);
+  }
+}
+
+void ToleranceTable::merge(const ToleranceTable& over) {
+  for (const auto& [dtype, t] : over.by_dtype) {
+    by_dtype[dtype] = t;
+  }
+}
+
+nlohmann::json to_json(const ToleranceTable& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [dtype, tol] : t.by_dtype) {
+    j[dtype] = {{"atol", tol.atol}, {"rtol", tol.rtol}};
+  }
+  return j;
+}
+
+ToleranceTable tolerance_table_from_json(const nlohmann::json& j) {
+  ToleranceTable t;
+  if (!j.is_object()) {
+    throw Error(ErrorKind::usage, "a tolerance table must map dtype names to {atol, rtol}");
+  }
+  for (const auto& [dtype, v] : j.items()) {
+    if (!v.is_object() || !v.value("atol", nlohmann::json()).is_number() ||
+        !v.value("rtol", nlohmann::json()).is_number()) {
+      throw Error(ErrorKind::usage, fmt::format("tolerance for '{}' must be {{atol: number, rtol: number}}", dtype));
+    }
+    t.by_dtype[dtype] = Tolerance{v["atol"].get<double>(), v["rtol"].get<double>()};
+  }
+  return t;
 }
 
 std::vector<std::string> builtin_backends() {

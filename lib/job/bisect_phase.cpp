@@ -11,6 +11,7 @@
 #include "build/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "job/divergence.hpp"
 #include "job/guide_mode.hpp"
 #include "report/json.hpp"
 
@@ -19,12 +20,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
-enum class Predicate { fault, nonfinite, unsupported };
+enum class Predicate { fault, nonfinite, mismatch, unsupported };
+
+std::string_view predicate_name(Predicate p) {
+  switch (p) {
+    case Predicate::fault: return "fault";
+    case Predicate::nonfinite: return "nonfinite";
+    case Predicate::mismatch: return "mismatch";
+    default: return "unsupported";
+  }
+}
 
 Predicate predicate_for(OutcomeKind kind) {
   switch (kind) {
     case OutcomeKind::nonfinite: return Predicate::nonfinite;
-    case OutcomeKind::mismatch:
+    case OutcomeKind::mismatch: return Predicate::mismatch;
     case OutcomeKind::input_mismatch:
     case OutcomeKind::ok: return Predicate::unsupported;
     default: return Predicate::fault;
@@ -108,7 +118,7 @@ std::string kind_of_kernel(const std::string& kernel) {
 }
 
 // One child run's answer to "is the first bad site in [lo, hi]?".
-Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi) {
+Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi, const ToleranceTable* tolerances) {
   Probe p;
   p.runs = 1;
   p.agreeing = 1;
@@ -119,6 +129,18 @@ Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi) {
   }
   SiteEvidence ev = read_site_evidence(r.events, lo, hi);
   bool failed = is_model_failure(r.cls.kind);
+  if (pred == Predicate::mismatch) {
+    if (r.cls.kind != OutcomeKind::mismatch && r.cls.kind != OutcomeKind::ok) {
+      p.verdict = StepVerdict::error;
+      p.note = fmt::format("the run failed differently ({}: {})", outcome_name(r.cls.kind), r.cls.first_line);
+    } else if (auto site = first_divergent(compare_sites(r.events, *tolerances), lo, hi)) {
+      p.verdict = StepVerdict::reproduces;
+      p.exact = site;
+    } else {
+      p.verdict = StepVerdict::clean;
+    }
+    return p;
+  }
   if (pred == Predicate::nonfinite) {
     if (ev.introducer) {
       p.verdict = StepVerdict::reproduces;
@@ -300,7 +322,10 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
     c.args.push_back(ps);
   }
   std::string line = evidence.cls.first_line.empty() ? s.first_line : evidence.cls.first_line;
-  if (pred == Predicate::nonfinite) {
+  if (pred == Predicate::mismatch) {
+    c.phase = "after_launch";
+    c.why = "its output differs from eager (the evidence run did not show which tensor)";
+  } else if (pred == Predicate::nonfinite) {
     c.phase = "after_launch";
     auto [tensor, grew] = worst_increase(p);
     if (!tensor.empty()) {
@@ -315,10 +340,17 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
     c.phase = "launch";
     c.why = fmt::format("the launch never returned: {}", redact_paths(line));
   }
-  if (auto bad = bad_input(p, index_bound_of(line))) {
+  if (auto bad = pred == Predicate::mismatch ? std::nullopt : bad_input(p, index_bound_of(line))) {
     c.producer = producer_of(bad->first, bad->second, site, trace, s.wrapper.inputs.empty() ? inst : s.wrapper);
   }
   return c;
+}
+
+void note_honest_error(Bisection& bis, const std::vector<SiteCompare>& sites) {
+  auto h = largest_within(sites);
+  if (h && (!bis.largest_within || h->ratio > bis.largest_within->ratio)) {
+    bis.largest_within = h;
+  }
 }
 
 }  // namespace
@@ -388,9 +420,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   const RunOptions& opt = ctx.opt;
   Predicate pred = predicate_for(s.kind);
   if (pred == Predicate::unsupported) {
-    return {Verdict::not_isolated,
-            "naming the kernel where wrong values start needs the per-kernel comparison with eager, not in this "
-            "version"};
+    return {Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind))};
   }
   std::string ep_model;
   auto ep = find_exported_program(opt, s.pkg, s.model, ep_model);
@@ -406,6 +436,10 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   int repeats = opt.bisect_repeats.value_or(s.deterministic ? 1 : 3);
   GuideRequest guide{*ep, ep_model, pred == Predicate::fault, strategy, repeats, ""};
   if (opt.rebuild_per_step) {
+    if (pred == Predicate::mismatch) {
+      return {Verdict::not_isolated, "--rebuild-per-step prints kernel inputs; comparing kernels with eager needs "
+                                     "the probes of one instrumented build (drop --rebuild-per-step)"};
+    }
     return run_guide_mode(ctx, s, guide);
   }
 
@@ -432,6 +466,37 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   ctx.progress.note(built.cache_hit ? "instrumented build found in the cache"
                                     : fmt::format("instrumented build done in {:.1f} s", built.seconds));
 
+  // The mismatch search compares each probed buffer with the eager value of
+  // the graph node it holds: the build's node map, and one eager run of the
+  // exported program node by node on the same inputs.
+  NodeMap node_map;
+  nlohmann::json node_info;
+  fs::path node_values;
+  if (pred == Predicate::mismatch) {
+    if (built.node_map.empty()) {
+      return {Verdict::not_isolated, "the instrumented build wrote no node map (which graph node each buffer holds); "
+                                     "cannot compare kernels with eager"};
+    }
+    try {
+      node_map = node_map_from_json(nlohmann::json::parse(read_file(built.node_map, "node map"), nullptr, false));
+      ctx.progress.note("eager values of the graph nodes (the exported program, node by node)");
+      EagerRequest er;
+      er.exported_program = *ep;
+      er.model_name = ep_model;
+      er.inputs = opt.inputs;
+      er.node_map = built.node_map;
+      er.node_values_out = s.work_dir / "node-values.pt";
+      er.node_info_out = s.work_dir / "node-info.json";
+      er.cache_dir = opt.cache_dir;
+      er.timeout_s = opt.build_timeout_s;
+      compute_eager_reference(er);
+      node_values = er.node_values_out;
+      node_info = nlohmann::json::parse(read_file(er.node_info_out, "node info"), nullptr, false);
+    } catch (const Error& e) {
+      return {Verdict::not_isolated, redact_paths(e.what())};
+    }
+  }
+
   Package inst = Package::open(built.package);
   const ModelFiles& im = inst.select_model(inst.models().size() == 1 ? "" : s.model.name);
   WrapperInfo iw = inst.wrapper_info(im);
@@ -446,7 +511,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   ctx.runs_planned = ctx.runs_done + planned;
   Bisection& bis = ctx.report.bisection.emplace();
   bis.strategy = std::string(strategy_name(strategy));
-  bis.predicate = pred == Predicate::fault ? "fault" : "nonfinite";
+  bis.predicate = std::string(predicate_name(pred));
   bis.variant = s.variant;
   bis.planned_runs = planned;
   ctx.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s", n_static,
@@ -454,7 +519,8 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
 
   int run_no = 0;
   auto child = [&](const std::string& purpose, const ProbePlan& plan) {
-    ChildRequest req{fmt::format("bisect.{}.{}", ++run_no, purpose), s.variant, 0, s.env, inst_dir, plan};
+    ChildRequest req{fmt::format("bisect.{}.{}", ++run_no, purpose), s.variant, 0, s.env, inst_dir, plan,
+                     node_values};
     return ctx.run_child(req);
   };
 
@@ -465,13 +531,17 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
                        trace.cls.first_line});
   bis.runs = 1;
+  if (has_event(trace.events, "probes_missing") && pred == Predicate::mismatch) {
+    return {Verdict::not_isolated, "the instrumented model's probe calls did not reach the runner (symbol prefix or "
+                                   "static link?); comparing kernels with eager needs them"};
+  }
   if (has_event(trace.events, "probes_missing")) {
     guide.fallback_reason = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     return run_guide_mode(ctx, s, guide);
   }
   SiteEvidence tev = read_site_evidence(trace.events, 1, 0);
   bis.call_sites = std::max(tev.sites, n_static);
-  if (tev.sites != n_static && n_static > 0 && pred == Predicate::nonfinite) {
+  if (tev.sites != n_static && n_static > 0 && pred != Predicate::fault) {
     b.note += fmt::format("{}the run launched {} call sites, the wrapper lists {}", b.note.empty() ? "" : "; ",
                           tev.sites, n_static);
   }
@@ -480,17 +550,27 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
     bis.message = "the failure did not reproduce in the instrumented build";
     return {Verdict::suppressed_by_instrumentation, bis.message};
   }
-  if (trace.cls.kind != s.kind && pred == Predicate::nonfinite) {
+  if (trace.cls.kind != s.kind && pred != Predicate::fault) {
     bis.status = "error";
     bis.message = fmt::format("the instrumented build fails differently: {} ({})", outcome_name(trace.cls.kind),
                               trace.cls.first_line);
     return {Verdict::not_isolated, bis.message};
   }
   int n = std::max(tev.sites, 1);
+  if (pred == Predicate::mismatch) {
+    int mapped = 0;
+    bis.unmapped = unmapped_sites(trace.events, node_map, mapped);
+    bis.mapped_sites = mapped;
+    for (auto& u : bis.unmapped) {
+      u.why = redact_paths(u.why);
+    }
+    ctx.progress.note(fmt::format("{} of {} call sites write a buffer that holds a graph node's value", mapped,
+                                  tev.sites));
+  }
 
   Oracle oracle = [&](int lo, int hi) -> Probe {
     ProbePlan plan;
-    if (pred == Predicate::nonfinite) {
+    if (pred != Predicate::fault) {
       plan.ranges.push_back({lo, hi, ProbeMode::stats});
     } else {
       plan.ranges.push_back({hi, hi, ProbeMode::sync});
@@ -504,7 +584,10 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
         p.note = "interrupted";
         return p;
       }
-      answers.push_back(answer_of(pred, res, lo, hi));
+      answers.push_back(answer_of(pred, res, lo, hi, &ctx.tolerances));
+      if (pred == Predicate::mismatch) {
+        note_honest_error(bis, compare_sites(res.events, ctx.tolerances));
+      }
     }
     return aggregate_answers(answers);
   };
@@ -513,6 +596,23 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   record_search(ctx, bis, sr);
   if (interrupt_requested()) {
     return {Verdict::interrupted, ""};
+  }
+  if (pred == Predicate::mismatch && sr.status != SearchResult::Status::found) {
+    bool all_clean = std::all_of(sr.steps.begin(), sr.steps.end(), [](const SearchStep& st) {
+      return st.probe.verdict == StepVerdict::clean || st.probe.verdict == StepVerdict::reproduces;
+    });
+    if (all_clean) {
+      bis.status = "not_found";
+      ctx.save();
+      return {Verdict::not_isolated,
+              fmt::format("no call site's output differs from eager beyond tolerance while its inputs are within it "
+                          "({} of {} call sites mapped to graph nodes{}); the difference starts in an unmapped site "
+                          "or builds up below the per-kernel tolerance",
+                          bis.mapped_sites.value_or(0), n,
+                          bis.unmapped.empty() ? "" : fmt::format(", first unmapped: call site {} {}",
+                                                                  bis.unmapped.front().call_index,
+                                                                  bis.unmapped.front().kernel))};
+    }
   }
   if (sr.status == SearchResult::Status::inconclusive) {
     return {Verdict::inconclusive, "the search was inconclusive: " + sr.message};
@@ -534,6 +634,28 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   }
   bis.runs += 1;
   Culprit c = make_culprit(k, pred, s, iw, trace.events, evidence);
+  if (pred == Predicate::mismatch) {
+    auto sites = compare_sites(evidence.events, ctx.tolerances);
+    for (const auto& site : sites) {
+      if (site.site == k && site.introduced) {
+        c.divergence = make_divergence(site, node_map, node_info);
+        const Divergence& d = *c.divergence;
+        std::string nodes;
+        for (const auto& g : d.nodes) {
+          nodes += (nodes.empty() ? "" : ", ") + g.name;
+        }
+        c.why = fmt::format(
+            "output {}{} differs from eager: max abs error {} (rel {} of max |eager| {}), allowed {}; {}",
+            d.tensor, nodes.empty() ? "" : " (" + nodes + ")", value_text(d.max_abs_error),
+            value_text(d.max_rel_error), value_text(d.scale), value_text(d.atol + d.rtol * d.scale),
+            d.inputs_compared == 0
+                ? "none of its inputs is a mapped buffer of an earlier kernel"
+                : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
+                              d.inputs_compared == 1 ? " was" : "s were"));
+      }
+    }
+    note_honest_error(bis, compare_sites(evidence.events, ctx.tolerances));
+  }
   ctx.report.culprit = c;
   Reproducer repro;
   repro.dir = display_path(repro_dir);

@@ -103,13 +103,16 @@ SpawnSpec Context::child_spec(const ChildRequest& req) const {
                "--events", fs::absolute(dir / "events.jsonl").string(),
                "--outputs", fs::absolute(dir / "outputs.pt").string()};
   if (!reference.empty()) {
-    spec.argv.insert(spec.argv.end(), {"--reference", fs::absolute(reference).string(), "--atol",
-                                       fmt::format("{:g}", tolerance.atol), "--rtol", fmt::format("{:g}", tolerance.rtol)});
+    spec.argv.insert(spec.argv.end(),
+                     {"--reference", fs::absolute(reference).string(), "--tolerances", to_json(tolerances).dump()});
   }
   if (req.probe_plan) {
     fs::path plan = fs::absolute(dir / "probe-plan.json");
     write_file_atomic(plan, to_json(*req.probe_plan).dump(2));
     spec.argv.insert(spec.argv.end(), {"--probe-plan", plan.string()});
+    if (!req.node_reference.empty()) {
+      spec.argv.insert(spec.argv.end(), {"--node-reference", fs::absolute(req.node_reference).string()});
+    }
   }
   spec.env = current_environment();
   for (const auto& [k, v] : req.env) {

@@ -47,6 +47,7 @@ struct ChildRequest {
   std::map<std::string, std::string> env;  // set on top of the driver's environment
   std::filesystem::path package_dir;       // extracted package
   std::optional<ProbePlan> probe_plan;
+  std::filesystem::path node_reference;    // per-node eager values for the probes (mismatch search)
 };
 
 struct Context {
@@ -57,7 +58,7 @@ struct Context {
   std::string model;
   std::string device_key;
   std::filesystem::path reference;  // --reference, or the eager outputs (--against-eager); empty = none
-  Tolerance tolerance;
+  ToleranceTable tolerances;  // profile, then the user's config, then --atol/--rtol
   double timeout_s = 300;
   double start = now_s();
   double phase_start = now_s();

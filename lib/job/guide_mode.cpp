@@ -490,7 +490,7 @@ class GuideSearch {
     std::vector<Probe> answers;
     for (int r = 0; r < m_req.repeats; ++r) {
       ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b.dir,
-                        std::nullopt};
+                        std::nullopt, {}};
       ChildResult res = m_ctx.run_child(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};

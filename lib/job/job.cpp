@@ -106,7 +106,7 @@ JobResult fail(Context& ctx, Verdict verdict, const std::string& message) {
 }
 
 ChildRequest request_of(const PlannedRun& run, const fs::path& pkg_dir) {
-  return ChildRequest{run.id, run.variant, run.repeat, run.env, pkg_dir, std::nullopt};
+  return ChildRequest{run.id, run.variant, run.repeat, run.env, pkg_dir, std::nullopt, {}};
 }
 
 // Runs plan[first, last) with up to `jobs` children at once; records each run
@@ -273,13 +273,10 @@ JobResult run_job(const RunOptions& opt, Progress& progress) {
                             opt.package.string(), model->name));
   }
   Profile profile = choose_profile(opt, device_key);
-  ctx.tolerance = user.tolerance.value_or(Tolerance{});
-  if (opt.atol) {
-    ctx.tolerance.atol = *opt.atol;
-  }
-  if (opt.rtol) {
-    ctx.tolerance.rtol = *opt.rtol;
-  }
+  ctx.tolerances = profile.tolerances;
+  ctx.tolerances.set_all(user.tolerance_atol, user.tolerance_rtol);
+  ctx.tolerances.merge(user.tolerance);
+  ctx.tolerances.set_all(opt.atol, opt.rtol);
   ctx.timeout_s = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
   int jobs = opt.jobs.value_or(user.jobs.value_or(1));
   if (!strategy_from_name(opt.strategy)) {

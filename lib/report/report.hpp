@@ -143,6 +143,32 @@ struct Producer {                     // where a culprit's bad input came from
   std::string why;                    // "graph input 1 (arg11_1) holds 7, outside [0, 5)"
 };
 
+struct GraphNodeRef {                 // an exported-program node
+  std::string name;                   // "relu"
+  std::string op;                     // "aten.relu.default"
+  std::string source;                 // "model.py:12 in forward" (the model's own frame), "" if not recorded
+  std::string code;                   // that line of source, trimmed
+};
+
+// How a call site's output differs from eager (the mismatch search).
+struct Divergence {
+  std::string tensor;                 // the output buffer ("buf7")
+  std::string dtype;
+  std::vector<GraphNodeRef> nodes;    // the graph node(s) whose value it holds (its own first)
+  std::string compared_with;          // the node whose eager value was closest (the figures are against it)
+  double max_abs_error = 0;
+  double max_rel_error = 0;           // max_abs_error / scale
+  double scale = 0;                   // largest finite |eager value| of the tensor
+  int64_t nonfinite = 0;              // elements whose NaN/Inf differ from eager
+  double atol = 0;
+  double rtol = 0;
+  std::vector<int64_t> worst_index;   // the worst element
+  std::string actual;                 // its compiled value ("1.5", "nan")
+  std::string expected;               // its eager value
+  int inputs_compared = 0;            // inputs of the site checked against eager (all within tolerance)
+  double inputs_worst_ratio = 0;      // their largest error / allowed error (<= 1)
+};
+
 struct Culprit {
   int call_index = 0;                 // 1-based, by occurrence in the run
   std::string kernel;
@@ -152,6 +178,23 @@ struct Culprit {
   std::string why;                    // one line of evidence
   std::vector<ProbeStats> args;
   std::optional<Producer> producer;
+  std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
+};
+
+struct UnmappedSite {                 // a call site whose outputs name no graph node
+  int call_index = 0;
+  std::string kernel;
+  std::string why;                    // per output: "buf3: an internal value of softmax (exp)"
+};
+
+struct HonestError {                  // the largest in-tolerance difference the mismatch search saw
+  int call_index = 0;
+  std::string kernel;
+  std::string tensor;
+  std::string dtype;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  double ratio = 0;                   // error / allowed error
 };
 
 struct BisectionStep {
@@ -174,6 +217,11 @@ struct Bisection {
   int runs = 0;
   std::vector<BisectionStep> steps;
   std::string message;
+  // mismatch: call sites with mapped outputs, those without, and the largest
+  // difference seen that was within tolerance (how close honest rounding came)
+  std::optional<int> mapped_sites;
+  std::vector<UnmappedSite> unmapped;
+  std::optional<HonestError> largest_within;
 };
 
 struct BuildRecord {

@@ -180,6 +180,35 @@ Json producer_json(const std::optional<Producer>& p) {
               {"why", text_or_null(p->why)}};
 }
 
+Json divergence_json(const std::optional<Divergence>& d) {
+  if (!d) {
+    return nullptr;
+  }
+  Json nodes = Json::array();
+  for (const auto& n : d->nodes) {
+    nodes.push_back(Json{{"name", n.name},
+                         {"op", text_or_null(n.op)},
+                         {"source", text_or_null(n.source)},
+                         {"code", text_or_null(n.code)}});
+  }
+  return Json{{"tensor", text_or_null(d->tensor)},
+              {"dtype", text_or_null(d->dtype)},
+              {"graph_nodes", std::move(nodes)},
+              {"compared_with", text_or_null(d->compared_with)},
+              {"max_abs_error", number(d->max_abs_error)},
+              {"max_rel_error", number(d->max_rel_error)},
+              {"scale", number(d->scale)},
+              {"nonfinite_mismatches", d->nonfinite},
+              {"atol", number(d->atol)},
+              {"rtol", number(d->rtol)},
+              {"allowed_abs_error", number(d->atol + d->rtol * d->scale)},
+              {"worst_index", d->worst_index},
+              {"worst_actual", text_or_null(d->actual)},
+              {"worst_expected", text_or_null(d->expected)},
+              {"inputs_compared", d->inputs_compared},
+              {"inputs_worst_ratio", number(d->inputs_worst_ratio)}};
+}
+
 Json culprit_json(const std::optional<Culprit>& c) {
   if (!c) {
     return nullptr;
@@ -198,7 +227,8 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"source_nodes", text_or_null(c->source_nodes)},
               {"why", text_or_null(c->why)},
               {"args", std::move(args)},
-              {"producer", producer_json(c->producer)}};
+              {"producer", producer_json(c->producer)},
+              {"divergence", divergence_json(c->divergence)}};
 }
 
 Json bisection_json(const std::optional<Bisection>& b) {
@@ -215,7 +245,25 @@ Json bisection_json(const std::optional<Bisection>& b) {
                          {"agreeing", s.agreeing},
                          {"note", text_or_null(s.note)}});
   }
+  Json unmapped = Json::array();
+  for (const auto& u : b->unmapped) {
+    unmapped.push_back(Json{{"call_index", u.call_index}, {"kernel", text_or_null(u.kernel)}, {"why", text_or_null(u.why)}});
+  }
+  Json honest = nullptr;
+  if (b->largest_within) {
+    const HonestError& h = *b->largest_within;
+    honest = Json{{"call_index", h.call_index},
+                  {"kernel", text_or_null(h.kernel)},
+                  {"tensor", text_or_null(h.tensor)},
+                  {"dtype", text_or_null(h.dtype)},
+                  {"max_abs_error", number(h.max_abs_error)},
+                  {"max_rel_error", number(h.max_rel_error)},
+                  {"ratio_to_allowed", number(h.ratio)}};
+  }
   return Json{{"strategy", text_or_null(b->strategy)},
+              {"mapped_sites", value_or_null(b->mapped_sites)},
+              {"unmapped", std::move(unmapped)},
+              {"largest_within_tolerance", std::move(honest)},
               {"status", text_or_null(b->status)},
               {"predicate", text_or_null(b->predicate)},
               {"variant", text_or_null(b->variant)},

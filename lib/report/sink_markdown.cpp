@@ -143,7 +143,7 @@ std::string what_failed(const Report& r) {
   const RunRecord* base = baseline_run(r);
   if (base && base->comparison && !base->comparison->within_tolerance) {
     const Comparison& c = *base->comparison;
-    out += fmt::format("- **Against the reference:** {} of {} elements outside atol={:g} rtol={:g}; "
+    out += fmt::format("- **Against the reference:** {} of {} elements outside atol={:g} + rtol={:g} × max |ref|; "
                        "max abs error {}, max rel error {}",
                        c.mismatched, c.total, c.atol, c.rtol, stat_string(c.max_abs_error),
                        stat_string(c.max_rel_error));
@@ -331,6 +331,49 @@ std::string phase_text(const std::string& phase) {
   return plain(phase);
 }
 
+std::string index_text(const std::vector<int64_t>& index) {
+  return fmt::format("[{}]", fmt::join(index, ", "));
+}
+
+// Compiled against eager for the culprit's diverging output.
+std::string divergence_table(const Divergence& d) {
+  std::string out;
+  std::vector<std::string> nodes;
+  for (const auto& n : d.nodes) {
+    std::string s = code(n.name);
+    if (!n.op.empty()) {
+      s += " (" + code(n.op) + ")";
+    }
+    if (!n.source.empty()) {
+      s += " at " + code(n.source);
+      if (!n.code.empty()) {
+        s += ": " + code(n.code);
+      }
+    }
+    nodes.push_back(s);
+  }
+  out += table_head({"compiled vs eager", ""});
+  out += table_row({"output", code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")")});
+  out += table_row({"graph nodes", nodes.empty() ? "—" : fmt::format("{}", fmt::join(nodes, "; "))});
+  if (!d.compared_with.empty() && d.nodes.size() > 1) {
+    out += table_row({"compared with", code(d.compared_with) + " (the closest of the nodes this buffer may hold)"});
+  }
+  out += table_row({"max abs error", stat_string(d.max_abs_error)});
+  out += table_row({"max rel error", stat_string(d.max_rel_error) + " (of max |eager| " + stat_string(d.scale) + ")"});
+  out += table_row({"allowed", fmt::format("{} (atol {:g} + rtol {:g} × max |eager|)",
+                                           stat_string(d.atol + d.rtol * d.scale), d.atol, d.rtol)});
+  if (d.nonfinite > 0) {
+    out += table_row({"NaN/Inf mismatches", std::to_string(d.nonfinite)});
+  }
+  out += table_row({"worst element", fmt::format("{}: compiled {}, eager {}", code(index_text(d.worst_index)),
+                                                 code(d.actual), code(d.expected))});
+  out += table_row({"inputs", d.inputs_compared == 0
+                                  ? std::string("none compared (no mapped buffer of an earlier kernel)")
+                                  : fmt::format("{} compared, all within tolerance (worst at {:.2g} of allowed)",
+                                                d.inputs_compared, d.inputs_worst_ratio)});
+  return out + "\n";
+}
+
 std::string culprit_section(const Culprit& c) {
   std::string out = "## Culprit\n\n";
   out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
@@ -364,6 +407,9 @@ std::string culprit_section(const Culprit& c) {
     out += "  \n";
   }
   out += "\n";
+  if (c.divergence) {
+    out += divergence_table(*c.divergence);
+  }
   if (!c.args.empty()) {
     out += table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
     std::vector<size_t> shown = shown_args(c.args);
@@ -477,6 +523,30 @@ std::string search_section(const Report& r) {
     }
     item(out, "Search", search);
     item(out, "Message", plain(b.message));
+    if (b.mapped_sites) {
+      std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
+                                       *b.mapped_sites, b.call_sites);
+      if (!b.unmapped.empty()) {
+        constexpr size_t k_max_unmapped = 8;
+        std::vector<std::string> list;
+        for (size_t i = 0; i < b.unmapped.size() && i < k_max_unmapped; ++i) {
+          list.push_back(fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel),
+                                     plain(b.unmapped[i].why)));
+        }
+        mapped += fmt::format("; unmapped, not compared: {}", fmt::join(list, "; "));
+        if (b.unmapped.size() > k_max_unmapped) {
+          mapped += fmt::format(" and {} more", b.unmapped.size() - k_max_unmapped);
+        }
+      }
+      item(out, "Mapped to graph nodes", mapped);
+    }
+    if (b.largest_within) {
+      const HonestError& h = *b.largest_within;
+      item(out, "Largest in-tolerance difference",
+           fmt::format("{:.2g} of the allowed error: call site {} {}, {} ({}), max abs error {}, rel {}", h.ratio,
+                       h.call_index, code(h.kernel), code(h.tensor), plain(h.dtype), stat_string(h.max_abs_error),
+                       stat_string(h.max_rel_error)));
+    }
   }
   std::string builds = builds_text(r.builds);
   if (r.builds.call_sites_match) {
@@ -523,6 +593,14 @@ std::string footer(const Report& r) {
 std::string report_to_markdown(const Report& r) {
   std::string out = header(r);
   if (r.verdict == Verdict::clean) {
+    const RunRecord* base = baseline_run(r);
+    if (base && base->comparison) {
+      const Comparison& c = *base->comparison;
+      out += fmt::format("**Against the reference:** all {} elements within tolerance; max abs error {}, max rel "
+                         "error {} (of max |ref|); tolerance atol {:g} + rtol {:g} × max |ref|{}  \n\n",
+                         c.total, stat_string(c.max_abs_error), stat_string(c.max_rel_error), c.atol, c.rtol,
+                         c.worst_output.empty() ? "" : " for " + code(c.worst_output));
+    }
     return out + flags(r) + environment_short(r) + footer(r);
   }
   if (r.culprit) {

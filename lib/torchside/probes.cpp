@@ -2,16 +2,23 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
 
 #include "common/files.hpp"
 #include "report/json.hpp"
+#include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
 namespace aoti_bisect::torchside {
 
-TensorStats tensor_stats(const std::string& name, const at::Tensor& t);  // session.cpp
 
 namespace {
 
@@ -27,6 +34,7 @@ struct ProbeState {
   ProbeMode mode = ProbeMode::off;
   std::vector<std::string> tensors; // names seen before launch at the current site
   std::set<std::string> touched;    // names any earlier site touched
+  std::map<std::string, std::vector<at::Tensor>> node_ref;  // buffer -> eager values of its candidate nodes
 };
 
 ProbeState& state() {
@@ -72,14 +80,61 @@ void finish_launch(ProbeState& s) {
   }
 }
 
+std::vector<int64_t> unravel(int64_t flat, c10::IntArrayRef sizes) {
+  std::vector<int64_t> index(sizes.size(), 0);
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] > 0) {
+      index[d] = flat % sizes[d];
+      flat /= sizes[d];
+    }
+  }
+  return index;
+}
+
+// The probe's value against the eager values the buffer may hold: the
+// closest candidate (fewest NaN/Inf mismatches, then smallest error for its
+// scale).
+nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at::Tensor>& candidates) {
+  std::optional<std::pair<size_t, ValueDiff>> best;
+  std::string unmatched;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].numel() != t.numel()) {
+      unmatched = fmt::format("{} elements, the graph node {}", t.numel(), candidates[i].numel());
+      continue;
+    }
+    ValueDiff d = diff_values(t, candidates[i]);
+    auto score = [](const ValueDiff& v) { return std::make_pair(v.nonfinite, v.max_abs / std::max(v.scale, 1e-30)); };
+    if (!best || score(d) < score(best->second)) {
+      best = {i, d};
+    }
+  }
+  if (!best) {
+    return {{"unmatched", unmatched}};
+  }
+  const ValueDiff& d = best->second;
+  return {{"candidate", best->first},
+          {"max_abs", d.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs)},
+          {"scale", d.scale},
+          {"nonfinite", d.nonfinite},
+          {"worst", unravel(d.worst_flat, t.sizes())},
+          {"actual", json_number(d.actual)},
+          {"expected", json_number(d.expected)}};
+}
+
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
   bool initialized = name.rfind("arg", 0) == 0 || s.touched.count(name) > 0 || !before;
-  s.emit("probe", {{"site", s.site},
-                   {"kernel", s.kernel},
-                   {"phase", before ? "before" : "after"},
-                   {"tensor", name},
-                   {"initialized", initialized},
-                   {"stats", to_json(tensor_stats(name, t))}});
+  nlohmann::json fields = {{"site", s.site},
+                           {"kernel", s.kernel},
+                           {"phase", before ? "before" : "after"},
+                           {"tensor", name},
+                           {"initialized", initialized},
+                           {"stats", to_json(tensor_stats(name, t))}};
+  if (initialized && t.numel() > 0) {
+    if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
+      fields["compare"] = compare_with_reference(t, it->second);
+    }
+  }
+  s.emit("probe", std::move(fields));
   if (before && s.mode == ProbeMode::save && !s.plan.save_dir.empty()) {
     std::filesystem::path path =
         s.plan.save_dir / ("site" + std::to_string(s.site) + "_" + safe_file_part(name) + ".pt");
@@ -107,6 +162,38 @@ void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& devic
   s.emit = std::move(emit);
   s.device_key = device_key;
   s.installed = true;
+}
+
+void load_node_reference(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && bytes.empty()) {
+    throw Error(ErrorKind::cannot_test, "cannot read the per-node reference '" + path.string() + "'");
+  }
+  c10::IValue iv;
+  try {
+    iv = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw Error(ErrorKind::cannot_test,
+                "the per-node reference '" + path.string() + "' cannot be loaded: " + msg.substr(0, msg.find('\n')));
+  }
+  if (!iv.isGenericDict()) {
+    throw Error(ErrorKind::cannot_test, "the per-node reference '" + path.string() + "' is not a dict");
+  }
+  auto& ref = state().node_ref;
+  for (const auto& kv : iv.toGenericDict()) {
+    if (!kv.key().isString() || !kv.value().isList()) {
+      continue;
+    }
+    std::vector<at::Tensor> tensors;
+    for (const auto& v : kv.value().toListRef()) {
+      if (v.isTensor()) {
+        tensors.push_back(v.toTensor());
+      }
+    }
+    ref[kv.key().toStringRef()] = std::move(tensors);
+  }
 }
 
 ProbeCounts probe_counts() { return {state().calls, state().site}; }

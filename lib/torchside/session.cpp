@@ -9,12 +9,11 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
 namespace aoti_bisect::torchside {
 namespace fs = std::filesystem;
-
-namespace {
 
 std::string dtype_name(at::ScalarType t) {
   std::string s = c10::toString(t);  // "Float", "Long", "BFloat16"
@@ -26,6 +25,8 @@ std::string dtype_name(at::ScalarType t) {
   auto it = names.find(s);
   return it == names.end() ? s : it->second;
 }
+
+namespace {
 
 std::vector<int64_t> to_vec(c10::IntArrayRef r) { return std::vector<int64_t>(r.begin(), r.end()); }
 
@@ -289,7 +290,7 @@ void Session::save_outputs(const fs::path& path) const {
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
-Comparison Session::compare(const fs::path& reference, double atol, double rtol) const {
+Comparison Session::compare(const fs::path& reference, const ToleranceTable& tolerances) const {
   std::vector<at::Tensor> ref = load_tensors(reference, "reference file");
   const auto& out = m_impl->outputs;
   if (ref.size() != out.size()) {
@@ -298,8 +299,7 @@ Comparison Session::compare(const fs::path& reference, double atol, double rtol)
                                             std::to_string(out.size()));
   }
   Comparison c;
-  c.atol = atol;
-  c.rtol = rtol;
+  double worst_ratio = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (ref[i].sizes() != out[i].sizes()) {
       std::ostringstream ss;
@@ -307,35 +307,59 @@ Comparison Session::compare(const fs::path& reference, double atol, double rtol)
          << ", the reference " << ref[i].sizes();
       throw Error(ErrorKind::cannot_test, ss.str());
     }
-    at::Tensor a = out[i].detach().to(at::kCPU).to(at::kDouble);
-    at::Tensor b = ref[i].detach().to(at::kCPU).to(at::kDouble);
-    c.total += a.numel();
-    if (a.numel() == 0) {
-      continue;
-    }
-    at::Tensor nan_mismatch = a.isnan().logical_xor(b.isnan());
-    at::Tensor both_finite = a.isfinite().logical_and(b.isfinite());
-    at::Tensor inf_mismatch = a.isinf().logical_or(b.isinf()).logical_and(a.ne(b)).logical_and(a.isnan().logical_or(b.isnan()).logical_not());
-    at::Tensor diff = (a - b).abs().masked_fill(both_finite.logical_not(), 0.0);
-    at::Tensor bad = diff.gt(atol + rtol * b.abs().masked_fill(both_finite.logical_not(), 0.0));
-    bad = bad.logical_or(nan_mismatch).logical_or(inf_mismatch);
-    int64_t nbad = bad.sum().item<int64_t>();
-    int64_t n_nan = nan_mismatch.sum().item<int64_t>();
-    c.mismatched += nbad;
-    double max_abs = diff.max().item<double>();
-    at::Tensor rel = (diff / b.abs().clamp_min(1e-30)).masked_fill(both_finite.logical_not(), 0.0);
-    double max_rel = rel.max().item<double>();
-    if (max_abs > c.max_abs_error) {
-      c.max_abs_error = max_abs;
+    Tolerance tol = tolerances.for_dtype(dtype_name(out[i].scalar_type()));
+    ValueDiff d = diff_values(out[i], ref[i], &tol);
+    c.total += out[i].numel();
+    c.mismatched += d.outside;
+    double max_abs = d.nonfinite > 0 ? std::numeric_limits<double>::infinity() : d.max_abs;
+    double bound = tol.atol + tol.rtol * d.scale;
+    double ratio = bound > 0 ? max_abs / bound : (max_abs > 0 ? std::numeric_limits<double>::infinity() : 0);
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
       c.worst_output = "output" + std::to_string(i);
+      c.atol = tol.atol;
+      c.rtol = tol.rtol;
     }
-    c.max_rel_error = std::max(c.max_rel_error, max_rel);
-    if (n_nan > 0 && c.note.empty()) {
-      c.note = "NaN positions differ in output " + std::to_string(i) + " (" + std::to_string(n_nan) + " elements)";
+    if (d.nonfinite == 0) {
+      c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
+      c.max_rel_error = std::max(c.max_rel_error, d.scale > 0 ? d.max_abs / d.scale : 0.0);
+    }
+    if (d.nonfinite > 0 && c.note.empty()) {
+      c.note = "NaN/Inf positions differ in output " + std::to_string(i) + " (" + std::to_string(d.nonfinite) +
+               " elements)";
     }
   }
   c.within_tolerance = c.mismatched == 0;
   return c;
+}
+
+ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerance* tol) {
+  ValueDiff d;
+  at::Tensor a = actual.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  at::Tensor e = expected.detach().to(at::kCPU).to(at::kDouble).reshape({-1});
+  if (a.numel() == 0) {
+    return d;
+  }
+  at::Tensor a_fin = a.isfinite();
+  at::Tensor e_fin = e.isfinite();
+  at::Tensor both_finite = a_fin.logical_and(e_fin);
+  // Non-finite on either side: equal only when both are NaN or the same Inf.
+  at::Tensor same_nonfinite = a.isnan().logical_and(e.isnan()).logical_or(a.isinf().logical_and(a.eq(e)));
+  at::Tensor nonfinite_bad = both_finite.logical_not().logical_and(same_nonfinite.logical_not());
+  d.nonfinite = nonfinite_bad.sum().item<int64_t>();
+  at::Tensor e_abs = e.abs().masked_fill(e_fin.logical_not(), 0.0);
+  d.scale = e_abs.max().item<double>();
+  at::Tensor diff = (a - e).abs().masked_fill(both_finite.logical_not(), 0.0);
+  int64_t worst = d.nonfinite > 0 ? nonfinite_bad.to(at::kByte).argmax().item<int64_t>()
+                                  : diff.argmax().item<int64_t>();
+  d.max_abs = diff.max().item<double>();
+  d.worst_flat = worst;
+  d.actual = a[worst].item<double>();
+  d.expected = e[worst].item<double>();
+  if (tol != nullptr) {
+    d.outside = diff.gt(tol->atol + tol->rtol * d.scale).sum().item<int64_t>() + d.nonfinite;
+  }
+  return d;
 }
 
 }  // namespace aoti_bisect::torchside

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/probe_plan.hpp"
+#include "config/config.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
 
@@ -69,7 +70,8 @@ class Session {
   // Compares outputs with a torch.save'd reference. Throws Error(cannot_test)
   // when the reference cannot be read or its structure (count, shapes)
   // differs from the outputs.
-  Comparison compare(const std::filesystem::path& reference, double atol, double rtol) const;
+  // Each output is judged with its dtype's tolerance (config.hpp Tolerance).
+  Comparison compare(const std::filesystem::path& reference, const ToleranceTable& tolerances) const;
 
  private:
   struct Impl;
@@ -96,6 +98,15 @@ struct ProbeCounts {
   int sites = 0;
 };
 ProbeCounts probe_counts();
+
+// Loads the per-node reference (torch.save of {buffer name: [tensor, ...]},
+// written by the build helper's node-values mode) for the probes: with it, a
+// `stats` probe of a named buffer also reports a "compare" object against
+// the closest candidate:
+//   {candidate, max_abs, scale, worst: [index...], actual, expected, nonfinite}
+// (max_abs is null when NaN/Inf positions differ; nonfinite counts them).
+// Throws Error(cannot_test) when the file cannot be read.
+void load_node_reference(const std::filesystem::path& path);
 
 // CUDA helpers (cuda_device.cpp where the toolkit exists, cuda_none.cpp
 // otherwise): synchronise and return the pending error text, if any.

@@ -8,6 +8,21 @@ namespace fs = std::filesystem;
 
 fs::path example(const std::string& file) { return fs::path(AOTI_BISECT_EXAMPLES) / file; }
 
+nlohmann::json meta_of(const std::string& name) {
+  std::ifstream in(example(name + ".json"));
+  return nlohmann::json::parse(in);
+}
+
+std::map<std::string, std::string> warm_inductor() {
+  const char* home = std::getenv("HOME");
+  return {{"TORCHINDUCTOR_CACHE_DIR", std::string(home ? home : "/tmp") + "/.cache/aoti-bisect/inductor-tests"}};
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 Result run_tool(std::vector<std::string> args, const std::string& out_dir,
                 const std::map<std::string, std::string>& env, double timeout_s) {
   aoti_bisect::SpawnSpec spec;

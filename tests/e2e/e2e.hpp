@@ -22,6 +22,11 @@ struct Result {
 };
 
 std::filesystem::path example(const std::string& file);  // a file of the built examples
+nlohmann::json meta_of(const std::string& name);         // the example's NAME.json
+// Inductor's own compile cache, kept across test runs (the tool's build
+// cache is fresh per test, so builds.count is what a test expects).
+std::map<std::string, std::string> warm_inductor();
+std::string read_text(const std::filesystem::path& path);
 Result run_tool(std::vector<std::string> args, const std::string& out_dir,
                 const std::map<std::string, std::string>& env = {}, double timeout_s = 600);
 

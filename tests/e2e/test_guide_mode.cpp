@@ -10,7 +10,10 @@
 
 namespace fs = std::filesystem;
 using e2e::example;
+using e2e::meta_of;
+using e2e::read_text;
 using e2e::run_tool;
+using e2e::warm_inductor;
 
 namespace {
 
@@ -22,13 +25,6 @@ std::vector<std::string> nan_midway_args(const std::string& cache, std::vector<s
                                    "--repeats",    "1"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
-}
-
-// Inductor's own compile cache is kept across test runs (the tool's build
-// cache is fresh per test, so builds.count is what the test expects).
-std::map<std::string, std::string> warm_inductor() {
-  const char* home = std::getenv("HOME");
-  return {{"TORCHINDUCTOR_CACHE_DIR", std::string(home ? home : "/tmp") + "/.cache/aoti-bisect/inductor-tests"}};
 }
 
 }  // namespace

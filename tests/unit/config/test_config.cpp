@@ -58,9 +58,8 @@ variants:
   CHECK(c.timeout_s == 12.5);
   CHECK(c.jobs == 2);
   CHECK(c.replace_variants);
-  REQUIRE(c.tolerance.has_value());
-  CHECK(c.tolerance->atol == 0.001);
-  CHECK(c.tolerance->rtol == 0.0);
+  CHECK(c.tolerance_atol == 0.001);
+  CHECK(c.tolerance_rtol == 0.0);
   REQUIRE(c.variants.size() == 2);
   CHECK(c.variants[0].name == "sanitized");
   CHECK(c.variants[0].description == "compute sanitizer off");
@@ -79,7 +78,8 @@ TEST_CASE("parse_user_config: an empty file is an empty config") {
     CHECK_FALSE(c.repeats.has_value());
     CHECK_FALSE(c.timeout_s.has_value());
     CHECK_FALSE(c.jobs.has_value());
-    CHECK_FALSE(c.tolerance.has_value());
+    CHECK_FALSE(c.tolerance_atol.has_value());
+    CHECK(c.tolerance.by_dtype.empty());
     CHECK_FALSE(c.replace_variants);
   }
   SUBCASE("comments only") {
@@ -95,11 +95,56 @@ TEST_CASE("parse_user_config: scalar env values are taken as their text") {
                      {"A", "1"}, {"B", "true"}, {"C", "0.50"}, {"D", ""}, {"E", "x y"}});
 }
 
-TEST_CASE("parse_user_config: a tolerance map keeps the defaults it does not set") {
+TEST_CASE("parse_user_config: a flat tolerance sets only what it names") {
   UserConfig c = parse_user_config("tolerance:\n  rtol: 0.01\n", "c.yaml");
-  REQUIRE(c.tolerance.has_value());
-  CHECK(c.tolerance->atol == Tolerance{}.atol);
-  CHECK(c.tolerance->rtol == 0.01);
+  CHECK_FALSE(c.tolerance_atol.has_value());
+  CHECK(c.tolerance_rtol == 0.01);
+}
+
+TEST_CASE("tolerances: per dtype from the profile, overridden by the user config and flags") {
+  Profile p = builtin_profile("cpu");
+  REQUIRE(p.tolerances.by_dtype.count("float32"));
+  REQUIRE(p.tolerances.by_dtype.count("bfloat16"));
+  REQUIRE(p.tolerances.by_dtype.count("float16"));
+  // Lower precision is looser.
+  CHECK(p.tolerances.for_dtype("float32").rtol < p.tolerances.for_dtype("float16").rtol);
+  CHECK(p.tolerances.for_dtype("float16").rtol < p.tolerances.for_dtype("bfloat16").rtol);
+  // Integers must match exactly; an unlisted float uses the default.
+  CHECK(p.tolerances.for_dtype("int64").atol == 0);
+  CHECK(p.tolerances.for_dtype("int64").rtol == 0);
+  CHECK(p.tolerances.for_dtype("float8_e4m3fn").rtol == p.tolerances.for_dtype("default").rtol);
+
+  UserConfig u = parse_user_config("tolerance:\n  bfloat16: {atol: 0.5, rtol: 0.25}\n", "u.yaml");
+  ToleranceTable t = p.tolerances;
+  t.merge(u.tolerance);
+  CHECK(t.for_dtype("bfloat16").atol == 0.5);
+  CHECK(t.for_dtype("bfloat16").rtol == 0.25);
+  CHECK(t.for_dtype("float32").rtol == p.tolerances.for_dtype("float32").rtol);
+  t.set_all(std::nullopt, 0.125);
+  CHECK(t.for_dtype("bfloat16").rtol == 0.125);
+  CHECK(t.for_dtype("float32").rtol == 0.125);
+  CHECK(t.for_dtype("float32").atol == p.tolerances.for_dtype("float32").atol);
+
+  ToleranceTable back = tolerance_table_from_json(to_json(t));
+  CHECK(back.for_dtype("bfloat16").atol == 0.5);
+  CHECK(back.for_dtype("float16").rtol == 0.125);
+}
+
+TEST_CASE("tolerance: the rule judges the error against the tensor's largest magnitude") {
+  Tolerance t{1e-5, 1e-4};
+  CHECK(t.within(1e-5, 0.0));
+  CHECK_FALSE(t.within(2e-5, 0.0));
+  CHECK(t.within(1e-3, 100.0));          // 1e-5 + 1e-2 allowed
+  CHECK_FALSE(t.within(0.02, 100.0));
+}
+
+TEST_CASE("tolerance: config errors name the place and the fix") {
+  CHECK_THROWS_WITH_AS(parse_user_config("tolerance:\n  float33: {atol: 1, rtol: 1}\n", "u.yaml"),
+                       doctest::Contains("u.yaml:2:3: error: unknown key 'float33' in 'tolerance'"), Error);
+  CHECK_THROWS_WITH_AS(parse_user_config("tolerance:\n  float32: {atol: 1}\n", "u.yaml"),
+                       doctest::Contains("'float32' needs both 'atol' and 'rtol'"), Error);
+  CHECK_THROWS_WITH_AS(parse_user_config("tolerance:\n  float32: {atol: -1, rtol: 1}\n", "u.yaml"),
+                       doctest::Contains("'atol' must be a non-negative number"), Error);
 }
 
 TEST_CASE("parse_user_config, error handling") {
@@ -116,7 +161,7 @@ TEST_CASE("parse_user_config, error handling") {
   }
   SUBCASE("unknown key inside tolerance") {
     REQUIRE_THROWS_WITH(parse("tolerance:\n  abstol: 1\n"),
-                        "c.yaml:2:3: error: unknown key 'abstol' (known keys: atol, rtol)");
+                        "c.yaml:2:3: error: unknown key 'abstol' in 'tolerance' (a dtype such as float32, bfloat16, float16, default, or atol/rtol for every dtype)");
   }
   SUBCASE("duplicate key") {
     REQUIRE_THROWS_WITH(parse("repeats: 2\nrepeats: 3\n"), "c.yaml:2:1: error: duplicate key 'repeats'");
@@ -276,7 +321,7 @@ TEST_CASE("parse_profile") {
   }
   SUBCASE("user-only keys are unknown in a profile") {
     REQUIRE_THROWS_WITH(parse_profile("backend: xpu\njobs: 2\n", "p.yaml"),
-                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants)");
+                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants, tolerances)");
   }
   SUBCASE("a profile needs a backend") {
     REQUIRE_THROWS_WITH(parse_profile("repeats: 2\n", "p.yaml"), "p.yaml:1:1: error: a profile needs a 'backend'");

@@ -1,0 +1,265 @@
+#include "job/divergence.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+constexpr double k_inf = std::numeric_limits<double>::infinity();
+
+std::string json_text(const nlohmann::json& v) {
+  if (v.is_string()) {
+    return v.get<std::string>();
+  }
+  if (v.is_number()) {
+    return value_text(v.get<double>());
+  }
+  return "";
+}
+
+double ratio_of(const TensorCompare& c) {
+  if (c.nonfinite > 0) {
+    return k_inf;
+  }
+  double bound = c.tolerance.atol + c.tolerance.rtol * c.scale;
+  if (bound <= 0) {
+    return c.max_abs > 0 ? k_inf : 0;
+  }
+  return c.max_abs / bound;
+}
+
+std::optional<TensorCompare> compare_of(const nlohmann::json& e, const ToleranceTable& tolerances) {
+  auto it = e.find("compare");
+  if (it == e.end() || !it->is_object()) {
+    return std::nullopt;
+  }
+  const nlohmann::json& c = *it;
+  TensorCompare t;
+  t.tensor = e.value("tensor", "");
+  t.before = e.value("phase", "") == "before";
+  t.initialized = e.value("initialized", true);
+  if (e.contains("stats") && e["stats"].is_object()) {
+    t.dtype = e["stats"].value("dtype", "");
+  }
+  if (c.contains("unmatched")) {
+    t.unmatched = c["unmatched"].is_string() ? c["unmatched"].get<std::string>() : "";
+    return t;
+  }
+  t.candidate = c.value("candidate", 0);
+  t.max_abs = c.contains("max_abs") && c["max_abs"].is_number() ? c["max_abs"].get<double>() : 0.0;
+  t.scale = c.value("scale", 0.0);
+  t.nonfinite = c.value("nonfinite", int64_t{0});
+  if (!c.contains("max_abs") || c["max_abs"].is_null()) {
+    t.nonfinite = std::max<int64_t>(t.nonfinite, 1);
+  }
+  if (c.contains("worst") && c["worst"].is_array()) {
+    t.worst = c["worst"].get<std::vector<int64_t>>();
+  }
+  t.actual = json_text(c.value("actual", nlohmann::json()));
+  t.expected = json_text(c.value("expected", nlohmann::json()));
+  t.tolerance = tolerances.for_dtype(t.dtype);
+  t.ratio = ratio_of(t);
+  return t;
+}
+
+}  // namespace
+
+std::string value_text(double v) {
+  if (std::isnan(v)) {
+    return "nan";
+  }
+  if (std::isinf(v)) {
+    return v > 0 ? "inf" : "-inf";
+  }
+  return fmt::format("{:.6g}", v);
+}
+
+NodeMap node_map_from_json(const nlohmann::json& j) {
+  NodeMap m;
+  if (!j.is_object() || !j.contains("buffers") || !j["buffers"].is_object()) {
+    throw Error(ErrorKind::internal, "the build's node map has no 'buffers' object");
+  }
+  for (const auto& [name, v] : j["buffers"].items()) {
+    NodeMap::Entry e;
+    if (v.contains("nodes") && v["nodes"].is_array()) {
+      for (const auto& n : v["nodes"]) {
+        if (n.is_string()) {
+          e.nodes.push_back(n.get<std::string>());
+        }
+      }
+    }
+    if (v.contains("why") && v["why"].is_string()) {
+      e.why = v["why"].get<std::string>();
+    }
+    m.buffers[name] = std::move(e);
+  }
+  if (j.contains("notes") && j["notes"].is_array()) {
+    for (const auto& n : j["notes"]) {
+      if (n.is_string()) {
+        m.notes.push_back(n.get<std::string>());
+      }
+    }
+  }
+  return m;
+}
+
+std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances) {
+  std::map<int, SiteCompare> by_site;
+  for (const auto& e : events) {
+    if (e.value("event", "") != "probe") {
+      continue;
+    }
+    int site = e.value("site", 0);
+    SiteCompare& s = by_site[site];
+    s.site = site;
+    s.kernel = e.value("kernel", "");
+    auto c = compare_of(e, tolerances);
+    if (!c || c->unmatched) {
+      continue;
+    }
+    (c->before ? s.inputs : s.outputs).push_back(*c);
+  }
+  std::vector<SiteCompare> out;
+  for (auto& [site, s] : by_site) {
+    std::map<std::string, double> before_ratio;
+    for (const auto& in : s.inputs) {
+      before_ratio[in.tensor] = in.ratio;
+      if (!(in.ratio <= 1.0)) {
+        s.inputs_ok = false;
+      }
+    }
+    for (const auto& o : s.outputs) {
+      if (!(o.ratio > 1.0)) {
+        continue;
+      }
+      // Outside tolerance after the launch, and not already before it.
+      auto b = before_ratio.find(o.tensor);
+      bool inherited = b != before_ratio.end() && !(b->second <= 1.0);
+      if (!inherited && (!s.introduced || o.ratio > s.introduced->ratio)) {
+        s.introduced = o;
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::optional<int> first_divergent(const std::vector<SiteCompare>& sites, int lo, int hi) {
+  for (const auto& s : sites) {
+    if (s.site >= lo && s.site <= hi && s.divergent()) {
+      return s.site;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites) {
+  std::optional<HonestError> best;
+  for (const auto& s : sites) {
+    for (const auto* list : {&s.outputs, &s.inputs}) {
+      for (const auto& c : *list) {
+        if (!(c.ratio <= 1.0) || (best && c.ratio <= best->ratio)) {
+          continue;
+        }
+        best = HonestError{s.site, s.kernel, c.tensor, c.dtype, c.max_abs, c.scale > 0 ? c.max_abs / c.scale : 0.0,
+                           c.ratio};
+      }
+    }
+  }
+  return best;
+}
+
+std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                                         int& mapped) {
+  std::vector<UnmappedSite> out;
+  std::set<std::string> seen;
+  mapped = 0;
+  for (const auto& e : trace_events) {
+    if (e.value("event", "") != "site_end") {
+      continue;
+    }
+    std::vector<std::string> fresh;
+    for (const auto& t : e.value("tensors", nlohmann::json::array())) {
+      if (!t.is_string()) {
+        continue;
+      }
+      std::string name = t.get<std::string>();
+      if (seen.insert(name).second && map.buffers.count(name)) {
+        fresh.push_back(name);
+      }
+    }
+    bool any = false;
+    std::string why;
+    for (const auto& name : fresh) {
+      const NodeMap::Entry& entry = map.buffers.at(name);
+      if (!entry.nodes.empty()) {
+        any = true;
+        break;
+      }
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", name, entry.why.empty() ? "no graph node" : entry.why);
+    }
+    if (any) {
+      ++mapped;
+      continue;
+    }
+    out.push_back({e.value("site", 0), e.value("kernel", ""),
+                   fresh.empty() ? "writes no new buffer (updates in place, or only reads)" : why});
+  }
+  return out;
+}
+
+Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nlohmann::json& node_info) {
+  Divergence d;
+  if (!site.introduced) {
+    return d;
+  }
+  const TensorCompare& o = *site.introduced;
+  d.tensor = o.tensor;
+  d.dtype = o.dtype;
+  d.max_abs_error = o.nonfinite > 0 ? k_inf : o.max_abs;
+  d.max_rel_error = o.nonfinite > 0 ? k_inf : (o.scale > 0 ? o.max_abs / o.scale : 0.0);
+  d.scale = o.scale;
+  d.nonfinite = o.nonfinite;
+  d.atol = o.tolerance.atol;
+  d.rtol = o.tolerance.rtol;
+  d.worst_index = o.worst;
+  d.actual = o.actual;
+  d.expected = o.expected;
+  d.inputs_compared = static_cast<int>(site.inputs.size());
+  for (const auto& in : site.inputs) {
+    d.inputs_worst_ratio = std::max(d.inputs_worst_ratio, in.ratio);
+  }
+  std::vector<std::string> names;
+  if (auto it = map.buffers.find(o.tensor); it != map.buffers.end()) {
+    names = it->second.nodes;
+    if (o.candidate >= 0 && static_cast<size_t>(o.candidate) < names.size()) {
+      d.compared_with = names[static_cast<size_t>(o.candidate)];
+    }
+  }
+  const nlohmann::json nodes = node_info.is_object() ? node_info.value("nodes", nlohmann::json::object())
+                                                     : nlohmann::json::object();
+  for (const auto& name : names) {
+    GraphNodeRef ref;
+    ref.name = name;
+    if (nodes.contains(name) && nodes[name].is_object()) {
+      const auto& n = nodes[name];
+      ref.op = n.value("op", "");
+      if (n.contains("source") && n["source"].is_object()) {
+        const auto& src = n["source"];
+        ref.source = fmt::format("{}:{} in {}", src.value("file", "?"), src.value("line", 0), src.value("function", "?"));
+        ref.code = src.value("code", "");
+      }
+    }
+    d.nodes.push_back(std::move(ref));
+  }
+  return d;
+}
+
+}  // namespace aoti_bisect

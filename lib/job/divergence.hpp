@@ -1,0 +1,80 @@
+#pragma once
+// The mismatch search's evidence: which call site's outputs first differ
+// from eager beyond tolerance while its inputs are within it (design.md
+// "Wrong values"). Torch-free: it reads the runner's probe events, whose
+// `compare` objects the runner computed against the per-node reference.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect {
+
+// The build helper's node map: which exported-program node(s) each buffer
+// of the generated code holds, or why none.
+struct NodeMap {
+  struct Entry {
+    std::vector<std::string> nodes;
+    std::string why;  // when nodes is empty
+  };
+  std::map<std::string, Entry> buffers;
+  std::vector<std::string> notes;
+};
+NodeMap node_map_from_json(const nlohmann::json& j);  // throws Error(internal) when malformed
+
+// One tensor's comparison at one site, as read from a probe event.
+struct TensorCompare {
+  std::string tensor;
+  std::string dtype;
+  bool before = false;          // the before-launch probe (an input)
+  bool initialized = true;
+  std::optional<std::string> unmatched;  // why it could not be compared (element counts)
+  int candidate = 0;
+  double max_abs = 0;
+  double scale = 0;
+  int64_t nonfinite = 0;
+  std::vector<int64_t> worst;
+  std::string actual;
+  std::string expected;
+  double ratio = 0;             // error / allowed error (> 1: outside tolerance; inf for NaN/Inf mismatches)
+  Tolerance tolerance;
+};
+
+struct SiteCompare {
+  int site = 0;
+  std::string kernel;
+  std::vector<TensorCompare> inputs;    // before launch, written earlier (compared)
+  std::vector<TensorCompare> outputs;   // after launch (compared)
+  bool inputs_ok = true;                // every compared input within tolerance
+  std::optional<TensorCompare> introduced;  // the worst output that went outside tolerance here
+  bool divergent() const { return introduced.has_value() && inputs_ok; }
+};
+
+// Per site, in site order, from one run's probe events.
+std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances);
+
+// The first divergent site in [lo, hi].
+std::optional<int> first_divergent(const std::vector<SiteCompare>& sites, int lo, int hi);
+
+// The largest in-tolerance difference among the sites (outputs and inputs).
+std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites);
+
+// Call sites whose new buffers name no graph node (from a trace run's
+// site_end events and the map). `mapped` is set to the count of the others.
+std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                                         int& mapped);
+
+// The report's divergence for a site's introduced output; node details come
+// from the helper's node info ({"nodes": {name: {op, source}}}).
+Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nlohmann::json& node_info);
+
+// "1.5", "nan": a compared value as text for the report.
+std::string value_text(double v);
+
+}  // namespace aoti_bisect
