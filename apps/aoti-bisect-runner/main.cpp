@@ -105,6 +105,14 @@ std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+std::set<std::string> returned_names(const ab::WrapperInfo& wrapper) {
+  std::set<std::string> out;
+  for (const auto& [name, site] : ab::returned_buffers(wrapper.call_sites)) {
+    out.insert(name);
+  }
+  return out;
+}
+
 int run(const Options& opt, ab::EventWriter& events) {
   using ab::RunnerExit;
   ab::torchside::Versions v = ab::torchside::versions(opt.device_key);
@@ -154,7 +162,7 @@ int run(const Options& opt, ab::EventWriter& events) {
     }
     ab::torchside::install_probes(plan, [&events](const std::string& type, nlohmann::json fields) {
       events.emit(type, std::move(fields));
-    }, opt.device_key);
+    }, opt.device_key, returned_names(wrapper));
     events.emit("probes", {{"plan", plan.summary()}});
   }
 

@@ -338,7 +338,9 @@ class NodeMapRecorder:
             origin = getattr(buf, "origin_node", None)
             entry = {"nodes": [], "origin": origin.name if origin is not None else None, "why": None}
             if origin is None:
-                entry["why"] = "no single origin node (a value fused from several)"
+                entry["why"] = "Inductor records no single origin node for it (a layout copy, or fused from several)"
+            elif origin.op in ("get_attr", "placeholder"):
+                entry["why"] = f"a copy of {origin.name} (a parameter, constant or input)"
             elif not pre_grad_id:
                 entry["why"] = "no pre-grad graph to map to"
             else:

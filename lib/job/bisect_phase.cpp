@@ -118,7 +118,8 @@ std::string kind_of_kernel(const std::string& kernel) {
 }
 
 // One child run's answer to "is the first bad site in [lo, hi]?".
-Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi, const ToleranceTable* tolerances) {
+Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi, const ToleranceTable* tolerances,
+                const std::map<std::string, int>* returned_by) {
   Probe p;
   p.runs = 1;
   p.agreeing = 1;
@@ -133,7 +134,7 @@ Probe answer_of(Predicate pred, const ChildResult& r, int lo, int hi, const Tole
     if (r.cls.kind != OutcomeKind::mismatch && r.cls.kind != OutcomeKind::ok) {
       p.verdict = StepVerdict::error;
       p.note = fmt::format("the run failed differently ({}: {})", outcome_name(r.cls.kind), r.cls.first_line);
-    } else if (auto site = first_divergent(compare_sites(r.events, *tolerances), lo, hi)) {
+    } else if (auto site = first_divergent(compare_sites(r.events, *tolerances, *returned_by), lo, hi)) {
       p.verdict = StepVerdict::reproduces;
       p.exact = site;
     } else {
@@ -557,9 +558,25 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
     return {Verdict::not_isolated, bis.message};
   }
   int n = std::max(tev.sites, 1);
+  // Buffers extern calls create and return are shown only where a later
+  // site reads them: that site is probed too, and the value credited to the
+  // call that returned it. Static call-site numbers must match the run's.
+  std::map<std::string, int> returned_by;
+  std::map<int, int> consumers;
+  if (pred == Predicate::mismatch && tev.sites == n_static) {
+    returned_by = returned_buffers(iw.call_sites);
+    consumers = consumer_sites(trace.events, returned_by);
+  }
+  auto add_consumers = [&](ProbePlan& plan, int lo, int hi) {
+    for (auto it = consumers.lower_bound(lo); it != consumers.end() && it->first <= hi; ++it) {
+      if (it->second > hi) {
+        plan.ranges.push_back({it->second, it->second, ProbeMode::stats});
+      }
+    }
+  };
   if (pred == Predicate::mismatch) {
     int mapped = 0;
-    bis.unmapped = unmapped_sites(trace.events, node_map, mapped);
+    bis.unmapped = unmapped_sites(trace.events, node_map, mapped, returned_by);
     bis.mapped_sites = mapped;
     for (auto& u : bis.unmapped) {
       u.why = redact_paths(u.why);
@@ -572,6 +589,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
     ProbePlan plan;
     if (pred != Predicate::fault) {
       plan.ranges.push_back({lo, hi, ProbeMode::stats});
+      add_consumers(plan, lo, hi);
     } else {
       plan.ranges.push_back({hi, hi, ProbeMode::sync});
     }
@@ -584,9 +602,9 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
         p.note = "interrupted";
         return p;
       }
-      answers.push_back(answer_of(pred, res, lo, hi, &ctx.tolerances));
+      answers.push_back(answer_of(pred, res, lo, hi, &ctx.tolerances, &returned_by));
       if (pred == Predicate::mismatch) {
-        note_honest_error(bis, compare_sites(res.events, ctx.tolerances));
+        note_honest_error(bis, compare_sites(res.events, ctx.tolerances, returned_by));
       }
     }
     return aggregate_answers(answers);
@@ -624,6 +642,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   int k = *sr.first;
   ProbePlan evidence_plan;
   evidence_plan.ranges.push_back({k, k, ProbeMode::save});
+  add_consumers(evidence_plan, k, k);
   fs::path repro_dir = ctx.out_dir / "repro";
   std::error_code ec;
   fs::remove_all(repro_dir, ec);
@@ -635,7 +654,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   bis.runs += 1;
   Culprit c = make_culprit(k, pred, s, iw, trace.events, evidence);
   if (pred == Predicate::mismatch) {
-    auto sites = compare_sites(evidence.events, ctx.tolerances);
+    auto sites = compare_sites(evidence.events, ctx.tolerances, returned_by);
     for (const auto& site : sites) {
       if (site.site == k && site.introduced) {
         c.divergence = make_divergence(site, node_map, node_info);
@@ -654,7 +673,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
                               d.inputs_compared == 1 ? " was" : "s were"));
       }
     }
-    note_honest_error(bis, compare_sites(evidence.events, ctx.tolerances));
+    note_honest_error(bis, compare_sites(evidence.events, ctx.tolerances, returned_by));
   }
   ctx.report.culprit = c;
   Reproducer repro;

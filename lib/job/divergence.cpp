@@ -110,8 +110,10 @@ NodeMap node_map_from_json(const nlohmann::json& j) {
   return m;
 }
 
-std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances) {
+std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
+                                       const std::map<std::string, int>& returned_by) {
   std::map<int, SiteCompare> by_site;
+  std::set<std::string> credited;  // returned buffers already counted as their producer's output
   for (const auto& e : events) {
     if (e.value("event", "") != "probe") {
       continue;
@@ -125,6 +127,11 @@ std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events
       continue;
     }
     (c->before ? s.inputs : s.outputs).push_back(*c);
+    auto r = returned_by.find(c->tensor);
+    if (c->before && r != returned_by.end() && r->second < site && by_site.count(r->second) &&
+        credited.insert(c->tensor).second) {
+      by_site[r->second].outputs.push_back(*c);  // the value its producer returned
+    }
   }
   std::vector<SiteCompare> out;
   for (auto& [site, s] : by_site) {
@@ -176,8 +183,26 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
   return best;
 }
 
+std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_events,
+                                  const std::map<std::string, int>& returned_by) {
+  std::map<int, int> out;
+  for (const auto& e : trace_events) {
+    if (e.value("event", "") != "site_end") {
+      continue;
+    }
+    int site = e.value("site", 0);
+    for (const auto& t : e.value("tensors", nlohmann::json::array())) {
+      auto r = t.is_string() ? returned_by.find(t.get<std::string>()) : returned_by.end();
+      if (r != returned_by.end() && r->second < site && !out.count(r->second)) {
+        out[r->second] = site;
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
-                                         int& mapped) {
+                                         int& mapped, const std::map<std::string, int>& returned_by) {
   std::vector<UnmappedSite> out;
   std::set<std::string> seen;
   mapped = 0;
@@ -185,7 +210,13 @@ std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trac
     if (e.value("event", "") != "site_end") {
       continue;
     }
+    int site = e.value("site", 0);
     std::vector<std::string> fresh;
+    for (const auto& [name, producer] : returned_by) {
+      if (producer == site && map.buffers.count(name) && seen.insert(name).second) {
+        fresh.push_back(name);  // created by this extern call, shown only where it is read
+      }
+    }
     for (const auto& t : e.value("tensors", nlohmann::json::array())) {
       if (!t.is_string()) {
         continue;

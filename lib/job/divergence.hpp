@@ -56,8 +56,12 @@ struct SiteCompare {
   bool divergent() const { return introduced.has_value() && inputs_ok; }
 };
 
-// Per site, in site order, from one run's probe events.
-std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances);
+// Per site, in site order, from one run's probe events. `returned_by` maps
+// a buffer an extern call creates (never shown at that call) to its site:
+// its first comparison, before a later site's launch, counts as an output
+// of the site that returned it, when that site was probed too.
+std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
+                                       const std::map<std::string, int>& returned_by = {});
 
 // The first divergent site in [lo, hi].
 std::optional<int> first_divergent(const std::vector<SiteCompare>& sites, int lo, int hi);
@@ -68,7 +72,12 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
 // Call sites whose new buffers name no graph node (from a trace run's
 // site_end events and the map). `mapped` is set to the count of the others.
 std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
-                                         int& mapped);
+                                         int& mapped, const std::map<std::string, int>& returned_by = {});
+
+// For each site that returns a buffer: the first later site that shows it
+// (from a trace run), whose before-launch probe is where it can be seen.
+std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_events,
+                                  const std::map<std::string, int>& returned_by);
 
 // The report's divergence for a site's introduced output; node details come
 // from the helper's node info ({"nodes": {name: {op, source}}}).

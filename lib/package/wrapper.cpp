@@ -271,7 +271,30 @@ void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, 
   }
 }
 
+// "&buf3_handle" arguments of an extern call: outputs it allocates.
+std::vector<std::string> returned_handles(std::string_view t) {
+  std::vector<std::string> out;
+  for (size_t p = t.find('&'); p != std::string_view::npos; p = t.find('&', p + 1)) {
+    std::string id = ident_at(t, p + 1);
+    constexpr std::string_view suffix = "_handle";
+    if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.push_back(id.substr(0, id.size() - suffix.size()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) {
+  std::map<std::string, int> out;
+  for (const auto& s : sites) {
+    for (const auto& name : s.returns) {
+      out.emplace(name, s.index);
+    }
+  }
+  return out;
+}
 
 std::string_view kernel_kind_name(KernelKind kind) {
   switch (kind) {
@@ -312,6 +335,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
       continue;
     }
     if (auto site = call_site_of(t, cpp_kernels)) {
+      if (site->kind == KernelKind::extern_call) {
+        site->returns = returned_handles(t);
+      }
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;

@@ -5,6 +5,7 @@
 // model takes (from its generated input checks).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +21,12 @@ struct CallSite {
   KernelKind kind = KernelKind::cpp;
   int line = 0;             // 1-based line in the wrapper source
   std::string source_nodes; // "[relu, sub, log]" from the preceding comment, if any
+  std::vector<std::string> returns;  // buffers an extern call creates and returns (`&buf3_handle`):
+                                     // the printer never shows them at this site
 };
+
+// Buffer name -> the call site (1-based) that returns it.
+std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites);
 
 struct InputSpec {
   int index = 0;

@@ -34,6 +34,7 @@ struct ProbeState {
   ProbeMode mode = ProbeMode::off;
   std::vector<std::string> tensors; // names seen before launch at the current site
   std::set<std::string> touched;    // names any earlier site touched
+  std::set<std::string> returned;   // buffers extern calls create (written before any site reads them)
   std::map<std::string, std::vector<at::Tensor>> node_ref;  // buffer -> eager values of its candidate nodes
 };
 
@@ -122,7 +123,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
 }
 
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
-  bool initialized = name.rfind("arg", 0) == 0 || s.touched.count(name) > 0 || !before;
+  bool initialized = name.rfind("arg", 0) == 0 || s.touched.count(name) > 0 || s.returned.count(name) > 0 || !before;
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},
@@ -156,8 +157,10 @@ std::string plain_name(const std::string& name) {
 
 }  // namespace
 
-void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key) {
+void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
+                    std::set<std::string> returned) {
   ProbeState& s = state();
+  s.returned = std::move(returned);
   s.plan = plan;
   s.emit = std::move(emit);
   s.device_key = device_key;

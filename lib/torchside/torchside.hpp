@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,10 +89,13 @@ class Session {
 //   probe {site, kernel, phase, tensor, initialized, stats}   stats and save
 //   saved {site, kernel, tensor, path}   save
 //   sync_error {site, kernel, message}   sync found a device error; the runner then exits 10
-// "initialized" is true for graph inputs (arg*) and tensors an earlier site
-// touched; an output buffer nothing wrote yet holds garbage before launch.
+// "initialized" is true for graph inputs (arg*), tensors an earlier site
+// touched, and `returned` buffers (an extern call created them, out of the
+// printer's sight); an output buffer nothing wrote yet holds garbage before
+// launch.
 using EmitFn = std::function<void(const std::string& type, nlohmann::json fields)>;
-void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key);
+void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
+                    std::set<std::string> returned = {});
 void on_probe_call(void* tensor_handle, const char* tensor_name, const char* phase, const char* kernel);
 struct ProbeCounts {
   long calls = 0;

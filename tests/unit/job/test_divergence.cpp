@@ -135,6 +135,38 @@ TEST_CASE("unmapped sites: new buffers that hold no graph node's value are liste
   CHECK(unmapped[1].why.find("writes no new buffer") == 0);
 }
 
+TEST_CASE("a buffer an extern call returns counts as that call's output, where a later site shows it") {
+  // Site 2 (an extern call) returns buf3, which the printer first shows
+  // before site 3's launch. Wrong there: site 2 introduced it.
+  std::vector<json> events = {probe(2, "buf1", "before", 1e-7, 1.0), probe(3, "buf3", "before", 0.5, 1.0),
+                              probe(3, "buf4", "after", 0.6, 1.0)};
+  std::map<std::string, int> returned_by = {{"buf3", 2}};
+  auto sites = compare_sites(events, table(), returned_by);
+  REQUIRE(sites.size() == 2);
+  CHECK(sites[0].site == 2);
+  CHECK(sites[0].divergent());
+  CHECK(sites[0].introduced->tensor == "buf3");
+  CHECK_FALSE(sites[1].divergent());  // inherited
+  CHECK(first_divergent(sites, 1, 2) == 2);
+  // Without site 2's own probes nothing is credited to it (its inputs are unknown).
+  auto alone = compare_sites({events[1], events[2]}, table(), returned_by);
+  CHECK(first_divergent(alone, 1, 3) == std::nullopt);
+
+  std::vector<json> trace = {
+      {{"event", "site_end"}, {"site", 1}, {"kernel", "k1"}, {"tensors", {"buf1"}}},
+      {{"event", "site_end"}, {"site", 2}, {"kernel", "conv"}, {"tensors", {"buf1"}}},
+      {{"event", "site_end"}, {"site", 3}, {"kernel", "k3"}, {"tensors", {"buf3", "buf4"}}},
+  };
+  CHECK(consumer_sites(trace, returned_by) == std::map<int, int>{{2, 3}});
+  NodeMap map = node_map_from_json(json::parse(R"({"buffers": {"buf1": {"nodes": ["a"]}, "buf3": {"nodes": ["conv"]},
+      "buf4": {"nodes": []}}})"));
+  int mapped = 0;
+  auto unmapped = unmapped_sites(trace, map, mapped, returned_by);
+  CHECK(mapped == 2);  // site 1 (buf1) and site 2 (buf3, returned)
+  REQUIRE(unmapped.size() == 1);
+  CHECK(unmapped[0].call_index == 3);
+}
+
 TEST_CASE("make_divergence: figures, worst element and the graph nodes with their source") {
   NodeMap map = node_map_from_json(json::parse(R"({"buffers": {"buf1": {"nodes": ["relu", "linear_1"]}}})"));
   json info = json::parse(R"j({"nodes": {"relu": {"op": "aten.relu.default",

@@ -100,6 +100,22 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   CHECK_FALSE(w.inputs[0].dim_min[1].has_value());
 }
 
+TEST_CASE("parse_wrapper: buffers an extern call creates and returns") {
+  std::string src = R"(
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(buf0, buf1, &temporary_reference(buf2.get()), std::array<int64_t, 2>{1L, 1L}.cbegin(), 2, 0, 1L, &buf3_handle));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_addmm_out(buf4, bias, buf3, w, 1L, 1L));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu__scaled_dot_product_flash_attention(q, k, v, 0.0, 0, 0, &buf5_handle, &buf6_handle));
+}
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 3);
+  CHECK(w.call_sites[0].returns == std::vector<std::string>{"buf3"});
+  CHECK(w.call_sites[1].returns.empty());
+  CHECK(w.call_sites[2].returns == std::vector<std::string>{"buf5", "buf6"});
+  CHECK(returned_buffers(w.call_sites) == std::map<std::string, int>{{"buf3", 1}, {"buf5", 3}, {"buf6", 3}});
+}
+
 TEST_CASE("parse_wrapper: empty source finds nothing") {
   WrapperInfo w = parse_wrapper("");
   CHECK_FALSE(w.found);
