@@ -114,6 +114,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
   }
   const ValueDiff& d = best->second;
   return {{"candidate", best->first},
+          {"expected_dtype", dtype_name(candidates[best->first].scalar_type())},
           {"max_abs", d.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs)},
           {"scale", d.scale},
           {"nonfinite", d.nonfinite},

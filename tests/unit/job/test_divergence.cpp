@@ -77,6 +77,11 @@ TEST_CASE("the tolerance scales with the tensor's largest eager magnitude and de
   // bfloat16 allows more.
   auto c = compare_sites({probe(1, "buf0", "after", 1e-3, 1.0, true, "bfloat16")}, t);
   CHECK_FALSE(c[0].divergent());
+  // A float32 buffer holding a bfloat16 node's value is judged as bfloat16.
+  json wide = probe(1, "buf0", "after", 1e-3, 1.0);
+  wide["compare"]["expected_dtype"] = "bfloat16";
+  auto w = compare_sites({wide}, t);
+  CHECK_FALSE(w[0].divergent());
   // Integers must match exactly.
   auto d = compare_sites({probe(1, "buf0", "after", 1.0, 7.0, true, "int64")}, t);
   CHECK(d[0].divergent());
