@@ -337,6 +337,14 @@ class NodeMapRecorder:
         for name, buf in graph.name_to_buffer.items():
             origin = getattr(buf, "origin_node", None)
             entry = {"nodes": [], "origin": origin.name if origin is not None else None, "why": None}
+            # Every exported node the code writing this buffer computes (fused in).
+            computes = []
+            if pre_grad_id:
+                for o in sorted(getattr(buf, "origins", None) or (), key=lambda n: n.name):
+                    for pre_name in _pre_grad_names(o, pre_grad_id):
+                        if pre_name not in computes:
+                            computes.append(pre_name)
+            entry["computes"] = computes
             if origin is None:
                 entry["why"] = "Inductor records no single origin node for it (a layout copy, or fused from several)"
             elif origin.op in ("get_attr", "placeholder"):
@@ -404,8 +412,11 @@ def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
     with open(map_path, encoding="utf-8") as f:
         node_map = json.load(f)
     wanted = set()
+    described = set()
     for entry in node_map.get("buffers", {}).values():
         wanted.update(entry.get("nodes", []))
+        described.update(entry.get("computes", []))
+    described |= wanted
     flat = flatten_inputs(torch.load(inputs_path, weights_only=True), [])
     args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
     gm = ep.module()
@@ -430,8 +441,10 @@ def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
     info = {"nodes": {}}
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
     exported_nodes = {n.name: n for n in ep.graph.nodes}
+    order = {}
     for n in gm.graph.nodes:
-        if n.name not in wanted:
+        order[n.name] = len(order)
+        if n.name not in described:
             continue
         src = exported_nodes.get(n.name, n)
         val = values.get(n.name)
@@ -440,6 +453,7 @@ def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
             "source": source_location(src, torch_dir) or source_location(n, torch_dir),
             "shape": list(val.shape) if val is not None else None,
             "dtype": str(val.dtype).replace("torch.", "") if val is not None else None,
+            "order": order[n.name],
         }
     tmp = f"{values_path}.tmp-{os.getpid()}"
     torch.save(out, tmp)

@@ -654,6 +654,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   bis.runs += 1;
   Culprit c = make_culprit(k, pred, s, iw, trace.events, evidence);
   if (pred == Predicate::mismatch) {
+    c.graph_nodes = computed_nodes(trace.events, node_map, k, node_info, returned_by);
     auto sites = compare_sites(evidence.events, ctx.tolerances, returned_by);
     for (const auto& site : sites) {
       if (site.site == k && site.introduced) {

@@ -107,6 +107,13 @@ NodeMap node_map_from_json(const nlohmann::json& j) {
     if (v.contains("why") && v["why"].is_string()) {
       e.why = v["why"].get<std::string>();
     }
+    if (v.contains("computes") && v["computes"].is_array()) {
+      for (const auto& n : v["computes"]) {
+        if (n.is_string()) {
+          e.computes.push_back(n.get<std::string>());
+        }
+      }
+    }
     m.buffers[name] = std::move(e);
   }
   if (j.contains("notes") && j["notes"].is_array()) {
@@ -255,6 +262,79 @@ std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trac
   return out;
 }
 
+namespace {
+
+const nlohmann::json& info_nodes(const nlohmann::json& node_info) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  if (node_info.is_object() && node_info.contains("nodes") && node_info["nodes"].is_object()) {
+    return node_info["nodes"];
+  }
+  return empty;
+}
+
+GraphNodeRef graph_node_ref(const std::string& name, const nlohmann::json& nodes) {
+  GraphNodeRef ref;
+  ref.name = name;
+  if (nodes.contains(name) && nodes[name].is_object()) {
+    const auto& n = nodes[name];
+    ref.op = n.value("op", "");
+    if (n.contains("source") && n["source"].is_object()) {
+      const auto& src = n["source"];
+      ref.source = fmt::format("{}:{} in {}", src.value("file", "?"), src.value("line", 0), src.value("function", "?"));
+      ref.code = src.value("code", "");
+    }
+  }
+  return ref;
+}
+
+}  // namespace
+
+std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                                         int site, const nlohmann::json& node_info,
+                                         const std::map<std::string, int>& returned_by) {
+  // The buffers the site creates: first shown there, or returned by it.
+  std::set<std::string> seen;
+  std::vector<std::string> fresh;
+  for (const auto& e : trace_events) {
+    if (e.value("event", "") != "site_end") {
+      continue;
+    }
+    int s = e.value("site", 0);
+    for (const auto& [name, producer] : returned_by) {
+      if (producer == s && seen.insert(name).second && s == site) {
+        fresh.push_back(name);
+      }
+    }
+    for (const auto& t : e.value("tensors", nlohmann::json::array())) {
+      if (t.is_string() && seen.insert(t.get<std::string>()).second && s == site) {
+        fresh.push_back(t.get<std::string>());
+      }
+    }
+  }
+  const nlohmann::json& nodes = info_nodes(node_info);
+  std::vector<std::string> names;
+  for (const auto& b : fresh) {
+    auto it = map.buffers.find(b);
+    if (it == map.buffers.end()) {
+      continue;
+    }
+    for (const auto& n : it->second.computes) {
+      if (std::find(names.begin(), names.end(), n) == names.end()) {
+        names.push_back(n);
+      }
+    }
+  }
+  auto order = [&](const std::string& n) {
+    return nodes.contains(n) && nodes[n].is_object() ? nodes[n].value("order", 1 << 30) : 1 << 30;
+  };
+  std::stable_sort(names.begin(), names.end(), [&](const auto& a, const auto& b) { return order(a) < order(b); });
+  std::vector<GraphNodeRef> out;
+  for (const auto& n : names) {
+    out.push_back(graph_node_ref(n, nodes));
+  }
+  return out;
+}
+
 Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nlohmann::json& node_info) {
   Divergence d;
   if (!site.introduced) {
@@ -283,21 +363,9 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
       d.compared_with = names[static_cast<size_t>(o.candidate)];
     }
   }
-  const nlohmann::json nodes = node_info.is_object() ? node_info.value("nodes", nlohmann::json::object())
-                                                     : nlohmann::json::object();
+  const nlohmann::json& nodes = info_nodes(node_info);
   for (const auto& name : names) {
-    GraphNodeRef ref;
-    ref.name = name;
-    if (nodes.contains(name) && nodes[name].is_object()) {
-      const auto& n = nodes[name];
-      ref.op = n.value("op", "");
-      if (n.contains("source") && n["source"].is_object()) {
-        const auto& src = n["source"];
-        ref.source = fmt::format("{}:{} in {}", src.value("file", "?"), src.value("line", 0), src.value("function", "?"));
-        ref.code = src.value("code", "");
-      }
-    }
-    d.nodes.push_back(std::move(ref));
+    d.nodes.push_back(graph_node_ref(name, nodes));
   }
   return d;
 }

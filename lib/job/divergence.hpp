@@ -21,7 +21,8 @@ namespace aoti_bisect {
 struct NodeMap {
   struct Entry {
     std::vector<std::string> nodes;
-    std::string why;  // when nodes is empty
+    std::string why;                    // when nodes is empty
+    std::vector<std::string> computes;  // every graph node the code writing it computes (fused in)
   };
   std::map<std::string, Entry> buffers;
   std::vector<std::string> notes;
@@ -82,6 +83,12 @@ std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_event
 // The report's divergence for a site's introduced output; node details come
 // from the helper's node info ({"nodes": {name: {op, source}}}).
 Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nlohmann::json& node_info);
+
+// The graph nodes a call site computes: those fused into the buffers it
+// creates (from a trace run, returned buffers included), in graph order.
+std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                                         int site, const nlohmann::json& node_info,
+                                         const std::map<std::string, int>& returned_by = {});
 
 // "1.5", "nan": a compared value as text for the report.
 std::string value_text(double v);

@@ -179,6 +179,7 @@ struct Culprit {
   std::vector<ProbeStats> args;
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
+  std::vector<GraphNodeRef> graph_nodes;  // mismatch: the exported-program nodes it computes (fused in)
 };
 
 struct UnmappedSite {                 // a call site whose outputs name no graph node

@@ -180,20 +180,24 @@ Json producer_json(const std::optional<Producer>& p) {
               {"why", text_or_null(p->why)}};
 }
 
-Json divergence_json(const std::optional<Divergence>& d) {
-  if (!d) {
-    return nullptr;
-  }
+Json graph_nodes_json(const std::vector<GraphNodeRef>& refs) {
   Json nodes = Json::array();
-  for (const auto& n : d->nodes) {
+  for (const auto& n : refs) {
     nodes.push_back(Json{{"name", n.name},
                          {"op", text_or_null(n.op)},
                          {"source", text_or_null(n.source)},
                          {"code", text_or_null(n.code)}});
   }
+  return nodes;
+}
+
+Json divergence_json(const std::optional<Divergence>& d) {
+  if (!d) {
+    return nullptr;
+  }
   return Json{{"tensor", text_or_null(d->tensor)},
               {"dtype", text_or_null(d->dtype)},
-              {"graph_nodes", std::move(nodes)},
+              {"graph_nodes", graph_nodes_json(d->nodes)},
               {"compared_with", text_or_null(d->compared_with)},
               {"max_abs_error", number(d->max_abs_error)},
               {"max_rel_error", number(d->max_rel_error)},
@@ -228,7 +232,8 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"why", text_or_null(c->why)},
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
-              {"divergence", divergence_json(c->divergence)}};
+              {"divergence", divergence_json(c->divergence)},
+              {"graph_nodes", graph_nodes_json(c->graph_nodes)}};
 }
 
 Json bisection_json(const std::optional<Bisection>& b) {

@@ -335,22 +335,27 @@ std::string index_text(const std::vector<int64_t>& index) {
   return fmt::format("[{}]", fmt::join(index, ", "));
 }
 
+// "`relu` (`aten.relu.default`) at `model.py:12 in forward`: `h = F.relu(h)`"
+std::string node_text(const GraphNodeRef& n) {
+  std::string s = code(n.name);
+  if (!n.op.empty()) {
+    s += " (" + code(n.op) + ")";
+  }
+  if (!n.source.empty()) {
+    s += " at " + code(n.source);
+    if (!n.code.empty()) {
+      s += ": " + code(n.code);
+    }
+  }
+  return s;
+}
+
 // Compiled against eager for the culprit's diverging output.
 std::string divergence_table(const Divergence& d) {
   std::string out;
   std::vector<std::string> nodes;
   for (const auto& n : d.nodes) {
-    std::string s = code(n.name);
-    if (!n.op.empty()) {
-      s += " (" + code(n.op) + ")";
-    }
-    if (!n.source.empty()) {
-      s += " at " + code(n.source);
-      if (!n.code.empty()) {
-        s += ": " + code(n.code);
-      }
-    }
-    nodes.push_back(s);
+    nodes.push_back(node_text(n));
   }
   out += table_head({"compiled vs eager", ""});
   out += table_row({"output", code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")")});
@@ -389,6 +394,18 @@ std::string culprit_section(const Culprit& c) {
   out += "  \n";
   if (!c.why.empty()) {
     out += "**Why:** " + plain(c.why) + "  \n";
+  }
+  if (!c.graph_nodes.empty()) {
+    constexpr size_t k_max_nodes = 12;
+    std::vector<std::string> nodes;
+    for (size_t i = 0; i < c.graph_nodes.size() && i < k_max_nodes; ++i) {
+      nodes.push_back(node_text(c.graph_nodes[i]));
+    }
+    out += "**Computes:** " + fmt::format("{}", fmt::join(nodes, "; "));
+    if (c.graph_nodes.size() > k_max_nodes) {
+      out += fmt::format(" and {} more", c.graph_nodes.size() - k_max_nodes);
+    }
+    out += "  \n";
   }
   if (c.producer) {
     const Producer& p = *c.producer;

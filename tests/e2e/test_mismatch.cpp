@@ -34,6 +34,15 @@ std::vector<std::string> mismatch_args(const std::string& name, std::vector<std:
 
 // The culprit the example's generator recorded (0-based), named by the tool
 // (1-based), with the divergence evidence a bug report needs.
+bool computes(const nlohmann::json& culprit, const std::string& node) {
+  for (const auto& n : culprit["graph_nodes"]) {
+    if (n["name"] == node) {
+      return n["source"].get<std::string>().find("make_examples.py:") == 0;
+    }
+  }
+  return false;
+}
+
 void check_divergent_culprit(const e2e::Result& r, const nlohmann::json& meta, const std::string& node_op) {
   REQUIRE(r.report.is_object());
   CHECK(r.code() == 1);
@@ -79,11 +88,13 @@ TEST_CASE("relu accuracy bug (relu computed as x + 1): the relu kernel, one buil
   check_divergent_culprit(r, meta, "aten.relu");
   CHECK(r.report["culprit"]["kernel"].get<std::string>().find("relu") != std::string::npos);
   CHECK(r.report["culprit"]["divergence"]["graph_nodes"][0]["name"] == "relu");
+  CHECK(computes(r.report["culprit"], "relu"));
   std::string md = read_text("out/report.md");
   CHECK(md.find("## Culprit") < md.find("## What failed"));
   CHECK(md.find("| compiled vs eager |") < md.find("## What failed"));
   CHECK(md.find("`relu` (`aten.relu.default`) at `make_examples.py:") != std::string::npos);
   CHECK(md.find("| worst element |") != std::string::npos);
+  CHECK(md.find("**Computes:** `relu`") != std::string::npos);
 }
 
 TEST_CASE("log1p accuracy bug, reference from --against-eager: the log1p kernel, one build") {
@@ -91,6 +102,7 @@ TEST_CASE("log1p accuracy bug, reference from --against-eager: the log1p kernel,
   auto r = run_tool(mismatch_args("log1p_accuracy", {"--against-eager"}), "out", warm_inductor());
   check_divergent_culprit(r, meta, "aten.log1p");
   CHECK(r.report["culprit"]["kernel"].get<std::string>().find("log1p") != std::string::npos);
+  CHECK(computes(r.report["culprit"], "log1p"));
 }
 
 TEST_CASE("a bug late in 37 call sites: that kernel, not the last one nor the first one to inherit it") {
@@ -102,6 +114,7 @@ TEST_CASE("a bug late in 37 call sites: that kernel, not the last one nor the fi
   CHECK(site >= 20);
   CHECK(site < static_cast<int>(meta["kernels"].size()));
   CHECK(r.report["culprit"]["kernel"].get<std::string>().find("log1p") != std::string::npos);
+  CHECK(computes(r.report["culprit"], "log1p"));
   // Halves, not every site: far fewer runs than call sites.
   CHECK(r.report["bisection"]["runs"].get<int>() <= 12);
 }

@@ -172,6 +172,27 @@ TEST_CASE("a buffer an extern call returns counts as that call's output, where a
   CHECK(unmapped[0].call_index == 3);
 }
 
+TEST_CASE("computed_nodes: the graph nodes fused into the buffers a site creates, in graph order") {
+  NodeMap map = node_map_from_json(json::parse(R"({"buffers": {
+      "buf0": {"nodes": ["linear"], "computes": ["linear"]},
+      "buf1": {"nodes": ["log1p"], "computes": ["log1p", "abs_1", "relu"]},
+      "buf2": {"nodes": [], "computes": ["softmax"]}}})"));
+  json info = json::parse(R"({"nodes": {"linear": {"order": 3}, "relu": {"order": 4, "op": "aten.relu.default"},
+      "abs_1": {"order": 5}, "log1p": {"order": 6}, "softmax": {"order": 8}}})");
+  std::vector<json> trace = {
+      {{"event", "site_end"}, {"site", 1}, {"kernel", "addmm"}, {"tensors", {"buf0", "arg0_1"}}},
+      {{"event", "site_end"}, {"site", 2}, {"kernel", "cpp_fused_abs_log1p_relu_1"}, {"tensors", {"buf1", "buf0"}}},
+      {{"event", "site_end"}, {"site", 3}, {"kernel", "cpp_fused_softmax_2"}, {"tensors", {"buf2", "buf1"}}},
+  };
+  auto nodes = computed_nodes(trace, map, 2, info);
+  REQUIRE(nodes.size() == 3);
+  CHECK(nodes[0].name == "relu");
+  CHECK(nodes[0].op == "aten.relu.default");
+  CHECK(nodes[1].name == "abs_1");
+  CHECK(nodes[2].name == "log1p");
+  CHECK(computed_nodes(trace, map, 3, info).size() == 1);
+}
+
 TEST_CASE("make_divergence: figures, worst element and the graph nodes with their source") {
   NodeMap map = node_map_from_json(json::parse(R"({"buffers": {"buf1": {"nodes": ["relu", "linear_1"]}}})"));
   json info = json::parse(R"j({"nodes": {"relu": {"op": "aten.relu.default",
