@@ -275,10 +275,12 @@ def build_wild_gather():
 
 
 class _ReluNet:
-    """One relu, alone in its kernel between two addmm calls."""
+    """One activation (relu by default), alone in its kernel between two addmm calls."""
 
     @staticmethod
-    def make():
+    def make(act=None):
+        act = act or F.relu
+
         class ReluNet(nn.Module):
             def __init__(self):
                 super().__init__()
@@ -287,7 +289,7 @@ class _ReluNet:
 
             def forward(self, x):
                 h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
-                h = F.relu(self.fc[1](h))  # addmm, relu kernel (the injected bug)
+                h = act(self.fc[1](h))  # addmm, the activation's kernel (the injected bug)
                 h = torch.tanh(self.fc[2](h))  # addmm, tanh kernel
                 y = F.softmax(self.fc[3](h), dim=-1)  # addmm, softmax kernel
                 return y, h.sum(dim=-1)
@@ -371,21 +373,9 @@ def build_deep_late_nan():
 
 
 def build_log1p_accuracy():
-    class Log1pNet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln = nn.LayerNorm(D)
-            self.fc = _mlp_layers(D, H, H, H, 4)
-
-        def forward(self, x):
-            h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
-            h = torch.log1p(self.fc[1](h).abs())  # addmm, abs + log1p kernel (the injected bug)
-            h = torch.tanh(self.fc[2](h))  # addmm, tanh kernel
-            y = F.softmax(self.fc[3](h), dim=-1)  # addmm, softmax kernel
-            return y, h.sum(dim=-1)
-
     x = torch.randn(B, D)
-    return Log1pNet(), (x,), {"cpp.inject_log1p_bug_TESTING_ONLY": "accuracy"}
+    model = _ReluNet.make(lambda t: torch.log1p(t.abs()))  # one abs + log1p kernel
+    return model, (x,), {"cpp.inject_log1p_bug_TESTING_ONLY": "accuracy"}
 
 
 def build_late_accuracy():
