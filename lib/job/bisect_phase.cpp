@@ -621,6 +621,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
     });
     if (all_clean) {
       bis.status = "not_found";
+      bis.message = "no probed call site's output left the tolerance while its inputs were within it";
       ctx.save();
       return {Verdict::not_isolated,
               fmt::format("no call site's output differs from eager beyond tolerance while its inputs are within it "

@@ -150,6 +150,7 @@ TEST_CASE("outputs off from the reference while every kernel agrees with eager: 
   CHECK(r.report["verdict_reason"].get<std::string>().find("no call site's output differs from eager") !=
         std::string::npos);
   CHECK(r.report["bisection"]["status"] == "not_found");
+  CHECK(r.report["bisection"]["message"].get<std::string>().find("left the tolerance") != std::string::npos);
   CHECK(r.report["builds"]["count"] == 1);
   // The largest honest per-kernel difference seen, well inside the tolerance.
   REQUIRE(r.report["bisection"]["largest_within_tolerance"].is_object());
