@@ -256,8 +256,12 @@ std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trac
       ++mapped;
       continue;
     }
-    out.push_back({e.value("site", 0), e.value("kernel", ""),
-                   fresh.empty() ? "writes no new buffer (updates in place, or only reads)" : why});
+    if (map.buffers.empty()) {
+      why = map.notes.empty() ? "the build's node map is empty" : "no node map: " + map.notes.front();
+    } else if (fresh.empty()) {
+      why = "writes no new buffer (updates in place, or only reads)";
+    }
+    out.push_back({e.value("site", 0), e.value("kernel", ""), why});
   }
   return out;
 }

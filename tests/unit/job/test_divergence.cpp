@@ -193,6 +193,16 @@ TEST_CASE("computed_nodes: the graph nodes fused into the buffers a site creates
   CHECK(computed_nodes(trace, map, 3, info).size() == 1);
 }
 
+TEST_CASE("unmapped sites: an empty node map says why (an Inductor the helper could not read)") {
+  NodeMap map = node_map_from_json(json::parse(R"j({"buffers": {}, "notes": ["cannot hook Inductor (ImportError: x)"]})j"));
+  std::vector<json> trace = {{{"event", "site_end"}, {"site", 1}, {"kernel", "k"}, {"tensors", {"buf0"}}}};
+  int mapped = 0;
+  auto unmapped = unmapped_sites(trace, map, mapped);
+  CHECK(mapped == 0);
+  REQUIRE(unmapped.size() == 1);
+  CHECK(unmapped[0].why == "no node map: cannot hook Inductor (ImportError: x)");
+}
+
 TEST_CASE("make_divergence: figures, worst element and the graph nodes with their source") {
   NodeMap map = node_map_from_json(json::parse(R"({"buffers": {"buf1": {"nodes": ["relu", "linear_1"]}}})"));
   json info = json::parse(R"j({"nodes": {"relu": {"op": "aten.relu.default",
