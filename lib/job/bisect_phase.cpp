@@ -520,8 +520,11 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
 
   int run_no = 0;
   auto child = [&](const std::string& purpose, const ProbePlan& plan) {
+    // Only runs that compare values load the per-node reference (it can be large).
+    bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
+                                [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
     ChildRequest req{fmt::format("bisect.{}.{}", ++run_no, purpose), s.variant, 0, s.env, inst_dir, plan,
-                     node_values};
+                     compares ? node_values : fs::path()};
     return ctx.run_child(req);
   };
 
