@@ -14,9 +14,9 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.hpp"
-#include "common/events.hpp"
-#include "job/runner_protocol.hpp"
-#include "report/json.hpp"
+#include "protocol/events.hpp"
+#include "protocol/runner.hpp"
+#include "protocol/values.hpp"
 #include "torchside/torchside.hpp"
 
 namespace ab = aoti_bisect;
@@ -66,7 +66,8 @@ void on_fatal_signal(int sig) {
 void install_fatal_signal_events(int fd) {
   g_events_fd = fd;
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
-    std::snprintf(g_signal_lines[sig], sizeof g_signal_lines[sig], "{\"event\":\"signal\",\"signal\":%d}\n", sig);
+    std::snprintf(g_signal_lines[sig], sizeof g_signal_lines[sig], "{\"event\":\"%s\",\"signal\":%d}\n",
+                  ab::event_name(ab::EventKind::signal).data(), sig);
     struct sigaction sa {};
     sa.sa_handler = on_fatal_signal;
     sigemptyset(&sa.sa_mask);
@@ -118,7 +119,7 @@ int run(const Options& opt, ab::EventWriter& events) {
   ab::torchside::Versions v = ab::torchside::versions(opt.device_key);
   struct utsname un {};
   ::uname(&un);
-  events.emit("start", {{"pid", ::getpid()},
+  events.emit(ab::EventKind::start, {{"pid", ::getpid()},
                         {"torch", v.torch},
                         {"cuda", v.cuda},
                         {"hip", v.hip},
@@ -140,19 +141,19 @@ int run(const Options& opt, ab::EventWriter& events) {
   }
   std::vector<std::string> moved;
   std::vector<std::string> problems = session.check_inputs(wrapper, opt.device_key, moved);
-  events.emit("inputs", {{"tensors", tensors}, {"moved", moved}, {"problems", problems}});
+  events.emit(ab::EventKind::inputs, {{"tensors", tensors}, {"moved", moved}, {"problems", problems}});
   if (!problems.empty()) {
-    events.emit("input_mismatch", {{"message", problems.front()}, {"problems", problems}});
+    events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
     return static_cast<int>(RunnerExit::input_mismatch);
   }
   nlohmann::json input_stats = nlohmann::json::array();
   for (const auto& s : session.input_stats()) {
     input_stats.push_back(ab::to_json(s));
   }
-  events.emit("input_stats", {{"tensors", input_stats}});
+  events.emit(ab::EventKind::input_stats, {{"tensors", input_stats}});
 
   session.load_model(opt.package_dir, opt.model, opt.device_key);
-  events.emit("loaded", {{"model", opt.model}, {"instrumented", wrapper.instrumented},
+  events.emit(ab::EventKind::loaded, {{"model", opt.model}, {"instrumented", wrapper.instrumented},
                          {"printer_level", wrapper.printer_level}});
   if (!opt.probe_plan.empty()) {
     auto text = read_all(opt.probe_plan);
@@ -160,34 +161,34 @@ int run(const Options& opt, ab::EventWriter& events) {
     if (!opt.node_reference.empty()) {
       ab::torchside::load_node_reference(opt.node_reference);
     }
-    ab::torchside::install_probes(plan, [&events](const std::string& type, nlohmann::json fields) {
-      events.emit(type, std::move(fields));
+    ab::torchside::install_probes(plan, [&events](ab::EventKind kind, nlohmann::json fields) {
+      events.emit(kind, std::move(fields));
     }, opt.device_key, returned_names(wrapper));
-    events.emit("probes", {{"plan", plan.summary()}});
+    events.emit(ab::EventKind::probes, {{"plan", plan.summary()}});
   }
 
-  events.emit("run_begin");
+  events.emit(ab::EventKind::run_begin);
   auto err = session.run();
   if (!err) {
     err = session.synchronize();
   }
   if (err) {
-    events.emit("error", {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
+    events.emit(ab::EventKind::error, {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
     return static_cast<int>(RunnerExit::model_error);
   }
   auto counts = ab::torchside::probe_counts();
-  events.emit("run_end", {{"probe_calls", counts.calls}, {"sites", counts.sites}});
+  events.emit(ab::EventKind::run_end, {{"probe_calls", counts.calls}, {"sites", counts.sites}});
   if (wrapper.printer_level == 1 && counts.calls == 0 && !wrapper.call_sites.empty()) {
     // The model's probe calls went to libtorch, not here: a symbol prefix,
     // static linking, or -Bsymbolic. The driver falls back to guide mode.
-    events.emit("probes_missing", {{"message", "the instrumented model's probe calls did not reach the runner"}});
+    events.emit(ab::EventKind::probes_missing, {{"message", "the instrumented model's probe calls did not reach the runner"}});
   }
 
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& s : session.output_stats()) {
     outputs.push_back(ab::to_json(s));
   }
-  events.emit("outputs", {{"tensors", outputs}});
+  events.emit(ab::EventKind::outputs, {{"tensors", outputs}});
   if (!opt.outputs.empty()) {
     session.save_outputs(opt.outputs);
   }
@@ -196,9 +197,9 @@ int run(const Options& opt, ab::EventWriter& events) {
     if (!opt.tolerances.empty()) {
       tolerances = ab::tolerance_table_from_json(nlohmann::json::parse(opt.tolerances, nullptr, false));
     }
-    events.emit("comparison", ab::to_json(session.compare(opt.reference, tolerances)));
+    events.emit(ab::EventKind::comparison, ab::to_json(session.compare(opt.reference, tolerances)));
   }
-  events.emit("done");
+  events.emit(ab::EventKind::done);
   return static_cast<int>(RunnerExit::ran);
 }
 
@@ -234,12 +235,12 @@ int main(int argc, char** argv) {
   try {
     return run(opt, *events);
   } catch (const ab::Error& e) {
-    events->emit("fatal", {{"message", e.what()}, {"kind", e.kind() == ab::ErrorKind::cannot_test ? "cannot_test" : "internal"}});
+    events->emit(ab::EventKind::fatal, {{"message", e.what()}, {"kind", e.kind() == ab::ErrorKind::cannot_test ? "cannot_test" : "internal"}});
     std::fprintf(stderr, "aoti-bisect-runner: error: %s\n", e.what());
     return static_cast<int>(e.kind() == ab::ErrorKind::cannot_test ? ab::RunnerExit::cannot_test
                                                                    : ab::RunnerExit::internal);
   } catch (const std::exception& e) {
-    events->emit("fatal", {{"message", e.what()}, {"kind", "internal"}});
+    events->emit(ab::EventKind::fatal, {{"message", e.what()}, {"kind", "internal"}});
     std::fprintf(stderr, "aoti-bisect-runner: internal error: %s\n", e.what());
     return static_cast<int>(ab::RunnerExit::internal);
   }

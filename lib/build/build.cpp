@@ -1,4 +1,5 @@
 #include "build/build.hpp"
+#include "common/text.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -223,14 +224,6 @@ fs::path write_helper(const fs::path& cache, const WorkDir& work) {
     publish(work, helper, text);
   }
   return helper;
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& item : items) {
-    out += (out.empty() ? "" : sep) + item;
-  }
-  return out;
 }
 
 // The node map written beside a package: X.pt2 -> X.nodes.json.

@@ -1,4 +1,5 @@
 #include "classify/classify.hpp"
+#include "common/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,16 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "job/runner_protocol.hpp"
-#include "report/json.hpp"
+#include "protocol/runner.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 struct Pattern {
   std::string_view needle;  // lowercase
@@ -76,9 +72,9 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-const nlohmann::json* find_event(const std::vector<nlohmann::json>& events, std::string_view type) {
+const nlohmann::json* find_event(const std::vector<nlohmann::json>& events, EventKind kind) {
   for (auto it = events.rbegin(); it != events.rend(); ++it) {
-    if ((*it)["event"] == type) {
+    if (event_kind(*it) == kind) {
       return &*it;
     }
   }
@@ -93,29 +89,29 @@ bool is_noise(const std::string& line) {
 }
 
 void read_tensor_events(const std::vector<nlohmann::json>& events, Classification& c) {
-  if (auto* e = find_event(events, "start")) {
+  if (auto* e = find_event(events, EventKind::start)) {
     for (const char* key : {"torch", "cuda", "hip", "device_key", "device_name", "driver", "os"}) {
       if (e->contains(key) && (*e)[key].is_string()) {
         c.environment[key] = (*e)[key].get<std::string>();
       }
     }
   }
-  if (auto* e = find_event(events, "inputs")) {
+  if (auto* e = find_event(events, EventKind::inputs)) {
     for (const auto& t : (*e)["tensors"]) {
       c.inputs.push_back(tensor_info_from_json(t));
     }
   }
-  if (auto* e = find_event(events, "input_stats")) {
+  if (auto* e = find_event(events, EventKind::input_stats)) {
     for (const auto& t : (*e)["tensors"]) {
       c.input_stats.push_back(tensor_stats_from_json(t));
     }
   }
-  if (auto* e = find_event(events, "outputs")) {
+  if (auto* e = find_event(events, EventKind::outputs)) {
     for (const auto& t : (*e)["tensors"]) {
       c.outputs.push_back(tensor_stats_from_json(t));
     }
   }
-  if (auto* e = find_event(events, "comparison")) {
+  if (auto* e = find_event(events, EventKind::comparison)) {
     c.comparison = comparison_from_json(*e);
   }
 }
@@ -190,7 +186,7 @@ std::string most_useful_line(const std::string& stderr_tail, const std::string& 
 Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events) {
   Classification c;
   read_tensor_events(events, c);
-  const nlohmann::json* error = find_event(events, "error");
+  const nlohmann::json* error = find_event(events, EventKind::error);
   std::string message = error ? error->value("message", "") : "";
   switch (status.how) {
     case ExitStatus::How::timed_out:
@@ -219,7 +215,7 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
   }
   switch (static_cast<RunnerExit>(status.exit_code)) {
     case RunnerExit::ran:
-      if (!find_event(events, "done")) {
+      if (!find_event(events, EventKind::done)) {
         c.kind = OutcomeKind::error;
         c.first_line = "the runner exited without finishing its run";
         return c;
@@ -231,19 +227,19 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
       c.kind = kind_from_error_text(c.first_line).value_or(kind_from_error_text(message).value_or(OutcomeKind::error));
       return c;
     case RunnerExit::input_mismatch: {
-      const nlohmann::json* e = find_event(events, "input_mismatch");
+      const nlohmann::json* e = find_event(events, EventKind::input_mismatch);
       c.kind = OutcomeKind::input_mismatch;
       c.first_line = e ? e->value("message", "") : "the inputs do not fit the model";
       return c;
     }
     case RunnerExit::cannot_test: {
-      const nlohmann::json* e = find_event(events, "fatal");
+      const nlohmann::json* e = find_event(events, EventKind::fatal);
       c.cannot_test = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
       return c;
     }
     case RunnerExit::usage:
     case RunnerExit::internal: {
-      const nlohmann::json* e = find_event(events, "fatal");
+      const nlohmann::json* e = find_event(events, EventKind::fatal);
       std::string line = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
       c.internal = fmt::format("the runner failed ({}): {}", status.describe(), line);
       return c;

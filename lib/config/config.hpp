@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/values.hpp"
+
 namespace aoti_bisect {
 
 struct Variant {
@@ -19,31 +21,6 @@ struct Variant {
   std::optional<int> repeats;               // overrides the matrix default
   std::string description;                  // one line for people
 };
-
-// How far a compiled value may be from its reference. A tensor is within
-// tolerance when every element satisfies |actual - expected| <= atol +
-// rtol * scale, where scale is the largest finite |expected| of the tensor:
-// the error is judged against the tensor's magnitude, so cancellation near
-// zero (honest in fused and reassociated code) is no false alarm. NaN and
-// Inf must sit where the reference has them.
-struct Tolerance {
-  double atol = 1e-5;
-  double rtol = 1e-4;
-  bool within(double max_abs_error, double scale) const { return max_abs_error <= atol + rtol * scale; }
-};
-
-// Tolerances by dtype name ("float32", "bfloat16", ...). Floating dtypes
-// without an entry use "default"; integer and bool tensors must match
-// exactly unless the table names their dtype.
-struct ToleranceTable {
-  std::map<std::string, Tolerance> by_dtype;
-  Tolerance for_dtype(const std::string& dtype) const;
-  // Every dtype (and the default) set to `t`: --atol/--rtol, a flat `tolerance:`.
-  void set_all(std::optional<double> atol, std::optional<double> rtol);
-  void merge(const ToleranceTable& over);  // over's entries win
-};
-nlohmann::json to_json(const ToleranceTable& t);
-ToleranceTable tolerance_table_from_json(const nlohmann::json& j);  // throws Error(usage) when malformed
 
 struct Profile {
   std::string backend;                      // "cpu", "cuda", "rocm"

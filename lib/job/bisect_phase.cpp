@@ -1,4 +1,5 @@
 #include "job/bisect_phase.hpp"
+#include "common/text.hpp"
 
 #include <cmath>
 #include <limits>
@@ -13,7 +14,8 @@
 #include "common/files.hpp"
 #include "job/divergence.hpp"
 #include "job/guide_mode.hpp"
-#include "report/json.hpp"
+#include "protocol/runner.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -41,9 +43,9 @@ Predicate predicate_for(OutcomeKind kind) {
   }
 }
 
-bool has_event(const std::vector<nlohmann::json>& events, std::string_view type) {
+bool has_event(const std::vector<nlohmann::json>& events, EventKind kind) {
   for (const auto& e : events) {
-    if (e["event"] == type) {
+    if (event_kind(e) == kind) {
       return true;
     }
   }
@@ -62,7 +64,7 @@ struct SiteProbes {
 std::map<int, SiteProbes> probes_by_site(const std::vector<nlohmann::json>& events) {
   std::map<int, SiteProbes> out;
   for (const auto& e : events) {
-    if (e["event"] != "probe") {
+    if (event_kind(e) != EventKind::probe) {
       continue;
     }
     SiteProbes& p = out[e.value("site", 0)];
@@ -280,7 +282,7 @@ std::optional<Producer> producer_of(const std::string& tensor, const std::string
     return prod;
   }
   for (const auto& e : trace) {
-    if (e["event"] != "site_end" || e.value("site", 0) >= site) {
+    if (event_kind(e) != EventKind::site_end || e.value("site", 0) >= site) {
       continue;
     }
     for (const auto& t : e.value("tensors", nlohmann::json::array())) {
@@ -298,7 +300,7 @@ Culprit make_culprit(int site, Predicate pred, const BisectSetup& s, const Wrapp
   Culprit c;
   c.call_index = site;
   for (const auto& e : trace) {
-    if (e["event"] == "site_begin" && e.value("site", 0) == site) {
+    if (event_kind(e) == EventKind::site_begin && e.value("site", 0) == site) {
       c.kernel = e.value("kernel", "");
     }
   }
@@ -385,13 +387,13 @@ SiteEvidence read_site_evidence(const std::vector<nlohmann::json>& events, int l
   std::set<int> ended;
   int last_begun = 0;
   for (const auto& e : events) {
-    const auto& type = e["event"];
-    if (type == "site_begin") {
+    EventKind type = event_kind(e);
+    if (type == EventKind::site_begin) {
       last_begun = e.value("site", 0);
       ev.sites = std::max(ev.sites, last_begun);
-    } else if (type == "site_end") {
+    } else if (type == EventKind::site_end) {
       ended.insert(e.value("site", 0));
-    } else if (type == "sync_error") {
+    } else if (type == EventKind::sync_error) {
       ev.sync_error = e.value("site", 0);
     }
   }
@@ -535,11 +537,11 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
                        trace.cls.first_line});
   bis.runs = 1;
-  if (has_event(trace.events, "probes_missing") && pred == Predicate::mismatch) {
+  if (has_event(trace.events, EventKind::probes_missing) && pred == Predicate::mismatch) {
     return {Verdict::not_isolated, "the instrumented model's probe calls did not reach the runner (symbol prefix or "
                                    "static link?); comparing kernels with eager needs them"};
   }
-  if (has_event(trace.events, "probes_missing")) {
+  if (has_event(trace.events, EventKind::probes_missing)) {
     guide.fallback_reason = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     return run_guide_mode(ctx, s, guide);
   }
@@ -670,8 +672,8 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
         }
         c.why = fmt::format(
             "output {}{} differs from eager: max abs error {} (rel {} of max |eager| {}), allowed {}; {}",
-            d.tensor, nodes.empty() ? "" : " (" + nodes + ")", value_text(d.max_abs_error),
-            value_text(d.max_rel_error), value_text(d.scale), value_text(d.atol + d.rtol * d.scale),
+            d.tensor, nodes.empty() ? "" : " (" + nodes + ")", number_text(d.max_abs_error),
+            number_text(d.max_rel_error), number_text(d.scale), number_text(d.atol + d.rtol * d.scale),
             d.inputs_compared == 0
                 ? "none of its inputs is a mapped buffer of an earlier kernel"
                 : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
@@ -684,7 +686,7 @@ BisectOutcome run_bisection(Context& ctx, const BisectSetup& s) {
   Reproducer repro;
   repro.dir = display_path(repro_dir);
   for (const auto& e : evidence.events) {
-    if (e["event"] == "saved") {
+    if (event_kind(e) == EventKind::saved) {
       repro.files.push_back(fs::path(e.value("path", "")).filename().string());
     }
   }

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/events.hpp"
+#include "protocol/events.hpp"
 #include "common/files.hpp"
 #include "report/sinks.hpp"
 
@@ -14,18 +14,6 @@ namespace fs = std::filesystem;
 double now_s() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+~") ==
-                        std::string::npos) {
-    return s;
-  }
-  std::string out = "'";
-  for (char c : s) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
 }
 
 ScopedDir::~ScopedDir() {

@@ -8,7 +8,8 @@
 #include <string>
 
 #include "classify/classify.hpp"
-#include "common/probe_plan.hpp"
+#include "common/text.hpp"
+#include "protocol/probe_plan.hpp"
 #include "config/config.hpp"
 #include "job/job.hpp"
 #include "process/process.hpp"
@@ -17,7 +18,6 @@
 namespace aoti_bisect {
 
 double now_s();
-std::string shell_quote(const std::string& s);
 
 // Removes a directory tree when it goes out of scope (extracted packages).
 class ScopedDir {

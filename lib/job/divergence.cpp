@@ -1,4 +1,7 @@
 #include "job/divergence.hpp"
+#include "common/text.hpp"
+
+#include "protocol/runner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +23,7 @@ std::string json_text(const nlohmann::json& v) {
     return v.get<std::string>();
   }
   if (v.is_number()) {
-    return value_text(v.get<double>());
+    return number_text(v.get<double>());
   }
   return "";
 }
@@ -80,16 +83,6 @@ std::optional<TensorCompare> compare_of(const nlohmann::json& e, const Tolerance
 
 }  // namespace
 
-std::string value_text(double v) {
-  if (std::isnan(v)) {
-    return "nan";
-  }
-  if (std::isinf(v)) {
-    return v > 0 ? "inf" : "-inf";
-  }
-  return fmt::format("{:.6g}", v);
-}
-
 NodeMap node_map_from_json(const nlohmann::json& j) {
   NodeMap m;
   if (!j.is_object() || !j.contains("buffers") || !j["buffers"].is_object()) {
@@ -131,7 +124,7 @@ std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events
   std::map<int, SiteCompare> by_site;
   std::set<std::string> credited;  // returned buffers already counted as their producer's output
   for (const auto& e : events) {
-    if (e.value("event", "") != "probe") {
+    if (event_kind(e) != EventKind::probe) {
       continue;
     }
     int site = e.value("site", 0);
@@ -203,7 +196,7 @@ std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_event
                                   const std::map<std::string, int>& returned_by) {
   std::map<int, int> out;
   for (const auto& e : trace_events) {
-    if (e.value("event", "") != "site_end") {
+    if (event_kind(e) != EventKind::site_end) {
       continue;
     }
     int site = e.value("site", 0);
@@ -223,7 +216,7 @@ std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trac
   std::set<std::string> seen;
   mapped = 0;
   for (const auto& e : trace_events) {
-    if (e.value("event", "") != "site_end") {
+    if (event_kind(e) != EventKind::site_end) {
       continue;
     }
     int site = e.value("site", 0);
@@ -300,7 +293,7 @@ std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trac
   std::set<std::string> seen;
   std::vector<std::string> fresh;
   for (const auto& e : trace_events) {
-    if (e.value("event", "") != "site_end") {
+    if (event_kind(e) != EventKind::site_end) {
       continue;
     }
     int s = e.value("site", 0);

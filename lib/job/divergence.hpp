@@ -90,7 +90,4 @@ std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trac
                                          int site, const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by = {});
 
-// "1.5", "nan": a compared value as text for the report.
-std::string value_text(double v);
-
 }  // namespace aoti_bisect

@@ -13,6 +13,7 @@
 #include "build/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -20,15 +21,6 @@ namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) {
-    return {};
-  }
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
 
 // "[  before_launch - cpp_fused_log_2 - buf7  ]:" -> the block's identity.
 std::optional<PrintedTensor> parse_header(std::string_view line) {
@@ -336,14 +328,6 @@ struct RunEvidence {
   SiteMapping mapping;
   std::string first_line;
 };
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& s : items) {
-    out += (out.empty() ? "" : sep) + s;
-  }
-  return out;
-}
 
 TensorStats stats_of(const PrintedTensor& t) {
   TensorStats s;

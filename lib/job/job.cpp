@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "classify/classify.hpp"
-#include "common/events.hpp"
+#include "protocol/events.hpp"
 #include "common/files.hpp"
 #include "config/config.hpp"
 #include "job/environment.hpp"
@@ -15,7 +15,7 @@
 #include "build/build.hpp"
 #include "job/bisect_phase.hpp"
 #include "job/context.hpp"
-#include "job/runner_protocol.hpp"
+#include "protocol/runner.hpp"
 #include "matrix/matrix.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"

@@ -1,4 +1,5 @@
 #include "package/wrapper.hpp"
+#include "common/text.hpp"
 
 #include <cctype>
 #include <set>
@@ -8,16 +9,6 @@ namespace aoti_bisect {
 namespace {
 
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // The identifier that starts at `pos` (empty if none).
 std::string ident_at(std::string_view s, size_t pos) {

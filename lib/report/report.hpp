@@ -10,44 +10,11 @@
 #include <vector>
 
 #include "classify/outcome.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect {
 
 inline constexpr int k_report_schema_version = 1;
-
-struct TensorInfo {           // an input: what it is, never what it holds
-  std::string name;           // "arg0" or the model's input name
-  std::string dtype;          // "float32"
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-  std::string device;         // "cpu", "cuda:0"
-  std::string sha256;         // of the contiguous bytes
-};
-
-struct TensorStats {          // statistics of one output (or probed) tensor
-  std::string name;
-  std::string dtype;
-  std::vector<int64_t> shape;
-  int64_t numel = 0;
-  int64_t nan_count = 0;
-  int64_t inf_count = 0;
-  std::optional<double> min;  // absent when empty or not numeric
-  std::optional<double> max;
-  std::optional<double> mean;
-  std::string checksum;       // sha256 of the bytes, first 16 hex digits
-};
-
-struct Comparison {           // outputs against the reference
-  bool within_tolerance = true;
-  double atol = 0;
-  double rtol = 0;
-  double max_abs_error = 0;
-  double max_rel_error = 0;
-  int64_t mismatched = 0;     // elements outside tolerance (NaN position mismatches included)
-  int64_t total = 0;
-  std::string worst_output;   // name of the output holding the worst element
-  std::string note;           // e.g. "NaN positions differ in output 0"
-};
 
 struct RunRecord {
   std::string id;                             // "baseline", "launch_blocking.2"

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/sink_text.hpp"
+#include "common/text.hpp"
 #include "report/sinks.hpp"
 
 namespace aoti_bisect {
@@ -17,11 +18,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json number(double v) {
-  if (std::isnan(v)) {
-    return "nan";
-  }
-  if (std::isinf(v)) {
-    return v > 0 ? "inf" : "-inf";
+  if (auto text = nonfinite_text(v)) {
+    return *text;
   }
   return v;
 }

@@ -1,4 +1,5 @@
 #include "report/sink_text.hpp"
+#include "common/text.hpp"
 
 #include <cmath>
 
@@ -72,14 +73,7 @@ std::string stat_string(const std::optional<double>& value) {
   if (!value) {
     return "-";
   }
-  double v = *value;
-  if (std::isnan(v)) {
-    return "nan";
-  }
-  if (std::isinf(v)) {
-    return v > 0 ? "inf" : "-inf";
-  }
-  return fmt::format("{:.6g}", v);
+  return number_text(*value);
 }
 
 std::string signal_string(int sig) { return signal_name(sig); }

@@ -13,7 +13,7 @@
 #include "common/error.hpp"
 
 #include "common/files.hpp"
-#include "report/json.hpp"
+#include "protocol/values.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
@@ -62,7 +62,7 @@ void begin_site(ProbeState& s, const std::string& kernel) {
   s.tensors.clear();
   s.mode = s.plan.mode_for(s.site);
   if (s.mode >= ProbeMode::trace) {
-    s.emit("site_begin", {{"site", s.site}, {"kernel", kernel}});
+    s.emit(EventKind::site_begin, {{"site", s.site}, {"kernel", kernel}});
   }
 }
 
@@ -71,13 +71,13 @@ void finish_launch(ProbeState& s) {
   if (s.mode >= ProbeMode::sync) {
     if (s.device_key == "cuda") {
       if (auto err = cuda_synchronize_error()) {
-        s.emit("sync_error", {{"site", s.site}, {"kernel", s.kernel}, {"message", *err}});
+        s.emit(EventKind::sync_error, {{"site", s.site}, {"kernel", s.kernel}, {"message", *err}});
         std::_Exit(10);  // RunnerExit::model_error; the device context is unusable now
       }
     }
   }
   if (s.mode >= ProbeMode::trace) {
-    s.emit("site_end", {{"site", s.site}, {"kernel", s.kernel}, {"tensors", s.tensors}});
+    s.emit(EventKind::site_end, {{"site", s.site}, {"kernel", s.kernel}, {"tensors", s.tensors}});
   }
 }
 
@@ -136,13 +136,13 @@ void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, b
       fields["compare"] = compare_with_reference(t, it->second);
     }
   }
-  s.emit("probe", std::move(fields));
+  s.emit(EventKind::probe, std::move(fields));
   if (before && s.mode == ProbeMode::save && !s.plan.save_dir.empty()) {
     std::filesystem::path path =
         s.plan.save_dir / ("site" + std::to_string(s.site) + "_" + safe_file_part(name) + ".pt");
     std::vector<char> bytes = torch::jit::pickle_save(t.detach().to(at::kCPU).clone());
     write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
-    s.emit("saved", {{"site", s.site}, {"kernel", s.kernel}, {"tensor", name}, {"path", path.string()}});
+    s.emit(EventKind::saved, {{"site", s.site}, {"kernel", s.kernel}, {"tensor", name}, {"path", path.string()}});
   }
 }
 

@@ -14,7 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/probe_plan.hpp"
+#include "protocol/probe_plan.hpp"
+#include "protocol/runner.hpp"
 #include "config/config.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
@@ -93,7 +94,7 @@ class Session {
 // touched, and `returned` buffers (an extern call created them, out of the
 // printer's sight); an output buffer nothing wrote yet holds garbage before
 // launch.
-using EmitFn = std::function<void(const std::string& type, nlohmann::json fields)>;
+using EmitFn = std::function<void(EventKind kind, nlohmann::json fields)>;
 void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
                     std::set<std::string> returned = {});
 void on_probe_call(void* tensor_handle, const char* tensor_name, const char* phase, const char* kernel);

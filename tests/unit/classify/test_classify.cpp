@@ -3,7 +3,7 @@
 #include <csignal>
 
 #include "classify/classify.hpp"
-#include "job/runner_protocol.hpp"
+#include "protocol/runner.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;

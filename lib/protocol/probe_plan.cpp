@@ -1,4 +1,4 @@
-#include "common/probe_plan.hpp"
+#include "protocol/probe_plan.hpp"
 
 #include <fmt/format.h>
 

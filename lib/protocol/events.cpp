@@ -1,4 +1,4 @@
-#include "common/events.hpp"
+#include "protocol/events.hpp"
 
 #include <cerrno>
 #include <cmath>
@@ -34,12 +34,12 @@ EventWriter::~EventWriter() {
   }
 }
 
-void EventWriter::emit(const std::string& type, nlohmann::json fields) {
+void EventWriter::emit(EventKind kind, nlohmann::json fields) {
   if (m_fd < 0) {
     return;
   }
   nlohmann::json line = nlohmann::json::object();
-  line["event"] = type;
+  line["event"] = std::string(event_name(kind));
   line["t"] = std::round((now_s() - m_start) * 1e6) / 1e6;
   for (auto& [k, v] : fields.items()) {
     line[k] = v;

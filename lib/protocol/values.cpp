@@ -1,16 +1,18 @@
-#include "report/json.hpp"
+#include "protocol/values.hpp"
+#include "common/text.hpp"
 
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+
 namespace aoti_bisect {
 
 nlohmann::json json_number(double v) {
-  if (std::isnan(v)) {
-    return "nan";
-  }
-  if (std::isinf(v)) {
-    return v > 0 ? "inf" : "-inf";
+  if (auto text = nonfinite_text(v)) {
+    return *text;
   }
   return v;
 }
@@ -105,6 +107,62 @@ Comparison comparison_from_json(const nlohmann::json& j) {
   c.worst_output = j.value("worst_output", "");
   c.note = j.value("note", "");
   return c;
+}
+
+Tolerance ToleranceTable::for_dtype(const std::string& dtype) const {
+  if (auto it = by_dtype.find(dtype); it != by_dtype.end()) {
+    return it->second;
+  }
+  bool floating = dtype.rfind("float", 0) == 0 || dtype.rfind("bfloat", 0) == 0 || dtype.rfind("complex", 0) == 0;
+  if (!floating) {
+    return Tolerance{0, 0};  // integers and bool: exact
+  }
+  if (auto it = by_dtype.find("default"); it != by_dtype.end()) {
+    return it->second;
+  }
+  return Tolerance{};
+}
+
+void ToleranceTable::set_all(std::optional<double> atol, std::optional<double> rtol) {
+  if (!atol && !rtol) {
+    return;
+  }
+  if (!by_dtype.count("default")) {
+    by_dtype["default"] = Tolerance{};
+  }
+  for (auto& [dtype, t] : by_dtype) {
+    t.atol = atol.value_or(t.atol);
+    t.rtol = rtol.value_or(t.rtol);
+  }
+}
+
+void ToleranceTable::merge(const ToleranceTable& over) {
+  for (const auto& [dtype, t] : over.by_dtype) {
+    by_dtype[dtype] = t;
+  }
+}
+
+nlohmann::json to_json(const ToleranceTable& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [dtype, tol] : t.by_dtype) {
+    j[dtype] = {{"atol", tol.atol}, {"rtol", tol.rtol}};
+  }
+  return j;
+}
+
+ToleranceTable tolerance_table_from_json(const nlohmann::json& j) {
+  ToleranceTable t;
+  if (!j.is_object()) {
+    throw Error(ErrorKind::usage, "a tolerance table must map dtype names to {atol, rtol}");
+  }
+  for (const auto& [dtype, v] : j.items()) {
+    if (!v.is_object() || !v.value("atol", nlohmann::json()).is_number() ||
+        !v.value("rtol", nlohmann::json()).is_number()) {
+      throw Error(ErrorKind::usage, fmt::format("tolerance for '{}' must be {{atol: number, rtol: number}}", dtype));
+    }
+    t.by_dtype[dtype] = Tolerance{v["atol"].get<double>(), v["rtol"].get<double>()};
+  }
+  return t;
 }
 
 }  // namespace aoti_bisect

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/runner.hpp"
+
 namespace aoti_bisect {
 
 class EventWriter {
@@ -20,7 +22,7 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   // Adds "event": type and "t": seconds since the writer opened.
-  void emit(const std::string& type, nlohmann::json fields = nlohmann::json::object());
+  void emit(EventKind kind, nlohmann::json fields = nlohmann::json::object());
   int fd() const { return m_fd; }  // for async-signal-safe writes
 
  private:

@@ -1,0 +1,28 @@
+#pragma once
+// Small text helpers shared by every module.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aoti_bisect {
+
+// Without leading and trailing white space (spaces, tabs, CR, LF).
+std::string_view trim(std::string_view s);
+
+std::string join(const std::vector<std::string>& items, std::string_view sep);
+
+std::string lower(std::string s);
+
+// "nan", "inf" or "-inf" for a non-finite value; nullopt for a finite one.
+// JSON has no literal for them, so every writer spells them this way.
+std::optional<std::string> nonfinite_text(double v);
+
+// A number for people: "1.5" (six significant digits), "nan", "inf", "-inf".
+std::string number_text(double v);
+
+// Quoted for a POSIX shell when it needs to be ("it's" -> 'it'\''s').
+std::string shell_quote(const std::string& s);
+
+}  // namespace aoti_bisect

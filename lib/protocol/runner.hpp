@@ -1,0 +1,57 @@
+#pragma once
+// The contract between the driver and aoti-bisect-runner: the runner's exit
+// statuses and its event kinds, one table each (README "The runner"). Both
+// sides name events only through this table.
+
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aoti_bisect {
+
+enum class RunnerExit : int {
+  ran = 0,             // the model ran; events "outputs" (and "comparison") follow
+  usage = 2,           // bad runner command line (a driver bug)
+  model_error = 10,    // the model raised; event "error" has the message
+  input_mismatch = 11, // inputs do not fit the model; event "input_mismatch"
+  cannot_test = 12,    // inputs, reference or package unreadable; event "fatal"
+  internal = 13,       // anything else; event "fatal"
+};
+
+// In the order a run writes them.
+enum class EventKind {
+  start,           // versions, device, os
+  inputs,          // what the inputs file holds; moved/problems
+  input_mismatch,  // the inputs do not fit (then exit 11)
+  input_stats,     // statistics of the inputs
+  loaded,          // the model is loaded
+  probes,          // the probe plan is installed
+  run_begin,
+  site_begin,      // a call site starts (trace and above)
+  probe,           // one tensor's statistics before or after a launch (stats and above)
+  saved,           // one tensor saved for the reproducer (save)
+  sync_error,      // the device reported an error after a launch (sync, CUDA)
+  site_end,        // the launch returned, with the tensors it touched
+  run_end,         // probe call counts
+  probes_missing,  // an instrumented model whose probe calls never reached the runner
+  outputs,         // statistics of the outputs
+  comparison,      // outputs against the reference
+  error,           // the model raised (then exit 10)
+  fatal,           // the runner could not go on (then exit 12 or 13)
+  signal,          // written from a fatal-signal handler
+  done,            // the protocol's closing event
+  unknown,         // a line this version does not know
+};
+
+struct EventInfo {
+  EventKind kind;
+  std::string_view name;  // the "event" field
+};
+const std::vector<EventInfo>& event_table();
+std::string_view event_name(EventKind kind);
+EventKind event_kind_from_name(std::string_view name);
+// The kind of one parsed event line (its "event" field).
+EventKind event_kind(const nlohmann::json& event);
+
+}  // namespace aoti_bisect

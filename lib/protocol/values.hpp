@@ -1,0 +1,88 @@
+#pragma once
+// The value types at the bottom of the dependency graph: what the runner
+// measures and sends in its events (tensor info, statistics, comparisons)
+// and the tolerances it judges by. Used by classify, report, the search and
+// torchside alike. JSON: non-finite doubles are written as the strings
+// "nan", "inf", "-inf" and read back as such.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace aoti_bisect {
+
+struct TensorInfo {           // an input: what it is, never what it holds
+  std::string name;           // "arg0" or the model's input name
+  std::string dtype;          // "float32"
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::string device;         // "cpu", "cuda:0"
+  std::string sha256;         // of the contiguous bytes
+};
+
+struct TensorStats {          // statistics of one output (or probed) tensor
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  std::optional<double> min;  // absent when empty or not numeric
+  std::optional<double> max;
+  std::optional<double> mean;
+  std::string checksum;       // sha256 of the bytes, first 16 hex digits
+};
+
+struct Comparison {           // outputs against the reference
+  bool within_tolerance = true;
+  double atol = 0;
+  double rtol = 0;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  int64_t mismatched = 0;     // elements outside tolerance (NaN position mismatches included)
+  int64_t total = 0;
+  std::string worst_output;   // name of the output holding the worst element
+  std::string note;           // e.g. "NaN positions differ in output 0"
+};
+
+// How far a compiled value may be from its reference. A tensor is within
+// tolerance when every element satisfies |actual - expected| <= atol +
+// rtol * scale, where scale is the largest finite |expected| of the tensor:
+// the error is judged against the tensor's magnitude, so cancellation near
+// zero (honest in fused and reassociated code) is no false alarm. NaN and
+// Inf must sit where the reference has them.
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1e-4;
+  bool within(double max_abs_error, double scale) const { return max_abs_error <= atol + rtol * scale; }
+};
+
+// Tolerances by dtype name ("float32", "bfloat16", ...). Floating dtypes
+// without an entry use "default"; integer and bool tensors must match
+// exactly unless the table names their dtype.
+struct ToleranceTable {
+  std::map<std::string, Tolerance> by_dtype;
+  Tolerance for_dtype(const std::string& dtype) const;
+  // Every dtype (and the default) set to `t`: --atol/--rtol, a flat `tolerance:`.
+  void set_all(std::optional<double> atol, std::optional<double> rtol);
+  void merge(const ToleranceTable& over);  // over's entries win
+};
+
+nlohmann::json json_number(double v);
+double number_from_json(const nlohmann::json& j);
+
+nlohmann::json to_json(const TensorInfo& t);
+nlohmann::json to_json(const TensorStats& s);
+nlohmann::json to_json(const Comparison& c);
+nlohmann::json to_json(const ToleranceTable& t);
+
+TensorInfo tensor_info_from_json(const nlohmann::json& j);
+TensorStats tensor_stats_from_json(const nlohmann::json& j);
+Comparison comparison_from_json(const nlohmann::json& j);
+ToleranceTable tolerance_table_from_json(const nlohmann::json& j);  // throws Error(usage) when malformed
+
+}  // namespace aoti_bisect
