@@ -213,6 +213,14 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
     }
     case ExitStatus::How::exited: break;
   }
+  if (events.empty() && status.exit_code != static_cast<int>(RunnerExit::cannot_test)) {
+    // The runner never reached its first event (a library it cannot load,
+    // a broken binary): the model never ran, so this is no model failure.
+    std::string line = most_useful_line(status.stderr_tail, "");
+    c.internal = fmt::format("the runner ended before its first event ({}){}", status.describe(),
+                             line.empty() ? "" : ": " + line);
+    return c;
+  }
   switch (static_cast<RunnerExit>(status.exit_code)) {
     case RunnerExit::ran:
       if (!find_event(events, EventKind::done)) {

@@ -89,7 +89,17 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
   }
   if (best != nullptr) {
     summary.chosen = best->variant;
-    summary.deterministic = best->runs > 0 && best->reproduced == best->runs;
+    // Over every run of the same environment: a 1-of-1 baseline is no
+    // evidence of determinism when identical repeats did not reproduce.
+    int runs_same = 0;
+    int reproduced_same = 0;
+    for (const VariantResult& r : summary.variants) {
+      if (r.env == best->env) {
+        runs_same += r.runs;
+        reproduced_same += r.reproduced;
+      }
+    }
+    summary.deterministic = runs_same > 0 && reproduced_same == runs_same;
   }
   return summary;
 }

@@ -39,7 +39,7 @@ struct MatrixSummary {
   std::optional<OutcomeKind> failure;     // the failure kind, if any run failed
   std::vector<VariantResult> variants;    // baseline first, in plan order
   std::optional<std::string> chosen;      // the most deterministic reproducing variant
-  bool deterministic = false;             // chosen variant reproduced on every run
+  bool deterministic = false;             // every run with the chosen variant's environment reproduced
   int total_runs = 0;
   int total_reproduced = 0;
 };

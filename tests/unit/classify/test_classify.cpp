@@ -10,13 +10,15 @@ using nlohmann::json;
 
 namespace {
 
-ExitStatus exited(RunnerExit code, const std::string& err = "") {
+ExitStatus exited(int code, const std::string& err = "") {
   ExitStatus s;
   s.how = ExitStatus::How::exited;
-  s.exit_code = static_cast<int>(code);
+  s.exit_code = code;
   s.stderr_tail = err;
   return s;
 }
+
+ExitStatus exited(RunnerExit code, const std::string& err = "") { return exited(static_cast<int>(code), err); }
 
 json stats(const std::string& name, int nan, int inf = 0) {
   return {{"name", name}, {"dtype", "float32"}, {"shape", {2, 2}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
@@ -120,6 +122,22 @@ TEST_CASE("classify_run: runner statuses for inputs, unreadable files and intern
 
   Classification i = classify_run(exited(RunnerExit::internal), {});
   CHECK(i.internal.has_value());
+}
+
+TEST_CASE("classify_run: a runner that never reached its first event is the tool's failure, not the model's") {
+  Classification loader = classify_run(
+      exited(127, "aoti-bisect-runner: error while loading shared libraries: libtorch_cpu.so: cannot open shared "
+                  "object file\n"),
+      {});
+  REQUIRE(loader.internal.has_value());
+  CHECK(*loader.internal ==
+        "the runner ended before its first event (exit 127): aoti-bisect-runner: error while loading shared "
+        "libraries: libtorch_cpu.so: cannot open shared object file");
+  Classification silent = classify_run(exited(RunnerExit::ran), {});
+  REQUIRE(silent.internal.has_value());
+  CHECK(silent.internal->rfind("the runner ended before its first event (exit 0)", 0) == 0);
+  // An unreadable file is still a could-not-test, events or not.
+  CHECK(classify_run(exited(RunnerExit::cannot_test), {}).cannot_test.has_value());
 }
 
 TEST_CASE("classify_run: timeouts and unfinished runs") {

@@ -33,7 +33,12 @@ std::vector<std::string> ids_of(const std::vector<PlannedRun>& runs) {
 // Runs of one variant with the given kinds, in order.
 void add_runs(std::vector<RunOutcome>& runs, const std::string& variant, std::vector<OutcomeKind> kinds) {
   for (OutcomeKind kind : kinds) {
-    runs.push_back(RunOutcome{variant, {}, kind});
+    // The baseline and plain repeats share the base environment; other variants set a variable.
+    std::map<std::string, std::string> env;
+    if (variant != "baseline" && variant != "repeat") {
+      env["VARIANT"] = variant;
+    }
+    runs.push_back(RunOutcome{variant, env, kind});
   }
 }
 
@@ -233,6 +238,13 @@ TEST_CASE("summarize_matrix: the chosen variant") {
     MatrixSummary s = summarize_matrix(runs);
     CHECK(s.chosen == "baseline");
     CHECK(s.deterministic);
+  }
+  SUBCASE("a 1-of-1 baseline is not deterministic when repeats in the same environment did not reproduce") {
+    add_runs(runs, "baseline", {crash});
+    add_runs(runs, "repeat", {ok, ok, ok});
+    MatrixSummary s = summarize_matrix(runs);
+    CHECK(s.chosen == "baseline");
+    CHECK_FALSE(s.deterministic);
   }
   SUBCASE("flaky: 2 of 3 is not deterministic") {
     add_runs(runs, "baseline", {ok});
