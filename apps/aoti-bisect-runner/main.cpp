@@ -17,14 +17,11 @@
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
+#include "package/facts.hpp"
 #include "torchside/torchside.hpp"
 
 namespace ab = aoti_bisect;
 namespace fs = std::filesystem;
-
-namespace {
-
-}  // namespace
 
 // The symbol an instrumented model (printer level 1) calls around every
 // kernel. Exported from this executable (-rdynamic), it takes precedence over
@@ -48,6 +45,7 @@ struct Options {
   std::string probe_plan;
   std::string node_reference;
   std::string tolerances;
+  std::string model_facts;
 };
 
 int g_events_fd = -1;
@@ -84,6 +82,7 @@ std::string first_line(const std::string& text) {
   return text.substr(start, text.find('\n', start) - start);
 }
 
+// Without --model-facts (a runner started by hand): parse the wrapper here.
 std::string find_wrapper_source(const fs::path& dir, const std::string& model) {
   fs::path mdir = dir / "data" / "aotinductor" / model;
   std::error_code ec;
@@ -106,89 +105,64 @@ std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-std::set<std::string> returned_names(const ab::WrapperInfo& wrapper) {
-  std::set<std::string> out;
-  for (const auto& [name, site] : ab::returned_buffers(wrapper.call_sites)) {
-    out.insert(name);
-  }
-  return out;
-}
-
-int run(const Options& opt, ab::EventWriter& events) {
-  using ab::RunnerExit;
-  ab::torchside::Versions v = ab::torchside::versions(opt.device_key);
-  struct utsname un {};
-  ::uname(&un);
-  events.emit(ab::EventKind::start, {{"pid", ::getpid()},
-                        {"torch", v.torch},
-                        {"cuda", v.cuda},
-                        {"hip", v.hip},
-                        {"device_key", opt.device_key},
-                        {"device_name", v.device_name},
-                        {"driver", v.driver},
-                        {"cuda_available", v.cuda_available},
-                        {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
-
-  ab::torchside::Session session;
-  auto infos = session.load_inputs(opt.inputs);
-  nlohmann::json tensors = nlohmann::json::array();
-  for (const auto& t : infos) {
-    tensors.push_back(ab::to_json(t));
+ab::ModelFacts model_facts(const Options& opt) {
+  if (!opt.model_facts.empty()) {
+    return ab::model_facts_from_json(nlohmann::json::parse(read_all(opt.model_facts), nullptr, false));
   }
   ab::WrapperInfo wrapper;
   if (std::string src = find_wrapper_source(opt.package_dir, opt.model); !src.empty()) {
     wrapper = ab::parse_wrapper(read_all(src));
   }
-  std::vector<std::string> moved;
-  std::vector<std::string> problems = session.check_inputs(wrapper, opt.device_key, moved);
-  events.emit(ab::EventKind::inputs, {{"tensors", tensors}, {"moved", moved}, {"problems", problems}});
-  if (!problems.empty()) {
-    events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
-    return static_cast<int>(RunnerExit::input_mismatch);
-  }
-  nlohmann::json input_stats = nlohmann::json::array();
-  for (const auto& s : session.input_stats()) {
-    input_stats.push_back(ab::to_json(s));
-  }
-  events.emit(ab::EventKind::input_stats, {{"tensors", input_stats}});
+  return ab::model_facts_of(wrapper);
+}
 
-  session.load_model(opt.package_dir, opt.model, opt.device_key);
-  events.emit(ab::EventKind::loaded, {{"model", opt.model}, {"instrumented", wrapper.instrumented},
-                         {"printer_level", wrapper.printer_level}});
-  if (!opt.probe_plan.empty()) {
-    auto text = read_all(opt.probe_plan);
-    auto plan = ab::probe_plan_from_json(nlohmann::json::parse(text, nullptr, false));
-    if (!opt.node_reference.empty()) {
-      ab::torchside::load_node_reference(opt.node_reference);
-    }
-    ab::torchside::install_probes(plan, [&events](ab::EventKind kind, nlohmann::json fields) {
-      events.emit(kind, std::move(fields));
-    }, opt.device_key, returned_names(wrapper));
-    events.emit(ab::EventKind::probes, {{"plan", plan.summary()}});
+template <typename T>
+nlohmann::json json_array(const std::vector<T>& items) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& item : items) {
+    out.push_back(ab::to_json(item));
   }
+  return out;
+}
 
-  events.emit(ab::EventKind::run_begin);
-  auto err = session.run();
-  if (!err) {
-    err = session.synchronize();
+void emit_start(const Options& opt, ab::EventWriter& events) {
+  ab::torchside::Versions v = ab::torchside::versions(opt.device_key);
+  struct utsname un {};
+  ::uname(&un);
+  events.emit(ab::EventKind::start, {{"pid", ::getpid()},
+                                     {"torch", v.torch},
+                                     {"cuda", v.cuda},
+                                     {"hip", v.hip},
+                                     {"device_key", opt.device_key},
+                                     {"device_name", v.device_name},
+                                     {"driver", v.driver},
+                                     {"cuda_available", v.cuda_available},
+                                     {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
+}
+
+void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWriter& events) {
+  auto plan = ab::probe_plan_from_json(nlohmann::json::parse(read_all(opt.probe_plan), nullptr, false));
+  if (!opt.node_reference.empty()) {
+    ab::torchside::load_node_reference(opt.node_reference);
   }
-  if (err) {
-    events.emit(ab::EventKind::error, {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
-    return static_cast<int>(RunnerExit::model_error);
-  }
+  ab::torchside::install_probes(
+      plan, [&events](ab::EventKind kind, nlohmann::json fields) { events.emit(kind, std::move(fields)); },
+      opt.device_key, std::set<std::string>(facts.returned.begin(), facts.returned.end()));
+  events.emit(ab::EventKind::probes, {{"plan", plan.summary()}});
+}
+
+// After a run that returned: probe counts, outputs, the comparison, done.
+void emit_results(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
+                  ab::EventWriter& events) {
   auto counts = ab::torchside::probe_counts();
   events.emit(ab::EventKind::run_end, {{"probe_calls", counts.calls}, {"sites", counts.sites}});
-  if (wrapper.printer_level == 1 && counts.calls == 0 && !wrapper.call_sites.empty()) {
+  if (facts.printer_level == 1 && counts.calls == 0 && facts.call_sites > 0) {
     // The model's probe calls went to libtorch, not here: a symbol prefix,
     // static linking, or -Bsymbolic. The driver falls back to guide mode.
-    events.emit(ab::EventKind::probes_missing, {{"message", "the instrumented model's probe calls did not reach the runner"}});
+    events.emit(ab::EventKind::probes_missing,
+                {{"message", "the instrumented model's probe calls did not reach the runner"}});
   }
-
-  nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& s : session.output_stats()) {
-    outputs.push_back(ab::to_json(s));
-  }
-  events.emit(ab::EventKind::outputs, {{"tensors", outputs}});
+  events.emit(ab::EventKind::outputs, {{"tensors", json_array(session.output_stats())}});
   if (!opt.outputs.empty()) {
     session.save_outputs(opt.outputs);
   }
@@ -200,6 +174,40 @@ int run(const Options& opt, ab::EventWriter& events) {
     events.emit(ab::EventKind::comparison, ab::to_json(session.compare(opt.reference, tolerances)));
   }
   events.emit(ab::EventKind::done);
+}
+
+int run(const Options& opt, ab::EventWriter& events) {
+  using ab::RunnerExit;
+  emit_start(opt, events);
+  ab::torchside::Session session;
+  auto infos = session.load_inputs(opt.inputs);
+  const ab::ModelFacts facts = model_facts(opt);
+  std::vector<std::string> moved;
+  std::vector<std::string> problems = session.check_inputs(facts, opt.device_key, moved);
+  events.emit(ab::EventKind::inputs, {{"tensors", json_array(infos)}, {"moved", moved}, {"problems", problems}});
+  if (!problems.empty()) {
+    events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
+    return static_cast<int>(RunnerExit::input_mismatch);
+  }
+  events.emit(ab::EventKind::input_stats, {{"tensors", json_array(session.input_stats())}});
+
+  session.load_model(opt.package_dir, opt.model, opt.device_key);
+  events.emit(ab::EventKind::loaded,
+              {{"model", opt.model}, {"instrumented", facts.instrumented}, {"printer_level", facts.printer_level}});
+  if (!opt.probe_plan.empty()) {
+    install_plan(opt, facts, events);
+  }
+  events.emit(ab::EventKind::run_begin);
+  auto err = session.run();
+  if (!err) {
+    err = session.synchronize();
+  }
+  if (err) {
+    events.emit(ab::EventKind::error,
+                {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
+    return static_cast<int>(RunnerExit::model_error);
+  }
+  emit_results(opt, facts, session, events);
   return static_cast<int>(RunnerExit::ran);
 }
 
@@ -219,6 +227,7 @@ int main(int argc, char** argv) {
   app.add_option("--probe-plan", opt.probe_plan, "probe plan (JSON) for an instrumented build");
   app.add_option("--node-reference", opt.node_reference, "per-node eager values for the probes (torch.save dict)");
   app.add_option("--tolerances", opt.tolerances, "per-dtype tolerances (JSON) for --reference");
+  app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -10,7 +10,7 @@
 
 #include "classify/outcome.hpp"
 #include "process/process.hpp"
-#include "report/report.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect {
 

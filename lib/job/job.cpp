@@ -1,33 +1,47 @@
 #include "job/job.hpp"
 
-#include <functional>
 #include <map>
+#include <optional>
+#include <variant>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
-#include "classify/classify.hpp"
-#include "protocol/events.hpp"
-#include "common/files.hpp"
-#include "config/config.hpp"
-#include "job/environment.hpp"
-#include "bisect/bisect.hpp"
 #include "build/build.hpp"
-#include "job/bisect_phase.hpp"
-#include "job/context.hpp"
-#include "protocol/runner.hpp"
+#include "common/files.hpp"
+#include "common/text.hpp"
+#include "search/search.hpp"
+#include "job/environment.hpp"
+#include "phase/phase.hpp"
+#include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
+#include "package/facts.hpp"
 #include "package/package.hpp"
-#include "process/process.hpp"
-#include "report/sinks.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
 
-void fill_package(Context& ctx, const Package& pkg, const ModelFiles& model, const WrapperInfo& wrapper) {
-  PackageSummary& p = ctx.report.package;
+// A problem of the things under test: the verdict it ends the job with.
+struct Stop {
+  Verdict verdict;
+  std::string message;
+};
+
+Stop stop_of(const Error& e) {
+  return {e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what()};
+}
+
+// The package, the model in it and its wrapper: what the inspect phase found.
+struct Inspected {
+  std::optional<Package> pkg;
+  const ModelFiles* model = nullptr;
+  WrapperInfo wrapper;
+};
+
+PackageSummary summarize_package(const Package& pkg, const ModelFiles& model, const WrapperInfo& wrapper) {
+  PackageSummary p;
   p.path = display_path(pkg.path());
   p.sha256 = sha256_file(pkg.path());
   p.models = pkg.model_names();
@@ -38,124 +52,116 @@ void fill_package(Context& ctx, const Package& pkg, const ModelFiles& model, con
   p.call_sites = static_cast<int>(wrapper.call_sites.size());
   p.instrumented = wrapper.instrumented;
   p.has_exported_program = !pkg.exported_programs().empty();
+  return p;
 }
 
-Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
-  std::string backend = opt.backend;
-  if (backend.empty()) {
-    backend = device_key == "cuda" ? "cuda" : device_key == "cpu" ? "cpu" : device_key;
+// Opens the package and checks the files exist. Usage errors (an unknown
+// model name) propagate; the others stop the job.
+std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
+  rec.begin_phase("inspect", display_path(opt.package));
+  Inspected in;
+  try {
+    in.pkg = Package::open(opt.package);
+    in.model = &in.pkg->select_model(opt.model);
+    in.wrapper = in.pkg->wrapper_info(*in.model);
+    PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);
+    require_file(opt.inputs, "inputs file");
+    rec.package(std::move(summary), sha256_file(opt.inputs));
+    if (!opt.reference.empty()) {
+      require_file(opt.reference, "reference file");
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::usage) {
+      throw;
+    }
+    return stop_of(e);
   }
-  return builtin_profile(backend);
+  return in;
 }
 
-std::string reproduce_command(const RunOptions& opt, const std::map<std::string, std::string>& env) {
+std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : env) {
     parts.push_back(k + "=" + shell_quote(v));
   }
   parts.push_back("aoti-bisect run");
-  parts.push_back(shell_quote(display_path(opt.package)));
-  if (!opt.model.empty()) {
-    parts.push_back("--model " + shell_quote(opt.model));
+  parts.push_back(shell_quote(display_path(s.package)));
+  if (!s.model.empty()) {
+    parts.push_back("--model " + shell_quote(s.model));
   }
-  parts.push_back("--inputs " + shell_quote(display_path(opt.inputs)));
-  if (!opt.reference.empty()) {
-    parts.push_back("--reference " + shell_quote(display_path(opt.reference)));
-  } else if (opt.against_eager) {
+  parts.push_back("--inputs " + shell_quote(display_path(s.inputs)));
+  if (!s.reference.empty()) {
+    parts.push_back("--reference " + shell_quote(display_path(s.reference)));
+  } else if (s.against_eager) {
     parts.push_back("--against-eager");
-    if (!opt.exported_program.empty()) {
-      parts.push_back("--exported-program " + shell_quote(display_path(opt.exported_program)));
+    if (!s.exported_program.empty()) {
+      parts.push_back("--exported-program " + shell_quote(display_path(s.exported_program)));
     }
   }
   parts.push_back("--no-matrix --no-bisect");
-  return fmt::format("{}", fmt::join(parts, " "));
+  return join(parts, " ");
 }
 
-void apply_environment(Report& report, const Classification& cls) {
-  auto get = [&](const char* k) {
-    auto it = cls.environment.find(k);
-    return it == cls.environment.end() ? std::string() : it->second;
-  };
-  Environment& e = report.environment;
-  e.torch_version = get("torch");
-  e.cuda_version = get("cuda");
-  e.hip_version = get("hip");
-  if (!get("device_name").empty()) {
-    e.device_name = get("device_name");
+// --against-eager: the exported program run eagerly on the inputs. Returns
+// the reference to compare with (the user's, the eager one, or none).
+std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected& in, Recorder& rec) {
+  if (!s.against_eager || !s.reference.empty()) {
+    return s.reference;
   }
-  e.driver_version = get("driver");
-}
-
-JobResult finish(Context& ctx, Verdict verdict, const std::string& reason = "") {
-  ctx.end_phase();
-  ctx.report.verdict = verdict;
-  if (!reason.empty()) {
-    ctx.report.verdict_reason = reason;
+  std::string ep_model;
+  auto ep = find_exported_program(s, *in.pkg, *in.model, ep_model);
+  if (!ep) {
+    throw Error(ErrorKind::usage, "--against-eager needs the exported program: give --exported-program EP.pt2");
   }
+  rec.begin_phase("reference", "the exported program run eagerly on the inputs");
+  EagerRequest req;
+  req.exported_program = *ep;
+  req.model_name = ep_model;
+  req.inputs = s.inputs;
+  req.out = s.out_dir / "eager-reference.pt";
+  req.cache_dir = s.cache_dir;
   try {
-    ctx.save();
+    compute_eager_reference(req);
   } catch (const Error& e) {
-    ctx.progress.note(fmt::format("cannot write the report to '{}': {}", ctx.out_dir.string(), e.what()));
+    return stop_of(e);
   }
-  return {ctx.report, exit_code_for(verdict)};
+  rec.reference(display_path(req.out) + " (eager, from the exported program)");
+  return req.out;
 }
 
-JobResult fail(Context& ctx, Verdict verdict, const std::string& message) {
-  ctx.report.error = redact_paths(message);
-  return finish(ctx, verdict, ctx.report.error);
-}
-
-ChildRequest request_of(const PlannedRun& run, const fs::path& pkg_dir) {
-  return ChildRequest{run.id, run.variant, run.repeat, run.env, pkg_dir, std::nullopt, {}};
-}
-
-// Runs plan[first, last) with up to `jobs` children at once; records each run
-// and saves the report after it. Returns false when interrupted.
-bool run_children(Context& ctx, const std::vector<PlannedRun>& plan, size_t first, size_t last, int jobs,
-                  const fs::path& pkg_dir, std::vector<ChildResult>& results) {
-  ProcessSet set;
-  std::map<int, size_t> running;
-  size_t next = first;
-  while (next < last || !running.empty()) {
-    while (next < last && running.size() < static_cast<size_t>(std::max(1, jobs)) && !interrupt_requested()) {
-      ctx.progress.run_started(plan[next].id, ctx.runs_done, ctx.runs_planned);
-      running[set.start(ctx.child_spec(request_of(plan[next], pkg_dir)))] = next;
-      ++next;
-    }
-    if (running.empty()) {
-      return false;
-    }
-    auto [token, status] = set.wait_any();
-    size_t idx = running.at(token);
-    running.erase(token);
-    if (status.how == ExitStatus::How::interrupted) {
-      return false;
-    }
-    results[idx] = ctx.record(request_of(plan[idx], pkg_dir), status);
-    if (results[idx].cls.internal || results[idx].cls.cannot_test) {
-      set.kill_all();
-      return true;
-    }
+std::vector<ChildRequest> matrix_requests(const Settings& s, const ModelDir& model) {
+  std::vector<ChildRequest> reqs;
+  for (const auto& run : s.plan) {
+    reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, model, std::nullopt, {}, false});
   }
-  return !interrupt_requested();
+  return reqs;
 }
 
-void summarize(Context& ctx, const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
+// The matrix's runs, summarized: the failure (if any) and the variant the
+// search will use.
+struct MatrixResult {
+  std::vector<VariantSummary> variants;
+  std::optional<Failure> failure;
+  std::map<std::string, std::string> chosen_env;
+};
+
+MatrixResult summarize(const Settings& s, const std::vector<ChildResult>& results) {
   std::vector<RunOutcome> outcomes;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (!results[i].finished) {
-      continue;
+  for (size_t i = 0; i < results.size() && i < s.plan.size(); ++i) {
+    if (results[i].finished) {
+      outcomes.push_back({s.plan[i].variant, s.plan[i].env, results[i].cls.kind});
     }
-    outcomes.push_back({plan[i].variant, plan[i].env, results[i].cls.kind});
   }
   MatrixSummary m = summarize_matrix(outcomes);
-  ctx.report.matrix.clear();
+  MatrixResult out;
   for (const auto& v : m.variants) {
-    ctx.report.matrix.push_back({v.variant, v.env, v.runs, v.reproduced, v.deterministic()});
+    out.variants.push_back({v.variant, v.env, v.runs, v.reproduced, v.deterministic()});
+    if (m.chosen && v.variant == *m.chosen) {
+      out.chosen_env = v.env;
+    }
   }
   if (!m.failure) {
-    ctx.report.failure.reset();
-    return;
+    return out;
   }
   Failure f;
   f.kind = *m.failure;
@@ -164,22 +170,180 @@ void summarize(Context& ctx, const std::vector<PlannedRun>& plan, const std::vec
   f.runs = m.total_runs;
   f.deterministic = m.deterministic;
   f.reproducing_variant = m.chosen.value_or("");
-  for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i].finished && results[i].cls.kind == f.kind) {
-      f.first_line = redact_paths(results[i].cls.first_line);
-      f.signal = results[i].cls.signal;
+  for (const auto& r : results) {
+    if (r.finished && r.cls.kind == f.kind) {
+      f.first_line = redact_paths(r.cls.first_line);
+      f.signal = r.cls.signal;
       break;
     }
   }
-  ctx.report.failure = f;
-  std::map<std::string, std::string> env;
-  for (const auto& v : m.variants) {
-    if (m.chosen && v.variant == *m.chosen) {
-      env = v.env;
+  out.failure = f;
+  return out;
+}
+
+Environment with_runner(Environment env, const Classification& cls) {
+  auto get = [&](const char* k) {
+    auto it = cls.environment.find(k);
+    return it == cls.environment.end() ? std::string() : it->second;
+  };
+  env.torch_version = get("torch");
+  env.cuda_version = get("cuda");
+  env.hip_version = get("hip");
+  if (!get("device_name").empty()) {
+    env.device_name = get("device_name");
+  }
+  env.driver_version = get("driver");
+  return env;
+}
+
+// A run that says the tool, not the model, is broken: the job stops.
+std::optional<Stop> broken_run(const ChildResult& r) {
+  if (r.cls.internal) {
+    return Stop{Verdict::internal_error, *r.cls.internal};
+  }
+  if (r.cls.cannot_test) {
+    return Stop{Verdict::could_not_test, *r.cls.cannot_test};
+  }
+  return std::nullopt;
+}
+
+class Job {
+ public:
+  Job(const RunOptions& opt, Progress& progress, const JobSeams& seams)
+      : m_opt(opt), m_rec(opt.out_dir, opt.junit, progress), m_seams(seams) {}
+
+  JobResult run();
+
+ private:
+  JobResult finish(Verdict verdict, const std::string& reason) {
+    m_rec.finish(verdict, reason);
+    return {m_rec.report(), exit_code_for(verdict)};
+  }
+  JobResult fail(const Stop& stop) {
+    std::string message = redact_paths(stop.message);
+    m_rec.finish(stop.verdict, message, message);
+    return {m_rec.report(), exit_code_for(stop.verdict)};
+  }
+  std::unique_ptr<ChildRunner> make_children(const ChildSetup& setup) const {
+    return m_seams.children ? m_seams.children(setup) : std::make_unique<ProcessChildren>(setup);
+  }
+  JobResult after_inspect(Inspected& in, const UserConfig& user);
+  JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
+
+  const RunOptions& m_opt;
+  Recorder m_rec;
+  const JobSeams& m_seams;
+};
+
+JobResult Job::run() {
+  UserConfig user = load_config(m_opt);
+  std::vector<std::string> command_line;
+  for (const auto& a : m_opt.command_line) {
+    command_line.push_back(redact_paths(a));
+  }
+  m_rec.start(command_line, display_path(m_opt.inputs),
+              m_opt.reference.empty() ? "" : display_path(m_opt.reference));
+  try {
+    fs::create_directories(m_opt.out_dir);
+  } catch (const std::exception&) {
+    throw Error(ErrorKind::usage, fmt::format("output directory '{}' cannot be created", m_opt.out_dir.string()));
+  }
+  install_interrupt_handlers();
+  auto inspected = inspect(m_opt, m_rec);
+  if (auto* stop = std::get_if<Stop>(&inspected)) {
+    return fail(*stop);
+  }
+  return after_inspect(std::get<Inspected>(inspected), user);
+}
+
+JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
+  const std::string device_key = in.model->device_key();
+  Environment host;
+  host.device = device_key;
+  probe_host_environment(host);
+  m_rec.environment(host);
+  if (device_key.empty()) {
+    return fail({Verdict::could_not_test,
+                 fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
+                             "aoti_compile_and_package",
+                             m_opt.package.string(), in.model->name)});
+  }
+  const Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key));
+  ScopedDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
+  ModelDir model;
+  try {
+    model.dir = in.pkg->extract(work.path() / "package");
+    model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
+  } catch (const Error& e) {
+    return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
+  }
+  auto reference = reference_phase(s, in, m_rec);
+  if (auto* stop = std::get_if<Stop>(&reference)) {
+    return fail(*stop);
+  }
+  ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
+                   s.tolerances, s.timeout_s};
+  auto children = make_children(setup);
+  Runs runs(*children, m_rec);
+  JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
+  return run_matrix(s, in, env, model);
+}
+
+JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model) {
+  std::vector<ChildRequest> reqs = matrix_requests(s, model);
+  std::vector<ChildResult> results;
+  m_rec.plan_runs(static_cast<int>(reqs.size()));
+  m_rec.begin_phase("baseline", "one run in a fresh child");
+  if (!env.runs.run_all({reqs.front()}, 1, results) && interrupt_requested()) {
+    return finish(Verdict::interrupted, "interrupted during the baseline run");
+  }
+  const Classification& base = results[0].cls;
+  m_rec.environment(with_runner(m_rec.report().environment, base));
+  m_rec.inputs(base.inputs);
+  if (auto stop = broken_run(results[0])) {
+    return fail(*stop);
+  }
+  if (base.kind == OutcomeKind::input_mismatch) {
+    return fail({Verdict::could_not_test, fmt::format("inputs file '{}' does not fit model '{}': {}",
+                                                      display_path(s.inputs), in.model->name, base.first_line)});
+  }
+  ChildResult baseline = results[0];
+  if (reqs.size() > 1) {
+    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", reqs.size() - 1, s.variants,
+                                            s.jobs));
+    std::vector<ChildRequest> rest(reqs.begin() + 1, reqs.end());
+    std::vector<ChildResult> more;
+    bool completed = env.runs.run_all(rest, s.jobs, more) || !interrupt_requested();
+    results.insert(results.end(), more.begin(), more.end());
+    if (!completed) {
+      MatrixResult partial = summarize(s, results);
+      m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env));
+      return finish(Verdict::interrupted, "interrupted during the flag matrix; the report holds the runs so far");
+    }
+    for (const auto& r : results) {
+      if (auto stop = broken_run(r)) {
+        return fail(*stop);
+      }
     }
   }
-  ctx.report.reproduce_command = reproduce_command(ctx.opt, env);
-  ctx.chosen_env = env;
+  MatrixResult m = summarize(s, results);
+  m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env));
+  if (!m.failure) {
+    size_t n = m_rec.report().runs.size();
+    return finish(Verdict::clean, fmt::format("no failure in {} run{}", n, n == 1 ? "" : "s"));
+  }
+  const Failure& f = *m.failure;
+  std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
+  if (!s.bisect) {
+    return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
+  }
+  BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
+                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version};
+  BisectOutcome b = run_bisection(env, setup);
+  if (b.verdict == Verdict::interrupted) {
+    return finish(Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");
+  }
+  return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
 }
 
 }  // namespace
@@ -212,173 +376,8 @@ int git_bisect_exit_code(ExitCode code) {
   return 128;
 }
 
-JobResult run_job(const RunOptions& opt, Progress& progress) {
-  // Configuration problems are usage errors: found before anything runs.
-  UserConfig user;
-  if (!opt.config.empty()) {
-    user = load_user_config(opt.config.string());
-  }
-  if (opt.jobs && *opt.jobs < 1) {
-    throw Error(ErrorKind::usage, "--jobs must be at least 1");
-  }
-
-  Context ctx{opt, progress, {}, opt.out_dir};
-  nlohmann::json inductor_configs = user.inductor_configs;
-  for (auto& [k, v] : opt.inductor_configs.items()) {
-    inductor_configs[k] = v;
-  }
-  ctx.report.tool_version = AOTI_BISECT_VERSION;
-  for (const auto& a : opt.command_line) {
-    ctx.report.command_line.push_back(redact_paths(a));
-  }
-  ctx.report.inputs_path = display_path(opt.inputs);
-  ctx.report.reference_path = opt.reference.empty() ? "" : display_path(opt.reference);
-  ctx.report.environment.tool_version = AOTI_BISECT_VERSION;
-  try {
-    fs::create_directories(ctx.out_dir);
-  } catch (const std::exception&) {
-    throw Error(ErrorKind::usage, fmt::format("output directory '{}' cannot be created", ctx.out_dir.string()));
-  }
-  install_interrupt_handlers();
-
-  ctx.begin_phase("inspect", display_path(opt.package));
-  std::optional<Package> pkg;
-  const ModelFiles* model = nullptr;
-  WrapperInfo wrapper;
-  try {
-    pkg = Package::open(opt.package);
-    model = &pkg->select_model(opt.model);
-    wrapper = pkg->wrapper_info(*model);
-    fill_package(ctx, *pkg, *model, wrapper);
-    require_file(opt.inputs, "inputs file");
-    ctx.report.inputs_sha256 = sha256_file(opt.inputs);
-    if (!opt.reference.empty()) {
-      require_file(opt.reference, "reference file");
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::usage) {
-      throw;
-    }
-    return fail(ctx, e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what());
-  }
-  const std::string device_key = model->device_key();
-  ctx.model = model->name;
-  ctx.device_key = device_key;
-  ctx.report.environment.device = device_key;
-  probe_host_environment(ctx.report.environment);
-  if (device_key.empty()) {
-    return fail(ctx, Verdict::could_not_test,
-                fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
-                            "aoti_compile_and_package",
-                            opt.package.string(), model->name));
-  }
-  Profile profile = choose_profile(opt, device_key);
-  ctx.tolerances = profile.tolerances;
-  ctx.tolerances.set_all(user.tolerance_atol, user.tolerance_rtol);
-  ctx.tolerances.merge(user.tolerance);
-  ctx.tolerances.set_all(opt.atol, opt.rtol);
-  ctx.timeout_s = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
-  int jobs = opt.jobs.value_or(user.jobs.value_or(1));
-  if (!strategy_from_name(opt.strategy)) {
-    throw Error(ErrorKind::usage, fmt::format("unknown --strategy '{}' (bisect, linear, all)", opt.strategy));
-  }
-
-  ScopedDir work(ctx.out_dir / fmt::format(".work-{}", ::getpid()));
-  fs::path pkg_dir;
-  try {
-    pkg_dir = pkg->extract(work.path() / "package");
-  } catch (const Error& e) {
-    return fail(ctx, e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error,
-                e.what());
-  }
-
-  UserConfig planned = user;
-  for (const auto& [k, v] : opt.env) {
-    planned.env[k] = v;
-  }
-  ctx.reference = opt.reference;
-  if (opt.against_eager && opt.reference.empty()) {
-    std::string ep_model;
-    auto ep = find_exported_program(opt, *pkg, *model, ep_model);
-    if (!ep) {
-      throw Error(ErrorKind::usage, "--against-eager needs the exported program: give --exported-program EP.pt2");
-    }
-    ctx.begin_phase("reference", "the exported program run eagerly on the inputs");
-    EagerRequest req;
-    req.exported_program = *ep;
-    req.model_name = ep_model;
-    req.inputs = opt.inputs;
-    req.out = ctx.out_dir / "eager-reference.pt";
-    req.cache_dir = opt.cache_dir;
-    try {
-      compute_eager_reference(req);
-    } catch (const Error& e) {
-      return fail(ctx, e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what());
-    }
-    ctx.reference = req.out;
-    ctx.report.reference_path = display_path(req.out) + " (eager, from the exported program)";
-  }
-  std::vector<PlannedRun> plan = plan_matrix(profile, planned, opt.repeats);
-  if (opt.no_matrix || opt.bisect_only) {
-    plan.resize(1);
-  }
-  std::vector<ChildResult> results(plan.size());
-  ctx.runs_planned = static_cast<int>(plan.size());
-
-  ctx.begin_phase("baseline", "one run in a fresh child");
-  if (!run_children(ctx, plan, 0, 1, 1, pkg_dir, results) && interrupt_requested()) {
-    return finish(ctx, Verdict::interrupted, "interrupted during the baseline run");
-  }
-  const Classification& base = results[0].cls;
-  apply_environment(ctx.report, base);
-  ctx.report.inputs = base.inputs;
-  if (base.internal) {
-    return fail(ctx, Verdict::internal_error, *base.internal);
-  }
-  if (base.cannot_test) {
-    return fail(ctx, Verdict::could_not_test, *base.cannot_test);
-  }
-  if (base.kind == OutcomeKind::input_mismatch) {
-    return fail(ctx, Verdict::could_not_test,
-                fmt::format("inputs file '{}' does not fit model '{}': {}", display_path(opt.inputs), model->name,
-                            base.first_line));
-  }
-
-  if (plan.size() > 1) {
-    ctx.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", plan.size() - 1,
-                                          profile.variants.size() + user.variants.size(), jobs));
-    if (!run_children(ctx, plan, 1, plan.size(), jobs, pkg_dir, results) && interrupt_requested()) {
-      summarize(ctx, plan, results);
-      return finish(ctx, Verdict::interrupted, "interrupted during the flag matrix; the report holds the runs so far");
-    }
-    for (const auto& r : results) {
-      if (r.cls.internal) {
-        return fail(ctx, Verdict::internal_error, *r.cls.internal);
-      }
-      if (r.cls.cannot_test) {
-        return fail(ctx, Verdict::could_not_test, *r.cls.cannot_test);
-      }
-    }
-  }
-  summarize(ctx, plan, results);
-  if (!ctx.report.failure) {
-    return finish(ctx, Verdict::clean,
-                  fmt::format("no failure in {} run{}", ctx.report.runs.size(), ctx.report.runs.size() == 1 ? "" : "s"));
-  }
-  const Failure f = *ctx.report.failure;
-  std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
-  if (opt.no_bisect) {
-    return finish(ctx, Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
-  }
-  double baseline_seconds = results[0].status.seconds;
-  BisectSetup setup{*pkg, *model, wrapper, work.path(), ctx.chosen_env, f.reproducing_variant, f.kind,
-                    f.first_line, f.deterministic, baseline_seconds, inductor_configs,
-                    ctx.report.environment.torch_version};
-  BisectOutcome b = run_bisection(ctx, setup);
-  if (b.verdict == Verdict::interrupted) {
-    return finish(ctx, Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");
-  }
-  return finish(ctx, b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
+JobResult run_job(const RunOptions& options, Progress& progress, const JobSeams& seams) {
+  return Job(options, progress, seams).run();
 }
 
 }  // namespace aoti_bisect

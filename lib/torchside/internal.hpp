@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "config/config.hpp"
-#include "report/report.hpp"
+#include "protocol/values.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
 

@@ -148,7 +148,7 @@ std::vector<TensorInfo> Session::load_inputs(const fs::path& path) {
   return infos;
 }
 
-std::vector<std::string> Session::check_inputs(const WrapperInfo& wrapper, const std::string& device_key,
+std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
                                                std::vector<std::string>& moved) {
   std::vector<std::string> problems;
   auto& in = m_impl->inputs;

@@ -16,9 +16,9 @@
 
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
-#include "config/config.hpp"
-#include "package/wrapper.hpp"
-#include "report/report.hpp"
+#include "protocol/values.hpp"
+#include "package/facts.hpp"
+#include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
 
@@ -53,7 +53,7 @@ class Session {
   // per problem ("input 1 (arg5_1): dtype int32, the model takes int64").
   // Inputs on another device than `device_key` are moved there (and noted in
   // `moved`).
-  std::vector<std::string> check_inputs(const WrapperInfo& wrapper, const std::string& device_key,
+  std::vector<std::string> check_inputs(const ModelFacts& model, const std::string& device_key,
                                         std::vector<std::string>& moved);
 
   // Loads the model from an extracted package directory (no temporary folder).

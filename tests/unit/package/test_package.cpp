@@ -11,39 +11,15 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "package/package.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void make_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries) {
-  int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
-  REQUIRE(z != nullptr);
-  for (const auto& [name, data] : entries) {
-    char* copy = static_cast<char*>(malloc(data.size() + 1));
-    memcpy(copy, data.data(), data.size());
-    zip_source_t* src = zip_source_buffer(z, copy, data.size(), 1);
-    REQUIRE(zip_file_add(z, name.c_str(), src, ZIP_FL_ENC_UTF_8) >= 0);
-  }
-  REQUIRE(zip_close(z) == 0);
-}
-
-void make_package(const std::string& path, const std::string& top = "pkg/") {
-  make_zip(path, {{top + "archive_format", "pt2"},
-                  {top + "data/aotinductor/model/abc.wrapper.cpp", fixture("nan_plain.wrapper.cpp")},
-                  {top + "data/aotinductor/model/def.kernel.cpp", "// kernels"},
-                  {top + "data/aotinductor/model/abc.wrapper_metadata.json", R"({"AOTI_DEVICE_KEY": "cpu", "AOTI_PLATFORM": "linux"})"},
-                  {top + "data/aotinductor/model/abc.wrapper.so", std::string(5000, 'x')}});
-}
+using fixture::make_package;
+using fixture::make_zip;
 
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "job/bisect_phase.hpp"
+#include "search/evidence.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;
@@ -23,17 +23,17 @@ json end(int site) { return {{"event", "site_end"}, {"site", site}, {"kernel", "
 
 }  // namespace
 
-TEST_SUITE_BEGIN("job/bisect_phase");
+TEST_SUITE_BEGIN("search/evidence");
 
-TEST_CASE("read_site_evidence: the site that began and never ended is the fault") {
-  auto ev = read_site_evidence({begin(1), end(1), begin(2), end(2), begin(3)}, 1, 3);
+TEST_CASE("trace_from_events: the site that began and never ended is the fault") {
+  auto ev = trace_from_events({begin(1), end(1), begin(2), end(2), begin(3)});
   REQUIRE(ev.unfinished.has_value());
   CHECK(*ev.unfinished == 3);
-  CHECK(ev.sites == 3);
-  CHECK_FALSE(read_site_evidence({begin(1), end(1)}, 1, 1).unfinished.has_value());
+  CHECK(ev.launched == 3);
+  CHECK_FALSE(trace_from_events({begin(1), end(1)}).unfinished.has_value());
 }
 
-TEST_CASE("read_site_evidence: the first site in range that introduces NaN, not the ones that propagate it") {
+TEST_CASE("first_introducer: the first site in range that introduces NaN, not the ones that propagate it") {
   std::vector<json> events = {
       begin(4), probe(4, "before", "buf6", false, 0), end(4), probe(4, "after", "buf6", true, 0),
       // Site 5 writes NaN into buf7, which held garbage NaN before (not initialized): it introduces.
@@ -41,24 +41,21 @@ TEST_CASE("read_site_evidence: the first site in range that introduces NaN, not 
       // Site 6 reads buf7 (already NaN) and writes NaN into buf8: it only propagates.
       begin(6), probe(6, "before", "buf8", false, 0), probe(6, "before", "buf7", true, 151), end(6),
       probe(6, "after", "buf8", true, 256), probe(6, "after", "buf7", true, 151)};
-  auto ev = read_site_evidence(events, 4, 6);
-  REQUIRE(ev.introducer.has_value());
-  CHECK(*ev.introducer == 5);
-  CHECK_FALSE(read_site_evidence(events, 6, 6).introducer.has_value());
-  CHECK_FALSE(read_site_evidence(events, 4, 4).introducer.has_value());
+  RunTrace t = trace_from_events(events);
+  CHECK(first_introducer(t, 4, 6) == 5);
+  CHECK_FALSE(first_introducer(t, 6, 6).has_value());
+  CHECK_FALSE(first_introducer(t, 4, 4).has_value());
 }
 
-TEST_CASE("read_site_evidence: an initialized tensor that gains Inf is introduced there") {
+TEST_CASE("first_introducer: an initialized tensor that gains Inf is introduced there") {
   std::vector<json> events = {begin(2), probe(2, "before", "arg0_1", true, 0), probe(2, "before", "buf1", true, 0),
                               end(2), probe(2, "after", "buf1", true, 0, 64)};
-  auto ev = read_site_evidence(events, 1, 3);
-  REQUIRE(ev.introducer.has_value());
-  CHECK(*ev.introducer == 2);
+  CHECK(first_introducer(trace_from_events(events), 1, 3) == 2);
 }
 
-TEST_CASE("read_site_evidence: the site whose sync found the device error") {
+TEST_CASE("trace_from_events: the site whose sync found the device error") {
   json err = {{"event", "sync_error"}, {"site", 7}, {"kernel", "k7"}, {"message", "CUDA error"}};
-  auto ev = read_site_evidence({begin(7), err}, 1, 7);
+  auto ev = trace_from_events({begin(7), err});
   REQUIRE(ev.sync_error.has_value());
   CHECK(*ev.sync_error == 7);
 }

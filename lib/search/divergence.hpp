@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/config.hpp"
+#include "bisect/bisect.hpp"
+#include "classify/classify.hpp"
+#include "protocol/values.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
@@ -89,5 +91,14 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
 std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
                                          int site, const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by = {});
+
+// One run's answer to "is the first divergent site in [lo, hi]?".
+Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>& sites, int lo, int hi);
+
+// Fills a mismatch culprit's graph nodes, divergence and why from the
+// evidence run's comparisons and the trace run's events.
+void explain_divergence(Culprit& culprit, const std::vector<SiteCompare>& evidence,
+                        const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                        const nlohmann::json& node_info, const std::map<std::string, int>& returned_by);
 
 }  // namespace aoti_bisect

@@ -1,4 +1,4 @@
-#include "job/divergence.hpp"
+#include "search/divergence.hpp"
 #include "common/text.hpp"
 
 #include "protocol/runner.hpp"
@@ -365,6 +365,49 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
     d.nodes.push_back(graph_node_ref(name, nodes));
   }
   return d;
+}
+
+Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>& sites, int lo, int hi) {
+  Probe p;
+  p.runs = 1;
+  p.agreeing = 1;
+  if (cls.internal || cls.cannot_test) {
+    p.verdict = StepVerdict::error;
+    p.note = cls.internal.value_or(cls.cannot_test.value_or(""));
+  } else if (cls.kind != OutcomeKind::mismatch && cls.kind != OutcomeKind::ok) {
+    p.verdict = StepVerdict::error;
+    p.note = fmt::format("the run failed differently ({}: {})", outcome_name(cls.kind), cls.first_line);
+  } else if (auto site = first_divergent(sites, lo, hi)) {
+    p.verdict = StepVerdict::reproduces;
+    p.exact = site;
+  } else {
+    p.verdict = StepVerdict::clean;
+  }
+  return p;
+}
+
+void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence,
+                        const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                        const nlohmann::json& node_info, const std::map<std::string, int>& returned_by) {
+  c.graph_nodes = computed_nodes(trace_events, map, c.call_index, node_info, returned_by);
+  for (const auto& site : evidence) {
+    if (site.site != c.call_index || !site.introduced) {
+      continue;
+    }
+    c.divergence = make_divergence(site, map, node_info);
+    const Divergence& d = *c.divergence;
+    std::vector<std::string> nodes;
+    for (const auto& g : d.nodes) {
+      nodes.push_back(g.name);
+    }
+    c.why = fmt::format("output {}{} differs from eager: max abs error {} (rel {} of max |eager| {}), allowed {}; {}",
+                        d.tensor, nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", number_text(d.max_abs_error),
+                        number_text(d.max_rel_error), number_text(d.scale), number_text(d.atol + d.rtol * d.scale),
+                        d.inputs_compared == 0
+                            ? "none of its inputs is a mapped buffer of an earlier kernel"
+                            : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
+                                          d.inputs_compared == 1 ? " was" : "s were"));
+  }
 }
 
 }  // namespace aoti_bisect

@@ -14,23 +14,10 @@
 #include <vector>
 
 #include "bisect/bisect.hpp"
-#include "job/bisect_phase.hpp"
-#include "job/context.hpp"
+#include "search/evidence.hpp"
 #include "package/wrapper.hpp"
 
 namespace aoti_bisect {
-
-// What run_bisection decided before handing over to guide mode.
-struct GuideRequest {
-  std::filesystem::path exported_program;
-  std::string model_name = "model";  // of the exported program
-  bool fault = false;                // the predicate: a fault, else NaN/Inf
-  Strategy strategy = Strategy::bisect;
-  int repeats = 1;                   // runs per step (one build per step)
-  std::string fallback_reason;       // why guide mode was chosen automatically; "" when asked for
-};
-
-BisectOutcome run_guide_mode(Context& ctx, const BisectSetup& setup, const GuideRequest& request);
 
 // One block of the level-2 printer's output (aoti_torch_print_tensor_handle):
 //   [  after_launch - cpp_fused_log_2 - buf7  ]:
@@ -89,25 +76,15 @@ struct SiteMapping {
 // before-launch blocks followed by its after-launch blocks.
 SiteMapping map_printed_sites(const std::vector<PrintedTensor>& printed, const std::vector<std::string>& printing);
 
-// The first site in [lo, hi] that introduced NaN/Inf: a tensor non-finite
-// after its launch that was finite before (or not yet written), while none
-// of its initialized tensors was non-finite before the launch. Relies on the
-// search's precondition that no site before lo introduced any: what
-// unprinted sites before lo wrote is finite, so a non-finite before-launch
-// block that no printed site wrote is memory nothing has written yet.
-struct Introduction {
-  int site = 0;
-  std::string tensor;
-  bool was_written = true;  // the tensor was initialized before the launch
-};
-std::optional<Introduction> first_introduction(const std::vector<PrintedSite>& sites, int lo, int hi);
+// The printed sites as a run trace (NaN/Inf counts are flags; a site whose
+// after-launch blocks never came is where the run stopped).
+RunTrace trace_from_printer(const SiteMapping& mapping);
 
-// The site whose before-launch blocks were printed and whose after-launch
-// blocks never were: where the run stopped.
-std::optional<int> unfinished_site(const std::vector<PrintedSite>& sites);
+// A printed block's statistics (counts are 0/1 flags).
+TensorStats stats_of(const PrintedTensor& t);
 
 // One guide-mode run's answer to "is the first bad site in [lo, hi]?".
-Probe guide_answer(bool fault, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping, int lo,
-                   int hi);
+Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
+                   int lo, int hi);
 
 }  // namespace aoti_bisect

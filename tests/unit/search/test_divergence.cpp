@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
-#include "job/divergence.hpp"
+#include "search/divergence.hpp"
 
 using namespace aoti_bisect;
 using json = nlohmann::json;
@@ -39,7 +39,7 @@ json probe(int site, const std::string& tensor, const std::string& phase, double
 
 }  // namespace
 
-TEST_SUITE_BEGIN("divergence");
+TEST_SUITE_BEGIN("search/divergence");
 
 TEST_CASE("the first site whose output leaves tolerance with inputs within it; later sites only inherit") {
   std::vector<json> events = {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "job/guide_mode.hpp"
+#include "search/guide_mode.hpp"
 
 using namespace aoti_bisect;
 
@@ -55,7 +55,7 @@ Classification outcome(OutcomeKind kind, const std::string& line = "") {
 
 }  // namespace
 
-TEST_SUITE_BEGIN("job/guide_mode");
+TEST_SUITE_BEGIN("search/guide_mode");
 
 TEST_CASE("parse_printer_output: every block of a real level-2 run, in order") {
   auto blocks = parse_printer_output(fixture("nan_level2_filtered.stdout.txt"));
@@ -180,48 +180,50 @@ TEST_CASE("map_printed_sites: consecutive sites of one kernel, and more groups t
   }
 }
 
-TEST_CASE("first_introduction: the first site in range whose output turned non-finite") {
-  SiteMapping m = nan_mapping();
+TEST_CASE("trace_from_printer + first_introducer: the first site in range whose output turned non-finite") {
+  RunTrace t = trace_from_printer(nan_mapping());
+  CHECK(t.counts_are_flags);
   SUBCASE("the log kernel, whose before-launch data was finite") {
-    auto intro = first_introduction(m.sites, 1, 9);
-    REQUIRE(intro.has_value());
-    CHECK(intro->site == 5);
-    CHECK(intro->tensor == "buf7");
-    CHECK(first_introduction(m.sites, 5, 5)->site == 5);
+    CHECK(first_introducer(t, 1, 9) == 5);
+    CHECK(first_introducer(t, 5, 5) == 5);
+    const ProbeStats* buf7 = t.site(5)->find("buf7");
+    REQUIRE(buf7 != nullptr);
+    REQUIRE(buf7->after.has_value());
+    CHECK(buf7->after->nan_count == 1);
   }
   SUBCASE("sites outside the range print too (same name) but do not count") {
-    CHECK_FALSE(first_introduction(m.sites, 1, 4).has_value());
-    CHECK_FALSE(first_introduction(m.sites, 4, 4).has_value());
+    CHECK_FALSE(first_introducer(t, 1, 4).has_value());
+    CHECK_FALSE(first_introducer(t, 4, 4).has_value());
   }
   SUBCASE("a site whose written input was already NaN only propagates it") {
-    CHECK_FALSE(first_introduction(m.sites, 6, 6).has_value());
+    CHECK_FALSE(first_introducer(t, 6, 6).has_value());
   }
   SUBCASE("an unwritten output holding NaN garbage before launch still counts") {
     std::vector<PrintedTensor> v = {block("before_launch", "k", "buf3", NAN), block("before_launch", "k", "arg0_1", 1),
                                     block("after_launch", "k", "buf3", NAN), block("after_launch", "k", "arg0_1", 1)};
-    SiteMapping g = map_printed_sites(v, {"k"});
-    auto intro = first_introduction(g.sites, 1, 1);
-    REQUIRE(intro.has_value());
-    CHECK_FALSE(intro->was_written);
+    RunTrace g = trace_from_printer(map_printed_sites(v, {"k"}));
+    CHECK(first_introducer(g, 1, 1) == 1);
+    CHECK_FALSE(g.site(1)->find("buf3")->initialized);
+    CHECK(g.site(1)->find("arg0_1")->initialized);
   }
 }
 
 TEST_CASE("guide_answer, NaN/Inf: exact site, clean, or an error that is not clean") {
   SiteMapping m = nan_mapping();
   Classification nonfinite = outcome(OutcomeKind::nonfinite);
-  Probe p = guide_answer(false, OutcomeKind::nonfinite, nonfinite, m, 1, 5);
+  Probe p = guide_answer(Predicate::nonfinite, OutcomeKind::nonfinite, nonfinite, m, 1, 5);
   CHECK(p.verdict == StepVerdict::reproduces);
   CHECK(p.exact == 5);
-  CHECK(guide_answer(false, OutcomeKind::nonfinite, nonfinite, m, 1, 4).verdict == StepVerdict::clean);
-  Probe ok = guide_answer(false, OutcomeKind::nonfinite, outcome(OutcomeKind::ok), m, 1, 4);
+  CHECK(guide_answer(Predicate::nonfinite, OutcomeKind::nonfinite, nonfinite, m, 1, 4).verdict == StepVerdict::clean);
+  Probe ok = guide_answer(Predicate::nonfinite, OutcomeKind::nonfinite, outcome(OutcomeKind::ok), m, 1, 4);
   CHECK(ok.verdict == StepVerdict::error);
   CHECK(ok.note == "the failure did not reproduce in this run");
   Classification broken = nonfinite;
   broken.internal = "runner died";
-  CHECK(guide_answer(false, OutcomeKind::nonfinite, broken, m, 1, 5).verdict == StepVerdict::error);
+  CHECK(guide_answer(Predicate::nonfinite, OutcomeKind::nonfinite, broken, m, 1, 5).verdict == StepVerdict::error);
   SiteMapping bad = m;
   bad.problem = "mismatch";
-  CHECK(guide_answer(false, OutcomeKind::nonfinite, nonfinite, bad, 1, 5).note == "mismatch");
+  CHECK(guide_answer(Predicate::nonfinite, OutcomeKind::nonfinite, nonfinite, bad, 1, 5).note == "mismatch");
 }
 
 TEST_CASE("guide_answer, fault: the site printed before launch and never after") {
@@ -229,17 +231,17 @@ TEST_CASE("guide_answer, fault: the site printed before launch and never after")
   printing[4] = k_nll;
   SiteMapping m = map_printed_sites(parse_printer_output(fixture("class_index_level2_fault.stdout.txt")), printing);
   REQUIRE(m.problem == "");
-  CHECK(unfinished_site(m.sites) == 5);
+  CHECK(trace_from_printer(m).unfinished == 5);
   Classification assert_ = outcome(OutcomeKind::device_assert, "index out of bounds: 0 <= tmp21 < 5L");
-  Probe p = guide_answer(true, OutcomeKind::device_assert, assert_, m, 5, 5);
+  Probe p = guide_answer(Predicate::fault, OutcomeKind::device_assert, assert_, m, 5, 5);
   CHECK(p.verdict == StepVerdict::reproduces);
   CHECK(p.exact == 5);
-  CHECK(guide_answer(true, OutcomeKind::device_assert, assert_, m, 1, 4).verdict == StepVerdict::clean);
-  CHECK(guide_answer(true, OutcomeKind::device_assert, assert_, m, 6, 9).verdict == StepVerdict::error);
+  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, assert_, m, 1, 4).verdict == StepVerdict::clean);
+  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, assert_, m, 6, 9).verdict == StepVerdict::error);
   // Nothing unfinished among the printed sites: it stopped at an unprinted one.
   SiteMapping none;
-  CHECK(guide_answer(true, OutcomeKind::device_assert, assert_, none, 1, 4).verdict == StepVerdict::clean);
-  CHECK(guide_answer(true, OutcomeKind::device_assert, outcome(OutcomeKind::crash, "SIGSEGV"), none, 1, 4).verdict ==
+  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, assert_, none, 1, 4).verdict == StepVerdict::clean);
+  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, outcome(OutcomeKind::crash, "SIGSEGV"), none, 1, 4).verdict ==
         StepVerdict::error);
 }
 

@@ -1,4 +1,4 @@
-#include "job/guide_mode.hpp"
+#include "search/guide_mode.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,8 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "search/search.hpp"
+#include "package/facts.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -236,98 +238,33 @@ SiteMapping map_printed_sites(const std::vector<PrintedTensor>& printed, const s
   return m;
 }
 
-std::optional<Introduction> first_introduction(const std::vector<PrintedSite>& sites, int lo, int hi) {
-  for (const auto& ps : sites) {
-    if (ps.site < lo || ps.site > hi) {
-      continue;
-    }
-    // Already-bad initialized data: the site only propagates it.
-    bool bad_input = std::any_of(ps.before.begin(), ps.before.end(), [&](const PrintedTensor& b) {
-      return b.has_nonfinite && ps.initialized.count(b.tensor);
-    });
-    if (bad_input) {
-      continue;
+RunTrace trace_from_printer(const SiteMapping& mapping) {
+  RunTrace t;
+  t.counts_are_flags = true;
+  for (const auto& ps : mapping.sites) {
+    SiteTrace& st = t.sites[ps.site];
+    st.site = ps.site;
+    st.kernel = ps.kernel;
+    st.began = true;
+    st.ended = !ps.after.empty();
+    for (const auto& b : ps.before) {
+      st.tensors.push_back(ProbeStats{b.tensor, ps.initialized.count(b.tensor) > 0, stats_of(b), std::nullopt});
     }
     for (const auto& a : ps.after) {
-      if (!a.has_nonfinite) {
-        continue;
+      st.touched.push_back(a.tensor);
+      auto it = std::find_if(st.tensors.begin(), st.tensors.end(), [&](const ProbeStats& p) { return p.tensor == a.tensor; });
+      if (it == st.tensors.end()) {
+        st.tensors.push_back(ProbeStats{a.tensor, false, std::nullopt, stats_of(a)});
+      } else {
+        it->after = stats_of(a);
       }
-      const PrintedTensor* b = find_tensor(ps.before, a.tensor);
-      bool written = b != nullptr && ps.initialized.count(a.tensor) > 0;
-      if (b == nullptr || !written || !b->has_nonfinite) {
-        return Introduction{ps.site, a.tensor, written};
-      }
     }
   }
-  return std::nullopt;
+  if (!mapping.sites.empty() && mapping.sites.back().after.empty() && !mapping.sites.back().before.empty()) {
+    t.unfinished = mapping.sites.back().site;
+  }
+  return t;
 }
-
-std::optional<int> unfinished_site(const std::vector<PrintedSite>& sites) {
-  if (!sites.empty() && sites.back().after.empty() && !sites.back().before.empty()) {
-    return sites.back().site;
-  }
-  return std::nullopt;
-}
-
-Probe guide_answer(bool fault, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping, int lo,
-                   int hi) {
-  Probe p;
-  p.runs = 1;
-  p.agreeing = 1;
-  p.verdict = StepVerdict::error;
-  if (cls.internal || cls.cannot_test) {
-    p.note = cls.internal.value_or(cls.cannot_test.value_or(""));
-    return p;
-  }
-  if (!mapping.problem.empty()) {
-    p.note = mapping.problem;
-    return p;
-  }
-  bool failed = is_model_failure(cls.kind);
-  std::string differently = failed ? fmt::format("the run failed differently ({}: {})", outcome_name(cls.kind),
-                                                 cls.first_line)
-                                   : "the failure did not reproduce in this run";
-  if (!fault) {
-    if (auto intro = first_introduction(mapping.sites, lo, hi)) {
-      p.verdict = StepVerdict::reproduces;
-      p.exact = intro->site;
-    } else if (cls.kind == OutcomeKind::nonfinite) {
-      p.verdict = StepVerdict::clean;
-    } else {
-      p.note = differently;
-    }
-    return p;
-  }
-  if (auto u = unfinished_site(mapping.sites); u && failed) {
-    if (*u < lo) {
-      p.note = fmt::format("the run faulted at call site {}, before the range {}-{}", *u, lo, hi);
-    } else {
-      p.verdict = *u <= hi ? StepVerdict::reproduces : StepVerdict::clean;
-      p.exact = *u <= hi ? std::optional<int>(*u) : std::nullopt;
-    }
-  } else if (cls.kind == expected) {
-    p.verdict = StepVerdict::clean;  // it stopped at a site the filter left unprinted
-  } else {
-    p.note = differently;
-  }
-  return p;
-}
-
-namespace {
-
-// One rebuilt package, ready to run: extracted, its sites checked against the
-// original wrapper's.
-struct GuideBuild {
-  fs::path dir;
-  std::vector<std::string> printing;
-  std::string problem;  // why its printed output cannot be mapped; "" when it can
-};
-
-// The evidence one run left about the sites it printed.
-struct RunEvidence {
-  SiteMapping mapping;
-  std::string first_line;
-};
 
 TensorStats stats_of(const PrintedTensor& t) {
   TensorStats s;
@@ -346,109 +283,34 @@ TensorStats stats_of(const PrintedTensor& t) {
   return s;
 }
 
-std::string nonfinite_name(const PrintedTensor& t) {
-  TensorStats s = stats_of(t);
-  return s.nan_count && s.inf_count ? "NaN/Inf" : s.inf_count ? "Inf" : "NaN";
+Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
+                   int lo, int hi) {
+  if (!mapping.problem.empty() && !cls.internal && !cls.cannot_test) {
+    return Probe{StepVerdict::error, std::nullopt, 1, 1, mapping.problem};
+  }
+  return answer_step(pred, expected, cls, trace_from_printer(mapping), lo, hi);
 }
 
-// Among a faulting site's initialized inputs, one that was already bad:
-// non-finite, or an integer index outside the bound the error names.
-std::optional<std::pair<std::string, std::string>> bad_input(const PrintedSite& ps, std::optional<int64_t> bound) {
-  for (const auto& b : ps.before) {
-    if (!ps.initialized.count(b.tensor)) {
-      continue;
-    }
-    if (b.has_nonfinite) {
-      return std::make_pair(b.tensor, fmt::format("held {} before the launch", nonfinite_name(b)));
-    }
-    bool integral = b.dtype.rfind("int", 0) == 0 || b.dtype.rfind("uint", 0) == 0;
-    if (!integral || !b.min || !b.max) {
-      continue;
-    }
-    // The printer shows six significant digits: the range is approximate.
-    auto lo = static_cast<int64_t>(*b.min);
-    auto hi = static_cast<int64_t>(*b.max);
-    if (bound && (lo < 0 || hi >= *bound)) {
-      return std::make_pair(b.tensor, fmt::format("holds values in [{}, {}], outside [0, {})", lo, hi, *bound));
-    }
-    if (!bound && (lo < 0 || hi > std::numeric_limits<int32_t>::max())) {
-      return std::make_pair(b.tensor, fmt::format("holds values in [{}, {}]: not a plausible index", lo, hi));
-    }
-  }
-  return std::nullopt;
-}
+namespace {
 
-Producer producer_of(const std::string& tensor, const std::string& why, const RunEvidence& ev, int site,
-                     const WrapperInfo& wrapper) {
-  Producer prod;
-  prod.tensor = tensor;
-  prod.why = tensor + " " + why;
-  for (const auto& in : wrapper.inputs) {
-    if (in.name == tensor) {
-      prod.why = fmt::format("graph input {} ({}) {}", in.index, tensor, why);
-    }
-  }
-  for (const auto& ps : ev.mapping.sites) {
-    if (ps.site < site && find_tensor(ps.after, tensor) != nullptr && !is_graph_input(tensor)) {
-      prod.call_index = ps.site;
-      prod.kernel = ps.kernel;
-    }
-  }
-  return prod;
-}
+// One rebuilt package, ready to run: extracted, its sites checked against the
+// original wrapper's.
+struct GuideBuild {
+  ModelDir dir;
+  std::vector<std::string> printing;
+  std::string problem;  // why its printed output cannot be mapped; "" when it can
+};
 
-Culprit guide_culprit(int site, bool fault, const BisectSetup& s, const RunEvidence* ev) {
-  Culprit c;
-  c.call_index = site;
-  const CallSite& cs = s.wrapper.call_sites.at(site - 1);
-  c.kernel = cs.kernel;
-  c.kind = std::string(kernel_kind_name(cs.kind));
-  c.source_nodes = cs.source_nodes;
-  c.phase = fault ? "launch" : "after_launch";
-  const PrintedSite* ps = nullptr;
-  if (ev != nullptr) {
-    for (const auto& p : ev->mapping.sites) {
-      ps = p.site == site ? &p : ps;
-    }
-  }
-  if (ps == nullptr) {
-    c.why = "named by the guide-mode search (its printed blocks were not kept)";
-    return c;
-  }
-  for (const auto& b : ps->before) {
-    ProbeStats a{b.tensor, ps->initialized.count(b.tensor) > 0, stats_of(b), std::nullopt};
-    if (const PrintedTensor* after = find_tensor(ps->after, b.tensor)) {
-      a.after = stats_of(*after);
-    }
-    c.args.push_back(a);
-  }
-  for (const auto& t : ps->after) {
-    if (find_tensor(ps->before, t.tensor) == nullptr) {
-      c.args.push_back(ProbeStats{t.tensor, false, std::nullopt, stats_of(t)});
-    }
-  }
-  std::string line = ev->first_line.empty() ? s.first_line : ev->first_line;
-  if (fault) {
-    c.why = fmt::format("the launch never returned: {}", redact_paths(line));
-    if (auto bad = bad_input(*ps, index_bound_of(line))) {
-      c.producer = producer_of(bad->first, bad->second, *ev, site, s.wrapper);
-    }
-  } else if (auto intro = first_introduction({*ps}, site, site)) {
-    const PrintedTensor* before = find_tensor(ps->before, intro->tensor);
-    std::string state = before == nullptr          ? "not printed before launch"
-                        : !before->has_nonfinite   ? "its before-launch min/max were finite"
-                                                   : "not yet written before launch";
-    c.why = fmt::format("introduced {} in {} ({})", nonfinite_name(*find_tensor(ps->after, intro->tensor)),
-                        intro->tensor, state);
-  } else {
-    c.why = "introduced non-finite values (the printed blocks did not show which tensor)";
-  }
-  return c;
-}
+// The evidence one run left about the sites it printed.
+struct RunEvidence {
+  RunTrace trace;
+  std::string first_line;
+};
 
 class GuideSearch {
  public:
-  GuideSearch(Context& ctx, const BisectSetup& s, const GuideRequest& req) : m_ctx(ctx), m_s(s), m_req(req) {}
+  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats)
+      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats) {}
 
   // The rebuilt package printing the kernels of [lo, hi]; one build per
   // distinct kernel set in a job.
@@ -472,23 +334,22 @@ class GuideSearch {
       return Probe{StepVerdict::error, std::nullopt, 0, 0, b.problem};
     }
     std::vector<Probe> answers;
-    for (int r = 0; r < m_req.repeats; ++r) {
+    for (int r = 0; r < m_repeats; ++r) {
       ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b.dir,
-                        std::nullopt, {}};
-      ChildResult res = m_ctx.run_child(creq);
+                        std::nullopt, {}, true};
+      ChildResult res = m_env.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
       }
       m_last_ok = res.cls.kind == OutcomeKind::ok;
-      std::string text = read_file(m_ctx.out_dir / "runs" / creq.id / "stdout.txt", "the run's output");
-      auto ev = std::make_shared<RunEvidence>(
-          RunEvidence{map_printed_sites(parse_printer_output(text), b.printing), res.cls.first_line});
-      for (const auto& ps : ev->mapping.sites) {
-        if (ps.site >= lo && ps.site <= hi) {
-          m_evidence[ps.site] = ev;
+      SiteMapping mapping = map_printed_sites(parse_printer_output(res.stdout_text), b.printing);
+      auto ev = std::make_shared<RunEvidence>(RunEvidence{trace_from_printer(mapping), res.cls.first_line});
+      for (const auto& [site, st] : ev->trace.sites) {
+        if (site >= lo && site <= hi) {
+          m_evidence[site] = ev;
         }
       }
-      answers.push_back(guide_answer(m_req.fault, m_s.kind, res.cls, ev->mapping, lo, hi));
+      answers.push_back(guide_answer(m_pred, m_s.kind, res.cls, mapping, lo, hi));
     }
     return aggregate_answers(answers);
   }
@@ -503,29 +364,26 @@ class GuideSearch {
   GuideBuild rebuild(const std::vector<std::string>& kernels) {
     GuideBuild g;
     BuildRequest req;
-    req.exported_program = m_req.exported_program;
-    req.model_name = m_req.model_name;
-    req.inductor_configs = m_s.inductor_configs;
+    req.exported_program = m_s.exported_program;
+    req.model_name = m_s.exported_model;
+    req.inductor_configs = m_env.settings.inductor_configs;
     req.printer_level = 2;
     req.filtered_kernels = kernels;
-    req.cache_dir = m_ctx.opt.cache_dir;
-    req.timeout_s = m_ctx.opt.build_timeout_s;
+    req.cache_dir = m_env.settings.cache_dir;
+    req.timeout_s = m_env.settings.build_timeout_s;
     req.expected_torch_version = m_s.runner_torch_version;
     BuildResult built;
     try {
       built = build_instrumented(req);
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
-      m_ctx.report.builds.note = g.problem;
+      m_env.recorder.builds_note(g.problem);
       return g;
     }
-    Builds& b = m_ctx.report.builds;
+    Recorder& rec = m_env.recorder;
     std::string purpose = "guide " + join(kernels, ",");
-    b.items.push_back({purpose, built.key, built.cache_hit, built.seconds, built.torch_version});
-    b.count += built.cache_hit ? 0 : 1;
-    b.cache_hits += built.cache_hit ? 1 : 0;
-    b.seconds += built.seconds;
-    m_ctx.progress.note(built.cache_hit ? fmt::format("{}: found in the cache", purpose)
+    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version}, true);
+    rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", purpose)
                                         : fmt::format("{}: built in {:.1f} s", purpose, built.seconds));
     try {
       Package pkg = Package::open(built.package);
@@ -533,13 +391,15 @@ class GuideSearch {
       WrapperInfo w = pkg.wrapper_info(model);
       g.problem = compare_sites(w);
       if (!g.problem.empty()) {
-        b.call_sites_match = false;
-        b.note = g.problem;
+        rec.call_sites_match(false, g.problem);
         return g;
       }
-      b.call_sites_match = b.call_sites_match.value_or(true);
+      if (!rec.report().builds.call_sites_match) {
+        rec.call_sites_match(true, "");
+      }
       g.printing = printing_kernels(pkg.read_entry(model.wrapper_cpp), w.call_sites);
-      g.dir = pkg.extract(m_s.work_dir / fmt::format("guide-{}", m_builds.size()));
+      fs::path dir = m_env.work_dir / fmt::format("guide-{}", m_builds.size());
+      g.dir = ModelDir{pkg.extract(dir), write_model_facts(w, dir.string() + "-facts.json")};
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
     }
@@ -566,9 +426,10 @@ class GuideSearch {
     return "";
   }
 
-  Context& m_ctx;
+  JobEnv& m_env;
   const BisectSetup& m_s;
-  const GuideRequest& m_req;
+  Predicate m_pred;
+  int m_repeats = 1;
   std::map<std::vector<std::string>, GuideBuild> m_builds;
   std::map<int, std::shared_ptr<RunEvidence>> m_evidence;
   int m_run_no = 0;
@@ -577,47 +438,61 @@ class GuideSearch {
 
 }  // namespace
 
-BisectOutcome run_guide_mode(Context& ctx, const BisectSetup& s, const GuideRequest& req) {
+BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis) {
+  Recorder& rec = env.recorder;
   int n = static_cast<int>(s.wrapper.call_sites.size());
-  Bisection& bis = ctx.report.bisection ? *ctx.report.bisection : ctx.report.bisection.emplace();
-  std::string prefix = req.fallback_reason.empty() ? "" : req.fallback_reason + "; fell back to guide mode; ";
-  if (n == 0) {
-    bis.status = "error";
-    bis.message = prefix + "guide mode needs the package wrapper's call-site list, and none was found";
-    return {Verdict::not_isolated, bis.message};
+  if (s.exported_program.empty() && m_fallback_reason.empty()) {
+    return {Verdict::not_isolated, needs_exported_program(), ""};
   }
-  int planned = planned_oracle_calls(n, req.strategy);
-  ctx.runs_planned = ctx.runs_done + planned * req.repeats;
-  bis.strategy = std::string(strategy_name(req.strategy));
-  bis.predicate = req.fault ? "fault" : "nonfinite";
+  std::string prefix = m_fallback_reason.empty() ? "" : m_fallback_reason + "; fell back to guide mode; ";
+  if (n == 0 || s.exported_program.empty()) {
+    bis.status = "error";
+    bis.message = prefix + (n == 0 ? "guide mode needs the package wrapper's call-site list, and none was found"
+                                   : needs_exported_program());
+    rec.bisection(bis);
+    return {Verdict::not_isolated, bis.message, ""};
+  }
+  Strategy strategy = env.settings.strategy;
+  if (pred == Predicate::fault && env.device_key == "cpu") {
+    strategy = Strategy::all;  // a CPU fault is synchronous: one printed run names the site
+  }
+  int repeats = env.settings.bisect_repeats.value_or(s.deterministic ? 1 : 3);
+  int planned = planned_oracle_calls(n, strategy);
+  rec.plan_runs(planned * repeats);
+  bis.strategy = std::string(strategy_name(strategy));
+  bis.predicate = std::string(predicate_name(pred));
   bis.variant = s.variant;
   bis.call_sites = n;
-  bis.planned_runs += planned * req.repeats;
-  ctx.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 rebuilds and {} runs",
-                                        n, bis.strategy, planned, planned * req.repeats));
+  bis.planned_runs += planned * repeats;
+  rec.bisection(bis);
+  rec.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 rebuilds and {} runs",
+                                        n, bis.strategy, planned, planned * repeats));
 
-  GuideSearch search(ctx, s, req);
-  SearchResult sr = find_first_bad(n, req.strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
-  bis.message = prefix + fmt::format("guide mode: {} level-2 builds ({} from the cache)", ctx.report.builds.count,
-                                     ctx.report.builds.cache_hits) +
+  GuideSearch search(env, s, pred, repeats);
+  SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
+  bis.message = prefix + fmt::format("guide mode: {} level-2 builds ({} from the cache)", rec.report().builds.count,
+                                     rec.report().builds.cache_hits) +
                 (sr.message.empty() ? "" : "; " + sr.message);
-  record_search(ctx, bis, sr);
+  record_search(bis, sr);
+  rec.bisection(bis);
   if (interrupt_requested()) {
-    return {Verdict::interrupted, ""};
+    return {Verdict::interrupted, "", ""};
   }
   if (sr.status == SearchResult::Status::inconclusive) {
-    return {Verdict::inconclusive, "the search was inconclusive: " + sr.message};
+    return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
   }
   if (sr.status == SearchResult::Status::error && search.last_run_ok()) {
-    return {Verdict::suppressed_by_instrumentation, "the failure did not reproduce in a guide-mode build"};
+    return {Verdict::suppressed_by_instrumentation, "the failure did not reproduce in a guide-mode build", ""};
   }
   if (sr.status != SearchResult::Status::found || !sr.first) {
-    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message};
+    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message, ""};
   }
   int k = *sr.first;
-  Culprit c = guide_culprit(k, req.fault, s, search.evidence(k));
-  ctx.report.culprit = c;
-  return {Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind)};
+  const RunEvidence* ev = search.evidence(k);
+  Culprit c = build_culprit({k, pred, ev ? &ev->trace : nullptr, ev ? &ev->trace : nullptr, &s.wrapper,
+                             ev && !ev->first_line.empty() ? ev->first_line : s.first_line});
+  rec.culprit(c, std::nullopt);
+  return {Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind), ""};
 }
 
 }  // namespace aoti_bisect

@@ -1,0 +1,96 @@
+#include "package/facts.hpp"
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+nlohmann::json dims_to_json(const std::vector<std::optional<int64_t>>& dims) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& d : dims) {
+    j.push_back(d ? nlohmann::json(*d) : nlohmann::json(nullptr));
+  }
+  return j;
+}
+
+std::vector<std::optional<int64_t>> dims_from_json(const nlohmann::json& j) {
+  std::vector<std::optional<int64_t>> dims;
+  for (const auto& d : j) {
+    dims.push_back(d.is_null() ? std::nullopt : std::optional<int64_t>(d.get<int64_t>()));
+  }
+  return dims;
+}
+
+}  // namespace
+
+ModelFacts model_facts_of(const WrapperInfo& w) {
+  ModelFacts f;
+  f.num_inputs = w.num_inputs;
+  f.inputs = w.inputs;
+  f.instrumented = w.instrumented;
+  f.printer_level = w.printer_level;
+  f.call_sites = static_cast<int>(w.call_sites.size());
+  for (const auto& [name, site] : returned_buffers(w.call_sites)) {
+    f.returned.push_back(name);
+  }
+  return f;
+}
+
+nlohmann::json to_json(const ModelFacts& f) {
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& in : f.inputs) {
+    inputs.push_back({{"index", in.index},
+                      {"name", in.name},
+                      {"dtype", in.dtype},
+                      {"shape", dims_to_json(in.shape)},
+                      {"strides", dims_to_json(in.strides)},
+                      {"dim_min", dims_to_json(in.dim_min)},
+                      {"dim_max", dims_to_json(in.dim_max)},
+                      {"device_type", in.device_type ? nlohmann::json(*in.device_type) : nlohmann::json(nullptr)}});
+  }
+  return {{"num_inputs", f.num_inputs ? nlohmann::json(*f.num_inputs) : nlohmann::json(nullptr)},
+          {"inputs", inputs},
+          {"instrumented", f.instrumented},
+          {"printer_level", f.printer_level},
+          {"call_sites", f.call_sites},
+          {"returned", f.returned}};
+}
+
+ModelFacts model_facts_from_json(const nlohmann::json& j) {
+  try {
+    ModelFacts f;
+    if (!j.at("num_inputs").is_null()) {
+      f.num_inputs = j.at("num_inputs").get<int>();
+    }
+    for (const auto& in : j.at("inputs")) {
+      InputSpec s;
+      s.index = in.at("index").get<int>();
+      s.name = in.at("name").get<std::string>();
+      s.dtype = in.at("dtype").get<std::string>();
+      s.shape = dims_from_json(in.at("shape"));
+      s.strides = dims_from_json(in.at("strides"));
+      s.dim_min = dims_from_json(in.at("dim_min"));
+      s.dim_max = dims_from_json(in.at("dim_max"));
+      if (!in.at("device_type").is_null()) {
+        s.device_type = in.at("device_type").get<int>();
+      }
+      f.inputs.push_back(s);
+    }
+    f.instrumented = j.at("instrumented").get<bool>();
+    f.printer_level = j.at("printer_level").get<int>();
+    f.call_sites = j.at("call_sites").get<int>();
+    f.returned = j.at("returned").get<std::vector<std::string>>();
+    return f;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());
+  }
+}
+
+std::filesystem::path write_model_facts(const WrapperInfo& wrapper, const std::filesystem::path& path) {
+  write_file_atomic(path, to_json(model_facts_of(wrapper)).dump(1));
+  return path;
+}
+
+}  // namespace aoti_bisect

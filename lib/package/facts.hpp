@@ -1,0 +1,34 @@
+#pragma once
+// What the runner needs to know about a model, parsed once by the driver
+// from the wrapper source and written beside the extracted package
+// (model-facts.json): the inputs the model takes, whether it carries printer
+// probes, its call-site count, and the buffers extern calls create.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "package/wrapper.hpp"
+
+namespace aoti_bisect {
+
+struct ModelFacts {
+  std::optional<int> num_inputs;
+  std::vector<InputSpec> inputs;
+  bool instrumented = false;
+  int printer_level = 0;
+  int call_sites = 0;
+  std::vector<std::string> returned;  // buffers extern calls create and return
+};
+
+ModelFacts model_facts_of(const WrapperInfo& wrapper);
+nlohmann::json to_json(const ModelFacts& facts);
+ModelFacts model_facts_from_json(const nlohmann::json& j);  // throws Error(internal) when malformed
+
+// Writes the facts of `wrapper` to `path` (atomically); returns `path`.
+std::filesystem::path write_model_facts(const WrapperInfo& wrapper, const std::filesystem::path& path);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,81 @@
+#include "phase/children.hpp"
+
+#include "common/files.hpp"
+#include "protocol/events.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& req, const fs::path& dir) {
+  std::vector<std::string> argv = {s.runner.string(),
+                                   "--package-dir", fs::absolute(req.model.dir).string(),
+                                   "--model", s.model,
+                                   "--device-key", s.device_key,
+                                   "--inputs", fs::absolute(s.inputs).string(),
+                                   "--events", fs::absolute(dir / "events.jsonl").string(),
+                                   "--outputs", fs::absolute(dir / "outputs.pt").string()};
+  if (!req.model.facts.empty()) {
+    argv.insert(argv.end(), {"--model-facts", fs::absolute(req.model.facts).string()});
+  }
+  if (!s.reference.empty()) {
+    argv.insert(argv.end(), {"--reference", fs::absolute(s.reference).string(), "--tolerances",
+                             to_json(s.tolerances).dump()});
+  }
+  if (req.probe_plan) {
+    argv.insert(argv.end(), {"--probe-plan", fs::absolute(dir / "probe-plan.json").string()});
+    if (!req.node_reference.empty()) {
+      argv.insert(argv.end(), {"--node-reference", fs::absolute(req.node_reference).string()});
+    }
+  }
+  return argv;
+}
+
+int ProcessChildren::start(const ChildRequest& req) {
+  fs::path dir = m_setup.out_dir / "runs" / req.id;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir);
+  if (req.probe_plan) {
+    write_file_atomic(dir / "probe-plan.json", to_json(*req.probe_plan).dump(2));
+  }
+  SpawnSpec spec;
+  spec.argv = runner_argv(m_setup, req, dir);
+  spec.env = current_environment();
+  for (const auto& [k, v] : req.env) {
+    spec.env[k] = v;
+  }
+  spec.cwd = fs::absolute(dir);
+  spec.stdout_path = fs::absolute(dir / "stdout.txt");
+  spec.stderr_path = fs::absolute(dir / "stderr.txt");
+  spec.timeout_s = m_setup.timeout_s;
+  int token = m_set.start(spec);
+  m_running[token] = req;
+  return token;
+}
+
+std::pair<int, ChildOutput> ProcessChildren::wait_any() {
+  auto [token, status] = m_set.wait_any();
+  ChildOutput out;
+  out.status = status;
+  auto it = m_running.find(token);
+  if (it == m_running.end()) {
+    return {token, out};
+  }
+  fs::path dir = m_setup.out_dir / "runs" / it->second.id;
+  out.events = read_events(dir / "events.jsonl");
+  if (it->second.keep_stdout) {
+    std::error_code ec;
+    if (fs::exists(dir / "stdout.txt", ec)) {
+      out.stdout_text = read_file(dir / "stdout.txt", "the run's output");
+    }
+  }
+  m_running.erase(it);
+  return {token, out};
+}
+
+void ProcessChildren::kill_all() {
+  m_set.kill_all();
+  m_running.clear();
+}
+
+}  // namespace aoti_bisect

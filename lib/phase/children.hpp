@@ -1,0 +1,91 @@
+#pragma once
+// The seam between a job and its child runs: start a request, wait for any,
+// kill all. ProcessChildren runs aoti-bisect-runner in fresh processes; the
+// unit tests drive the job through a scripted fake instead.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "process/process.hpp"
+#include "protocol/probe_plan.hpp"
+#include "protocol/values.hpp"
+
+namespace aoti_bisect {
+
+// A model the runner can load: an extracted package and the facts the
+// driver parsed from its wrapper (written once per package, read by every
+// child instead of parsing the wrapper again).
+struct ModelDir {
+  std::filesystem::path dir;    // holds data/aotinductor/
+  std::filesystem::path facts;  // model-facts.json; empty: none
+};
+
+// One child run of the runner.
+struct ChildRequest {
+  std::string id;                          // also the folder under OUT/runs/
+  std::string variant;
+  int repeat = 0;
+  std::map<std::string, std::string> env;  // set on top of the driver's environment
+  ModelDir model;
+  std::optional<ProbePlan> probe_plan;
+  std::filesystem::path node_reference;    // per-node eager values for the probes (mismatch search)
+  bool keep_stdout = false;                // guide mode reads what the printer wrote
+};
+
+// What a child left behind.
+struct ChildOutput {
+  ExitStatus status;
+  std::vector<nlohmann::json> events;  // every well-formed line of its events file
+  std::string stdout_text;             // the whole of stdout, with keep_stdout
+};
+
+class ChildRunner {
+ public:
+  virtual ~ChildRunner() = default;
+  // Starts a child; returns its token. A failed start is reported by
+  // wait_any (ExitStatus::How::spawn_failed), never thrown.
+  virtual int start(const ChildRequest& request) = 0;
+  // Blocks until one started child ends; token -1 when none runs. After an
+  // interrupt request, every child ends as How::interrupted.
+  virtual std::pair<int, ChildOutput> wait_any() = 0;
+  // Stops every child and drops their results.
+  virtual void kill_all() = 0;
+};
+
+// What every child of one job shares.
+struct ChildSetup {
+  std::filesystem::path runner;     // the runner executable
+  std::filesystem::path out_dir;    // runs write to OUT/runs/<id>/
+  std::string model;
+  std::string device_key;
+  std::filesystem::path inputs;
+  std::filesystem::path reference;  // empty: no comparison
+  ToleranceTable tolerances;
+  double timeout_s = 300;
+};
+
+// The runner's command line for a request (exposed for tests).
+std::vector<std::string> runner_argv(const ChildSetup& setup, const ChildRequest& request,
+                                     const std::filesystem::path& run_dir);
+
+class ProcessChildren : public ChildRunner {
+ public:
+  explicit ProcessChildren(ChildSetup setup) : m_setup(std::move(setup)) {}
+  int start(const ChildRequest& request) override;
+  std::pair<int, ChildOutput> wait_any() override;
+  void kill_all() override;
+
+ private:
+  ChildSetup m_setup;
+  ProcessSet m_set;
+  std::map<int, ChildRequest> m_running;
+};
+
+}  // namespace aoti_bisect

@@ -1,0 +1,134 @@
+#include "phase/recorder.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "report/sinks.hpp"
+
+namespace aoti_bisect {
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+Recorder::Recorder(std::filesystem::path out_dir, bool junit, Progress& progress)
+    : m_out_dir(std::move(out_dir)), m_junit(junit), m_progress(progress), m_start(now_s()) {
+  m_report.tool_version = AOTI_BISECT_VERSION;
+  m_report.environment.tool_version = AOTI_BISECT_VERSION;
+}
+
+void Recorder::begin_phase(const std::string& name, const std::string& detail) {
+  end_phase();
+  m_phase = name;
+  m_phase_start = now_s();
+  m_progress.phase(name, detail);
+}
+
+void Recorder::end_phase() {
+  if (!m_phase.empty()) {
+    m_report.phases.push_back({m_phase, now_s() - m_phase_start});
+    m_phase.clear();
+  }
+}
+
+void Recorder::plan_runs(int more) { m_runs_planned = m_runs_done + more; }
+
+void Recorder::run_started(const std::string& id) {
+  m_progress.run_started(id, m_runs_done, std::max(m_runs_planned, m_runs_done + 1));
+}
+
+void Recorder::run_finished(RunRecord record) {
+  ++m_runs_done;
+  m_progress.run_finished(record.id, record.outcome, record.exit, record.seconds, m_runs_done,
+                          std::max(m_runs_planned, m_runs_done));
+  m_report.runs.push_back(std::move(record));
+  save();
+}
+
+void Recorder::start(const std::vector<std::string>& command_line, const std::string& inputs_path,
+                     const std::string& reference_path) {
+  m_report.command_line = command_line;
+  m_report.inputs_path = inputs_path;
+  m_report.reference_path = reference_path;
+}
+
+void Recorder::package(PackageSummary summary, const std::string& inputs_sha256) {
+  m_report.package = std::move(summary);
+  m_report.inputs_sha256 = inputs_sha256;
+}
+
+void Recorder::reference(const std::string& reference_path) { m_report.reference_path = reference_path; }
+
+void Recorder::environment(const Environment& env) {
+  m_report.environment = env;
+  m_report.environment.tool_version = AOTI_BISECT_VERSION;
+}
+
+void Recorder::inputs(std::vector<TensorInfo> inputs) { m_report.inputs = std::move(inputs); }
+
+void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure,
+                      const std::string& reproduce) {
+  m_report.matrix = std::move(variants);
+  m_report.failure = std::move(failure);
+  if (m_report.failure) {
+    m_report.reproduce_command = reproduce;
+  }
+}
+
+void Recorder::build(const BuildRecord& record, bool counted) {
+  Builds& b = m_report.builds;
+  b.items.push_back(record);
+  b.count += counted && !record.cache_hit ? 1 : 0;
+  b.cache_hits += record.cache_hit ? 1 : 0;
+  b.seconds += record.seconds;
+}
+
+void Recorder::builds_note(const std::string& note) {
+  std::string& n = m_report.builds.note;
+  n += (n.empty() ? "" : "; ") + note;
+}
+
+void Recorder::call_sites_match(bool match, const std::string& note) {
+  m_report.builds.call_sites_match = match;
+  if (!note.empty()) {
+    m_report.builds.note = note;
+  }
+}
+
+void Recorder::bisection(const Bisection& bisection) {
+  m_report.bisection = bisection;
+  save();
+}
+
+void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
+  m_report.culprit = std::move(culprit);
+  m_report.repro = std::move(repro);
+  save();
+}
+
+void Recorder::finish(Verdict verdict, const std::string& reason, const std::string& error) {
+  end_phase();
+  m_report.verdict = verdict;
+  if (!reason.empty()) {
+    m_report.verdict_reason = reason;
+  }
+  if (!error.empty()) {
+    m_report.error = error;
+  }
+  try {
+    save();
+  } catch (const Error& e) {
+    m_progress.note(fmt::format("cannot write the report to '{}': {}", m_out_dir.string(), e.what()));
+  }
+}
+
+void Recorder::save() {
+  m_report.total_seconds = now_s() - m_start;
+  write_reports(m_report, m_out_dir, m_junit);
+}
+
+}  // namespace aoti_bisect

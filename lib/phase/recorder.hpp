@@ -1,0 +1,70 @@
+#pragma once
+// The one place a job's report changes. Phases return values; the recorder
+// folds each into the report, tells the person watching (Progress), and
+// writes the reports atomically after every fold that a reader could miss.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "phase/progress.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect {
+
+double now_s();
+
+class Recorder {
+ public:
+  Recorder(std::filesystem::path out_dir, bool junit, Progress& progress);
+
+  const Report& report() const { return m_report; }
+  const std::filesystem::path& out_dir() const { return m_out_dir; }
+  Progress& progress() { return m_progress; }
+
+  // Phase timing: each phase ends when the next begins, or at finish().
+  void begin_phase(const std::string& name, const std::string& detail);
+
+  // Runs: how many are planned (for "[3/7]"), each one as it starts and ends.
+  void plan_runs(int more);
+  void run_started(const std::string& id);
+  void run_finished(RunRecord record);
+
+  // Folds; each writes the reports.
+  void start(const std::vector<std::string>& command_line, const std::string& inputs_path,
+             const std::string& reference_path);
+  void package(PackageSummary summary, const std::string& inputs_sha256);
+  void reference(const std::string& reference_path);
+  void environment(const Environment& env);
+  void inputs(std::vector<TensorInfo> inputs);
+  void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
+  void build(const BuildRecord& record, bool counted);
+  void builds_note(const std::string& note);
+  void call_sites_match(bool match, const std::string& note);
+  void bisection(const Bisection& bisection);
+  void culprit(Culprit culprit, std::optional<Reproducer> repro);
+
+  // The verdict, the reason and (for could_not_test and internal_error) the
+  // one-line error; ends the phase and writes the reports. A report that
+  // cannot be written is said through Progress, never thrown.
+  void finish(Verdict verdict, const std::string& reason, const std::string& error = "");
+
+  void save();
+
+ private:
+  void end_phase();
+
+  Report m_report;
+  std::filesystem::path m_out_dir;
+  bool m_junit = false;
+  Progress& m_progress;
+  double m_start = 0;
+  double m_phase_start = 0;
+  std::string m_phase;
+  int m_runs_done = 0;
+  int m_runs_planned = 0;
+};
+
+}  // namespace aoti_bisect

@@ -1,0 +1,90 @@
+#include "phase/runs.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+RunRecord make_record(const ChildRequest& req, const ChildResult& r) {
+  RunRecord rec;
+  rec.id = req.id;
+  rec.variant = req.variant;
+  rec.repeat = req.repeat;
+  rec.env = req.env;
+  rec.probe_plan = req.probe_plan ? req.probe_plan->summary() : "none";
+  rec.outcome = r.cls.kind;
+  rec.exit = r.status.describe();
+  if (r.status.how == ExitStatus::How::exited) {
+    rec.exit_code = r.status.exit_code;
+  }
+  if (r.status.how == ExitStatus::How::signaled || (r.status.how == ExitStatus::How::timed_out && r.status.signal)) {
+    rec.signal = r.status.signal;
+  }
+  rec.core_dumped = r.status.core_dumped;
+  rec.seconds = r.status.seconds;
+  rec.first_error_line = redact_paths(r.cls.first_line);
+  rec.outputs = r.cls.outputs;
+  rec.comparison = r.cls.comparison;
+  return rec;
+}
+
+}  // namespace
+
+ChildResult Runs::record(const ChildRequest& req, ChildOutput out) {
+  ChildResult r;
+  r.status = std::move(out.status);
+  r.events = std::move(out.events);
+  r.stdout_text = std::move(out.stdout_text);
+  r.cls = classify_run(r.status, r.events);
+  r.finished = r.status.how != ExitStatus::How::interrupted;
+  if (r.finished) {
+    m_recorder.run_finished(make_record(req, r));
+  }
+  return r;
+}
+
+ChildResult Runs::run(const ChildRequest& req) {
+  std::vector<ChildResult> results;
+  run_all({req}, 1, results);
+  return results.front();
+}
+
+bool Runs::run_all(const std::vector<ChildRequest>& reqs, int jobs, std::vector<ChildResult>& results) {
+  results.assign(reqs.size(), ChildResult{});
+  std::map<int, size_t> running;
+  size_t next = 0;
+  while (next < reqs.size() || !running.empty()) {
+    while (next < reqs.size() && running.size() < static_cast<size_t>(std::max(1, jobs)) &&
+           !interrupt_requested()) {
+      m_recorder.run_started(reqs[next].id);
+      running[m_children.start(reqs[next])] = next;
+      ++next;
+    }
+    if (running.empty()) {
+      return false;
+    }
+    auto [token, out] = m_children.wait_any();
+    auto it = running.find(token);
+    if (it == running.end()) {
+      return false;
+    }
+    size_t idx = it->second;
+    running.erase(it);
+    if (out.status.how == ExitStatus::How::interrupted) {
+      m_children.kill_all();
+      return false;
+    }
+    results[idx] = record(reqs[idx], std::move(out));
+    if (results[idx].cls.internal || results[idx].cls.cannot_test) {
+      m_children.kill_all();
+      return true;
+    }
+  }
+  return !interrupt_requested();
+}
+
+}  // namespace aoti_bisect

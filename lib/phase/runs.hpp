@@ -1,0 +1,44 @@
+#pragma once
+// Running the children of a job through the ChildRunner seam: each finished
+// run is classified and recorded (report.runs, progress, reports on disk).
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "classify/classify.hpp"
+#include "phase/children.hpp"
+#include "phase/recorder.hpp"
+
+namespace aoti_bisect {
+
+struct ChildResult {
+  ExitStatus status;
+  Classification cls;
+  std::vector<nlohmann::json> events;
+  std::string stdout_text;  // with ChildRequest::keep_stdout
+  bool finished = false;    // false: interrupted (not recorded)
+};
+
+class Runs {
+ public:
+  Runs(ChildRunner& children, Recorder& recorder) : m_children(children), m_recorder(recorder) {}
+
+  // Runs one child to the end and records it.
+  ChildResult run(const ChildRequest& request);
+
+  // Runs the requests with up to `jobs` children at once; results in request
+  // order. Returns false when interrupted. After a run that could not test
+  // or failed internally, the others are stopped (their results stay
+  // unfinished) and it returns true.
+  bool run_all(const std::vector<ChildRequest>& requests, int jobs, std::vector<ChildResult>& results);
+
+ private:
+  ChildResult record(const ChildRequest& request, ChildOutput output);
+
+  ChildRunner& m_children;
+  Recorder& m_recorder;
+};
+
+}  // namespace aoti_bisect

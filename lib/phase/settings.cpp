@@ -1,0 +1,83 @@
+#include "phase/settings.hpp"
+
+#include <cstdlib>
+
+#include "common/error.hpp"
+#include "process/process.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path runner_path(const RunOptions& opt) {
+  if (!opt.runner.empty()) {
+    return opt.runner;
+  }
+  if (const char* env = std::getenv("AOTI_BISECT_RUNNER"); env && *env) {
+    return env;
+  }
+  return self_executable().parent_path() / "aoti-bisect-runner";
+}
+
+}  // namespace
+
+UserConfig load_config(const RunOptions& opt) {
+  if (opt.jobs && *opt.jobs < 1) {
+    throw Error(ErrorKind::usage, "--jobs must be at least 1");
+  }
+  return opt.config.empty() ? UserConfig{} : load_user_config(opt.config.string());
+}
+
+Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
+  std::string backend = opt.backend;
+  if (backend.empty()) {
+    backend = device_key;
+  }
+  return builtin_profile(backend);
+}
+
+Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile) {
+  Settings s;
+  s.package = opt.package;
+  s.model = opt.model;
+  s.inputs = opt.inputs;
+  s.reference = opt.reference;
+  s.against_eager = opt.against_eager;
+  s.out_dir = opt.out_dir;
+  s.junit = opt.junit;
+  s.command_line = opt.command_line;
+  s.runner = runner_path(opt);
+
+  s.profile = profile;
+  UserConfig planned = user;
+  for (const auto& [k, v] : opt.env) {
+    planned.env[k] = v;
+  }
+  s.plan = plan_matrix(profile, planned, opt.repeats);
+  s.variants = static_cast<int>((user.replace_variants ? 0 : profile.variants.size()) + user.variants.size());
+  if (opt.no_matrix || opt.bisect_only) {
+    s.plan.resize(1);
+  }
+  s.timeout_s = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
+  s.jobs = opt.jobs.value_or(user.jobs.value_or(1));
+  s.tolerances = profile.tolerances;
+  s.tolerances.set_all(user.tolerance_atol, user.tolerance_rtol);
+  s.tolerances.merge(user.tolerance);
+  s.tolerances.set_all(opt.atol, opt.rtol);
+
+  s.bisect = !opt.no_bisect;
+  s.strategy = opt.strategy;
+  s.bisect_repeats = opt.bisect_repeats;
+  s.rebuild_per_step = opt.rebuild_per_step;
+  s.exported_program = opt.exported_program;
+  s.inductor_configs = user.inductor_configs;
+  for (auto& [k, v] : opt.inductor_configs.items()) {
+    s.inductor_configs[k] = v;
+  }
+  s.cache_dir = opt.cache_dir;
+  s.build_timeout_s = opt.build_timeout_s;
+  return s;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,92 @@
+#pragma once
+// Everything a job decides before it runs anything, resolved once: the
+// backend profile, then the user's config file, then the command line. The
+// phases read this value and never the raw options.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect/bisect.hpp"
+#include "config/config.hpp"
+#include "matrix/matrix.hpp"
+
+namespace aoti_bisect {
+
+// What the command line says, as given: unset options stay unset, so that
+// the config file and the profile can fill them (apps/ binds CLI11 here).
+struct RunOptions {
+  std::filesystem::path package;
+  std::string model;                           // "" = the only one
+  std::filesystem::path inputs;
+  std::filesystem::path reference;             // empty = none
+  bool against_eager = false;                  // no reference file: compute it from the exported program
+  std::filesystem::path out_dir = "aoti-bisect-out";
+  std::filesystem::path config;                // empty = none
+  std::string backend;                         // "" = from the package's device key
+  std::optional<int> repeats;
+  std::optional<double> timeout_s;
+  std::optional<int> jobs;
+  std::optional<double> atol;
+  std::optional<double> rtol;
+  bool no_matrix = false;                      // baseline only
+  bool no_bisect = false;                      // stop after the matrix
+  std::filesystem::path exported_program;      // empty: the one inside the package, if any
+  nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
+  std::filesystem::path cache_dir;             // empty: default build cache
+  Strategy strategy = Strategy::bisect;
+  std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
+  double build_timeout_s = 1800;
+  bool rebuild_per_step = false;               // guide mode
+  bool bisect_only = false;                    // `aoti-bisect bisect`: no matrix, the search
+  std::map<std::string, std::string> env;      // --env: extra variables for every run
+  bool junit = false;
+  std::vector<std::string> command_line;
+  std::filesystem::path runner;                // empty = $AOTI_BISECT_RUNNER, else beside this executable
+};
+
+// The resolved job. Immutable once made.
+struct Settings {
+  // What to test and where to write.
+  std::filesystem::path package;
+  std::string model;                 // "" = the only one
+  std::filesystem::path inputs;
+  std::filesystem::path reference;   // the user's --reference; empty = none
+  bool against_eager = false;
+  std::filesystem::path out_dir;
+  bool junit = false;
+  std::vector<std::string> command_line;
+  std::filesystem::path runner;      // the runner executable
+  // The flag matrix.
+  Profile profile;
+  std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix
+  int variants = 0;                  // variants in the matrix (for the plan line)
+  double timeout_s = 300;            // per child run
+  int jobs = 1;
+  ToleranceTable tolerances;         // per dtype
+  // The kernel search.
+  bool bisect = true;
+  Strategy strategy = Strategy::bisect;
+  std::optional<int> bisect_repeats;
+  bool rebuild_per_step = false;
+  std::filesystem::path exported_program;
+  nlohmann::json inductor_configs = nlohmann::json::object();  // config file, then --inductor-config
+  std::filesystem::path cache_dir;
+  double build_timeout_s = 1800;
+};
+
+// Reads --config; throws Error(usage) for a bad file or option.
+UserConfig load_config(const RunOptions& options);
+
+// The backend profile: --backend, else the package's device key.
+Profile choose_profile(const RunOptions& options, const std::string& device_key);
+
+// Profile, then config, then command line. Throws Error(usage) for
+// settings that cannot work together (a variant named twice, --jobs 0).
+Settings resolve_settings(const RunOptions& options, const UserConfig& user, const Profile& profile);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,367 @@
+#include "search/evidence.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "common/files.hpp"
+#include "protocol/runner.hpp"
+#include "protocol/values.hpp"
+
+namespace aoti_bisect {
+
+const std::vector<PredicateInfo>& predicate_table() {
+  static const std::vector<PredicateInfo> table = {
+      {Predicate::fault, "fault", "launch"},
+      {Predicate::nonfinite, "nonfinite", "after_launch"},
+      {Predicate::mismatch, "mismatch", "after_launch"},
+      {Predicate::unsupported, "unsupported", ""},
+  };
+  return table;
+}
+
+std::string_view predicate_name(Predicate p) {
+  for (const auto& info : predicate_table()) {
+    if (info.predicate == p) {
+      return info.name;
+    }
+  }
+  return "unsupported";
+}
+
+Predicate predicate_for(OutcomeKind kind) {
+  switch (kind) {
+    case OutcomeKind::nonfinite: return Predicate::nonfinite;
+    case OutcomeKind::mismatch: return Predicate::mismatch;
+    case OutcomeKind::input_mismatch:
+    case OutcomeKind::ok: return Predicate::unsupported;
+    default: return Predicate::fault;
+  }
+}
+
+const ProbeStats* SiteTrace::find(const std::string& tensor) const {
+  for (const auto& t : tensors) {
+    if (t.tensor == tensor) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+const SiteTrace* RunTrace::site(int k) const {
+  auto it = sites.find(k);
+  return it == sites.end() ? nullptr : &it->second;
+}
+
+RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
+  RunTrace t;
+  int last_begun = 0;
+  for (const auto& e : events) {
+    EventKind kind = event_kind(e);
+    if (kind == EventKind::probes_missing) {
+      t.probes_missing = true;
+      continue;
+    }
+    if (kind != EventKind::site_begin && kind != EventKind::site_end && kind != EventKind::probe &&
+        kind != EventKind::sync_error) {
+      continue;
+    }
+    int k = e.value("site", 0);
+    SiteTrace& s = t.sites[k];
+    s.site = k;
+    s.kernel = e.value("kernel", s.kernel);
+    if (kind == EventKind::site_begin) {
+      s.began = true;
+      last_begun = k;
+      t.launched = std::max(t.launched, k);
+    } else if (kind == EventKind::site_end) {
+      s.ended = true;
+      s.touched = e.value("tensors", std::vector<std::string>{});
+    } else if (kind == EventKind::sync_error) {
+      t.sync_error = k;
+    } else {
+      std::string tensor = e.value("tensor", "");
+      ProbeStats* p = const_cast<ProbeStats*>(s.find(tensor));
+      if (p == nullptr) {
+        s.tensors.push_back(ProbeStats{tensor, true, std::nullopt, std::nullopt});
+        p = &s.tensors.back();
+      }
+      TensorStats st = tensor_stats_from_json(e["stats"]);
+      if (e.value("phase", "") == "before") {
+        p->initialized = e.value("initialized", true);
+        p->before = st;
+      } else {
+        p->after = st;
+      }
+    }
+  }
+  for (auto& [k, s] : t.sites) {
+    for (auto& p : s.tensors) {
+      p.initialized = p.initialized && p.before.has_value();
+    }
+  }
+  if (last_begun > 0 && !t.sites[last_begun].ended) {
+    t.unfinished = last_begun;
+  }
+  return t;
+}
+
+namespace {
+
+int64_t bad_count(const TensorStats& s) { return s.nan_count + s.inf_count; }
+
+// The tensor whose NaN/Inf count grew the most at this site (the first in
+// probe order among equals), and by how much.
+std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
+  std::pair<const ProbeStats*, int64_t> worst{nullptr, 0};
+  for (const auto& p : s.tensors) {
+    if (!p.after) {
+      continue;
+    }
+    int64_t before = p.initialized && p.before ? bad_count(*p.before) : 0;
+    if (bad_count(*p.after) - before > worst.second) {
+      worst = {&p, bad_count(*p.after) - before};
+    }
+  }
+  return worst;
+}
+
+// A site whose written inputs already held NaN/Inf only propagates them.
+bool inputs_already_bad(const SiteTrace& s) {
+  return std::any_of(s.tensors.begin(), s.tensors.end(), [](const ProbeStats& p) {
+    return p.initialized && p.before && bad_count(*p.before) > 0;
+  });
+}
+
+std::string nonfinite_name(const TensorStats& s) {
+  return s.nan_count && s.inf_count ? "NaN/Inf" : s.inf_count ? "Inf" : "NaN";
+}
+
+}  // namespace
+
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi) {
+  for (auto it = trace.sites.lower_bound(lo); it != trace.sites.end() && it->first <= hi; ++it) {
+    if (worst_increase(it->second).second > 0 && !inputs_already_bad(it->second)) {
+      return it->first;
+    }
+  }
+  return std::nullopt;
+}
+
+Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
+                  int hi) {
+  Probe p;
+  p.runs = 1;
+  p.agreeing = 1;
+  p.verdict = StepVerdict::error;
+  if (cls.internal || cls.cannot_test) {
+    p.note = cls.internal.value_or(cls.cannot_test.value_or(""));
+    return p;
+  }
+  bool failed = is_model_failure(cls.kind);
+  std::string differently = failed ? fmt::format("the run failed differently ({}: {})", outcome_name(cls.kind),
+                                                 cls.first_line)
+                                   : "the failure did not reproduce in this run";
+  if (pred == Predicate::nonfinite) {
+    if (auto site = first_introducer(trace, lo, hi)) {
+      p.verdict = StepVerdict::reproduces;
+      p.exact = site;
+    } else if (cls.kind == OutcomeKind::nonfinite) {
+      p.verdict = StepVerdict::clean;
+    } else {
+      p.note = differently;
+    }
+    return p;
+  }
+  if (trace.sync_error && *trace.sync_error == hi) {
+    p.verdict = StepVerdict::reproduces;
+  } else if (trace.unfinished && (trace.launched > 0 || failed)) {
+    int u = *trace.unfinished;
+    if (u < lo) {
+      p.note = fmt::format("the run faulted at call site {}, before the range {}-{}", u, lo, hi);
+    } else {
+      p.verdict = u <= hi ? StepVerdict::reproduces : StepVerdict::clean;
+      p.exact = u <= hi ? std::optional<int>(u) : std::nullopt;
+    }
+  } else if (failed && trace.launched > 0) {
+    // Failed after every probed launch returned: on CUDA without a sync in
+    // range, the fault is later than hi.
+    p.verdict = hi < trace.launched ? StepVerdict::clean : StepVerdict::error;
+    if (p.verdict == StepVerdict::error) {
+      p.note = "the run failed after its last call site returned";
+    }
+  } else if (cls.kind == expected) {
+    p.verdict = StepVerdict::clean;  // it stopped at a site the probes left out
+  } else {
+    p.note = differently;
+  }
+  return p;
+}
+
+Probe aggregate_answers(const std::vector<Probe>& answers) {
+  Probe out;
+  out.runs = static_cast<int>(answers.size());
+  for (const auto& a : answers) {
+    if (a.verdict == StepVerdict::error) {
+      out.verdict = StepVerdict::error;
+      out.note = a.note;
+      out.agreeing = 0;
+      return out;
+    }
+  }
+  std::map<std::pair<int, int>, int> counts;  // (verdict, exact) -> n
+  for (const auto& a : answers) {
+    ++counts[{static_cast<int>(a.verdict), a.exact.value_or(0)}];
+  }
+  auto best = std::max_element(counts.begin(), counts.end(),
+                               [](const auto& x, const auto& y) { return x.second < y.second; });
+  out.agreeing = best->second;
+  if (counts.size() == 1) {
+    out.verdict = static_cast<StepVerdict>(best->first.first);
+    if (best->first.second != 0) {
+      out.exact = best->first.second;
+    }
+  } else {
+    out.verdict = StepVerdict::inconclusive;
+    out.note = fmt::format("{} of {} runs agreed", out.agreeing, out.runs);
+  }
+  return out;
+}
+
+std::optional<int64_t> index_bound_of(const std::string& line) {
+  static const std::regex re(R"(index out of bounds[^<]*<=[^<]*<\s*(-?\d+))");
+  std::smatch m;
+  if (std::regex_search(line, m, re)) {
+    return std::stoll(m[1].str());
+  }
+  return std::nullopt;
+}
+
+std::string kind_of_kernel(const std::string& kernel) {
+  if (kernel.rfind("triton_", 0) == 0) {
+    return "triton";
+  }
+  if (kernel.rfind("aoti_torch_", 0) == 0) {
+    return "extern";
+  }
+  return "cpp";
+}
+
+namespace {
+
+// Among a site's written inputs, one that was already bad: non-finite, or an
+// integer index outside the bound the error names (or negative, or beyond
+// the int32 range, when no bound is known).
+std::optional<std::pair<std::string, std::string>> bad_input(const SiteTrace& s, bool flags,
+                                                             std::optional<int64_t> bound) {
+  for (const auto& p : s.tensors) {
+    if (!p.initialized || !p.before) {
+      continue;
+    }
+    const TensorStats& st = *p.before;
+    if (bad_count(st) > 0) {
+      return std::make_pair(p.tensor, flags ? fmt::format("held {} before the launch", nonfinite_name(st))
+                                            : fmt::format("holds {} NaN and {} Inf before the launch", st.nan_count,
+                                                          st.inf_count));
+    }
+    bool integral = st.dtype.rfind("int", 0) == 0 || st.dtype.rfind("uint", 0) == 0;
+    if (!integral || !st.min || !st.max) {
+      continue;
+    }
+    auto lo = static_cast<int64_t>(*st.min);
+    auto hi = static_cast<int64_t>(*st.max);
+    if (bound && (lo < 0 || hi >= *bound)) {
+      return std::make_pair(p.tensor, fmt::format("holds values in [{}, {}], outside [0, {})", lo, hi, *bound));
+    }
+    if (!bound && (lo < 0 || hi > std::numeric_limits<int32_t>::max())) {
+      return std::make_pair(p.tensor, fmt::format("holds values in [{}, {}]: not a plausible index", lo, hi));
+    }
+  }
+  return std::nullopt;
+}
+
+Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
+                     const WrapperInfo& wrapper) {
+  Producer prod;
+  prod.tensor = tensor;
+  prod.why = tensor + " " + why;
+  if (tensor.rfind("arg", 0) == 0) {
+    for (const auto& in : wrapper.inputs) {
+      if (in.name == tensor) {
+        prod.why = fmt::format("graph input {} ({}) {}", in.index, tensor, why);
+      }
+    }
+    return prod;
+  }
+  for (auto it = history.sites.begin(); it != history.sites.end() && it->first < site; ++it) {
+    const auto& touched = it->second.touched;
+    if (std::find(touched.begin(), touched.end(), tensor) != touched.end()) {
+      prod.call_index = it->first;
+      prod.kernel = it->second.kernel;
+    }
+  }
+  return prod;
+}
+
+std::string nonfinite_why(const SiteTrace& s, bool flags) {
+  auto [p, grew] = worst_increase(s);
+  if (p == nullptr) {
+    return fmt::format("introduced non-finite values (the {} did not show which tensor)",
+                       flags ? "printed blocks" : "evidence run");
+  }
+  if (flags) {
+    std::string state = !p->before             ? "not printed before launch"
+                        : bad_count(*p->before) == 0 ? "its before-launch min/max were finite"
+                                                     : "not yet written before launch";
+    return fmt::format("introduced {} in {} ({})", nonfinite_name(*p->after), p->tensor, state);
+  }
+  return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", p->after->nan_count,
+                     p->after->inf_count, p->tensor, p->initialized ? "finite" : "not written under this name");
+}
+
+}  // namespace
+
+Culprit build_culprit(const CulpritInput& in) {
+  Culprit c;
+  c.call_index = in.site;
+  const SiteTrace* ev = in.evidence ? in.evidence->site(in.site) : nullptr;
+  const SiteTrace* hist = in.history ? in.history->site(in.site) : nullptr;
+  c.kernel = hist && !hist->kernel.empty() ? hist->kernel : ev ? ev->kernel : "";
+  const auto& sites = in.wrapper->call_sites;
+  bool in_wrapper = in.site >= 1 && static_cast<size_t>(in.site) <= sites.size();
+  if (c.kernel.empty() && in_wrapper) {
+    c.kernel = sites[in.site - 1].kernel;
+  }
+  c.kind = kind_of_kernel(c.kernel);
+  if (in_wrapper && sites[in.site - 1].kernel == c.kernel) {
+    c.kind = std::string(kernel_kind_name(sites[in.site - 1].kind));
+    c.source_nodes = sites[in.site - 1].source_nodes;
+  }
+  for (const auto& info : predicate_table()) {
+    c.phase = info.predicate == in.predicate ? std::string(info.culprit_phase) : c.phase;
+  }
+  if (ev == nullptr) {
+    c.why = "named by the search (the probes of its evidence run were not kept)";
+    return c;
+  }
+  c.args = ev->tensors;
+  bool flags = in.evidence->counts_are_flags;
+  if (in.predicate == Predicate::mismatch) {
+    c.why = "its output differs from eager (the evidence run did not show which tensor)";
+    return c;
+  }
+  if (in.predicate == Predicate::nonfinite) {
+    c.why = nonfinite_why(*ev, flags);
+  } else {
+    c.why = fmt::format("the launch never returned: {}", redact_paths(in.first_line));
+  }
+  if (auto bad = bad_input(*ev, flags, index_bound_of(in.first_line))) {
+    c.producer = producer_of(bad->first, bad->second, in.site, in.history ? *in.history : *in.evidence,
+                             *in.wrapper);
+  }
+  return c;
+}
+
+}  // namespace aoti_bisect

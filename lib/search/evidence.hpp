@@ -1,0 +1,92 @@
+#pragma once
+// One evidence model for every instrumentation source: a RunTrace per child
+// run (per call site: the tensors before and after its launch, whether each
+// was written earlier, which site began and never ended, which one a device
+// sync blamed), parsed from the runner's events or from the level-2
+// printer's stdout; one predicate table; one answer per search step; one
+// culprit and producer builder.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect/bisect.hpp"
+#include "classify/classify.hpp"
+#include "package/wrapper.hpp"
+#include "report/report.hpp"
+
+namespace aoti_bisect {
+
+// What the search looks for, from the failure kind.
+enum class Predicate { fault, nonfinite, mismatch, unsupported };
+struct PredicateInfo {
+  Predicate predicate;
+  std::string_view name;          // report.json bisection.predicate
+  std::string_view culprit_phase; // "launch" or "after_launch"
+};
+const std::vector<PredicateInfo>& predicate_table();
+std::string_view predicate_name(Predicate p);
+Predicate predicate_for(OutcomeKind kind);
+
+struct SiteTrace {
+  int site = 0;                                // 1-based, by occurrence in the run
+  std::string kernel;
+  bool began = false;
+  bool ended = false;
+  std::vector<ProbeStats> tensors;             // in probe order; `initialized` as the probe judged it
+  std::vector<std::string> touched;            // tensors the launch touched (trace: site_end)
+  const ProbeStats* find(const std::string& tensor) const;
+};
+
+struct RunTrace {
+  std::map<int, SiteTrace> sites;
+  int launched = 0;                  // the highest site that began; 0 when the source cannot tell
+  std::optional<int> unfinished;     // began and never ended: where the run stopped
+  std::optional<int> sync_error;     // the site whose device sync found an error
+  bool probes_missing = false;       // an instrumented model's probe calls never reached the runner
+  bool counts_are_flags = false;     // NaN/Inf "counts" are 0/1 flags (the printer shows min/max/mean only)
+  const SiteTrace* site(int k) const;
+};
+
+// From the runner's events (run-time probes).
+RunTrace trace_from_events(const std::vector<nlohmann::json>& events);
+
+// The first site in [lo, hi] that introduced NaN/Inf: a tensor with more
+// NaN/Inf after its launch than before (before only counts when the tensor
+// was written earlier), while none of its written inputs held any.
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi);
+
+// One run's answer to "is the first bad site in [lo, hi]?" for the fault and
+// nonfinite predicates (mismatch: job/divergence.hpp).
+Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
+                  int hi);
+
+// One step's verdict from its repeated runs: an error if any run erred, the
+// common answer if all agree, else inconclusive.
+Probe aggregate_answers(const std::vector<Probe>& answers);
+
+// The upper bound "N" of "index out of bounds: 0 <= tmp21 < 5L", if the line has one.
+std::optional<int64_t> index_bound_of(const std::string& error_line);
+
+// "cpp", "triton" or "extern" from a kernel's name.
+std::string kind_of_kernel(const std::string& kernel);
+
+// Builds the culprit at `site` from the evidence run's trace. `history` is a
+// run that saw every site before it (the trace run, or the evidence run
+// itself), for the producer of a bad input; `wrapper` gives kernel kinds,
+// source nodes and graph input names.
+struct CulpritInput {
+  int site = 0;
+  Predicate predicate = Predicate::fault;
+  const RunTrace* evidence = nullptr;
+  const RunTrace* history = nullptr;
+  const WrapperInfo* wrapper = nullptr;
+  std::string first_line;            // the failure's error line
+};
+Culprit build_culprit(const CulpritInput& in);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,97 @@
+#pragma once
+// Where the probes come from. Every source sits behind InstrumentationSource:
+// it runs the search with its own instrumentation and records into one
+// Bisection. Sources whose probes the runner switches per call site at run
+// time (today: the exported program at printer level 1) only make the model
+// and share one search (RunTimeProbeSource); guide mode rebuilds per range.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "search/divergence.hpp"
+#include "search/evidence.hpp"
+#include "phase/phase.hpp"
+#include "package/package.hpp"
+
+namespace aoti_bisect {
+
+// What the search needs from the job: the failure and the package.
+struct BisectSetup {
+  const Package& pkg;
+  const ModelFiles& model;
+  const WrapperInfo& wrapper;             // of the original package
+  std::map<std::string, std::string> env; // the reproducing variant's variables
+  std::string variant;
+  OutcomeKind kind;                       // the failure to isolate
+  std::string first_line;
+  bool deterministic = false;
+  double baseline_seconds = 0;
+  std::string runner_torch_version;
+  // The exported program the instrumentation is built from (run_bisection
+  // finds it): --exported-program, or the one inside the package.
+  std::filesystem::path exported_program;
+  std::string exported_model = "model";
+};
+
+struct BisectOutcome {
+  Verdict verdict = Verdict::not_isolated;
+  std::string reason;        // one line, appended to the verdict reason
+  std::string fall_back;     // a source that cannot probe says why; the next source takes over
+};
+
+class InstrumentationSource {
+ public:
+  virtual ~InstrumentationSource() = default;
+  virtual std::string_view name() const = 0;
+  virtual BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) = 0;
+};
+
+// A model whose probes the runner switches per call site at run time.
+struct ProbedModel {
+  ModelDir model;
+  WrapperInfo wrapper;                // its call sites
+  NodeMap node_map;                   // mismatch: which graph node each buffer holds
+  nlohmann::json node_info;           // the nodes' ops and source lines
+  std::filesystem::path node_values;  // their eager values on the inputs
+};
+
+class RunTimeProbeSource : public InstrumentationSource {
+ public:
+  // The shared search: a trace run, the halving with probe plans, an
+  // evidence run on the culprit (search.cpp).
+  BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) final;
+
+ protected:
+  // The instrumented model, or one line saying why there is none.
+  virtual std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup,
+                                                         Predicate predicate) = 0;
+};
+
+// The exported program compiled once more with the intermediate-value
+// printer at level 1 (cached), plus, for mismatch, its node map and the
+// eager values of the mapped nodes.
+class ExportedProgramSource : public RunTimeProbeSource {
+ public:
+  std::string_view name() const override { return "exported_program"; }
+
+ protected:
+  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+};
+
+// Guide mode (--rebuild-per-step, or the fallback when probe calls cannot
+// reach the runner): one level-2 rebuild per search step (guide_mode.cpp).
+class GuideSource : public InstrumentationSource {
+ public:
+  explicit GuideSource(std::string fallback_reason = "") : m_fallback_reason(std::move(fallback_reason)) {}
+  std::string_view name() const override { return "guide"; }
+  BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) override;
+
+ private:
+  std::string m_fallback_reason;
+};
+
+}  // namespace aoti_bisect

@@ -1,0 +1,325 @@
+#include "search/search.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "protocol/runner.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg,
+                                                 const ModelFiles& model, std::string& name) {
+  name = "model";
+  if (!settings.exported_program.empty()) {
+    return settings.exported_program.string();
+  }
+  const auto& eps = pkg.exported_programs();
+  if (!eps.empty()) {
+    name = std::find(eps.begin(), eps.end(), model.name) != eps.end() ? model.name : eps.front();
+    return pkg.path().string();
+  }
+  return std::nullopt;
+}
+
+void record_search(Bisection& bis, const SearchResult& sr) {
+  bis.runs += sr.runs;
+  bis.status = std::string(search_status_name(sr.status));
+  for (const auto& st : sr.steps) {
+    bis.steps.push_back({st.lo, st.hi, st.purpose, std::string(step_verdict_name(st.probe.verdict)), st.probe.runs,
+                         st.probe.agreeing, redact_paths(st.probe.note)});
+  }
+}
+
+BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
+  Predicate pred = predicate_for(s.kind);
+  if (pred == Predicate::unsupported) {
+    return {Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind)), ""};
+  }
+  if (auto ep = find_exported_program(env.settings, s.pkg, s.model, s.exported_model)) {
+    s.exported_program = *ep;
+  }
+  Bisection bis;
+  if (env.settings.rebuild_per_step) {
+    if (pred == Predicate::mismatch) {
+      return {Verdict::not_isolated, "--rebuild-per-step prints kernel inputs; comparing kernels with eager needs "
+                                     "the probes of one instrumented build (drop --rebuild-per-step)", ""};
+    }
+    return GuideSource().isolate(env, s, pred, bis);
+  }
+  std::unique_ptr<InstrumentationSource> source =
+      env.source ? env.source() : std::make_unique<ExportedProgramSource>();
+  BisectOutcome out = source->isolate(env, s, pred, bis);
+  if (!out.fall_back.empty()) {
+    return GuideSource(out.fall_back).isolate(env, s, pred, bis);
+  }
+  return out;
+}
+
+std::string needs_exported_program() {
+  return "naming the kernel needs the exported program: give --exported-program EP.pt2 (torch.export.save of the "
+         "same model), or a package that holds it (package_pt2)";
+}
+
+namespace {
+
+std::string site_label(int site, const std::string& kernel) { return fmt::format("call site {} {}", site, kernel); }
+
+void note_honest_error(Bisection& bis, const std::vector<SiteCompare>& sites) {
+  auto h = largest_within(sites);
+  if (h && (!bis.largest_within || h->ratio > bis.largest_within->ratio)) {
+    bis.largest_within = h;
+  }
+}
+
+// The shared search of a run-time-probe source, step by step.
+class ProbedSearch {
+ public:
+  ProbedSearch(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis, ProbedModel model)
+      : m_env(env), m_s(s), m_pred(pred), m_bis(bis), m_model(std::move(model)) {}
+
+  BisectOutcome run();
+
+ private:
+  ChildResult child(const std::string& purpose, const ProbePlan& plan);
+  std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
+  void map_sites(const ChildResult& trace, int n_static);
+  void add_consumers(ProbePlan& plan, int lo, int hi) const;
+  Probe ask(int lo, int hi);
+  std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
+  BisectOutcome culprit(int k, const ChildResult& trace);
+
+  JobEnv& m_env;
+  const BisectSetup& m_s;
+  Predicate m_pred;
+  Bisection& m_bis;
+  ProbedModel m_model;
+  int m_run_no = 0;
+  int m_repeats = 1;
+  std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it
+  std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
+};
+
+ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& plan) {
+  // Only runs that compare values load the per-node reference (it can be large).
+  bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
+                              [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
+  ChildRequest req{fmt::format("bisect.{}.{}", ++m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
+                   compares ? m_model.node_values : fs::path(), false};
+  return m_env.runs.run(req);
+}
+
+// After the trace run: does the instrumented model still fail the same way?
+std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace, int n_static) {
+  RunTrace t = trace_from_events(trace.events);
+  m_bis.call_sites = std::max(t.launched, n_static);
+  if (t.launched != n_static && n_static > 0 && m_pred != Predicate::fault) {
+    m_env.recorder.builds_note(
+        fmt::format("the run launched {} call sites, the wrapper lists {}", t.launched, n_static));
+  }
+  if (trace.cls.kind == OutcomeKind::ok) {
+    m_bis.status = "not_found";
+    m_bis.message = "the failure did not reproduce in the instrumented build";
+    return BisectOutcome{Verdict::suppressed_by_instrumentation, m_bis.message, ""};
+  }
+  if (trace.cls.kind != m_s.kind && m_pred != Predicate::fault) {
+    m_bis.status = "error";
+    m_bis.message = fmt::format("the instrumented build fails differently: {} ({})", outcome_name(trace.cls.kind),
+                                trace.cls.first_line);
+    return BisectOutcome{Verdict::not_isolated, m_bis.message, ""};
+  }
+  return std::nullopt;
+}
+
+// Mismatch: which sites hold graph nodes, and where the buffers extern calls
+// create are first shown (static call-site numbers must match the run's).
+void ProbedSearch::map_sites(const ChildResult& trace, int n_static) {
+  int launched = trace_from_events(trace.events).launched;
+  if (launched == n_static) {
+    m_returned_by = returned_buffers(m_model.wrapper.call_sites);
+    m_consumers = consumer_sites(trace.events, m_returned_by);
+  }
+  int mapped = 0;
+  m_bis.unmapped = unmapped_sites(trace.events, m_model.node_map, mapped, m_returned_by);
+  m_bis.mapped_sites = mapped;
+  for (auto& u : m_bis.unmapped) {
+    u.why = redact_paths(u.why);
+  }
+  m_env.recorder.bisection(m_bis);
+  m_env.recorder.progress().note(
+      fmt::format("{} of {} call sites write a buffer that holds a graph node's value", mapped, launched));
+}
+
+// Buffers extern calls create and return are shown only where a later site
+// reads them: that site is probed too, and the value credited to the call.
+void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
+  for (auto it = m_consumers.lower_bound(lo); it != m_consumers.end() && it->first <= hi; ++it) {
+    if (it->second > hi) {
+      plan.ranges.push_back({it->second, it->second, ProbeMode::stats});
+    }
+  }
+}
+
+Probe ProbedSearch::ask(int lo, int hi) {
+  ProbePlan plan;
+  if (m_pred != Predicate::fault) {
+    plan.ranges.push_back({lo, hi, ProbeMode::stats});
+    add_consumers(plan, lo, hi);
+  } else {
+    plan.ranges.push_back({hi, hi, ProbeMode::sync});
+  }
+  const ToleranceTable& tol = m_env.settings.tolerances;
+  std::vector<Probe> answers;
+  for (int r = 0; r < m_repeats; ++r) {
+    ChildResult res = child(fmt::format("{}-{}", lo, hi), plan);
+    if (!res.finished) {
+      return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
+    }
+    if (m_pred == Predicate::mismatch) {
+      answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_by), lo, hi));
+      note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_by));
+    } else {
+      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi));
+    }
+  }
+  return aggregate_answers(answers);
+}
+
+// Mismatch: a search whose every step answered, yet found nothing, says so.
+std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int n) {
+  bool all_clean = std::all_of(sr.steps.begin(), sr.steps.end(), [](const SearchStep& st) {
+    return st.probe.verdict == StepVerdict::clean || st.probe.verdict == StepVerdict::reproduces;
+  });
+  if (m_pred != Predicate::mismatch || sr.status == SearchResult::Status::found || !all_clean) {
+    return std::nullopt;
+  }
+  m_bis.status = "not_found";
+  m_bis.message = "no probed call site's output left the tolerance while its inputs were within it";
+  m_env.recorder.bisection(m_bis);
+  std::string first_unmapped = m_bis.unmapped.empty()
+                                   ? ""
+                                   : fmt::format(", first unmapped: call site {} {}", m_bis.unmapped.front().call_index,
+                                                 m_bis.unmapped.front().kernel);
+  return BisectOutcome{Verdict::not_isolated,
+                       fmt::format("no call site's output differs from eager beyond tolerance while its inputs are "
+                                   "within it ({} of {} call sites mapped to graph nodes{}); the difference starts in "
+                                   "an unmapped site or builds up below the per-kernel tolerance",
+                                   m_bis.mapped_sites.value_or(0), n, first_unmapped),
+                       ""};
+}
+
+// The evidence run: save probes on the culprit, its tensors before and after.
+BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
+  ProbePlan plan;
+  plan.ranges.push_back({k, k, ProbeMode::save});
+  add_consumers(plan, k, k);
+  fs::path repro_dir = m_env.settings.out_dir / "repro";
+  std::error_code ec;
+  fs::remove_all(repro_dir, ec);
+  plan.save_dir = fs::absolute(repro_dir);
+  ChildResult evidence = child("evidence", plan);
+  if (!evidence.finished) {
+    m_env.recorder.bisection(m_bis);
+    return {Verdict::interrupted, "", ""};
+  }
+  m_bis.runs += 1;
+  RunTrace history = trace_from_events(trace.events);
+  RunTrace ev = trace_from_events(evidence.events);
+  const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
+  WrapperInfo sites = m_model.wrapper;
+  sites.inputs = names.inputs;
+  Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
+                             evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line});
+  if (m_pred == Predicate::mismatch) {
+    const ToleranceTable& tol = m_env.settings.tolerances;
+    explain_divergence(c, compare_sites(evidence.events, tol, m_returned_by), trace.events, m_model.node_map,
+                       m_model.node_info, m_returned_by);
+    note_honest_error(m_bis, compare_sites(evidence.events, tol, m_returned_by));
+  }
+  m_env.recorder.bisection(m_bis);
+  Reproducer repro;
+  repro.dir = display_path(repro_dir);
+  for (const auto& e : evidence.events) {
+    if (event_kind(e) == EventKind::saved) {
+      repro.files.push_back(fs::path(e.value("path", "")).filename().string());
+    }
+  }
+  repro.command = m_env.recorder.report().reproduce_command;
+  m_env.recorder.culprit(c, repro);
+  return {Verdict::isolated, fmt::format("isolated to {} ({})", site_label(k, c.kernel), c.kind), ""};
+}
+
+BisectOutcome ProbedSearch::run() {
+  const Settings& opt = m_env.settings;
+  Strategy strategy = opt.strategy;
+  if (m_pred == Predicate::fault && m_env.device_key == "cpu") {
+    strategy = Strategy::all;  // a CPU fault is synchronous: a trace run names the site
+  }
+  m_repeats = opt.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
+  int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
+  int planned = 2 + planned_oracle_calls(std::max(1, n_static), strategy) * m_repeats;
+  m_env.recorder.plan_runs(planned);
+  m_bis.strategy = std::string(strategy_name(strategy));
+  m_bis.predicate = std::string(predicate_name(m_pred));
+  m_bis.variant = m_s.variant;
+  m_bis.planned_runs = planned;
+  m_env.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
+                                                   n_static, m_bis.strategy, planned, m_s.baseline_seconds));
+  ChildResult trace = child("trace", ProbePlan{});
+  if (!trace.finished) {
+    m_env.recorder.bisection(m_bis);
+    return {Verdict::interrupted, "", ""};
+  }
+  m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
+                         trace.cls.first_line});
+  m_bis.runs = 1;
+  m_env.recorder.bisection(m_bis);
+  if (trace_from_events(trace.events).probes_missing) {
+    std::string why = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
+    if (m_pred == Predicate::mismatch) {
+      return {Verdict::not_isolated, why + "; comparing kernels with eager needs them", ""};
+    }
+    return {Verdict::not_isolated, "", why};
+  }
+  if (auto stop = check_trace(trace, n_static)) {
+    m_env.recorder.bisection(m_bis);
+    return *stop;
+  }
+  int n = std::max(trace_from_events(trace.events).launched, 1);
+  if (m_pred == Predicate::mismatch) {
+    map_sites(trace, n_static);
+  }
+  SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
+  m_bis.message = sr.message;
+  record_search(m_bis, sr);
+  m_env.recorder.bisection(m_bis);
+  if (interrupt_requested()) {
+    return {Verdict::interrupted, "", ""};
+  }
+  if (auto stop = not_found(sr, n)) {
+    return *stop;
+  }
+  if (sr.status == SearchResult::Status::inconclusive) {
+    return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
+  }
+  if (sr.status != SearchResult::Status::found || !sr.first) {
+    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message, ""};
+  }
+  return culprit(*sr.first, trace);
+}
+
+}  // namespace
+
+BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate,
+                                          Bisection& bis) {
+  auto prepared = prepare(env, setup, predicate);
+  if (auto* why = std::get_if<std::string>(&prepared)) {
+    return {Verdict::not_isolated, *why, ""};
+  }
+  return ProbedSearch(env, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,269 @@
+// The job and the search driven through their seams: a scripted ChildRunner
+// (no process, no LibTorch) and a run-time-probe source that hands over a
+// ready model. What each test asserts is what the tool reports: verdict,
+// exit code, culprit, runs, the report on disk.
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "common/files.hpp"
+#include "job/fake_children.hpp"
+#include "search/instrumentation.hpp"
+#include "job/job.hpp"
+#include "package_fixture.hpp"
+#include "process/process.hpp"
+
+using namespace aoti_bisect;
+namespace fs = std::filesystem;
+using fake::FakeModel;
+using nlohmann::json;
+
+namespace {
+
+class QuietProgress : public Progress {
+ public:
+  void phase(const std::string& name, const std::string&) override { phases.push_back(name); }
+  void run_started(const std::string&, int, int) override {}
+  void run_finished(const std::string&, OutcomeKind, const std::string&, double, int, int) override {}
+  void note(const std::string&) override {}
+  std::vector<std::string> phases;
+};
+
+// A source whose model is ready: call sites k1..kN, no build.
+class ReadySource : public RunTimeProbeSource {
+ public:
+  explicit ReadySource(int sites) : m_sites(sites) {}
+  std::string_view name() const override { return "ready"; }
+
+ protected:
+  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup&, Predicate) override {
+    ProbedModel m;
+    m.model.dir = env.work_dir / "package";
+    for (int k = 1; k <= m_sites; ++k) {
+      m.wrapper.call_sites.push_back(CallSite{k, "k" + std::to_string(k), KernelKind::cpp, 0, "", {}});
+    }
+    m.wrapper.printer_level = 1;
+    return m;
+  }
+
+ private:
+  int m_sites;
+};
+
+struct Harness {
+  RunOptions opt;
+  std::vector<ChildRequest> log;
+  QuietProgress progress;
+  int sites = 9;
+
+  Harness() {
+    fixture::make_package("model.pt2");
+    std::ofstream("inputs.pt") << "stand-in";
+    opt.package = "model.pt2";
+    opt.inputs = "inputs.pt";
+    opt.out_dir = "out";
+    opt.runner = "/nonexistent/aoti-bisect-runner";
+    clear_interrupt();
+  }
+  ~Harness() { clear_interrupt(); }
+
+  JobResult run(fake::Script script) {
+    JobSeams seams;
+    seams.children = [&, script](const ChildSetup&) { return std::make_unique<fake::FakeChildren>(script, log); };
+    int n = sites;
+    seams.source = [n] { return std::make_unique<ReadySource>(n); };
+    return run_job(opt, progress, seams);
+  }
+
+  json report_on_disk() const { return json::parse(read_file("out/report.json", "report")); }
+
+  std::vector<std::string> ids() const {
+    std::vector<std::string> out;
+    for (const auto& r : log) {
+      out.push_back(r.id);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_SUITE_BEGIN("job/flow");
+
+TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evidence run's culprit") {
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::isolated);
+  CHECK(r.report.verdict == Verdict::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 5);
+  CHECK(r.report.culprit->kernel == "k5");
+  CHECK(r.report.culprit->why == "introduced 4 NaN and 0 Inf in buf5 (not written under this name before launch)");
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->status == "found");
+  CHECK(r.report.bisection->predicate == "nonfinite");
+  // baseline + 3 repeats, then trace, at most ceil(log2 9) = 4 halvings, confirm, neighbour, evidence.
+  CHECK(h.log.size() >= 4 + 1 + 1 + 1);
+  CHECK(h.log.size() <= 4 + 1 + 4 + 2 + 1);
+  CHECK(h.log.back().id.find("evidence") != std::string::npos);
+  CHECK(h.report_on_disk()["verdict"] == "isolated");
+  CHECK(h.report_on_disk()["culprit"]["call_index"] == 5);
+}
+
+TEST_CASE("job flow: a segfault at call site 3 on the CPU is named by the trace run") {
+  Harness h;
+  FakeModel model;
+  model.bad = 3;
+  model.fault = true;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.failure.has_value());
+  CHECK(r.report.failure->kind == OutcomeKind::crash);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 3);
+  CHECK(r.report.culprit->phase == "launch");
+  CHECK(r.report.bisection->strategy == "all");
+}
+
+TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, three runs per step") {
+  Harness h;
+  FakeModel model;
+  int matrix_run = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    ChildOutput out = model.answer(req);
+    if (!req.probe_plan && ++matrix_run == 3) {
+      FakeModel healthy = model;
+      healthy.bad = 0;
+      out = healthy.answer(req);  // the second repeat does not reproduce
+    }
+    return out;
+  });
+  REQUIRE(r.report.failure.has_value());
+  CHECK(r.report.failure->kind == OutcomeKind::nonfinite);
+  CHECK(r.report.failure->reproduced == 3);
+  CHECK(r.report.failure->runs == 4);
+  CHECK_FALSE(r.report.failure->deterministic);
+  REQUIRE(r.report.matrix.size() == 2);
+  CHECK(r.report.matrix[1].reproduced == 2);
+  CHECK(r.report.matrix[1].runs == 3);
+  // Not deterministic: every search step is run three times.
+  REQUIRE(r.report.bisection.has_value());
+  for (const auto& step : r.report.bisection->steps) {
+    if (step.purpose != "trace") {
+      CHECK(step.runs == 3);
+    }
+  }
+  CHECK(r.exit == ExitCode::isolated);
+}
+
+TEST_CASE("job flow: runs of one step that disagree make the step and the verdict inconclusive") {
+  Harness h;
+  h.opt.bisect_repeats = 2;
+  FakeModel model;
+  int search_run = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    bool stats = req.probe_plan && !req.probe_plan->ranges.empty();
+    FakeModel m = model;
+    if (stats && ++search_run % 2 == 0) {
+      m.bad = 1;  // every other probed run blames another site
+    }
+    return m.answer(req);
+  });
+  CHECK(r.report.verdict == Verdict::inconclusive);
+  CHECK(r.exit == ExitCode::not_isolated);
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->status == "inconclusive");
+  CHECK_FALSE(r.report.culprit.has_value());
+  CHECK(r.report.bisection->steps.back().verdict == "inconclusive");
+  CHECK(r.report.bisection->steps.back().agreeing == 1);
+}
+
+TEST_CASE("job flow: a failure that vanishes with probes on is suppressed_by_instrumentation") {
+  Harness h;
+  FakeModel model;
+  model.bad_after_probes = false;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.report.verdict == Verdict::suppressed_by_instrumentation);
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(r.report.bisection->message == "the failure did not reproduce in the instrumented build");
+  CHECK(h.ids().back() == "bisect.1.trace");
+}
+
+TEST_CASE("job flow: probe calls that never reach the runner fall back to guide mode, which says what it needs") {
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    ChildOutput out = model.answer(req);
+    if (req.probe_plan) {
+      out.events.insert(out.events.end() - 1, json{{"event", "probes_missing"}});
+    }
+    return out;
+  });
+  CHECK(r.report.verdict == Verdict::not_isolated);
+  REQUIRE(r.report.bisection.has_value());
+  std::string message = r.report.bisection->message;
+  CHECK(message.rfind("the instrumented model's probe calls did not reach the runner", 0) == 0);
+  CHECK(message.find("fell back to guide mode") != std::string::npos);
+  CHECK(message.find("needs the exported program") != std::string::npos);
+}
+
+TEST_CASE("job flow: an interrupt in each phase ends interrupted (130) with the report on disk") {
+  struct Case {
+    std::string phase;
+    std::function<bool(const ChildRequest&)> at;
+  };
+  std::vector<Case> cases = {
+      {"baseline", [](const ChildRequest& req) { return req.id == "baseline"; }},
+      {"matrix", [](const ChildRequest& req) { return req.id == "repeat.2"; }},
+      {"bisect trace", [](const ChildRequest& req) { return req.id.find("trace") != std::string::npos; }},
+      {"bisect step", [](const ChildRequest& req) { return req.id.rfind("bisect.2.", 0) == 0; }},
+      {"evidence", [](const ChildRequest& req) { return req.id.find("evidence") != std::string::npos; }},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.phase);
+    Harness h;
+    FakeModel model;
+    JobResult r = h.run([&](const ChildRequest& req) {
+      if (c.at(req)) {
+        request_interrupt();
+      }
+      return model.answer(req);
+    });
+    CHECK(r.exit == ExitCode::interrupted);
+    CHECK(r.report.verdict == Verdict::interrupted);
+    CHECK(h.report_on_disk()["verdict"] == "interrupted");
+    CHECK_FALSE(r.report.culprit.has_value());
+  }
+}
+
+TEST_CASE("job flow: a runner that dies before its first event is an internal error (5), not a failure") {
+  Harness h;
+  JobResult r = h.run([](const ChildRequest&) {
+    ChildOutput out;
+    out.status = fake::exited(127);
+    out.status.stderr_tail = "aoti-bisect-runner: error while loading shared libraries: libc10.so\n";
+    return out;
+  });
+  CHECK(r.exit == ExitCode::internal);
+  CHECK(r.report.verdict == Verdict::internal_error);
+  CHECK(r.report.error.find("the runner ended before its first event (exit 127)") == 0);
+  CHECK_FALSE(r.report.failure.has_value());
+  CHECK(h.log.size() == 1);
+}
+
+TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
+  Harness h;
+  FakeModel model;
+  model.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::clean);
+  CHECK(r.report.verdict_reason == "no failure in 4 runs");
+  CHECK(h.log.size() == 4);
+  CHECK_FALSE(r.report.bisection.has_value());
+}
+
+TEST_SUITE_END();

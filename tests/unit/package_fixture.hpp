@@ -1,0 +1,48 @@
+#pragma once
+// Small AOTI-shaped zip archives for unit tests (no torch): a wrapper source
+// from tests/data, a metadata file and a stand-in shared object.
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+#include <zip.h>
+
+namespace fixture {
+
+inline std::string text(const std::string& name) {
+  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void make_zip(const std::string& path, const std::vector<std::pair<std::string, std::string>>& entries) {
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  REQUIRE(z != nullptr);
+  for (const auto& [name, data] : entries) {
+    char* copy = static_cast<char*>(malloc(data.size() + 1));
+    memcpy(copy, data.data(), data.size());
+    zip_source_t* src = zip_source_buffer(z, copy, data.size(), 1);
+    REQUIRE(zip_file_add(z, name.c_str(), src, ZIP_FL_ENC_UTF_8) >= 0);
+  }
+  REQUIRE(zip_close(z) == 0);
+}
+
+// A one-model CPU package whose wrapper is tests/data/nan_plain.wrapper.cpp.
+inline void make_package(const std::string& path, const std::string& top = "pkg/") {
+  make_zip(path, {{top + "archive_format", "pt2"},
+                  {top + "data/aotinductor/model/abc.wrapper.cpp", text("nan_plain.wrapper.cpp")},
+                  {top + "data/aotinductor/model/def.kernel.cpp", "// kernels"},
+                  {top + "data/aotinductor/model/abc.wrapper_metadata.json",
+                   R"({"AOTI_DEVICE_KEY": "cpu", "AOTI_PLATFORM": "linux"})"},
+                  {top + "data/aotinductor/model/abc.wrapper.so", std::string(5000, 'x')}});
+}
+
+}  // namespace fixture
