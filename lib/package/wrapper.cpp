@@ -117,6 +117,17 @@ std::set<std::string> declared_cpp_kernels(const std::vector<std::string_view>& 
   return names;
 }
 
+// The kernel a printer line names as about to launch ("before_launch"), or "".
+std::string printed_before(std::string_view line) {
+  for (std::string_view marker : {"\"before_launch\", \"", "\"before_launch - ", "[ before_launch: "}) {
+    size_t p = line.find(marker);
+    if (p != std::string_view::npos) {
+      return ident_at(line, p + marker.size());
+    }
+  }
+  return "";
+}
+
 void note_printer(std::string_view line, WrapperInfo& info) {
   int level = 0;
   if (line.find("aoti_torch_save_tensor_handle(") != std::string_view::npos) {
@@ -311,6 +322,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
     info.found = true;
   }
   std::string pending_nodes;
+  std::set<std::string> printed;  // kernels printed before launch since the previous call site
   for (size_t i = first; i < last; ++i) {
     auto t = trim(lines[i]);
     if (t.rfind("//", 0) == 0) {
@@ -323,6 +335,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
     }
     note_printer(t, info);
     if (t.find("_tensor_handle(") != std::string_view::npos || t.rfind("printf(", 0) == 0) {
+      if (std::string k = printed_before(t); !k.empty()) {
+        printed.insert(k);
+      }
       continue;
     }
     if (auto site = call_site_of(t, cpp_kernels)) {
@@ -332,7 +347,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;
+      site->probed = printed.count(site->kernel) > 0;
       pending_nodes.clear();
+      printed.clear();
       info.call_sites.push_back(std::move(*site));
       info.found = true;
     }

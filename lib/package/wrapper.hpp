@@ -23,6 +23,8 @@ struct CallSite {
   std::string source_nodes; // "[relu, sub, log]" from the preceding comment, if any
   std::vector<std::string> returns;  // buffers an extern call creates and returns (`&buf3_handle`):
                                      // the printer never shows them at this site
+  bool probed = false;      // an instrumented wrapper prints this site's tensors before its launch
+                            // (false for sites the printer skips, e.g. inside torch.cond branches)
 };
 
 // Buffer name -> the call site (1-based) that returns it.

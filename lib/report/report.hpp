@@ -177,7 +177,7 @@ struct BisectionStep {
 
 struct Bisection {
   std::string strategy;               // "bisect", "linear", "all"
-  std::string status;                 // "found", "not_found", "inconclusive", "error"
+  std::string status;                 // "found", "not_found", "inconclusive", "error", "blind_spot"
   std::string predicate;              // "fault" or "nonfinite"
   std::string variant;                // the flag variant the runs used
   int call_sites = 0;                 // in the instrumented build's run

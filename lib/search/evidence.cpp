@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
 
@@ -247,6 +248,31 @@ std::string kind_of_kernel(const std::string& kernel) {
     return "extern";
   }
   return "cpp";
+}
+
+std::vector<BlindSpot> blind_spots(const WrapperInfo& w) {
+  std::vector<BlindSpot> out;
+  if (w.printer_level == 0) {
+    return out;
+  }
+  int probed = 0;
+  for (const auto& site : w.call_sites) {
+    if (site.probed) {
+      ++probed;
+      continue;
+    }
+    if (out.empty() || out.back().after != probed) {
+      out.push_back(BlindSpot{probed, {}});
+    }
+    out.back().kernels.push_back(site.kernel);
+  }
+  return out;
+}
+
+std::string describe(const BlindSpot& spot) {
+  std::string where = spot.after == 0 ? "before call site 1"
+                                      : fmt::format("between call sites {} and {}", spot.after, spot.after + 1);
+  return fmt::format("{} ({})", where, join(spot.kernels, ", "));
 }
 
 namespace {

@@ -75,6 +75,18 @@ std::optional<int64_t> index_bound_of(const std::string& error_line);
 // "cpp", "triton" or "extern" from a kernel's name.
 std::string kind_of_kernel(const std::string& kernel);
 
+// Code an instrumented wrapper runs without probes: call sites the printer
+// skips (inside torch.cond branches and other control flow), grouped by the
+// probed site they follow. Run-time site numbers count probed sites only, so
+// what such code does shows up first at a later probed site.
+struct BlindSpot {
+  int after = 0;                     // the probed call site it follows (0: before the first)
+  std::vector<std::string> kernels;  // the unprobed call sites, in source order
+};
+std::vector<BlindSpot> blind_spots(const WrapperInfo& instrumented);
+// "call sites 3 and 4 (aoti_torch_cpu_addmm_out, cpp_fused_log_2)"
+std::string describe(const BlindSpot& spot);
+
 // Builds the culprit at `site` from the evidence run's trace. `history` is a
 // run that saw every site before it (the trace run, or the evidence run
 // itself), for the producer of a bad input; `wrapper` gives kernel kinds,

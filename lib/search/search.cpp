@@ -91,6 +91,7 @@ class ProbedSearch {
   Probe ask(int lo, int hi);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
   BisectOutcome culprit(int k, const ChildResult& trace);
+  BisectOutcome blind_spot(int k, const ChildResult& trace, const BlindSpot& spot);
 
   JobEnv& m_env;
   const BisectSetup& m_s;
@@ -305,10 +306,34 @@ BisectOutcome ProbedSearch::run() {
   if (sr.status == SearchResult::Status::inconclusive) {
     return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
   }
+  auto blind = blind_spots(m_model.wrapper);
   if (sr.status != SearchResult::Status::found || !sr.first) {
-    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message, ""};
+    std::string also = blind.empty() ? "" : "; call sites without probes lie " + describe(blind.front());
+    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message + also, ""};
+  }
+  if (!blind.empty() && blind.front().after < *sr.first) {
+    return blind_spot(*sr.first, trace, blind.front());
   }
   return culprit(*sr.first, trace);
+}
+
+// The first bad probed site comes after code that ran without probes: what
+// it shows may have been made there. Never isolated past a blind spot.
+BisectOutcome ProbedSearch::blind_spot(int k, const ChildResult& trace, const BlindSpot& spot) {
+  RunTrace t = trace_from_events(trace.events);
+  std::string kernel = t.site(k) ? t.site(k)->kernel : "";
+  m_bis.status = "blind_spot";
+  m_bis.message = fmt::format(
+      "the first bad probed site is call site {} {}, but call sites without probes lie before it, {}: the printer "
+      "does not probe inside control flow such as torch.cond branches",
+      k, kernel, describe(spot));
+  m_env.recorder.bisection(m_bis);
+  m_env.recorder.builds_note("unprobed call sites " + describe(spot));
+  return {Verdict::not_isolated,
+          fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
+                      "{} {}); the bad values may come from there",
+                      describe(spot), k, kernel),
+          ""};
 }
 
 }  // namespace

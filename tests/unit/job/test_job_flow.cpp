@@ -32,10 +32,12 @@ class QuietProgress : public Progress {
   std::vector<std::string> phases;
 };
 
-// A source whose model is ready: call sites k1..kN, no build.
+// A source whose model is ready: call sites k1..kN, no build; `branch`
+// unprobed sites (a torch.cond branch) after probed site `branch_after`.
 class ReadySource : public RunTimeProbeSource {
  public:
-  explicit ReadySource(int sites) : m_sites(sites) {}
+  explicit ReadySource(int sites, int branch_after = 0, int branch = 0)
+      : m_sites(sites), m_branch_after(branch_after), m_branch(branch) {}
   std::string_view name() const override { return "ready"; }
 
  protected:
@@ -43,7 +45,10 @@ class ReadySource : public RunTimeProbeSource {
     ProbedModel m;
     m.model.dir = env.work_dir / "package";
     for (int k = 1; k <= m_sites; ++k) {
-      m.wrapper.call_sites.push_back(CallSite{k, "k" + std::to_string(k), KernelKind::cpp, 0, "", {}});
+      m.wrapper.call_sites.push_back(CallSite{k, "k" + std::to_string(k), KernelKind::cpp, 0, "", {}, true});
+      for (int b = 0; k == m_branch_after && b < m_branch; ++b) {
+        m.wrapper.call_sites.push_back(CallSite{0, "branch" + std::to_string(b), KernelKind::cpp, 0, "", {}, false});
+      }
     }
     m.wrapper.printer_level = 1;
     return m;
@@ -51,6 +56,8 @@ class ReadySource : public RunTimeProbeSource {
 
  private:
   int m_sites;
+  int m_branch_after;
+  int m_branch;
 };
 
 struct Harness {
@@ -58,6 +65,8 @@ struct Harness {
   std::vector<ChildRequest> log;
   QuietProgress progress;
   int sites = 9;
+  int branch_after = 0;  // unprobed sites after this probed one
+  int branch = 0;
 
   Harness() {
     fixture::make_package("model.pt2");
@@ -73,8 +82,8 @@ struct Harness {
   JobResult run(fake::Script script) {
     JobSeams seams;
     seams.children = [&, script](const ChildSetup&) { return std::make_unique<fake::FakeChildren>(script, log); };
-    int n = sites;
-    seams.source = [n] { return std::make_unique<ReadySource>(n); };
+    int n = sites, after = branch_after, unprobed = branch;
+    seams.source = [n, after, unprobed] { return std::make_unique<ReadySource>(n, after, unprobed); };
     return run_job(opt, progress, seams);
   }
 
@@ -253,6 +262,33 @@ TEST_CASE("job flow: a runner that dies before its first event is an internal er
   CHECK(r.report.error.find("the runner ended before its first event (exit 127)") == 0);
   CHECK_FALSE(r.report.failure.has_value());
   CHECK(h.log.size() == 1);
+}
+
+TEST_CASE("job flow: never isolated past code that ran without probes (a torch.cond branch)") {
+  Harness h;
+  h.sites = 6;
+  h.branch_after = 3;
+  h.branch = 2;
+  FakeModel model;
+  model.sites = 6;
+  SUBCASE("the first bad probed site comes after the branch: not isolated, the branch named") {
+    model.bad = 4;
+    JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+    CHECK(r.report.verdict == Verdict::not_isolated);
+    CHECK(r.exit == ExitCode::not_isolated);
+    CHECK_FALSE(r.report.culprit.has_value());
+    REQUIRE(r.report.bisection.has_value());
+    CHECK(r.report.bisection->status == "blind_spot");
+    CHECK(r.report.verdict_reason.find("call sites without probes lie between call sites 3 and 4 (branch0, branch1), "
+                                       "before the first bad probed site (call site 4 k4)") != std::string::npos);
+  }
+  SUBCASE("a bad site before the branch is still isolated") {
+    model.bad = 2;
+    JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+    CHECK(r.report.verdict == Verdict::isolated);
+    REQUIRE(r.report.culprit.has_value());
+    CHECK(r.report.culprit->call_index == 2);
+  }
 }
 
 TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {

@@ -124,3 +124,32 @@ TEST_CASE("parse_wrapper: empty source finds nothing") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("parse_wrapper: call sites inside torch.cond branches are not probed at printer level 1") {
+  WrapperInfo w = parse_wrapper(fixture("cond_level1.wrapper.cpp"));
+  REQUIRE(w.printer_level == 1);
+  std::vector<std::string> kernels;
+  std::vector<bool> probed;
+  for (const auto& s : w.call_sites) {
+    kernels.push_back(s.kernel);
+    probed.push_back(s.probed);
+  }
+  CHECK(kernels == std::vector<std::string>{"cpp_fused_0", "aoti_torch_cpu_addmm_out", "cpp_fused_gt_relu_sum_1",
+                                            "aoti_torch_cpu_addmm_out", "cpp_fused_gt_log_mul_relu_sub_sum_2",
+                                            "aoti_torch_cpu_addmm_out", "cpp_fused_add_gt_relu_sum_tanh_3",
+                                            "cpp_fused_4", "aoti_torch_cpu_addmm_out", "cpp_fused_sigmoid_5"});
+  CHECK(probed == std::vector<bool>{true, true, true, false, false, false, false, true, true, true});
+}
+
+TEST_CASE("parse_wrapper: every call site of a level-1 build outside control flow is probed") {
+  WrapperInfo w = parse_wrapper(fixture("nan_level1.wrapper.cpp"));
+  REQUIRE(w.printer_level == 1);
+  REQUIRE_FALSE(w.call_sites.empty());
+  for (const auto& s : w.call_sites) {
+    CAPTURE(s.kernel);
+    CHECK(s.probed);
+  }
+  for (const auto& s : parse_wrapper(fixture("nan_plain.wrapper.cpp")).call_sites) {
+    CHECK_FALSE(s.probed);
+  }
+}

@@ -67,3 +67,25 @@ TEST_CASE("index_bound_of: the bound of AOTI's index check") {
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("search/evidence");
+
+TEST_CASE("blind_spots: unprobed call sites, by the probed site they follow") {
+  WrapperInfo w;
+  w.printer_level = 1;
+  auto site = [](const std::string& k, bool probed) { return CallSite{0, k, KernelKind::cpp, 0, "", {}, probed}; };
+  w.call_sites = {site("a", true), site("b", true), site("c", true), site("x", false), site("y", false),
+                  site("d", true), site("z", false)};
+  auto spots = blind_spots(w);
+  REQUIRE(spots.size() == 2);
+  CHECK(spots[0].after == 3);
+  CHECK(spots[0].kernels == std::vector<std::string>{"x", "y"});
+  CHECK(describe(spots[0]) == "between call sites 3 and 4 (x, y)");
+  CHECK(spots[1].after == 4);
+  SUBCASE("an uninstrumented wrapper has none to speak of") {
+    w.printer_level = 0;
+    CHECK(blind_spots(w).empty());
+  }
+}
+
+TEST_SUITE_END();
