@@ -120,15 +120,6 @@ void apply_field(PrintedTensor& t, std::string_view line) {
 
 bool is_graph_input(const std::string& tensor) { return tensor.rfind("arg", 0) == 0; }
 
-const PrintedTensor* find_tensor(const std::vector<PrintedTensor>& blocks, const std::string& tensor) {
-  for (const auto& b : blocks) {
-    if (b.tensor == tensor) {
-      return &b;
-    }
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::vector<PrintedTensor> parse_printer_output(std::string_view text) {
@@ -363,21 +354,11 @@ class GuideSearch {
  private:
   GuideBuild rebuild(const std::vector<std::string>& kernels) {
     GuideBuild g;
-    BuildRequest req;
-    req.exported_program = m_s.exported_program;
-    req.model_name = m_s.exported_model;
-    req.inductor_configs = m_env.settings.inductor_configs;
-    req.printer_level = 2;
-    req.filtered_kernels = kernels;
-    req.cache_dir = m_env.settings.cache_dir;
-    req.timeout_s = m_env.settings.build_timeout_s;
-    req.expected_torch_version = m_s.runner_torch_version;
     BuildResult built;
     try {
-      built = build_instrumented(req);
+      built = build_from_exported_program(m_env, m_s, 2, kernels);
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
-      m_env.recorder.builds_note(g.problem);
       return g;
     }
     Recorder& rec = m_env.recorder;

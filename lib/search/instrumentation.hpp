@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build/build.hpp"
 #include "search/divergence.hpp"
 #include "search/evidence.hpp"
 #include "phase/phase.hpp"
@@ -42,6 +43,12 @@ struct BisectOutcome {
   std::string reason;        // one line, appended to the verdict reason
   std::string fall_back;     // a source that cannot probe says why; the next source takes over
 };
+
+// An Inductor build of the setup's exported program at `printer_level`
+// (cached). Throws Error like build_instrumented; the failure is noted in
+// the report's builds first.
+BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& setup, int printer_level,
+                                        const std::vector<std::string>& filtered_kernels = {});
 
 class InstrumentationSource {
  public:

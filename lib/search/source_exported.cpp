@@ -53,6 +53,25 @@ void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& buil
 
 }  // namespace
 
+BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int printer_level,
+                                        const std::vector<std::string>& filtered_kernels) {
+  BuildRequest req;
+  req.exported_program = s.exported_program;
+  req.model_name = s.exported_model;
+  req.inductor_configs = env.settings.inductor_configs;
+  req.printer_level = printer_level;
+  req.filtered_kernels = filtered_kernels;
+  req.cache_dir = env.settings.cache_dir;
+  req.timeout_s = env.settings.build_timeout_s;
+  req.expected_torch_version = s.runner_torch_version;
+  try {
+    return build_instrumented(req);
+  } catch (const Error& e) {
+    env.recorder.builds_note(redact_paths(e.what()));
+    throw;
+  }
+}
+
 std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& env, const BisectSetup& s,
                                                                       Predicate pred) {
   if (s.exported_program.empty()) {
@@ -60,18 +79,10 @@ std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& en
   }
   Recorder& rec = env.recorder;
   rec.begin_phase("build", "instrumented build (intermediate-value printer, level 1)");
-  BuildRequest req;
-  req.exported_program = s.exported_program;
-  req.model_name = s.exported_model;
-  req.inductor_configs = env.settings.inductor_configs;
-  req.cache_dir = env.settings.cache_dir;
-  req.timeout_s = env.settings.build_timeout_s;
-  req.expected_torch_version = s.runner_torch_version;
   BuildResult built;
   try {
-    built = build_instrumented(req);
+    built = build_from_exported_program(env, s, 1);
   } catch (const Error& e) {
-    rec.builds_note(redact_paths(e.what()));
     return redact_paths(e.what());
   }
   rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version}, true);

@@ -1,0 +1,339 @@
+// report.md's culprit and search sections: the evidence of the culprit and
+// how the search found it.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/markdown_parts.hpp"
+#include "report/sink_text.hpp"
+
+namespace aoti_bisect::report_md {
+
+using namespace report_text;
+
+namespace {
+
+// The most rows of a culprit's argument table and of the steps table.
+constexpr size_t k_max_arg_rows = 12;
+constexpr size_t k_max_step_rows = 20;
+
+// "NaN / Inf / min / max" of a probed tensor; "—" when it was not probed.
+std::string stats_cell(const std::optional<TensorStats>& s) {
+  if (!s) {
+    return "—";
+  }
+  return fmt::format("{} / {} / {} / {}", s->nan_count, s->inf_count, stat_string(s->min), stat_string(s->max));
+}
+
+bool arg_stands_out(const ProbeStats& a) {
+  auto bad = [](const std::optional<TensorStats>& s) { return s && (s->nan_count > 0 || s->inf_count > 0); };
+  return !a.initialized || bad(a.before) || bad(a.after);
+}
+
+// Which args the table shows, in their order: the ones that stand out
+// (uninitialized, NaN or Inf) first claim the rows, the rest fill up.
+std::vector<size_t> shown_args(const std::vector<ProbeStats>& args) {
+  std::vector<size_t> shown;
+  for (size_t i = 0; i < args.size() && shown.size() < k_max_arg_rows; ++i) {
+    if (arg_stands_out(args[i])) {
+      shown.push_back(i);
+    }
+  }
+  for (size_t i = 0; i < args.size() && shown.size() < k_max_arg_rows; ++i) {
+    if (!arg_stands_out(args[i])) {
+      shown.push_back(i);
+    }
+  }
+  std::sort(shown.begin(), shown.end());
+  return shown;
+}
+
+std::string phase_text(const std::string& phase) {
+  if (phase == "launch") {
+    return "faulted during its launch";
+  }
+  if (phase == "after_launch") {
+    return "bad values after its launch";
+  }
+  return plain(phase);
+}
+
+std::string index_text(const std::vector<int64_t>& index) {
+  return fmt::format("[{}]", fmt::join(index, ", "));
+}
+
+// "`relu` (`aten.relu.default`) at `model.py:12 in forward`: `h = F.relu(h)`"
+std::string node_text(const GraphNodeRef& n) {
+  std::string s = code(n.name);
+  if (!n.op.empty()) {
+    s += " (" + code(n.op) + ")";
+  }
+  if (!n.source.empty()) {
+    s += " at " + code(n.source);
+    if (!n.code.empty()) {
+      s += ": " + code(n.code);
+    }
+  }
+  return s;
+}
+
+// Compiled against eager for the culprit's diverging output.
+std::string divergence_table(const Divergence& d) {
+  std::string out;
+  std::vector<std::string> nodes;
+  for (const auto& n : d.nodes) {
+    nodes.push_back(node_text(n));
+  }
+  out += table_head({"compiled vs eager", ""});
+  out += table_row({"output", code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")")});
+  out += table_row({"graph nodes", nodes.empty() ? "—" : fmt::format("{}", fmt::join(nodes, "; "))});
+  if (!d.compared_with.empty() && d.nodes.size() > 1) {
+    out += table_row({"compared with", code(d.compared_with) + " (the closest of the nodes this buffer may hold)"});
+  }
+  out += table_row({"max abs error", stat_string(d.max_abs_error)});
+  out += table_row({"max rel error", stat_string(d.max_rel_error) + " (of max |eager| " + stat_string(d.scale) + ")"});
+  out += table_row({"allowed", fmt::format("{} (atol {:g} + rtol {:g} × max |eager|)",
+                                           stat_string(d.atol + d.rtol * d.scale), d.atol, d.rtol)});
+  if (d.nonfinite > 0) {
+    out += table_row({"NaN/Inf mismatches", std::to_string(d.nonfinite)});
+  }
+  out += table_row({"worst element", fmt::format("{}: compiled {}, eager {}", code(index_text(d.worst_index)),
+                                                 code(d.actual), code(d.expected))});
+  out += table_row({"inputs", d.inputs_compared == 0
+                                  ? std::string("none compared (no mapped buffer of an earlier kernel)")
+                                  : fmt::format("{} compared, all within tolerance (worst at {:.2g} of allowed)",
+                                                d.inputs_compared, d.inputs_worst_ratio)});
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string culprit_section(const Culprit& c) {
+  std::string out = "## Culprit\n\n";
+  out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
+  if (!c.kind.empty()) {
+    out += " (" + plain(c.kind) + ")";
+  }
+  if (!c.source_nodes.empty()) {
+    out += ", graph nodes " + code(c.source_nodes);
+  }
+  if (!c.phase.empty()) {
+    out += "; " + phase_text(c.phase);
+  }
+  out += "  \n";
+  if (!c.why.empty()) {
+    out += "**Why:** " + plain(c.why) + "  \n";
+  }
+  if (!c.graph_nodes.empty()) {
+    constexpr size_t k_max_nodes = 12;
+    std::vector<std::string> nodes;
+    for (size_t i = 0; i < c.graph_nodes.size() && i < k_max_nodes; ++i) {
+      nodes.push_back(node_text(c.graph_nodes[i]));
+    }
+    out += "**Computes:** " + fmt::format("{}", fmt::join(nodes, "; "));
+    if (c.graph_nodes.size() > k_max_nodes) {
+      out += fmt::format(" and {} more", c.graph_nodes.size() - k_max_nodes);
+    }
+    out += "  \n";
+  }
+  if (c.producer) {
+    const Producer& p = *c.producer;
+    out += "**Bad input from:** ";
+    if (p.call_index) {
+      out += fmt::format("call site {} {}", *p.call_index, code(p.kernel));
+      if (!p.tensor.empty()) {
+        out += ", which wrote " + code(p.tensor);
+      }
+    } else if (p.why.rfind("graph input", 0) != 0) {
+      out += "graph input " + code(p.tensor);
+    }
+    if (!p.why.empty()) {
+      out += (p.call_index || p.why.rfind("graph input", 0) != 0 ? ": " : "") + plain(p.why);
+    }
+    out += "  \n";
+  }
+  out += "\n";
+  if (c.divergence) {
+    out += divergence_table(*c.divergence);
+  }
+  if (!c.args.empty()) {
+    out += table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
+    std::vector<size_t> shown = shown_args(c.args);
+    for (size_t i : shown) {
+      const ProbeStats& a = c.args[i];
+      out += table_row({code(a.tensor), a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
+    }
+    if (shown.size() < c.args.size()) {
+      out += fmt::format("\n... and {} more arguments, all in `report.json`.\n", c.args.size() - shown.size());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string step_row(const BisectionStep& s) {
+  std::string range = s.lo == s.hi ? std::to_string(s.lo) : fmt::format("{}–{}", s.lo, s.hi);
+  std::string verdict = plain(s.verdict);
+  if (!s.note.empty()) {
+    verdict += " (" + plain(s.note) + ")";
+  }
+  std::string runs = s.agreeing == s.runs ? std::to_string(s.runs) : fmt::format("{} ({} agree)", s.runs, s.agreeing);
+  return table_row({range, plain(s.purpose), verdict, runs});
+}
+
+std::string steps_table(const std::vector<BisectionStep>& steps) {
+  if (steps.empty()) {
+    return "";
+  }
+  std::string out = table_head({"call sites", "purpose", "verdict", "runs"});
+  if (steps.size() <= k_max_step_rows) {
+    for (const auto& s : steps) {
+      out += step_row(s);
+    }
+  } else {
+    // The first steps show how the search began, the last ones what settled it.
+    size_t half = k_max_step_rows / 2;
+    for (size_t i = 0; i < half; ++i) {
+      out += step_row(steps[i]);
+    }
+    out += table_row({"...", fmt::format("{} more steps", steps.size() - 2 * half), "", ""});
+    for (size_t i = steps.size() - half; i < steps.size(); ++i) {
+      out += step_row(steps[i]);
+    }
+  }
+  return out + "\n";
+}
+
+// "1 instrumented build, 12.3 s; instrumented build from cache", grouped by
+// purpose in the order the builds happened.
+std::string builds_text(const Builds& b) {
+  if (b.items.empty()) {
+    return builds_summary(b);
+  }
+  std::vector<std::string> purposes;
+  for (const auto& item : b.items) {
+    if (std::find(purposes.begin(), purposes.end(), item.purpose) == purposes.end()) {
+      purposes.push_back(item.purpose);
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& purpose : purposes) {
+    int built = 0;
+    int hits = 0;
+    double seconds = 0;
+    for (const auto& item : b.items) {
+      if (item.purpose == purpose) {
+        item.cache_hit ? ++hits : ++built;
+        seconds += item.cache_hit ? 0.0 : item.seconds;
+      }
+    }
+    std::string name = purpose.empty() ? "" : plain(purpose) + " ";
+    std::string part;
+    if (built > 0) {
+      part = fmt::format("{} {}build{}, {:.1f} s", built, name, built == 1 ? "" : "s", seconds);
+      if (hits > 0) {
+        part += fmt::format(", {} from cache", hits);
+      }
+    } else {
+      part = hits == 1 ? fmt::format("{}build from cache", name)
+                       : fmt::format("{} {}builds from cache", hits, name);
+    }
+    parts.push_back(part);
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+}  // namespace
+
+bool has_search(const Report& r) {
+  return r.bisection || r.repro || r.builds.count + r.builds.cache_hits > 0 || !r.builds.items.empty();
+}
+
+// How the culprit was found (or, without one, how far the search got).
+std::string search_section(const Report& r) {
+  if (!has_search(r)) {
+    return "";
+  }
+  std::string out = r.culprit ? "## How it was found\n\n" : "## Bisection\n\n";
+  if (r.bisection) {
+    const Bisection& b = *r.bisection;
+    std::string search = plain(b.strategy.empty() ? std::string("search") : b.strategy);
+    search += fmt::format(" over {} call sites", b.call_sites);
+    if (!b.predicate.empty()) {
+      search += " for " + code(b.predicate);
+    }
+    if (!b.variant.empty()) {
+      search += " under variant " + code(b.variant);
+    }
+    search += fmt::format(": {}, {} runs", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs);
+    if (b.planned_runs > 0) {
+      search += fmt::format(" of {} planned", b.planned_runs);
+    }
+    item(out, "Search", search);
+    item(out, "Message", plain(b.message));
+    if (b.mapped_sites) {
+      std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
+                                       *b.mapped_sites, b.call_sites);
+      if (!b.unmapped.empty()) {
+        constexpr size_t k_max_unmapped = 8;
+        std::vector<std::string> list;
+        for (size_t i = 0; i < b.unmapped.size() && i < k_max_unmapped; ++i) {
+          list.push_back(fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel),
+                                     plain(b.unmapped[i].why)));
+        }
+        mapped += fmt::format("; unmapped, not compared: {}", fmt::join(list, "; "));
+        if (b.unmapped.size() > k_max_unmapped) {
+          mapped += fmt::format(" and {} more", b.unmapped.size() - k_max_unmapped);
+        }
+      }
+      item(out, "Mapped to graph nodes", mapped);
+    }
+    if (b.largest_within) {
+      const HonestError& h = *b.largest_within;
+      item(out, "Largest in-tolerance difference",
+           fmt::format("{:.2g} of the allowed error: call site {} {}, {} ({}), max abs error {}, rel {}", h.ratio,
+                       h.call_index, code(h.kernel), code(h.tensor), plain(h.dtype), stat_string(h.max_abs_error),
+                       stat_string(h.max_rel_error)));
+    }
+  }
+  std::string builds = builds_text(r.builds);
+  if (r.builds.call_sites_match) {
+    builds += (builds.empty() ? "" : "; ") + std::string(*r.builds.call_sites_match
+                                                             ? "call sites match the original"
+                                                             : "call sites differ from the original");
+  }
+  if (!r.builds.note.empty()) {
+    builds += (builds.empty() ? "" : " (") + plain(r.builds.note) + (builds.empty() ? "" : ")");
+  }
+  item(out, "Builds", builds);
+  if (r.repro) {
+    const Reproducer& p = *r.repro;
+    std::string where = code(p.dir);
+    if (!p.files.empty()) {
+      constexpr size_t k_max_files = 6;
+      std::vector<std::string> files;
+      for (size_t i = 0; i < p.files.size() && i < k_max_files; ++i) {
+        files.push_back(code(p.files[i]));
+      }
+      where += (where.empty() ? "" : ": ") + fmt::format("{}", fmt::join(files, ", "));
+      if (p.files.size() > k_max_files) {
+        where += fmt::format(" and {} more", p.files.size() - k_max_files);
+      }
+    }
+    item(out, "Reproducer", where);
+  }
+  out += "\n";
+  if (r.bisection) {
+    out += steps_table(r.bisection->steps);
+  }
+  if (r.repro && !r.repro->command.empty()) {
+    out += code_block(r.repro->command, "sh") + "\n";
+  }
+  return out;
+}
+
+
+}  // namespace aoti_bisect::report_md
