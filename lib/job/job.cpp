@@ -338,7 +338,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
-                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version};
+                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model"};
   BisectOutcome b = run_bisection(env, setup);
   if (b.verdict == Verdict::interrupted) {
     return finish(Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");

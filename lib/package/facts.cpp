@@ -32,7 +32,7 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   f.instrumented = w.instrumented;
   f.printer_level = w.printer_level;
   f.call_sites = static_cast<int>(w.call_sites.size());
-  for (const auto& [name, site] : returned_buffers(w.call_sites)) {
+  for (const auto& [name, site] : returned_buffers(w)) {
     f.returned.push_back(name);
   }
   return f;

@@ -286,6 +286,23 @@ std::vector<std::string> returned_handles(std::string_view t) {
   return out;
 }
 
+// "auto buf8 = std::move(buf7);  // reuse" -> (buf8, buf7).
+std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view t) {
+  if (t.rfind("auto ", 0) != 0) {
+    return std::nullopt;
+  }
+  std::string to = ident_at(t, 5);
+  size_t m = t.find("= std::move(");
+  if (to.empty() || m == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string from = ident_at(t, m + 12);
+  if (from.empty()) {
+    return std::nullopt;
+  }
+  return std::make_pair(to, from);
+}
+
 }  // namespace
 
 std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) {
@@ -293,6 +310,16 @@ std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) 
   for (const auto& s : sites) {
     for (const auto& name : s.returns) {
       out.emplace(name, s.index);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper) {
+  std::map<std::string, int> out = returned_buffers(wrapper.call_sites);
+  for (const auto& [to, from] : wrapper.moves) {
+    if (auto it = out.find(from); it != out.end()) {
+      out[to] = it->second;
     }
   }
   return out;
@@ -338,6 +365,10 @@ WrapperInfo parse_wrapper(const std::string& source) {
       if (std::string k = printed_before(t); !k.empty()) {
         printed.insert(k);
       }
+      continue;
+    }
+    if (auto move = moved_buffer(t)) {
+      info.moves.push_back(*move);
       continue;
     }
     if (auto site = call_site_of(t, cpp_kernels)) {

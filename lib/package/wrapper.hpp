@@ -49,7 +49,14 @@ struct WrapperInfo {
   int printer_level = 0;                // 1 save, 2 print, 3 names; 0 none
   std::optional<int> num_inputs;        // from steal_from_raw_handles_to_raii_handles
   std::vector<InputSpec> inputs;        // from the generated check_input_<i> functions
+  // `auto bufA = std::move(bufB);` in run_impl, in order, as (bufA, bufB):
+  // bufA holds what bufB held (buffer reuse).
+  std::vector<std::pair<std::string, std::string>> moves;
 };
+
+// Buffer name -> the call site that created what it holds: the buffers
+// extern calls return, and the names they are moved to afterwards.
+std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper);
 
 WrapperInfo parse_wrapper(const std::string& source);
 

@@ -142,9 +142,31 @@ std::string nonfinite_name(const TensorStats& s) {
 
 }  // namespace
 
-std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi) {
+std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const ReturnedBy& returned_by) {
+  for (const auto& [name, creator] : returned_by) {
+    if (creator != site) {
+      continue;
+    }
+    for (auto it = trace.sites.upper_bound(site); it != trace.sites.end(); ++it) {
+      const ProbeStats* p = it->second.find(name);
+      if (p == nullptr || !p->before) {
+        continue;
+      }
+      if (p->initialized && bad_count(*p->before) > 0) {
+        return CreatedBad{it->first, p};
+      }
+      break;  // its first appearance was finite
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by) {
   for (auto it = trace.sites.lower_bound(lo); it != trace.sites.end() && it->first <= hi; ++it) {
-    if (worst_increase(it->second).second > 0 && !inputs_already_bad(it->second)) {
+    if (inputs_already_bad(it->second)) {
+      continue;
+    }
+    if (worst_increase(it->second).second > 0 || created_bad(trace, it->first, returned_by)) {
       return it->first;
     }
   }
@@ -152,7 +174,7 @@ std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi) {
 }
 
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi) {
+                  int hi, const ReturnedBy& returned_by) {
   Probe p;
   p.runs = 1;
   p.agreeing = 1;
@@ -166,7 +188,7 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
                                                  cls.first_line)
                                    : "the failure did not reproduce in this run";
   if (pred == Predicate::nonfinite) {
-    if (auto site = first_introducer(trace, lo, hi)) {
+    if (auto site = first_introducer(trace, lo, hi, returned_by)) {
       p.verdict = StepVerdict::reproduces;
       p.exact = site;
     } else if (cls.kind == OutcomeKind::nonfinite) {
@@ -331,9 +353,14 @@ Producer producer_of(const std::string& tensor, const std::string& why, int site
   return prod;
 }
 
-std::string nonfinite_why(const SiteTrace& s, bool flags) {
+std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace, const ReturnedBy& returned_by) {
   auto [p, grew] = worst_increase(s);
   if (p == nullptr) {
+    if (auto made = created_bad(trace, s.site, returned_by)) {
+      const TensorStats& st = *made->probe->before;
+      return fmt::format("created {} holding {} NaN and {} Inf from finite inputs (shown where call site {} reads it)",
+                         made->probe->tensor, st.nan_count, st.inf_count, made->seen_at);
+    }
     return fmt::format("introduced non-finite values (the {} did not show which tensor)",
                        flags ? "printed blocks" : "evidence run");
   }
@@ -379,7 +406,11 @@ Culprit build_culprit(const CulpritInput& in) {
     return c;
   }
   if (in.predicate == Predicate::nonfinite) {
-    c.why = nonfinite_why(*ev, flags);
+    c.why = nonfinite_why(*ev, flags, *in.evidence, in.returned_by);
+    if (auto made = created_bad(*in.evidence, in.site, in.returned_by); made && !ev->find(made->probe->tensor)) {
+      // What it created is shown only where a later site reads it.
+      c.args.push_back(ProbeStats{made->probe->tensor, false, std::nullopt, made->probe->before});
+    }
   } else {
     c.why = fmt::format("the launch never returned: {}", redact_paths(in.first_line));
   }

@@ -55,15 +55,31 @@ struct RunTrace {
 // From the runner's events (run-time probes).
 RunTrace trace_from_events(const std::vector<nlohmann::json>& events);
 
+// Buffer -> the extern call site that created what it holds (returned
+// handles and the names they were moved to). Such a buffer is never shown
+// at the call that made it; the first later probed site that reads it shows
+// it before its launch.
+using ReturnedBy = std::map<std::string, int>;
+
 // The first site in [lo, hi] that introduced NaN/Inf: a tensor with more
 // NaN/Inf after its launch than before (before only counts when the tensor
-// was written earlier), while none of its written inputs held any.
-std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi);
+// was written earlier), while none of its written inputs held any. An
+// extern call whose inputs were finite introduced them when a buffer it
+// created first shows NaN/Inf where a later site reads it.
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by = {});
+
+// The buffer `site` created that first shows NaN/Inf at a later site: that
+// later site and the tensor's probe there.
+struct CreatedBad {
+  int seen_at = 0;
+  const ProbeStats* probe = nullptr;
+};
+std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const ReturnedBy& returned_by);
 
 // One run's answer to "is the first bad site in [lo, hi]?" for the fault and
 // nonfinite predicates (mismatch: job/divergence.hpp).
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi);
+                  int hi, const ReturnedBy& returned_by = {});
 
 // One step's verdict from its repeated runs: an error if any run erred, the
 // common answer if all agree, else inconclusive.
@@ -98,6 +114,7 @@ struct CulpritInput {
   const RunTrace* history = nullptr;
   const WrapperInfo* wrapper = nullptr;
   std::string first_line;            // the failure's error line
+  ReturnedBy returned_by;            // buffers extern calls created
 };
 Culprit build_culprit(const CulpritInput& in);
 

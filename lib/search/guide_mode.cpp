@@ -471,7 +471,7 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
   int k = *sr.first;
   const RunEvidence* ev = search.evidence(k);
   Culprit c = build_culprit({k, pred, ev ? &ev->trace : nullptr, ev ? &ev->trace : nullptr, &s.wrapper,
-                             ev && !ev->first_line.empty() ? ev->first_line : s.first_line});
+                             ev && !ev->first_line.empty() ? ev->first_line : s.first_line, {}});
   rec.culprit(c, std::nullopt);
   return {Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind), ""};
 }

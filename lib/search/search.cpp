@@ -86,7 +86,8 @@ class ProbedSearch {
  private:
   ChildResult child(const std::string& purpose, const ProbePlan& plan);
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
-  void map_sites(const ChildResult& trace, int n_static);
+  void link_returned(const ChildResult& trace, int n_static);
+  void map_sites(const ChildResult& trace);
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
   Probe ask(int lo, int hi);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
@@ -135,14 +136,18 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
   return std::nullopt;
 }
 
-// Mismatch: which sites hold graph nodes, and where the buffers extern calls
-// create are first shown (static call-site numbers must match the run's).
-void ProbedSearch::map_sites(const ChildResult& trace, int n_static) {
-  int launched = trace_from_events(trace.events).launched;
-  if (launched == n_static) {
-    m_returned_by = returned_buffers(m_model.wrapper.call_sites);
+// Where the buffers extern calls create are first shown (static call-site
+// numbers must match the run's).
+void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
+  if (trace_from_events(trace.events).launched == n_static) {
+    m_returned_by = returned_buffers(m_model.wrapper);
     m_consumers = consumer_sites(trace.events, m_returned_by);
   }
+}
+
+// Mismatch: which sites hold graph nodes.
+void ProbedSearch::map_sites(const ChildResult& trace) {
+  int launched = trace_from_events(trace.events).launched;
   int mapped = 0;
   m_bis.unmapped = unmapped_sites(trace.events, m_model.node_map, mapped, m_returned_by);
   m_bis.mapped_sites = mapped;
@@ -183,7 +188,7 @@ Probe ProbedSearch::ask(int lo, int hi) {
       answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_by), lo, hi));
       note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_by));
     } else {
-      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi));
+      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by));
     }
   }
   return aggregate_answers(answers);
@@ -233,7 +238,8 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   WrapperInfo sites = m_model.wrapper;
   sites.inputs = names.inputs;
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
-                             evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line});
+                             evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
+                             m_returned_by});
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
     explain_divergence(c, compare_sites(evidence.events, tol, m_returned_by), trace.events, m_model.node_map,
@@ -290,8 +296,9 @@ BisectOutcome ProbedSearch::run() {
     return *stop;
   }
   int n = std::max(trace_from_events(trace.events).launched, 1);
+  link_returned(trace, n_static);
   if (m_pred == Predicate::mismatch) {
-    map_sites(trace, n_static);
+    map_sites(trace);
   }
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   m_bis.message = sr.message;

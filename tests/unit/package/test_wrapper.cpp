@@ -153,3 +153,21 @@ TEST_CASE("parse_wrapper: every call site of a level-1 build outside control flo
     CHECK_FALSE(s.probed);
   }
 }
+
+TEST_CASE("returned_buffers: a buffer an extern call creates keeps its creator when moved to a new name") {
+  std::string src = R"(
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles) {
+    AtenTensorHandle buf7_handle;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(buf4, buf5, nullptr, 1L, &buf7_handle));
+    RAIIAtenTensorHandle buf7(buf7_handle);
+    auto buf8 = std::move(buf7);  // reuse
+    auto buf9 = std::move(buf8);  // reuse
+    auto buf2 = std::move(buf1);  // reuse
+} // AOTInductorModel::run_impl
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 1);
+  CHECK(w.moves == std::vector<std::pair<std::string, std::string>>{{"buf8", "buf7"}, {"buf9", "buf8"}, {"buf2", "buf1"}});
+  CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf9", 1}});
+}

@@ -89,3 +89,32 @@ TEST_CASE("blind_spots: unprobed call sites, by the probed site they follow") {
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("search/evidence");
+
+TEST_CASE("first_introducer: an extern call is credited with the Inf in the buffer it created") {
+  // Site 4 (a convolution) creates buf7, never shown there; site 5 reads it
+  // (moved to buf8) and shows Inf before its launch; site 5 only propagates.
+  std::vector<json> events = {
+      begin(4), probe(4, "before", "buf4", true, 0), end(4), probe(4, "after", "buf4", true, 0),
+      begin(5), probe(5, "before", "buf9", false, 0), probe(5, "before", "buf8", true, 0, 64), end(5),
+      probe(5, "after", "buf9", true, 0, 2), probe(5, "after", "buf8", true, 0, 64)};
+  RunTrace t = trace_from_events(events);
+  ReturnedBy returned = {{"buf7", 4}, {"buf8", 4}};
+  CHECK(first_introducer(t, 4, 5, returned) == 4);
+  CHECK(first_introducer(t, 4, 4, returned) == 4);
+  CHECK_FALSE(first_introducer(t, 5, 5, returned).has_value());
+  SUBCASE("without knowing who created buf8, nothing in range introduced it (never site 5)") {
+    CHECK_FALSE(first_introducer(t, 4, 5).has_value());
+  }
+  SUBCASE("the culprit's evidence names what it created") {
+    WrapperInfo w;
+    Culprit c = build_culprit({4, Predicate::nonfinite, &t, &t, &w, "", returned});
+    CHECK(c.why == "created buf8 holding 0 NaN and 64 Inf from finite inputs (shown where call site 5 reads it)");
+    REQUIRE(c.args.size() == 2);
+    CHECK(c.args[1].tensor == "buf8");
+    CHECK(c.args[1].after->inf_count == 64);
+  }
+}
+
+TEST_SUITE_END();
