@@ -3,7 +3,10 @@
 
 #include <ATen/ATen.h>
 
+#include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "protocol/values.hpp"
 #include "protocol/values.hpp"
@@ -25,6 +28,21 @@ struct ValueDiff {
   int64_t outside = 0;      // with a tolerance: elements outside it (NaN/Inf mismatches included)
 };
 ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerance* tol = nullptr);
+
+// One model of an extracted package directory, loaded (loader.cpp) with
+// LibTorch's AOTIModelPackageLoader where it reads directories (2.13 and
+// later), else with the container runner the loader would build, from the
+// same files. Either way nothing is extracted or written: no temporary
+// folder exists to leak. Throws what LibTorch throws (or std::runtime_error
+// with the loader's message) when the model cannot be loaded.
+class LoadedModel {
+ public:
+  virtual ~LoadedModel() = default;
+  virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) = 0;
+};
+std::unique_ptr<LoadedModel> load_extracted_model(const std::filesystem::path& dir, const std::string& model);
+// AOTI_BISECT_RUNNER_LOADER=container takes the fallback where the loader
+// reads directories too (for tests).
 
 
 }  // namespace aoti_bisect::torchside

@@ -1,11 +1,14 @@
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <mutex>
 #include <sstream>
+#include <streambuf>
+#include <string_view>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -130,7 +133,7 @@ Versions versions(const std::string& device_key) {
 struct Session::Impl {
   std::vector<at::Tensor> inputs;
   std::vector<at::Tensor> outputs;
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::unique_ptr<LoadedModel> model;
   std::string device_key;
 };
 
@@ -237,20 +240,110 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
 void Session::load_model(const fs::path& package_dir, const std::string& model, const std::string& device_key) {
   m_impl->device_key = device_key;
   try {
-    m_impl->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package_dir.string(), model);
+    m_impl->model = load_extracted_model(package_dir, model);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     throw Error(ErrorKind::cannot_test, "model '" + model + "' cannot be loaded: " + msg.substr(0, msg.find('\n')));
   }
 }
 
+namespace {
+
+// What a model writes to std::cerr while it runs, passed through unchanged
+// (each write goes to the real stream at once, so a crash loses nothing) and
+// kept, with the start of its last "Error: " and "Unknown exception occurred."
+// writes, so that the model's own error text can be told apart.
+class CerrTee : public std::streambuf {
+ public:
+  CerrTee() : m_target(std::cerr.rdbuf(this)) {}
+  ~CerrTee() override { std::cerr.rdbuf(m_target); }
+  CerrTee(const CerrTee&) = delete;
+  CerrTee& operator=(const CerrTee&) = delete;
+
+  // The message the model's runtime (CONVERT_EXCEPTION_TO_ERROR_CODE in
+  // torch/_inductor/codegen/aoti_runtime/interface.cpp) records for
+  // AOTInductorGetLastError from 2.13 on: e.what() of the exception it caught,
+  // or "Unknown exception". Before 2.13 it only printed them, as
+  // "Error: <what>\n" or "Unknown exception occurred.\n"; "" when neither
+  // was printed.
+  std::string last_model_error() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_unknown_at != std::string::npos && (m_error_at == std::string::npos || m_unknown_at > m_error_at)) {
+      return "Unknown exception";
+    }
+    if (m_error_at == std::string::npos) {
+      return "";
+    }
+    std::string what = m_text.substr(m_error_at + k_error.size());
+    if (!what.empty() && what.back() == '\n') {
+      what.pop_back();
+    }
+    return what;
+  }
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::streamsize written = m_target->sputn(s, n);
+    record(std::string(s, static_cast<size_t>(n)));
+    return written;
+  }
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) {
+      return traits_type::not_eof(c);
+    }
+    int_type r = m_target->sputc(traits_type::to_char_type(c));
+    record(std::string(1, traits_type::to_char_type(c)));
+    return r;
+  }
+  int sync() override { return m_target->pubsync(); }
+
+ private:
+  static constexpr std::string_view k_error = "Error: ";
+  static constexpr std::string_view k_unknown = "Unknown exception occurred.\n";
+  static constexpr size_t k_limit = 1 << 20;
+
+  void record(const std::string& piece) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_text.size() + piece.size() > k_limit) {
+      return;  // a model that prints this much is not reporting one error
+    }
+    if (piece == k_error) {
+      m_error_at = m_text.size();
+    } else if (piece == k_unknown) {
+      m_unknown_at = m_text.size();
+    }
+    m_text += piece;
+  }
+
+  std::streambuf* m_target;
+  mutable std::mutex m_mutex;
+  std::string m_text;
+  size_t m_error_at = std::string::npos;
+  size_t m_unknown_at = std::string::npos;
+};
+
+// Before 2.13 a failing model makes the container runner throw only
+// "run_func_(...) API call failed at .../model_container_runner.cpp, line N";
+// the model's own message went to stderr. The runner reports the model's
+// message instead, as LibTorch 2.13 and later do.
+std::string model_error_text(const std::string& runner_message, const CerrTee& tee) {
+  if (runner_message.find(" API call failed at ") == std::string::npos) {
+    return runner_message;
+  }
+  std::string own = tee.last_model_error();
+  return own.empty() ? runner_message : own;
+}
+
+}  // namespace
+
 std::optional<ModelError> Session::run() {
+  CerrTee tee;
   try {
-    m_impl->outputs = m_impl->loader->run(m_impl->inputs);
+    m_impl->outputs = m_impl->model->run(m_impl->inputs);
   } catch (const c10::Error& e) {
-    return ModelError{e.what_without_backtrace()};
+    return ModelError{model_error_text(e.what_without_backtrace(), tee)};
   } catch (const std::exception& e) {
-    return ModelError{e.what()};
+    return ModelError{model_error_text(e.what(), tee)};
   }
   return std::nullopt;
 }

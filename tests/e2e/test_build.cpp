@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,13 @@ using namespace aoti_bisect;
 
 namespace {
 
-// The torch version of python3 on PATH, as the runner's would be checked.
+// The torch version of the python the build uses ($AOTI_BISECT_PYTHON, else
+// python3 on PATH), as the runner's would be checked.
 std::string python_torch_version() {
   SpawnSpec spec;
-  spec.argv = {"/usr/bin/env", "python3", "-c", "import importlib.metadata as m; print(m.version('torch'))"};
+  const char* chosen = std::getenv("AOTI_BISECT_PYTHON");
+  std::string python = chosen != nullptr && *chosen != '\0' ? chosen : "python3";
+  spec.argv = {"/usr/bin/env", python, "-c", "import importlib.metadata as m; print(m.version('torch'))"};
   spec.env = current_environment();
   spec.stdout_path = std::filesystem::absolute("torch_version.txt");
   spec.timeout_s = 60;
