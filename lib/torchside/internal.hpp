@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "protocol/values.hpp"
-#include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
 
