@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "bisect/bisect.hpp"
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -48,6 +49,32 @@ std::string strategy_help() {
 
 std::vector<std::string> backend_names() { return builtin_backends(); }
 
+// A finite number, > 0 (`positive`) or >= 0; "nan", "inf" and 0 for a
+// timeout are refused with the value named, never replaced by a default.
+CLI::Validator finite_number(bool positive) {
+  return CLI::Validator(
+      [positive](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) {
+            return "'" + text + "' is not a number";
+          }
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        if (!std::isfinite(v)) {
+          return "'" + text + "' is not a finite number";
+        }
+        if (positive ? v <= 0 : v < 0) {
+          return fmt::format("must be {}, got {}", positive ? "greater than 0" : "0 or more", text);
+        }
+        return "";
+      },
+      positive ? "POSITIVE" : "NON-NEGATIVE");
+}
+
 // Options `run` and `bisect` share; CLI11 binds straight into RunOptions.
 void add_common_options(CLI::App* cmd, Opts& o) {
   RunOptions& r = o.run;
@@ -62,9 +89,11 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--backend", r.backend, "flag-matrix profile (default: from the package's device key)")
       ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--timeout", r.timeout_s, "seconds before a child run is killed (default: from the profile, 300)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--atol", r.atol, "absolute tolerance for every dtype (default: per dtype, from the profile)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--rtol", r.rtol, "relative tolerance (of the tensor's largest |reference|) for every dtype")->check(CLI::NonNegativeNumber);
+      ->check(finite_number(true));
+  cmd->add_option("--atol", r.atol, "absolute tolerance for every dtype (default: per dtype, from the profile)")
+      ->check(finite_number(false));
+  cmd->add_option("--rtol", r.rtol, "relative tolerance (of the tensor's largest |reference|) for every dtype")
+      ->check(finite_number(false));
   cmd->add_option("--exported-program", r.exported_program,
                   "the model's exported program (torch.export.save), for the instrumented build");
   cmd->add_option("--inductor-config", o.inductor_configs,
@@ -72,7 +101,7 @@ void add_common_options(CLI::App* cmd, Opts& o) {
       ->allow_extra_args(false);
   cmd->add_option("--cache-dir", r.cache_dir, "where instrumented builds are cached (default ~/.cache/aoti-bisect/builds)");
   cmd->add_option("--build-timeout", r.build_timeout_s, "seconds the instrumented build may take")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(finite_number(true))->capture_default_str();
   cmd->add_option("--strategy", r.strategy, strategy_help())
       ->transform(CLI::CheckedTransformer(strategy_names(), CLI::ignore_case));
   cmd->add_option("--bisect-repeats", r.bisect_repeats,

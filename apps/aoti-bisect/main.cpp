@@ -1,6 +1,7 @@
 // aoti-bisect: parse the command line, run one subcommand, map the outcome to
 // an exit code. Every user-facing error is caught here, once.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -47,6 +48,17 @@ int main(int argc, char** argv) {
       {"build", ab::cli::add_build_command(app)},
       {"inspect", ab::cli::add_inspect_command(app)},
   };
+  // An unknown word where the subcommand goes: name it and the known ones.
+  if (args.size() > 1 && !args[1].empty() && args[1][0] != '-' &&
+      std::none_of(commands.begin(), commands.end(), [&](const auto& c) { return c.first == args[1]; })) {
+    std::string known;
+    for (const auto& c : commands) {
+      known += (known.empty() ? "" : ", ") + c.first;
+    }
+    std::fprintf(stderr, "aoti-bisect: error: unknown subcommand '%s' (known: %s); see 'aoti-bisect --help'\n",
+                 ab::redact_paths(args[1]).c_str(), known.c_str());
+    return code_of(ab::ExitCode::usage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <filesystem>
 
 #include "common/files.hpp"
@@ -111,6 +113,24 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto option = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--bogus"}, "");
   CHECK(option.code() == 2);
   CHECK(error_line(option).find("--bogus") != std::string::npos);
+
+  auto frob = run_tool({"frob"}, "");
+  CHECK(frob.code() == 2);
+  CHECK(error_line(frob) ==
+        "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect); see 'aoti-bisect --help'");
+
+  for (auto [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--timeout", "0", "--timeout: must be greater than 0, got 0"},
+           {"--timeout", "nan", "--timeout: 'nan' is not a finite number"},
+           {"--atol", "nan", "--atol: 'nan' is not a finite number"},
+           {"--rtol", "-1", "--rtol: must be 0 or more, got -1"}}) {
+    CAPTURE(option);
+    CAPTURE(value);
+    auto bad = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, option, value}, "");
+    CHECK(bad.code() == 2);
+    CHECK(error_line(bad).find(says) != std::string::npos);
+    CHECK(error_line(bad).size() < 200);
+  }
 
   aoti_bisect::write_file_atomic("nightly.yaml", "repeats: 2\ntmeout: 5\n");
   auto config = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "nightly.yaml"}, "out");
