@@ -84,11 +84,12 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
       t.sync_error = k;
     } else {
       std::string tensor = e.value("tensor", "");
-      ProbeStats* p = const_cast<ProbeStats*>(s.find(tensor));
-      if (p == nullptr) {
-        s.tensors.push_back(ProbeStats{tensor, true, std::nullopt, std::nullopt});
-        p = &s.tensors.back();
+      auto it = std::find_if(s.tensors.begin(), s.tensors.end(),
+                             [&](const ProbeStats& probe) { return probe.tensor == tensor; });
+      if (it == s.tensors.end()) {
+        it = s.tensors.insert(it, ProbeStats{tensor, true, std::nullopt, std::nullopt});
       }
+      ProbeStats* p = &*it;
       TensorStats st = tensor_stats_from_json(e["stats"]);
       if (e.value("phase", "") == "before") {
         p->initialized = e.value("initialized", true);

@@ -92,13 +92,14 @@ class ProbedSearch {
   Probe ask(int lo, int hi);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
   BisectOutcome culprit(int k, const ChildResult& trace);
-  BisectOutcome blind_spot(int k, const ChildResult& trace, const BlindSpot& spot);
+  BisectOutcome blind_spot(int k, const BlindSpot& spot);
 
   JobEnv& m_env;
   const BisectSetup& m_s;
   Predicate m_pred;
   Bisection& m_bis;
   ProbedModel m_model;
+  RunTrace m_trace;  // the trace run, parsed once
   int m_run_no = 0;
   int m_repeats = 1;
   std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it
@@ -116,7 +117,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
 
 // After the trace run: does the instrumented model still fail the same way?
 std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace, int n_static) {
-  RunTrace t = trace_from_events(trace.events);
+  const RunTrace& t = m_trace;
   m_bis.call_sites = std::max(t.launched, n_static);
   if (t.launched != n_static && n_static > 0 && m_pred != Predicate::fault) {
     m_env.recorder.builds_note(
@@ -139,7 +140,7 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
 // Where the buffers extern calls create are first shown (static call-site
 // numbers must match the run's).
 void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
-  if (trace_from_events(trace.events).launched == n_static) {
+  if (m_trace.launched == n_static) {
     m_returned_by = returned_buffers(m_model.wrapper);
     m_consumers = consumer_sites(trace.events, m_returned_by);
   }
@@ -147,7 +148,7 @@ void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
 
 // Mismatch: which sites hold graph nodes.
 void ProbedSearch::map_sites(const ChildResult& trace) {
-  int launched = trace_from_events(trace.events).launched;
+  int launched = m_trace.launched;
   int mapped = 0;
   m_bis.unmapped = unmapped_sites(trace.events, m_model.node_map, mapped, m_returned_by);
   m_bis.mapped_sites = mapped;
@@ -232,7 +233,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
     return {Verdict::interrupted, "", ""};
   }
   m_bis.runs += 1;
-  RunTrace history = trace_from_events(trace.events);
+  const RunTrace& history = m_trace;
   RunTrace ev = trace_from_events(evidence.events);
   const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
   WrapperInfo sites = m_model.wrapper;
@@ -284,7 +285,8 @@ BisectOutcome ProbedSearch::run() {
                          trace.cls.first_line});
   m_bis.runs = 1;
   m_env.recorder.bisection(m_bis);
-  if (trace_from_events(trace.events).probes_missing) {
+  m_trace = trace_from_events(trace.events);
+  if (m_trace.probes_missing) {
     std::string why = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     if (m_pred == Predicate::mismatch) {
       return {Verdict::not_isolated, why + "; comparing kernels with eager needs them", ""};
@@ -295,7 +297,7 @@ BisectOutcome ProbedSearch::run() {
     m_env.recorder.bisection(m_bis);
     return *stop;
   }
-  int n = std::max(trace_from_events(trace.events).launched, 1);
+  int n = std::max(m_trace.launched, 1);
   link_returned(trace, n_static);
   if (m_pred == Predicate::mismatch) {
     map_sites(trace);
@@ -319,16 +321,15 @@ BisectOutcome ProbedSearch::run() {
     return {Verdict::not_isolated, "the search did not name a call site: " + sr.message + also, ""};
   }
   if (!blind.empty() && blind.front().after < *sr.first) {
-    return blind_spot(*sr.first, trace, blind.front());
+    return blind_spot(*sr.first, blind.front());
   }
   return culprit(*sr.first, trace);
 }
 
 // The first bad probed site comes after code that ran without probes: what
 // it shows may have been made there. Never isolated past a blind spot.
-BisectOutcome ProbedSearch::blind_spot(int k, const ChildResult& trace, const BlindSpot& spot) {
-  RunTrace t = trace_from_events(trace.events);
-  std::string kernel = t.site(k) ? t.site(k)->kernel : "";
+BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
+  std::string kernel = m_trace.site(k) ? m_trace.site(k)->kernel : "";
   m_bis.status = "blind_spot";
   m_bis.message = fmt::format(
       "the first bad probed site is call site {} {}, but call sites without probes lie before it, {}: the printer "
