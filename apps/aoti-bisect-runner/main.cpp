@@ -4,6 +4,7 @@
 // (runner_protocol.hpp). It never talks to the driver except through argv,
 // files and its exit status.
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,7 @@ struct Options {
   std::string node_reference;
   std::string tolerances;
   std::string model_facts;
+  std::string hooks;
 };
 
 int g_events_fd = -1;
@@ -140,6 +142,41 @@ void emit_start(const Options& opt, ab::EventWriter& events) {
                                      {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
 }
 
+// The model's library in the extracted package: the one .so of its folder.
+std::string model_library_name(const Options& opt) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(opt.package_dir) / "data" / "aotinductor" / opt.model, ec)) {
+    if (e.path().extension() == ".so") {
+      return e.path().filename().string();
+    }
+  }
+  return "";
+}
+
+// Interposition: bind the hooks into the loaded model. A hook library that
+// cannot be bound is reported as missing probes (the driver falls back to
+// another source), never as the model's failure.
+void bind_hooks(const Options& opt, const ab::ModelFacts& facts, ab::EventWriter& events) {
+  ab::torchside::set_hook_names(facts.sites, facts.constants);
+  try {
+    auto b = ab::torchside::bind_hooks(opt.hooks, model_library_name(opt));
+    events.emit(ab::EventKind::hooks, {{"hooks", b.hooks}, {"slots", b.slots}, {"unbound", b.unbound}});
+    std::vector<std::string> sites_unbound;
+    for (const auto& u : b.unbound) {
+      if (std::any_of(facts.sites.begin(), facts.sites.end(), [&](const auto& s) { return s.kernel == u; })) {
+        sites_unbound.push_back(u);
+      }
+    }
+    if (!sites_unbound.empty()) {
+      events.emit(ab::EventKind::probes_missing,
+                  {{"message", "the model library has no GOT slot for " + sites_unbound.front() +
+                                   " (its calls bypass the PLT)"}});
+    }
+  } catch (const std::exception& e) {
+    events.emit(ab::EventKind::probes_missing, {{"message", e.what()}});
+  }
+}
+
 void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWriter& events) {
   auto plan = ab::probe_plan_from_json(nlohmann::json::parse(read_all(opt.probe_plan), nullptr, false));
   if (!opt.node_reference.empty()) {
@@ -194,6 +231,9 @@ int run(const Options& opt, ab::EventWriter& events) {
   session.load_model(opt.package_dir, opt.model, opt.device_key);
   events.emit(ab::EventKind::loaded,
               {{"model", opt.model}, {"instrumented", facts.instrumented}, {"printer_level", facts.printer_level}});
+  if (!opt.hooks.empty()) {
+    bind_hooks(opt, facts, events);
+  }
   if (!opt.probe_plan.empty()) {
     install_plan(opt, facts, events);
   }
@@ -227,6 +267,7 @@ int main(int argc, char** argv) {
   app.add_option("--probe-plan", opt.probe_plan, "probe plan (JSON) for an instrumented build");
   app.add_option("--node-reference", opt.node_reference, "per-node eager values for the probes (torch.save dict)");
   app.add_option("--tolerances", opt.tolerances, "per-dtype tolerances (JSON) for --reference");
+  app.add_option("--hooks", opt.hooks, "interposition hook library (generated per package) to bind into the model");
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
   try {
     app.parse(argc, argv);

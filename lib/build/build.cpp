@@ -55,23 +55,6 @@ std::string env_or_empty(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
-// A name without '/' is looked up on PATH (run_process does no PATH search).
-std::optional<fs::path> find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    return fs::absolute(name);
-  }
-  std::stringstream path(env_or_empty("PATH"));
-  std::string dir;
-  while (std::getline(path, dir, ':')) {
-    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
-      return fs::absolute(candidate);
-    }
-  }
-  return std::nullopt;
-}
-
 fs::path resolve_python(const std::string& requested) {
   std::string name = requested;
   if (name.empty()) {

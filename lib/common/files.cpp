@@ -1,5 +1,6 @@
 #include "common/files.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -202,6 +203,14 @@ std::string redact_paths(std::string text, const fs::path& cwd) {
     replace_all(text, home, "~");
   }
   return text;
+}
+
+std::string read_file_head(const std::filesystem::path& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string out(n, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(n));
+  out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return out;
 }
 
 }  // namespace aoti_bisect

@@ -9,6 +9,10 @@ namespace aoti_bisect {
 // Whole file as bytes; throws Error(cannot_test) naming `what` and the path.
 std::string read_file(const std::filesystem::path& path, const std::string& what);
 
+// The first `n` bytes of a file (fewer when it is shorter; "" when it
+// cannot be read).
+std::string read_file_head(const std::filesystem::path& path, size_t n);
+
 // Throws Error(cannot_test) "<what> '<path>' does not exist" (or "is a
 // directory") unless `path` is a readable regular file.
 void require_file(const std::filesystem::path& path, const std::string& what);

@@ -31,25 +31,9 @@ std::string run_for_line(const std::vector<std::string>& argv) {
   return out.substr(0, out.find('\n'));
 }
 
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t colon = p.find(':', start);
-    std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    if (!dir.empty()) {
-      std::filesystem::path candidate = std::filesystem::path(dir) / name;
-      if (::access(candidate.c_str(), X_OK) == 0) {
-        return candidate.string();
-      }
-    }
-    if (colon == std::string::npos) {
-      break;
-    }
-    start = colon + 1;
-  }
-  return "";
+std::string program_path(const std::string& name) {
+  auto found = find_program(name);
+  return found ? found->string() : "";
 }
 
 std::string os_release_name() {
@@ -92,11 +76,11 @@ void probe_host_environment(Environment& env) {
       env.os += " (" + distro + ")";
     }
   }
-  if (std::string python = find_program("python3"); !python.empty()) {
+  if (std::string python = program_path("python3"); !python.empty()) {
     std::string v = run_for_line({python, "--version"});
     env.python_version = v.rfind("Python ", 0) == 0 ? v.substr(7) : v;
   }
-  if (std::string git = find_program("git"); !git.empty()) {
+  if (std::string git = program_path("git"); !git.empty()) {
     env.git_revision = run_for_line({git, "rev-parse", "--short=12", "HEAD"});
   }
   if (env.device_name.empty() && (env.device.empty() || env.device == "cpu")) {

@@ -15,6 +15,7 @@
 #include "phase/phase.hpp"
 #include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
+#include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
 
@@ -274,6 +275,13 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   try {
     model.dir = in.pkg->extract(work.path() / "package");
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
+    // A truncated ELF library would crash the loader in every child (SIGBUS
+    // past its end), which would read as the model's own crash. A file that
+    // is not ELF at all fails to load with the loader's own message.
+    fs::path so = model.dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
+    if (!in.model->shared_object.empty() && read_file_head(so, 4) == "\x7f" "ELF") {
+      read_elf_facts(so);
+    }
   } catch (const Error& e) {
     return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }
@@ -330,7 +338,11 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env));
   if (!m.failure) {
     size_t n = m_rec.report().runs.size();
-    return finish(Verdict::clean, fmt::format("no failure in {} run{}", n, n == 1 ? "" : "s"));
+    std::string unchecked = s.reference.empty() && !s.against_eager
+                                ? " (no crash, no NaN/Inf); output values were not checked against a reference: give "
+                                  "--reference EXPECTED.pt or --against-eager to check them"
+                                : "";
+    return finish(Verdict::clean, fmt::format("no failure in {} run{}{}", n, n == 1 ? "" : "s", unchecked));
   }
   const Failure& f = *m.failure;
   std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
@@ -338,7 +350,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
-                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model"};
+                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model};
   BisectOutcome b = run_bisection(env, setup);
   if (b.verdict == Verdict::interrupted) {
     return finish(Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");

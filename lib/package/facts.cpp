@@ -35,6 +35,10 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   for (const auto& [name, site] : returned_buffers(w)) {
     f.returned.push_back(name);
   }
+  for (const auto& site : w.call_sites) {
+    f.sites.push_back({site.kernel, site.args});
+  }
+  f.constants = w.constants;
   return f;
 }
 
@@ -50,12 +54,18 @@ nlohmann::json to_json(const ModelFacts& f) {
                       {"dim_max", dims_to_json(in.dim_max)},
                       {"device_type", in.device_type ? nlohmann::json(*in.device_type) : nlohmann::json(nullptr)}});
   }
+  nlohmann::json sites = nlohmann::json::array();
+  for (const auto& site : f.sites) {
+    sites.push_back({{"kernel", site.kernel}, {"args", site.args}});
+  }
   return {{"num_inputs", f.num_inputs ? nlohmann::json(*f.num_inputs) : nlohmann::json(nullptr)},
           {"inputs", inputs},
           {"instrumented", f.instrumented},
           {"printer_level", f.printer_level},
           {"call_sites", f.call_sites},
-          {"returned", f.returned}};
+          {"returned", f.returned},
+          {"sites", sites},
+          {"constants", f.constants}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -82,6 +92,10 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.printer_level = j.at("printer_level").get<int>();
     f.call_sites = j.at("call_sites").get<int>();
     f.returned = j.at("returned").get<std::vector<std::string>>();
+    for (const auto& site : j.value("sites", nlohmann::json::array())) {
+      f.sites.push_back({site.at("kernel").get<std::string>(), site.at("args").get<std::vector<std::string>>()});
+    }
+    f.constants = j.value("constants", std::vector<std::string>{});
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

@@ -22,6 +22,14 @@ struct ModelFacts {
   int printer_level = 0;
   int call_sites = 0;
   std::vector<std::string> returned;  // buffers extern calls create and return
+  // Interposition names what a hook sees from these: each call site's
+  // kernel and argument names (CallSite::args), and the constants' names.
+  struct Site {
+    std::string kernel;
+    std::vector<std::string> args;
+  };
+  std::vector<Site> sites;
+  std::vector<std::string> constants;
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

@@ -303,7 +303,102 @@ std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view
   return std::make_pair(to, from);
 }
 
+// The text of the call that starts on line `i` at `open` (its '('), up to
+// the matching ')', across lines.
+std::string call_text(const std::vector<std::string_view>& lines, size_t i, size_t open) {
+  std::string text;
+  int depth = 0;
+  for (size_t j = i; j < lines.size() && j < i + 64; ++j) {
+    std::string_view l = j == i ? lines[j].substr(open) : lines[j];
+    for (char c : l) {
+      text += c;
+      if (c == '(') {
+        ++depth;
+      } else if (c == ')' && --depth == 0) {
+        return text;
+      }
+    }
+    text += ' ';
+  }
+  return text;
+}
+
+std::vector<std::string> split_args(std::string_view call) {
+  std::vector<std::string> out;
+  if (call.size() < 2) {
+    return out;
+  }
+  call = call.substr(1, call.size() - 2);  // without the outer parentheses
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= call.size(); ++i) {
+    char c = i < call.size() ? call[i] : ',';
+    if (c == '(' || c == '{' || c == '[') {
+      ++depth;
+    } else if (c == ')' || c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      auto a = trim(call.substr(start, i - start));
+      if (!a.empty() || i < call.size()) {
+        out.emplace_back(a);
+      }
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+// What one argument names (see CallSite::args).
+std::string arg_name(std::string_view a) {
+  a = trim(a);
+  if (a.empty() || std::isdigit(static_cast<unsigned char>(a.front())) || a.front() == '-' ||
+      a.rfind("cached_", 0) == 0 || a == "nullptr" || a == "true" || a == "false") {
+    return "";
+  }
+  if (size_t p = a.find("reinterpret_tensor_wrapper("); p != std::string_view::npos) {
+    std::string base = ident_at(a, p + 27);
+    return base.empty() ? "" : "view of " + base;
+  }
+  if (size_t p = a.find(".data_ptr()"); p != std::string_view::npos) {
+    size_t b = p;
+    while (b > 0 && is_ident_char(a[b - 1])) {
+      --b;
+    }
+    return std::string(a.substr(b, p - b));
+  }
+  if (a.front() == '&') {
+    std::string id = ident_at(a, 1);
+    constexpr std::string_view suffix = "_handle";
+    if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return id.substr(0, id.size() - suffix.size());
+    }
+    return id;
+  }
+  std::string id = ident_at(a, 0);
+  return id.size() == a.size() ? id : "";
+}
+
+// "[[maybe_unused]] auto& ln_weight = constants_->at(0);" -> (0, "ln_weight").
+std::optional<std::pair<size_t, std::string>> constant_alias(std::string_view t) {
+  size_t amp = t.find("auto& ");
+  size_t at = t.find("= constants_->at(");
+  if (amp == std::string_view::npos || at == std::string_view::npos || at < amp) {
+    return std::nullopt;
+  }
+  std::string name = ident_at(t, amp + 6);
+  auto idx = parse_int(t.substr(at + 17, t.find(')', at) - at - 17));
+  if (name.empty() || !idx || *idx < 0 || *idx > 1000000) {
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<size_t>(*idx), name);
+}
+
 }  // namespace
+
+std::string base_tensor_name(const std::string& name) {
+  constexpr std::string_view view = "view of ";
+  return name.rfind(view, 0) == 0 ? name.substr(view.size()) : name;
+}
 
 std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) {
   std::map<std::string, int> out;
@@ -371,9 +466,24 @@ WrapperInfo parse_wrapper(const std::string& source) {
       info.moves.push_back(*move);
       continue;
     }
+    if (auto alias = constant_alias(t)) {
+      if (info.constants.size() <= alias->first) {
+        info.constants.resize(alias->first + 1);
+      }
+      info.constants[alias->first] = alias->second;
+      continue;
+    }
     if (auto site = call_site_of(t, cpp_kernels)) {
+      std::string_view line = lines[i];
+      size_t at = line.find(site->kind == KernelKind::triton ? "call_" + site->kernel + "(" : site->kernel + "(");
+      std::string call = at == std::string_view::npos ? std::string(t) : call_text(lines, i, line.find('(', at));
+      if (at != std::string_view::npos) {
+        for (const auto& a : split_args(call)) {
+          site->args.push_back(arg_name(a));
+        }
+      }
       if (site->kind == KernelKind::extern_call) {
-        site->returns = returned_handles(t);
+        site->returns = returned_handles(call);
       }
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;

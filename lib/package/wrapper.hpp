@@ -25,6 +25,10 @@ struct CallSite {
                                      // the printer never shows them at this site
   bool probed = false;      // an instrumented wrapper prints this site's tensors before its launch
                             // (false for sites the printer skips, e.g. inside torch.cond branches)
+  // What each argument of the call names, by position: "buf3" for
+  // `(float*)(buf3.data_ptr())`, `buf3` and `&buf3_handle`; "view of buf3"
+  // for a reinterpret_tensor_wrapper(buf3, ...) view; "" for scalars.
+  std::vector<std::string> args;
 };
 
 // Buffer name -> the call site (1-based) that returns it.
@@ -52,7 +56,13 @@ struct WrapperInfo {
   // `auto bufA = std::move(bufB);` in run_impl, in order, as (bufA, bufB):
   // bufA holds what bufB held (buffer reuse).
   std::vector<std::pair<std::string, std::string>> moves;
+  // `auto& w0 = constants_->at(0);` at the top of run_impl: the names the
+  // wrapper gives the model's constants, by index.
+  std::vector<std::string> constants;
 };
+
+// "view of buf3" -> "buf3"; any other name unchanged.
+std::string base_tensor_name(const std::string& name);
 
 // Buffer name -> the call site that created what it holds: the buffers
 // extern calls return, and the names they are moved to afterwards.

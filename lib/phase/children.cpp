@@ -17,6 +17,9 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   if (!req.model.facts.empty()) {
     argv.insert(argv.end(), {"--model-facts", fs::absolute(req.model.facts).string()});
   }
+  if (!req.model.hooks.empty()) {
+    argv.insert(argv.end(), {"--hooks", fs::absolute(req.model.hooks).string()});
+  }
   if (!s.reference.empty()) {
     argv.insert(argv.end(), {"--reference", fs::absolute(s.reference).string(), "--tolerances",
                              to_json(s.tolerances).dump()});

@@ -82,9 +82,26 @@ void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failur
 void Recorder::build(const BuildRecord& record, bool counted) {
   Builds& b = m_report.builds;
   b.items.push_back(record);
+  if (b.items.back().passed_over.empty()) {
+    b.items.back().passed_over = m_passed_over;
+  }
   b.count += counted && !record.cache_hit ? 1 : 0;
   b.cache_hits += record.cache_hit ? 1 : 0;
   b.seconds += record.seconds;
+}
+
+void Recorder::fidelity(const std::string& text) {
+  if (!m_report.builds.items.empty()) {
+    m_report.builds.items.back().fidelity = text;
+    save();
+  }
+}
+
+void Recorder::passed_over(const PassedOver& source) {
+  m_passed_over.push_back(source);
+  if (m_report.bisection) {
+    m_report.bisection->passed_over = m_passed_over;
+  }
 }
 
 void Recorder::builds_note(const std::string& note) {
@@ -101,6 +118,7 @@ void Recorder::call_sites_match(bool match, const std::string& note) {
 
 void Recorder::bisection(const Bisection& bisection) {
   m_report.bisection = bisection;
+  m_report.bisection->passed_over = m_passed_over;
   save();
 }
 

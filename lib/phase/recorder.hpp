@@ -40,7 +40,9 @@ class Recorder {
   void environment(const Environment& env);
   void inputs(std::vector<TensorInfo> inputs);
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
-  void build(const BuildRecord& record, bool counted);
+  void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far
+  void passed_over(const PassedOver& source);
+  void fidelity(const std::string& text);  // of the latest build
   void builds_note(const std::string& note);
   void call_sites_match(bool match, const std::string& note);
   void bisection(const Bisection& bisection);
@@ -57,6 +59,7 @@ class Recorder {
   void end_phase();
 
   Report m_report;
+  std::vector<PassedOver> m_passed_over;
   std::filesystem::path m_out_dir;
   bool m_junit = false;
   Progress& m_progress;

@@ -69,7 +69,8 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.bisect = !opt.no_bisect;
   s.strategy = opt.strategy;
   s.bisect_repeats = opt.bisect_repeats;
-  s.rebuild_per_step = opt.rebuild_per_step;
+  s.rebuild_per_step = opt.rebuild_per_step || opt.source == "guide";
+  s.source = opt.source;
   s.exported_program = opt.exported_program;
   s.inductor_configs = user.inductor_configs;
   for (auto& [k, v] : opt.inductor_configs.items()) {

@@ -42,6 +42,7 @@ struct RunOptions {
   std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
   double build_timeout_s = 1800;
   bool rebuild_per_step = false;               // guide mode
+  std::string source = "auto";                 // --source: where the probes come from
   bool bisect_only = false;                    // `aoti-bisect bisect`: no matrix, the search
   std::map<std::string, std::string> env;      // --env: extra variables for every run
   bool junit = false;
@@ -73,6 +74,9 @@ struct Settings {
   Strategy strategy = Strategy::bisect;
   std::optional<int> bisect_repeats;
   bool rebuild_per_step = false;
+  // Where the probes come from: "auto" (interposition, then the exported
+  // program, then guide mode), or one source forced.
+  std::string source = "auto";
   std::filesystem::path exported_program;
   nlohmann::json inductor_configs = nlohmann::json::object();  // config file, then --inductor-config
   std::filesystem::path cache_dir;

@@ -2,6 +2,7 @@
 
 #include "common/error.hpp"
 
+#include <sstream>
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -461,6 +462,24 @@ std::filesystem::path self_executable() {
     throw Error(ErrorKind::internal, "cannot read /proc/self/exe: " + ec.message());
   }
   return path;
+}
+
+std::optional<std::filesystem::path> find_program(const std::string& name) {
+  namespace fs = std::filesystem;
+  if (name.find('/') != std::string::npos) {
+    return fs::absolute(name);
+  }
+  const char* env = std::getenv("PATH");
+  std::stringstream path(env == nullptr ? "" : env);
+  std::string dir;
+  while (std::getline(path, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) {
+      return fs::absolute(candidate);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace aoti_bisect

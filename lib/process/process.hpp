@@ -87,6 +87,10 @@ void clear_interrupt();    // for tests
 // The current process's environment as a map (the base that variants add to).
 std::map<std::string, std::string> current_environment();
 
+// A program name without '/' looked up on PATH (run_process does no PATH
+// search); a name with '/' made absolute. nullopt when not found.
+std::optional<std::filesystem::path> find_program(const std::string& name);
+
 // Absolute path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();
 

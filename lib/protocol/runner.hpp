@@ -26,6 +26,7 @@ enum class EventKind {
   input_mismatch,  // the inputs do not fit (then exit 11)
   input_stats,     // statistics of the inputs
   loaded,          // the model is loaded
+  hooks,           // interposition hooks bound into the model (hooks, slots, unbound)
   probes,          // the probe plan is installed
   run_begin,
   site_begin,      // a call site starts (trace and above)

@@ -273,6 +273,13 @@ std::string search_section(const Report& r) {
       search += fmt::format(" of {} planned", b.planned_runs);
     }
     item(out, "Search", search);
+    if (!b.source.empty()) {
+      std::string src = code(b.source);
+      for (const auto& p : b.passed_over) {
+        src += fmt::format(" ({} not used: {})", code(p.source), plain(p.why));
+      }
+      item(out, "Probes from", src);
+    }
     item(out, "Message", plain(b.message));
     if (b.mapped_sites) {
       std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",

@@ -175,7 +175,15 @@ struct BisectionStep {
   std::string note;
 };
 
+// A probe source the search did not use, and why (the next one took over).
+struct PassedOver {
+  std::string source;                 // "interpose", "exported_program", ...
+  std::string why;
+};
+
 struct Bisection {
+  std::string source;                 // where the probes came from: "interpose", "exported_program", "guide"
+  std::vector<PassedOver> passed_over;  // sources tried before it
   std::string strategy;               // "bisect", "linear", "all"
   std::string status;                 // "found", "not_found", "inconclusive", "error", "blind_spot"
   std::string predicate;              // "fault" or "nonfinite"
@@ -193,11 +201,14 @@ struct Bisection {
 };
 
 struct BuildRecord {
-  std::string purpose;                // "instrumented" (level 1), "guide <kernel>" (level 2)
+  std::string purpose;                // "instrumented" (level 1), "guide <kernel>" (level 2), "hooks"
   std::string key;
   bool cache_hit = false;
   double seconds = 0;
   std::string torch_version;
+  std::string source;                 // "interpose", "exported_program", "guide"
+  std::string fidelity;               // how far the instrumented model is the package's own code
+  std::vector<PassedOver> passed_over;  // sources not used before this one
 };
 
 struct Builds {

@@ -234,6 +234,14 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"graph_nodes", graph_nodes_json(c->graph_nodes)}};
 }
 
+Json passed_over_json(const std::vector<PassedOver>& items) {
+  Json out = Json::array();
+  for (const auto& p : items) {
+    out.push_back(Json{{"source", p.source}, {"why", p.why}});
+  }
+  return out;
+}
+
 Json bisection_json(const std::optional<Bisection>& b) {
   if (!b) {
     return nullptr;
@@ -263,7 +271,9 @@ Json bisection_json(const std::optional<Bisection>& b) {
                   {"max_rel_error", number(h.max_rel_error)},
                   {"ratio_to_allowed", number(h.ratio)}};
   }
-  return Json{{"strategy", text_or_null(b->strategy)},
+  return Json{{"source", text_or_null(b->source)},
+              {"sources_passed_over", passed_over_json(b->passed_over)},
+              {"strategy", text_or_null(b->strategy)},
               {"mapped_sites", value_or_null(b->mapped_sites)},
               {"unmapped", std::move(unmapped)},
               {"largest_within_tolerance", std::move(honest)},
@@ -281,6 +291,9 @@ Json builds_json(const Builds& b) {
   Json items = Json::array();
   for (const auto& item : b.items) {
     items.push_back(Json{{"purpose", text_or_null(item.purpose)},
+                         {"source", text_or_null(item.source)},
+                         {"fidelity", text_or_null(item.fidelity)},
+                         {"passed_over", passed_over_json(item.passed_over)},
                          {"key", text_or_null(item.key)},
                          {"cache_hit", item.cache_hit},
                          {"seconds", number(item.seconds)},

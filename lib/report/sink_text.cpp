@@ -126,6 +126,9 @@ std::string builds_summary(const Builds& builds) {
 
 std::string bisection_summary(const Bisection& bisection, const Builds& builds) {
   std::vector<std::string> parts;
+  if (!bisection.source.empty()) {
+    parts.push_back("probes: " + bisection.source);
+  }
   if (!bisection.strategy.empty()) {
     parts.push_back(bisection.strategy);
   }

@@ -74,6 +74,7 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
     s.site = k;
     s.kernel = e.value("kernel", s.kernel);
     if (kind == EventKind::site_begin) {
+      s.wrapper_site = e.value("static", s.wrapper_site);
       s.began = true;
       last_begun = k;
       t.launched = std::max(t.launched, k);
@@ -384,14 +385,17 @@ Culprit build_culprit(const CulpritInput& in) {
   const SiteTrace* hist = in.history ? in.history->site(in.site) : nullptr;
   c.kernel = hist && !hist->kernel.empty() ? hist->kernel : ev ? ev->kernel : "";
   const auto& sites = in.wrapper->call_sites;
-  bool in_wrapper = in.site >= 1 && static_cast<size_t>(in.site) <= sites.size();
+  // The wrapper's call site that ran, where the probes know it (sites in
+  // branches that did not run make the numbers differ), else the same number.
+  int at = hist && hist->wrapper_site > 0 ? hist->wrapper_site : ev && ev->wrapper_site > 0 ? ev->wrapper_site : in.site;
+  bool in_wrapper = at >= 1 && static_cast<size_t>(at) <= sites.size();
   if (c.kernel.empty() && in_wrapper) {
-    c.kernel = sites[in.site - 1].kernel;
+    c.kernel = sites[at - 1].kernel;
   }
   c.kind = kind_of_kernel(c.kernel);
-  if (in_wrapper && sites[in.site - 1].kernel == c.kernel) {
-    c.kind = std::string(kernel_kind_name(sites[in.site - 1].kind));
-    c.source_nodes = sites[in.site - 1].source_nodes;
+  if (in_wrapper && sites[at - 1].kernel == c.kernel) {
+    c.kind = std::string(kernel_kind_name(sites[at - 1].kind));
+    c.source_nodes = sites[at - 1].source_nodes;
   }
   for (const auto& info : predicate_table()) {
     c.phase = info.predicate == in.predicate ? std::string(info.culprit_phase) : c.phase;

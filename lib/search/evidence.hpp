@@ -34,6 +34,7 @@ Predicate predicate_for(OutcomeKind kind);
 
 struct SiteTrace {
   int site = 0;                                // 1-based, by occurrence in the run
+  int wrapper_site = 0;                        // the wrapper's call site (1-based) that ran; 0: not known
   std::string kernel;
   bool began = false;
   bool ended = false;

@@ -363,7 +363,9 @@ class GuideSearch {
     }
     Recorder& rec = m_env.recorder;
     std::string purpose = "guide " + join(kernels, ",");
-    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version}, true);
+    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, "guide",
+               "an Inductor rebuild with the level-2 printer", {}},
+              true);
     rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", purpose)
                                         : fmt::format("{}: built in {:.1f} s", purpose, built.seconds));
     try {

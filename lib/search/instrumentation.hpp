@@ -36,6 +36,7 @@ struct BisectSetup {
   // finds it): --exported-program, or the one inside the package.
   std::filesystem::path exported_program;
   std::string exported_model = "model";
+  ModelDir original;                      // the package as extracted for the baseline, with its facts
 };
 
 struct BisectOutcome {
@@ -49,6 +50,17 @@ struct BisectOutcome {
 // the report's builds first.
 BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& setup, int printer_level,
                                         const std::vector<std::string>& filtered_kernels = {});
+
+struct ProbedModel;
+
+// The exported program at printer level 1 (cached), its call sites compared
+// with the package's (builds.call_sites_match); for mismatch also its node
+// map and the eager values of the mapped nodes. Or one line saying why not.
+std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& setup,
+                                                               Predicate predicate);
+
+// The same kernels in the same order.
+bool same_call_sites(const WrapperInfo& a, const WrapperInfo& b);
 
 class InstrumentationSource {
  public:
@@ -76,6 +88,20 @@ class RunTimeProbeSource : public InstrumentationSource {
   // The instrumented model, or one line saying why there is none.
   virtual std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup,
                                                          Predicate predicate) = 0;
+  // Whether a source that cannot prepare lets the next one try.
+  virtual bool next_may_try() const { return false; }
+};
+
+// Interposition, the package alone: a hook library generated from the
+// package's text (package/hooks.hpp), bound by the runner into the model's
+// own GOT slots. No rebuild of the model; its library runs unchanged.
+class InterposeSource : public RunTimeProbeSource {
+ public:
+  std::string_view name() const override { return "interpose"; }
+
+ protected:
+  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+  bool next_may_try() const override { return true; }
 };
 
 // The exported program compiled once more with the intermediate-value

@@ -6,6 +6,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "protocol/runner.hpp"
 
 namespace aoti_bisect {
@@ -48,13 +49,46 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
       return {Verdict::not_isolated, "--rebuild-per-step prints kernel inputs; comparing kernels with eager needs "
                                      "the probes of one instrumented build (drop --rebuild-per-step)", ""};
     }
+    bis.source = "guide";
     return GuideSource().isolate(env, s, pred, bis);
   }
-  std::unique_ptr<InstrumentationSource> source =
-      env.source ? env.source() : std::make_unique<ExportedProgramSource>();
-  BisectOutcome out = source->isolate(env, s, pred, bis);
+  // The sources in order of preference: each one that cannot probe says why
+  // and lets the next one try.
+  std::vector<std::unique_ptr<InstrumentationSource>> chain;
+  const std::string& choice = env.settings.source;
+  if (env.source) {
+    chain.push_back(env.source());
+  } else {
+    if (choice == "auto" || choice == "interpose") {
+      chain.push_back(std::make_unique<InterposeSource>());
+    }
+    if (choice == "auto" || choice == "exported_program") {
+      chain.push_back(std::make_unique<ExportedProgramSource>());
+    }
+  }
+  BisectOutcome out;
+  std::vector<std::string> why_not;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    bis = Bisection{};
+    bis.source = std::string(chain[i]->name());
+    out = chain[i]->isolate(env, s, pred, bis);
+    if (out.fall_back.empty()) {
+      break;
+    }
+    env.recorder.passed_over({bis.source, out.fall_back});
+    env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
+    why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
+    if (i + 1 == chain.size() && choice != "interpose") {
+      bis = Bisection{};
+      bis.source = "guide";
+      return GuideSource(out.fall_back).isolate(env, s, pred, bis);
+    }
+  }
   if (!out.fall_back.empty()) {
-    return GuideSource(out.fall_back).isolate(env, s, pred, bis);
+    return {Verdict::not_isolated, "no probe source could be used (" + join(why_not, "; ") + ")", ""};
+  }
+  if (out.verdict == Verdict::not_isolated && !why_not.empty() && !out.reason.empty()) {
+    out.reason += " (" + join(why_not, "; ") + ")";
   }
   return out;
 }
@@ -86,6 +120,7 @@ class ProbedSearch {
  private:
   ChildResult child(const std::string& purpose, const ProbePlan& plan);
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
+  void check_fidelity(const ChildResult& trace);
   void link_returned(const ChildResult& trace, int n_static);
   void map_sites(const ChildResult& trace);
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
@@ -135,6 +170,33 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
     return BisectOutcome{Verdict::not_isolated, m_bis.message, ""};
   }
   return std::nullopt;
+}
+
+// Interposition runs the package's own code: its trace run (no values
+// probed) must return the baseline's outputs bit for bit.
+void ProbedSearch::check_fidelity(const ChildResult& trace) {
+  if (m_model.model.hooks.empty()) {
+    return;
+  }
+  const auto& runs = m_env.recorder.report().runs;
+  auto base = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.variant == m_s.variant; });
+  auto sums = [](const std::vector<TensorStats>& outputs) {
+    std::vector<std::string> out;
+    for (const auto& t : outputs) {
+      out.push_back(t.checksum);
+    }
+    return out;
+  };
+  std::string text;
+  if (base == runs.end() || base->outputs.empty() || trace.cls.outputs.empty()) {
+    text = "outputs not compared (the runs returned none)";
+  } else if (sums(base->outputs) == sums(trace.cls.outputs)) {
+    text = "hooked run's outputs bit-identical to the first run of the variant (checksums)";
+  } else {
+    text = "hooked run's outputs differ from the first run of the variant (the model may not be deterministic)";
+    m_env.recorder.builds_note("the run with hooks bound returned other outputs than the first run without them");
+  }
+  m_env.recorder.fidelity(text);
 }
 
 // Where the buffers extern calls create are first shown (static call-site
@@ -286,6 +348,7 @@ BisectOutcome ProbedSearch::run() {
   m_bis.runs = 1;
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
+  check_fidelity(trace);
   if (m_trace.probes_missing) {
     std::string why = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     if (m_pred == Predicate::mismatch) {
@@ -350,7 +413,7 @@ BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup,
                                           Bisection& bis) {
   auto prepared = prepare(env, setup, predicate);
   if (auto* why = std::get_if<std::string>(&prepared)) {
-    return {Verdict::not_isolated, *why, ""};
+    return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
   }
   return ProbedSearch(env, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
 }

@@ -2,6 +2,8 @@
 // its call sites compared with the package's, and for mismatch the node map
 // and one eager run of the exported program node by node.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "build/build.hpp"
@@ -74,6 +76,16 @@ BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int p
 
 std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& env, const BisectSetup& s,
                                                                       Predicate pred) {
+  return probed_exported_program(env, s, pred);
+}
+
+bool same_call_sites(const WrapperInfo& a, const WrapperInfo& b) {
+  return a.call_sites.size() == b.call_sites.size() &&
+         std::equal(a.call_sites.begin(), a.call_sites.end(), b.call_sites.begin(),
+                    [](const CallSite& x, const CallSite& y) { return x.kernel == y.kernel; });
+}
+
+std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& s, Predicate pred) {
   if (s.exported_program.empty()) {
     return needs_exported_program();
   }
@@ -85,7 +97,11 @@ std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& en
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
-  rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version}, true);
+  rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version, "exported_program",
+             "an Inductor build of the exported program with the level-1 printer: its kernels may differ from the "
+             "package's",
+             {}},
+            true);
   rec.progress().note(built.cache_hit ? "instrumented build found in the cache"
                                       : fmt::format("instrumented build done in {:.1f} s", built.seconds));
   ProbedModel m;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "common/error.hpp"
 
 #include "common/files.hpp"
+#include "package/wrapper.hpp"
 #include "protocol/values.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
@@ -36,6 +38,15 @@ struct ProbeState {
   std::set<std::string> touched;    // names any earlier site touched
   std::set<std::string> returned;   // buffers extern calls create (written before any site reads them)
   std::map<std::string, std::vector<at::Tensor>> node_ref;  // buffer -> eager values of its candidate nodes
+  // Interposition: names by call site, and where raw pointers come from.
+  std::vector<ModelFacts::Site> hook_sites;
+  std::set<std::string> constants;
+  size_t cursor = 0;                                // next static site to match
+  const ModelFacts::Site* static_site = nullptr;    // the current site's facts
+  std::vector<std::pair<void*, void*>> pending;     // (handle, pointer) since the last site began
+  std::vector<std::pair<void*, void*>> current;     // ... taken for the current site's arguments
+  std::map<uintptr_t, void*> by_pointer;            // every live handle seen, by data pointer
+  std::map<void*, uintptr_t> pointer_of;            // ... and back
 };
 
 ProbeState& state() {
@@ -54,7 +65,7 @@ std::string safe_file_part(std::string s) {
 
 void begin_site(ProbeState& s, const std::string& kernel) {
   for (const auto& t : s.tensors) {
-    s.touched.insert(t);
+    s.touched.insert(base_tensor_name(t));
   }
   ++s.site;
   s.kernel = kernel;
@@ -62,7 +73,13 @@ void begin_site(ProbeState& s, const std::string& kernel) {
   s.tensors.clear();
   s.mode = s.plan.mode_for(s.site);
   if (s.mode >= ProbeMode::trace) {
-    s.emit(EventKind::site_begin, {{"site", s.site}, {"kernel", kernel}});
+    nlohmann::json fields = {{"site", s.site}, {"kernel", kernel}};
+    if (s.static_site != nullptr) {
+      // Interposition knows which call site of the wrapper this is (sites in
+      // branches that did not run are skipped).
+      fields["static"] = static_cast<int>(s.static_site - s.hook_sites.data()) + 1;
+    }
+    s.emit(EventKind::site_begin, std::move(fields));
   }
 }
 
@@ -124,7 +141,9 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
 }
 
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
-  bool initialized = name.rfind("arg", 0) == 0 || s.touched.count(name) > 0 || s.returned.count(name) > 0 || !before;
+  std::string base = base_tensor_name(name);
+  bool initialized = base.rfind("arg", 0) == 0 || s.touched.count(base) > 0 || s.returned.count(base) > 0 ||
+                     s.constants.count(base) > 0 || !before;
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},
@@ -156,7 +175,134 @@ std::string plain_name(const std::string& name) {
   return name;
 }
 
+// The name of argument `arg` at the current hooked site.
+std::string hook_arg_name(const ProbeState& s, int arg) {
+  if (s.static_site && arg >= 0 && static_cast<size_t>(arg) < s.static_site->args.size() &&
+      !s.static_site->args[arg].empty()) {
+    return s.static_site->args[arg];
+  }
+  return fmt::format("{}.arg{}", s.kernel, arg);
+}
+
+// The handle a kernel's raw pointer argument came from: one the wrapper took
+// it from for this call (data_ptr() right before the call), else any live
+// handle with that data pointer, else the live handle whose storage holds it.
+void* handle_of(const ProbeState& s, const void* pointer) {
+  for (auto it = s.current.rbegin(); it != s.current.rend(); ++it) {
+    if (it->second == pointer) {
+      return it->first;
+    }
+  }
+  auto p = reinterpret_cast<uintptr_t>(pointer);
+  auto it = s.by_pointer.upper_bound(p);
+  if (it == s.by_pointer.begin()) {
+    return nullptr;
+  }
+  --it;
+  const at::Tensor* t = torch::aot_inductor::tensor_handle_to_tensor_pointer(static_cast<AtenTensorHandle>(it->second));
+  if (t == nullptr || !t->defined()) {
+    return nullptr;
+  }
+  if (it->first == p) {
+    return it->second;
+  }
+  auto end = it->first + static_cast<uintptr_t>(t->numel()) * t->element_size();
+  return p < end ? it->second : nullptr;
+}
+
 }  // namespace
+
+void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string> constants) {
+  ProbeState& s = state();
+  s.hook_sites = std::move(sites);
+  s.constants = std::set<std::string>(constants.begin(), constants.end());
+}
+
+int hook_enter(const char* kernel) {
+  ProbeState& s = state();
+  s.current = std::move(s.pending);
+  s.pending.clear();
+  ++s.calls;
+  if (!s.installed || kernel == nullptr) {
+    return 0;
+  }
+  // The static site this call is: the next one with this kernel, in order
+  // (sites inside branches that did not run are skipped).
+  std::string k(kernel);
+  s.static_site = nullptr;
+  for (size_t pass = 0; pass < 2 && !s.static_site; ++pass) {
+    for (size_t i = pass == 0 ? s.cursor : 0; i < s.hook_sites.size(); ++i) {
+      if (s.hook_sites[i].kernel == k) {
+        s.static_site = &s.hook_sites[i];
+        s.cursor = i + 1;
+        break;
+      }
+    }
+  }
+  begin_site(s, k);
+  return static_cast<int>(s.mode);
+}
+
+void hook_tensor(void* handle, int arg, bool after) {
+  ProbeState& s = state();
+  if (!s.installed || s.site == 0) {
+    return;
+  }
+  std::string name = hook_arg_name(s, arg);
+  if (!after) {
+    s.tensors.push_back(name);
+  }
+  if (s.mode < ProbeMode::stats || handle == nullptr) {
+    return;
+  }
+  const at::Tensor* t = torch::aot_inductor::tensor_handle_to_tensor_pointer(static_cast<AtenTensorHandle>(handle));
+  if (t != nullptr && t->defined()) {
+    probe_tensor(s, *t, name, !after);
+  }
+}
+
+void hook_pointer(const void* pointer, int arg, bool after) {
+  ProbeState& s = state();
+  if (!s.installed || s.site == 0) {
+    return;
+  }
+  void* handle = handle_of(s, pointer);
+  if (handle != nullptr) {
+    hook_tensor(handle, arg, after);
+  } else if (!after) {
+    s.tensors.push_back(hook_arg_name(s, arg));
+  }
+}
+
+void hook_launched(bool failed) {
+  (void)failed;  // the shim's error code reaches the model, which raises
+  ProbeState& s = state();
+  if (s.installed && s.site > 0 && !s.launched) {
+    finish_launch(s);
+  }
+}
+
+void hook_data_ptr(void* handle, void* pointer) {
+  ProbeState& s = state();
+  s.pending.emplace_back(handle, pointer);
+  s.by_pointer[reinterpret_cast<uintptr_t>(pointer)] = handle;
+  s.pointer_of[handle] = reinterpret_cast<uintptr_t>(pointer);
+}
+
+void hook_forget(void* handle) {
+  ProbeState& s = state();
+  auto drop = [handle](std::vector<std::pair<void*, void*>>& v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [handle](const auto& p) { return p.first == handle; }), v.end());
+  };
+  drop(s.pending);
+  drop(s.current);
+  if (auto it = s.pointer_of.find(handle); it != s.pointer_of.end()) {
+    if (auto b = s.by_pointer.find(it->second); b != s.by_pointer.end() && b->second == handle) {
+      s.by_pointer.erase(b);
+    }
+    s.pointer_of.erase(it);
+  }
+}
 
 void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
                     std::set<std::string> returned) {

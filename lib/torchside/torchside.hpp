@@ -18,7 +18,6 @@
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
 #include "package/facts.hpp"
-#include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
 
@@ -103,6 +102,31 @@ struct ProbeCounts {
   int sites = 0;
 };
 ProbeCounts probe_counts();
+
+// Interposition (package/hooks.hpp): the generated hooks report each call
+// site through these. hook_enter begins a site and returns its probe mode
+// (0 off); hook_tensor / hook_pointer show one argument (by position; its
+// name comes from the call site's facts) before or after the launch;
+// hook_launched ends the launch. hook_data_ptr / hook_forget keep the map
+// from raw pointers to the tensor handles the wrapper took them from.
+void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string> constants);
+int hook_enter(const char* kernel);
+void hook_tensor(void* handle, int arg, bool after);
+void hook_pointer(const void* pointer, int arg, bool after);
+void hook_launched(bool failed);
+void hook_data_ptr(void* handle, void* pointer);
+void hook_forget(void* handle);
+
+// Loads the hook library and binds its hooks into the GOT slots of the
+// loaded model library named `model_library` (its file name): only the
+// model's own calls reach the hooks. Returns what it bound; throws
+// Error(internal) when the library cannot be used.
+struct HookBinding {
+  int hooks = 0;                       // hooks in the library
+  int slots = 0;                       // GOT slots rebound
+  std::vector<std::string> unbound;    // hooks the model has no slot for
+};
+HookBinding bind_hooks(const std::filesystem::path& hook_library, const std::string& model_library);
 
 // Loads the per-node reference (torch.save of {buffer name: [tensor, ...]},
 // written by the build helper's node-values mode) for the probes: with it, a

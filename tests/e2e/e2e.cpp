@@ -1,6 +1,10 @@
 #include "e2e/e2e.hpp"
 
 #include <fstream>
+#include <list>
+#include <stdexcept>
+
+#include <zip.h>
 #include <sstream>
 
 namespace e2e {
@@ -21,6 +25,46 @@ std::map<std::string, std::string> warm_inductor() {
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+void rewrite_package(const fs::path& src, const fs::path& dst, const EntryEdit& edit) {
+  int err = 0;
+  zip_t* in = zip_open(src.c_str(), ZIP_RDONLY, &err);
+  if (in == nullptr) {
+    throw std::runtime_error("cannot open " + src.string());
+  }
+  zip_t* out = zip_open(dst.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  if (out == nullptr) {
+    zip_close(in);
+    throw std::runtime_error("cannot create " + dst.string());
+  }
+  std::list<std::string> kept;  // libzip reads the buffers at zip_close
+  zip_int64_t n = zip_get_num_entries(in, 0);
+  for (zip_int64_t i = 0; i < n; ++i) {
+    zip_stat_t st;
+    zip_stat_index(in, static_cast<zip_uint64_t>(i), 0, &st);
+    std::string bytes(st.size, '\0');
+    zip_file_t* f = zip_fopen_index(in, static_cast<zip_uint64_t>(i), 0);
+    zip_int64_t got = f ? zip_fread(f, bytes.data(), st.size) : -1;
+    if (f) {
+      zip_fclose(f);
+    }
+    if (got != static_cast<zip_int64_t>(st.size)) {
+      throw std::runtime_error(std::string("cannot read entry ") + st.name);
+    }
+    std::string name = st.name;
+    if (!edit(name, bytes)) {
+      continue;
+    }
+    kept.push_back(std::move(bytes));
+    zip_source_t* source = zip_source_buffer(out, kept.back().data(), kept.back().size(), 0);
+    zip_int64_t index = zip_file_add(out, name.c_str(), source, ZIP_FL_OVERWRITE);
+    zip_set_file_compression(out, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+  }
+  zip_close(in);
+  if (zip_close(out) != 0) {
+    throw std::runtime_error("cannot write " + dst.string());
+  }
 }
 
 Result run_tool(std::vector<std::string> args, const std::string& out_dir,

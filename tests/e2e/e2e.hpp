@@ -3,6 +3,7 @@
 // example packages (scripts/build-examples) and read what it reported.
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,6 +28,12 @@ nlohmann::json meta_of(const std::string& name);         // the example's NAME.j
 // cache is fresh per test, so builds.count is what a test expects).
 std::map<std::string, std::string> warm_inductor();
 std::string read_text(const std::filesystem::path& path);
+// Writes a copy of the package `src` to `dst` with its entries edited:
+// `edit(name, bytes)` may change the bytes, and returns false to drop the
+// entry. For packages that are broken or built in another way.
+using EntryEdit = std::function<bool(const std::string& name, std::string& bytes)>;
+void rewrite_package(const std::filesystem::path& src, const std::filesystem::path& dst, const EntryEdit& edit);
+
 Result run_tool(std::vector<std::string> args, const std::string& out_dir,
                 const std::map<std::string, std::string>& env = {}, double timeout_s = 600);
 

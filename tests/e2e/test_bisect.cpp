@@ -1,10 +1,13 @@
 // End-to-end kernel bisection on real packages: the culprit each example's
 // generator recorded (examples/make_examples.py, NAME.json "culprit",
 // 0-based) must be the call site the tool names (1-based), with one build,
-// and none on a second run (the build cache).
+// and none on a second run (the build cache). These force the exported
+// program as the source of probes; test_interpose.cpp covers the package
+// alone.
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -29,7 +32,9 @@ std::vector<std::string> bisect_args(const std::string& name, std::vector<std::s
                                    "--cache-dir",
                                    fs::absolute("build-cache").string(),
                                    "--repeats",
-                                   "1"};
+                                   "1",
+                                   "--source",
+                                   "exported_program"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -155,9 +160,9 @@ TEST_CASE("the exported program inside the package (package_pt2) is found withou
   check_culprit(r.report, meta);
 }
 
-TEST_CASE("without an exported program: the failure is reproduced, not isolated, and the tool says what it needs") {
+TEST_CASE("--source exported_program without one: reproduced, not isolated, and the tool says what it needs") {
   auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
-                     "--repeats", "1"},
+                     "--repeats", "1", "--source", "exported_program"},
                     "out");
   CHECK(r.code() == 3);
   CHECK(r.report["verdict"] == "not_isolated");
@@ -169,7 +174,8 @@ TEST_CASE("aoti-bisect bisect: the phase alone, under given flags") {
   auto meta = meta_of("nan_midway");
   std::vector<std::string> args = bisect_args("nan_midway", {"--env", "OMP_NUM_THREADS=1"});
   args[0] = "bisect";
-  args.erase(args.end() - 4, args.end() - 2);  // no --repeats for bisect
+  auto repeats = std::find(args.begin(), args.end(), "--repeats");
+  args.erase(repeats, repeats + 2);  // no --repeats for bisect
   auto r = run_tool(args, "out", warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);

@@ -71,8 +71,8 @@ TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within toleran
   CHECK(fs::exists("out/report.md"));
 }
 
-TEST_CASE("NaN model without its exported program: nonfinite, reproduced on every run, exit 3 (not isolated)") {
-  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "2", "--junit"}), "out");
+TEST_CASE("NaN model, --no-bisect: nonfinite, reproduced on every run, exit 3 (not isolated)") {
+  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "2", "--junit", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
   REQUIRE(r.report.is_object());
   CHECK(r.report["verdict"] == "not_isolated");
@@ -87,7 +87,7 @@ TEST_CASE("NaN model without its exported program: nonfinite, reproduced on ever
 }
 
 TEST_CASE("class index outside [0, C): device_assert whose first line names the index check") {
-  auto r = run_tool(with(run_args("class_index"), {"--repeats", "1"}), "out");
+  auto r = run_tool(with(run_args("class_index"), {"--repeats", "1", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
   REQUIRE(r.report.is_object());
   CHECK(r.report["failure"]["kind"] == "device_assert");
@@ -117,7 +117,7 @@ int leaked_loader_dirs() {
 
 TEST_CASE("wild gather: a crash with its signal, every run") {
   int leaked_before = leaked_loader_dirs();
-  auto r = run_tool(with(run_args("wild_gather"), {"--repeats", "2"}), "out");
+  auto r = run_tool(with(run_args("wild_gather"), {"--repeats", "2", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
   REQUIRE(r.report.is_object());
   CHECK(r.report["failure"]["kind"] == "crash");
@@ -146,7 +146,7 @@ TEST_CASE("relu accuracy bug with the reference: mismatch with the error figures
 }
 
 TEST_CASE("relu runtime_error bug: classified as what it really is") {
-  auto r = run_tool(with(run_args("relu_runtime_error"), {"--repeats", "1"}), "out");
+  auto r = run_tool(with(run_args("relu_runtime_error"), {"--repeats", "1", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
   REQUIRE(r.report.is_object());
   // `throw 1` inside the kernel reaches the model container as a non-std
@@ -156,7 +156,7 @@ TEST_CASE("relu runtime_error bug: classified as what it really is") {
 }
 
 TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
-  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "4", "--jobs", "2"}), "out");
+  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "4", "--jobs", "2", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
   CHECK(r.report["runs"].size() == 5);
   CHECK(r.report["failure"]["reproduced"] == 5);

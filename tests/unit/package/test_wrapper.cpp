@@ -171,3 +171,37 @@ void AOTInductorModel::run_impl(
   CHECK(w.moves == std::vector<std::pair<std::string, std::string>>{{"buf8", "buf7"}, {"buf9", "buf8"}, {"buf2", "buf1"}});
   CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf9", 1}});
 }
+
+TEST_CASE("parse_wrapper: what each call-site argument names, and the constants' names") {
+  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  REQUIRE(w.call_sites.size() == 4);
+  // aoti_torch_cpu_addmm_out(buf0, l1_bias, arg4_1, wrap(reinterpret_tensor_wrapper(l1_weight, ...)), 1L, 1L)
+  CHECK(w.call_sites[0].args == std::vector<std::string>{"buf0", "l1_bias", "arg4_1", "view of l1_weight", "", ""});
+  // cpp_fused_log_relu_sub_0((float*)(buf1.data_ptr()), (float*)(buf2.data_ptr()))
+  CHECK(w.call_sites[1].args == std::vector<std::string>{"buf1", "buf2"});
+  CHECK(w.call_sites[3].args == std::vector<std::string>{"buf4"});
+  CHECK(w.constants.size() >= 3);
+  CHECK(w.constants[0] == "l1_weight");
+  CHECK(w.constants[2] == "l2_weight");
+  CHECK(base_tensor_name("view of l1_weight") == "l1_weight");
+  CHECK(base_tensor_name("buf3") == "buf3");
+}
+
+TEST_CASE("parse_wrapper: an extern call's created output and a call spread over lines") {
+  std::string src = R"(
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    AtenTensorHandle buf3_handle;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(arg0_1, w0,
+        nullptr, int_array_0, 2, int_array_1, 2, int_array_2, 2, 0, int_array_3, 2, 1L, &buf3_handle));
+}
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 1);
+  const auto& args = w.call_sites[0].args;
+  REQUIRE(args.size() == 14);
+  CHECK(args[0] == "arg0_1");
+  CHECK(args[1] == "w0");
+  CHECK(args[2] == "");
+  CHECK(args[13] == "buf3");
+  CHECK(w.call_sites[0].returns == std::vector<std::string>{"buf3"});
+}

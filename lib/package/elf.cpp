@@ -1,0 +1,183 @@
+#include "package/elf.hpp"
+
+#include <cstring>
+#include <optional>
+
+#include <cerrno>
+#include <string_view>
+
+#include <elf.h>
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+class Reader {
+ public:
+  Reader(std::string_view bytes, const std::string& what) : m_b(bytes), m_what(what) {}
+
+  template <typename T>
+  T at(uint64_t off) const {
+    if (off > m_b.size() || sizeof(T) > m_b.size() - off) {
+      throw Error(ErrorKind::cannot_test, m_what + " is truncated (a table points past its end); rebuild the package");
+    }
+    T v;
+    std::memcpy(&v, m_b.data() + off, sizeof(T));
+    return v;
+  }
+
+  std::string str(uint64_t off) const {
+    if (off >= m_b.size()) {
+      throw Error(ErrorKind::cannot_test, m_what + " is truncated (a name points past its end); rebuild the package");
+    }
+    size_t end = m_b.find('\0', off);
+    return std::string(m_b.substr(off, (end == std::string_view::npos ? m_b.size() : end) - off));
+  }
+
+ private:
+  std::string_view m_b;
+  const std::string& m_what;
+};
+
+}  // namespace
+
+ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) {
+    throw Error(ErrorKind::cannot_test, what + " is not an ELF file (truncated or corrupt); rebuild the package");
+  }
+  Reader r(bytes, what);
+  auto eh = r.at<Elf64_Ehdr>(0);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+    throw Error(ErrorKind::cannot_test, what + " is not a 64-bit little-endian ELF file");
+  }
+  // Virtual address -> file offset through the PT_LOAD segments.
+  std::vector<Elf64_Phdr> loads;
+  std::optional<Elf64_Phdr> dynamic;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    auto ph = r.at<Elf64_Phdr>(eh.e_phoff + static_cast<uint64_t>(i) * eh.e_phentsize);
+    if (ph.p_type == PT_LOAD) {
+      loads.push_back(ph);
+    } else if (ph.p_type == PT_DYNAMIC) {
+      dynamic = ph;
+    }
+  }
+  auto file_off = [&](uint64_t vaddr) -> uint64_t {
+    for (const auto& ph : loads) {
+      if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+        return ph.p_offset + (vaddr - ph.p_vaddr);
+      }
+    }
+    throw Error(ErrorKind::cannot_test, what + " has a dynamic table outside its loaded segments (corrupt)");
+  };
+  for (const auto& ph : loads) {
+    if (ph.p_offset + ph.p_filesz > bytes.size()) {
+      throw Error(ErrorKind::cannot_test,
+                  what + fmt::format(" is truncated ({} bytes; its segments need {}); rebuild the package",
+                                     bytes.size(), ph.p_offset + ph.p_filesz));
+    }
+  }
+  ElfFacts facts;
+  if (!dynamic) {
+    throw Error(ErrorKind::cannot_test, what + " has no dynamic section: it is not a shared object AOTI can load");
+  }
+  uint64_t strtab = 0, symtab = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0, syment = sizeof(Elf64_Sym);
+  uint64_t gnu_hash = 0, hash = 0;
+  for (uint64_t off = dynamic->p_offset; off + sizeof(Elf64_Dyn) <= dynamic->p_offset + dynamic->p_filesz;
+       off += sizeof(Elf64_Dyn)) {
+    auto d = r.at<Elf64_Dyn>(off);
+    if (d.d_tag == DT_NULL) {
+      break;
+    }
+    switch (d.d_tag) {
+      case DT_STRTAB: strtab = d.d_un.d_ptr; break;
+      case DT_SYMTAB: symtab = d.d_un.d_ptr; break;
+      case DT_RELA: rela = d.d_un.d_ptr; break;
+      case DT_RELASZ: relasz = d.d_un.d_val; break;
+      case DT_JMPREL: jmprel = d.d_un.d_ptr; break;
+      case DT_PLTRELSZ: pltrelsz = d.d_un.d_val; break;
+      case DT_SYMENT: syment = d.d_un.d_val; break;
+      case DT_HASH: hash = d.d_un.d_ptr; break;
+      case DT_GNU_HASH: gnu_hash = d.d_un.d_ptr; break;
+      case DT_SYMBOLIC: facts.symbolic = true; break;
+      case DT_FLAGS: facts.symbolic = facts.symbolic || (d.d_un.d_val & DF_SYMBOLIC) != 0; break;
+      default: break;
+    }
+  }
+  if (strtab == 0 || symtab == 0 || syment < sizeof(Elf64_Sym)) {
+    throw Error(ErrorKind::cannot_test, what + " has no dynamic symbol table");
+  }
+  uint64_t str_off = file_off(strtab), sym_off = file_off(symtab);
+  auto sym = [&](uint64_t index) { return r.at<Elf64_Sym>(sym_off + index * syment); };
+  auto collect = [&](uint64_t table, uint64_t size) {
+    if (table == 0) {
+      return;
+    }
+    uint64_t base = file_off(table);
+    for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= size; off += sizeof(Elf64_Rela)) {
+      auto rel = r.at<Elf64_Rela>(base + off);
+      uint32_t type = ELF64_R_TYPE(rel.r_info);
+      uint32_t index = ELF64_R_SYM(rel.r_info);
+      if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || index == 0) {
+        continue;
+      }
+      auto s = sym(index);
+      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC && !(ELF64_ST_TYPE(s.st_info) == STT_NOTYPE && s.st_shndx == SHN_UNDEF)) {
+        continue;
+      }
+      facts.slots.push_back({r.str(str_off + s.st_name), rel.r_offset, type == R_X86_64_JUMP_SLOT});
+    }
+  };
+  collect(jmprel, pltrelsz);
+  collect(rela, relasz);
+  // The number of dynamic symbols: from DT_HASH, or the end of the symbol
+  // table where the string table begins (the usual layout).
+  uint64_t nsyms = 0;
+  if (hash != 0) {
+    nsyms = r.at<uint32_t>(file_off(hash) + 4);
+  } else if (strtab > symtab) {
+    nsyms = (strtab - symtab) / syment;
+  }
+  (void)gnu_hash;
+  for (uint64_t i = 1; i < nsyms; ++i) {
+    auto s = sym(i);
+    if (s.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s.st_info) == STT_FUNC && s.st_name != 0) {
+      facts.defined.emplace(r.str(str_off + s.st_name), s.st_value);
+    }
+  }
+  return facts;
+}
+
+// Mapped, not read: a model's library can hold gigabytes of weights.
+ElfFacts read_elf_facts(const std::filesystem::path& path) {
+  std::string what = "the model library '" + path.filename().string() + "'";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Error(ErrorKind::cannot_test, what + " cannot be read: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    throw Error(ErrorKind::cannot_test, what + " is empty; rebuild the package");
+  }
+  void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) {
+    throw Error(ErrorKind::cannot_test, what + " cannot be mapped: " + std::strerror(errno));
+  }
+  try {
+    ElfFacts facts = parse_elf_facts(std::string_view(static_cast<const char*>(map), static_cast<size_t>(st.st_size)), what);
+    ::munmap(map, static_cast<size_t>(st.st_size));
+    return facts;
+  } catch (...) {
+    ::munmap(map, static_cast<size_t>(st.st_size));
+    throw;
+  }
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,51 @@
+#pragma once
+// Interposition, the package-only source of probes (design: "Sources"): a
+// small C++ file generated from the package's own text defines one hook per
+// function run_impl calls at a call site (its cpp kernels and the C-shim
+// extern calls), plus the two shim calls that tell which tensor a raw
+// pointer belongs to. Each hook has the exact signature of the function it
+// stands for, tells the runner about its arguments, and forwards to the real
+// function. The runner binds the hooks into the model's own GOT slots
+// (lib/torchside/hooks.cpp); nothing is interposed for any other object.
+//
+// The generated file needs no LibTorch headers: tensor handles are opaque
+// pointers, kernel pointer parameters are void*, and the runner's callbacks
+// (the aoti_bisect_* functions below) resolve against the runner executable.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "package/wrapper.hpp"
+
+namespace aoti_bisect {
+
+struct HookParam {
+  std::string type;  // as declared: "const float*", "AtenTensorHandle", "int64_t"
+  std::string name;
+};
+
+// `extern "C" void NAME(params)` declarations (the cpp kernels) in a
+// wrapper or kernel source.
+std::map<std::string, std::vector<HookParam>> kernel_declarations(const std::string& source);
+
+// `AOTI_TORCH_EXPORT AOTITorchError NAME(params);` declarations in C-shim
+// header text.
+std::map<std::string, std::vector<HookParam>> shim_declarations(const std::string& header_text);
+
+struct HookLibrary {
+  std::string source;                 // the C++ file; empty when `problems` is not
+  std::vector<std::string> hooked;    // symbols with a hook, call sites' first
+  std::vector<std::string> problems;  // call-site functions that cannot be hooked, with why
+};
+
+// The hook library for a wrapper's call sites. `kernels` and `shims` are
+// the declarations found above.
+HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::string, std::vector<HookParam>>& kernels,
+                           const std::map<std::string, std::vector<HookParam>>& shims);
+
+// The callbacks' ABI version, written into the generated file and checked by
+// the runner, so that a cached library from another version is never bound.
+inline constexpr int k_hook_abi_version = 1;
+
+}  // namespace aoti_bisect

@@ -1,0 +1,191 @@
+// The package alone (interposition): `aoti-bisect run PKG --inputs IN`,
+// with no exported program and no config, must name the same call site as
+// the exported-program path (the generator's recorded culprit), with the
+// hooks compiled once and no rebuild of the model. Packages whose calls the
+// hooks cannot see fall back to the next source and say why.
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include <elf.h>
+
+#include "e2e/e2e.hpp"
+
+namespace fs = std::filesystem;
+using e2e::example;
+using e2e::meta_of;
+using e2e::run_tool;
+using e2e::warm_inductor;
+
+namespace {
+
+std::vector<std::string> package_only(const std::string& package, const std::string& name,
+                                      std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"run",     package, "--inputs", example(name + ".inputs.pt").string(),
+                                   "--repeats", "1",   "--cache-dir", fs::absolute("build-cache").string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Sets DT_SYMBOLIC in a shared object's dynamic section (what a link with
+// -Bsymbolic records), in place of its DT_RELACOUNT hint.
+bool mark_symbolic(std::string& so) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, so.data(), sizeof eh);
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, so.data() + eh.e_phoff + static_cast<size_t>(i) * eh.e_phentsize, sizeof ph);
+    if (ph.p_type != PT_DYNAMIC) {
+      continue;
+    }
+    for (size_t off = ph.p_offset; off + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz; off += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn d;
+      std::memcpy(&d, so.data() + off, sizeof d);
+      if (d.d_tag == DT_RELACOUNT) {
+        d.d_tag = DT_SYMBOLIC;
+        d.d_un.d_val = 0;
+        std::memcpy(so.data() + off, &d, sizeof d);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("e2e/interpose");
+
+TEST_CASE("the package alone: every fault and NaN example isolated by interposition at the recorded call site") {
+  for (std::string name : {"nan_midway", "deep_late_nan", "extern_overflow", "wild_gather", "class_index",
+                           "relu_runtime_error"}) {
+    CAPTURE(name);
+    auto meta = meta_of(name);
+    auto r = run_tool(package_only(example(name + ".pt2").string(), name), "out-" + name);
+    CHECK(r.code() == 1);
+    REQUIRE(r.report.is_object());
+    CHECK(r.report["verdict"] == "isolated");
+    REQUIRE(r.report["culprit"].is_object());
+    CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+    CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    CHECK(r.report["bisection"]["source"] == "interpose");
+    CHECK(r.report["bisection"]["sources_passed_over"].empty());
+    // One hook library, no Inductor build.
+    REQUIRE(r.report["builds"]["items"].size() == 1);
+    CHECK(r.report["builds"]["items"][0]["source"] == "interpose");
+    CHECK(r.report["builds"]["items"][0]["purpose"] == "hooks");
+    CHECK(r.out.find("probes: interpose") != std::string::npos);
+  }
+}
+
+TEST_CASE("interposition: the culprit's evidence shows what the printer never did, and the hooks come from the cache") {
+  // extern_overflow: the addmm's constant bias and its reinterpreted weight
+  // view are shown; the overflow is the extern call's, not the next kernel's.
+  auto r = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow"), "out");
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["culprit"]["kernel"] == "aoti_torch_cpu_addmm_out");
+  std::string why = r.report["culprit"]["why"].get<std::string>();
+  CHECK(why.find("Inf") != std::string::npos);
+  std::string events = e2e::read_text("out/runs/bisect.1.trace/events.jsonl");
+  CHECK(events.find("\"event\":\"hooks\"") != std::string::npos);
+  auto again = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow"), "out2");
+  CHECK(again.code() == 1);
+  CHECK(again.report["builds"]["items"][0]["cache_hit"] == true);
+  CHECK(again.report["builds"]["count"] == 0);
+}
+
+TEST_CASE("wrong values without the package's Inductor config: the package's probes, the exported program's nodes") {
+  // relu_accuracy was built with a config that breaks relu; the exported
+  // program built without it computes correct values, so its own probes
+  // cannot show the bug. Interposition probes the package's own code and
+  // takes only the buffers' graph nodes from that build.
+  auto meta = meta_of("relu_accuracy");
+  std::vector<std::string> more = {"--reference", example("relu_accuracy.expected.pt").string(), "--exported-program",
+                                   example("relu_accuracy.ep.pt2").string()};
+  auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  CHECK(r.report["bisection"]["source"] == "interpose");
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["builds"]["call_sites_match"] == true);
+
+  more.insert(more.end(), {"--source", "exported_program"});
+  auto ep = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more), "out2",
+                     warm_inductor());
+  CHECK(ep.code() == 3);
+  CHECK(ep.report["verdict"] == "suppressed_by_instrumentation");
+}
+
+TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interposition says why; auto falls back") {
+  fs::path pkg = fs::absolute("nan_midway_symbolic.pt2");
+  bool marked = false;
+  e2e::rewrite_package(example("nan_midway.pt2"), pkg, [&](const std::string& name, std::string& bytes) {
+    if (ends_with(name, ".so")) {
+      marked = mark_symbolic(bytes);
+    }
+    return true;
+  });
+  REQUIRE(marked);
+  auto forced = run_tool(package_only(pkg.string(), "nan_midway", {"--source", "interpose"}), "out");
+  CHECK(forced.code() == 3);
+  CHECK(forced.report["verdict"] == "not_isolated");
+  CHECK(forced.report["verdict_reason"].get<std::string>().find("DT_SYMBOLIC") != std::string::npos);
+
+  auto meta = meta_of("nan_midway");
+  auto fallback = run_tool(
+      package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}),
+      "out2", warm_inductor());
+  CHECK(fallback.code() == 1);
+  CHECK(fallback.report["bisection"]["source"] == "exported_program");
+  REQUIRE(fallback.report["bisection"]["sources_passed_over"].size() == 1);
+  CHECK(fallback.report["bisection"]["sources_passed_over"][0]["source"] == "interpose");
+  CHECK(fallback.report["bisection"]["sources_passed_over"][0]["why"].get<std::string>().find("DT_SYMBOLIC") !=
+        std::string::npos);
+  CHECK(fallback.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(fallback.report["builds"]["items"][0]["passed_over"][0]["source"] == "interpose");
+}
+
+TEST_CASE("a package without its wrapper.cpp: no source can probe it, and the verdict says why") {
+  fs::path pkg = fs::absolute("nan_midway_no_wrapper.pt2");
+  e2e::rewrite_package(example("nan_midway.pt2"), pkg,
+                       [](const std::string& name, std::string&) { return !ends_with(name, ".wrapper.cpp"); });
+  auto r = run_tool(package_only(pkg.string(), "nan_midway"), "out");
+  CHECK(r.code() == 3);
+  CHECK(r.report["verdict"] == "not_isolated");
+  std::string reason = r.report["verdict_reason"].get<std::string>();
+  CHECK(reason.find("nonfinite reproduced") != std::string::npos);
+  CHECK(reason.find("interpose: the package has no wrapper source") != std::string::npos);
+  CHECK(reason.find("--exported-program") != std::string::npos);
+}
+
+TEST_CASE("a truncated model library: one line and exit 4, with a report") {
+  fs::path pkg = fs::absolute("nan_midway_truncated_so.pt2");
+  e2e::rewrite_package(example("nan_midway.pt2"), pkg, [](const std::string& name, std::string& bytes) {
+    if (ends_with(name, ".so")) {
+      bytes.resize(4096);
+    }
+    return true;
+  });
+  auto r = run_tool(package_only(pkg.string(), "nan_midway"), "out");
+  CHECK(r.code() == 4);
+  CHECK(r.report["verdict"] == "could_not_test");
+  // One error line, naming the library and what to do (progress lines aside).
+  std::string err = r.err;
+  size_t at = err.find("aoti-bisect: error: the model library '");
+  REQUIRE(at != std::string::npos);
+  CHECK(err.find("aoti-bisect: error:", at + 1) == std::string::npos);
+  std::string line = err.substr(at, err.find('\n', at) - at);
+  CHECK(line.find("is truncated") != std::string::npos);
+  CHECK(line.find("rebuild the package") != std::string::npos);
+  CHECK(err.find('\n', at) == err.size() - 1);
+}
+
+TEST_SUITE_END();
