@@ -111,10 +111,11 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                 "guide mode: rebuild with the level-2 printer, filtered to the tested kernels, at every search step "
                 "(slow; for NaN/Inf and faults where run-time probes cannot work)");
   cmd->add_option("--source", r.source,
-                  "where the probes come from: auto (interpose, then exported_program, then guide), interpose (hooks "
-                  "bound into the package's own library; no rebuild), exported_program (an Inductor build of the "
-                  "exported program with the printer), guide (as --rebuild-per-step)")
-      ->check(CLI::IsMember({"auto", "interpose", "exported_program", "guide"}))
+                  "where the probes come from: auto (interpose, then rewrite, then exported_program, then guide), "
+                  "interpose (hooks bound into the package's own library; no rebuild), rewrite (the package's "
+                  "wrapper.cpp with probe calls, recompiled with its recorded commands), exported_program (an "
+                  "Inductor build of the exported program with the printer), guide (as --rebuild-per-step)")
+      ->check(CLI::IsMember({"auto", "interpose", "rewrite", "exported_program", "guide"}))
       ->capture_default_str();
   cmd->add_flag("--junit", r.junit, "also write junit.xml");
   cmd->add_option("--exit-codes", o.exit_codes, "exit-code convention: default, or git-bisect (0 good, 1 bad, 125 skip)")

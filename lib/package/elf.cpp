@@ -146,8 +146,18 @@ ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
   (void)gnu_hash;
   for (uint64_t i = 1; i < nsyms; ++i) {
     auto s = sym(i);
-    if (s.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s.st_info) == STT_FUNC && s.st_name != 0) {
+    if (s.st_shndx == SHN_UNDEF || s.st_name == 0) {
+      continue;
+    }
+    if (ELF64_ST_TYPE(s.st_info) == STT_FUNC) {
       facts.defined.emplace(r.str(str_off + s.st_name), s.st_value);
+    } else if (std::string name = r.str(str_off + s.st_name); name.rfind("_binary_", 0) == 0) {
+      // Where an embedded blob (the weights) lies in the file.
+      for (const auto& ph : loads) {
+        if (s.st_value >= ph.p_vaddr && s.st_value <= ph.p_vaddr + ph.p_filesz) {
+          facts.blobs[name] = {ph.p_offset + (s.st_value - ph.p_vaddr), (ph.p_flags & PF_W) != 0};
+        }
+      }
     }
   }
   return facts;

@@ -24,7 +24,14 @@ struct GotSlot {
 struct ElfFacts {
   bool symbolic = false;                    // DT_SYMBOLIC or DF_SYMBOLIC: own calls bypass the PLT
   std::vector<GotSlot> slots;               // function slots by symbol name
-  std::map<std::string, uint64_t> defined;  // dynamic symbols it defines -> value (relative to the load base)
+  std::map<std::string, uint64_t> defined;  // functions it defines -> value (relative to the load base)
+  // Symbols named _binary_* (the start and end of embedded blobs such as
+  // the weights, _binary_constants_bin_start/_end): where they lie in the file.
+  struct Place {
+    uint64_t file_offset = 0;
+    bool writable = false;  // in a writable segment (.ldata, not .lrodata)
+  };
+  std::map<std::string, Place> blobs;
 };
 
 // Throws Error(cannot_test) naming `path` when it is not a readable ELF64

@@ -76,7 +76,19 @@ struct ProbedModel {
   NodeMap node_map;                   // mismatch: which graph node each buffer holds
   nlohmann::json node_info;           // the nodes' ops and source lines
   std::filesystem::path node_values;  // their eager values on the inputs
+  // The package's own code, changed or watched: the trace run's outputs are
+  // compared with the first run's. `required`: a difference means the
+  // instrumented model is not trusted (the next source takes over).
+  enum class Fidelity { not_checked, noted, required } fidelity = Fidelity::not_checked;
 };
+
+// For wrong values from a package-level source: the exported program's
+// build gives the map from buffers to graph nodes and their eager values,
+// usable when it launches the same kernels in the same order as the package
+// (then its buffers have the package's names). A ProbedModel holding just
+// those, or why not.
+std::variant<ProbedModel, std::string> graph_nodes_for_package(JobEnv& env, const BisectSetup& setup,
+                                                               Predicate predicate);
 
 class RunTimeProbeSource : public InstrumentationSource {
  public:
@@ -107,6 +119,20 @@ class InterposeSource : public RunTimeProbeSource {
 // The exported program compiled once more with the intermediate-value
 // printer at level 1 (cached), plus, for mismatch, its node map and the
 // eager values of the mapped nodes.
+// The wrapper rewrite: the package's wrapper.cpp with level-1 probe calls
+// inserted, recompiled with the package's recorded commands, its kernel.cpp
+// compiled as recorded, its weights cut out of its library and relinked
+// (cached by content). Trusted only when a run of it returns the package's
+// outputs bit for bit.
+class RewriteSource : public RunTimeProbeSource {
+ public:
+  std::string_view name() const override { return "rewrite"; }
+
+ protected:
+  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+  bool next_may_try() const override { return true; }
+};
+
 class ExportedProgramSource : public RunTimeProbeSource {
  public:
   std::string_view name() const override { return "exported_program"; }

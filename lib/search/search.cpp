@@ -62,6 +62,9 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     if (choice == "auto" || choice == "interpose") {
       chain.push_back(std::make_unique<InterposeSource>());
     }
+    if (choice == "auto" || choice == "rewrite") {
+      chain.push_back(std::make_unique<RewriteSource>());
+    }
     if (choice == "auto" || choice == "exported_program") {
       chain.push_back(std::make_unique<ExportedProgramSource>());
     }
@@ -78,7 +81,7 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     env.recorder.passed_over({bis.source, out.fall_back});
     env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
     why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
-    if (i + 1 == chain.size() && choice != "interpose") {
+    if (i + 1 == chain.size() && choice != "interpose" && choice != "rewrite") {
       bis = Bisection{};
       bis.source = "guide";
       return GuideSource(out.fall_back).isolate(env, s, pred, bis);
@@ -120,7 +123,7 @@ class ProbedSearch {
  private:
   ChildResult child(const std::string& purpose, const ProbePlan& plan);
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
-  void check_fidelity(const ChildResult& trace);
+  std::optional<BisectOutcome> check_fidelity(const ChildResult& trace);
   void link_returned(const ChildResult& trace, int n_static);
   void map_sites(const ChildResult& trace);
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
@@ -172,11 +175,12 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
   return std::nullopt;
 }
 
-// Interposition runs the package's own code: its trace run (no values
-// probed) must return the baseline's outputs bit for bit.
-void ProbedSearch::check_fidelity(const ChildResult& trace) {
-  if (m_model.model.hooks.empty()) {
-    return;
+// A package-level source runs the package's own code: its trace run (no
+// values probed) must return the first run's outputs bit for bit. Where
+// the source requires it (a rebuilt library), a difference is a fall-back.
+std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& trace) {
+  if (m_model.fidelity == ProbedModel::Fidelity::not_checked) {
+    return std::nullopt;
   }
   const auto& runs = m_env.recorder.report().runs;
   auto base = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.variant == m_s.variant; });
@@ -187,16 +191,22 @@ void ProbedSearch::check_fidelity(const ChildResult& trace) {
     }
     return out;
   };
-  std::string text;
+  bool required = m_model.fidelity == ProbedModel::Fidelity::required;
   if (base == runs.end() || base->outputs.empty() || trace.cls.outputs.empty()) {
-    text = "outputs not compared (the runs returned none)";
-  } else if (sums(base->outputs) == sums(trace.cls.outputs)) {
-    text = "hooked run's outputs bit-identical to the first run of the variant (checksums)";
-  } else {
-    text = "hooked run's outputs differ from the first run of the variant (the model may not be deterministic)";
-    m_env.recorder.builds_note("the run with hooks bound returned other outputs than the first run without them");
+    m_env.recorder.fidelity("outputs not compared (the runs returned none)");
+    return std::nullopt;
   }
-  m_env.recorder.fidelity(text);
+  if (sums(base->outputs) == sums(trace.cls.outputs)) {
+    m_env.recorder.fidelity("outputs bit-identical to the package's first run (checksums)");
+    return std::nullopt;
+  }
+  if (!required) {
+    m_env.recorder.fidelity("outputs differ from the package's first run (the model may not be deterministic)");
+    return std::nullopt;
+  }
+  m_env.recorder.fidelity("outputs differ from the package's: not trusted");
+  return BisectOutcome{Verdict::not_isolated, "",
+                       "the rebuilt library's outputs differ from the package's (checksums): it is not trusted"};
 }
 
 // Where the buffers extern calls create are first shown (static call-site
@@ -348,7 +358,10 @@ BisectOutcome ProbedSearch::run() {
   m_bis.runs = 1;
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
-  check_fidelity(trace);
+  if (auto untrusted = check_fidelity(trace)) {
+    m_env.recorder.bisection(m_bis);
+    return *untrusted;
+  }
   if (m_trace.probes_missing) {
     std::string why = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     if (m_pred == Predicate::mismatch) {

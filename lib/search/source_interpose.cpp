@@ -168,20 +168,14 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
     return std::string("the package has no model library (.so) to bind hooks into");
   }
   // Wrong values: the probes come from the package, the graph nodes each
-  // buffer holds from the exported program's build, matched by call site
-  // (the same kernels in the same order mean the same buffer names).
+  // buffer holds from the exported program's build, matched by call site.
   std::optional<ProbedModel> nodes;
   if (pred == Predicate::mismatch) {
-    auto ep = probed_exported_program(env, s, pred);
-    if (auto* why = std::get_if<std::string>(&ep)) {
-      return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
+    auto found = graph_nodes_for_package(env, s, pred);
+    if (auto* why = std::get_if<std::string>(&found)) {
+      return *why;
     }
-    nodes = std::move(std::get<ProbedModel>(ep));
-    if (!same_call_sites(s.wrapper, nodes->wrapper)) {
-      return fmt::format("the exported program's build launches other kernels than the package ({} call sites "
-                         "against {}): its map from buffers to graph nodes does not fit the package's",
-                         nodes->wrapper.call_sites.size(), s.wrapper.call_sites.size());
-    }
+    nodes = std::move(std::get<ProbedModel>(found));
   }
   Recorder& rec = env.recorder;
   rec.begin_phase("build", "interposition hooks (from the package's own wrapper and kernel source)");
@@ -217,10 +211,25 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
     m.model = s.original;
     m.model.hooks = lib;
     m.wrapper = s.wrapper;
+    m.fidelity = ProbedModel::Fidelity::noted;
     return m;
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
+}
+
+std::variant<ProbedModel, std::string> graph_nodes_for_package(JobEnv& env, const BisectSetup& s, Predicate pred) {
+  auto ep = probed_exported_program(env, s, pred);
+  if (auto* why = std::get_if<std::string>(&ep)) {
+    return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
+  }
+  ProbedModel nodes = std::move(std::get<ProbedModel>(ep));
+  if (!same_call_sites(s.wrapper, nodes.wrapper)) {
+    return fmt::format("the exported program's build launches other kernels than the package ({} call sites "
+                       "against {}): its map from buffers to graph nodes does not fit the package's",
+                       nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size());
+  }
+  return nodes;
 }
 
 }  // namespace aoti_bisect

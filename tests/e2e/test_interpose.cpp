@@ -1,17 +1,21 @@
-// The package alone (interposition): `aoti-bisect run PKG --inputs IN`,
-// with no exported program and no config, must name the same call site as
-// the exported-program path (the generator's recorded culprit), with the
-// hooks compiled once and no rebuild of the model. Packages whose calls the
-// hooks cannot see fall back to the next source and say why.
+// The package alone: `aoti-bisect run PKG --inputs IN`, with no exported
+// program and no config, must name the same call site as the
+// exported-program path (the generator's recorded culprit), through
+// interposition (hooks compiled once, no rebuild of the model) and through
+// the wrapper rewrite (the package's own wrapper recompiled with probes,
+// trusted only when it returns the package's outputs). Packages a source
+// cannot probe fall to the next one, which says why.
 
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 
 #include <elf.h>
 
 #include "e2e/e2e.hpp"
+#include "package/elf.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;
@@ -22,9 +26,9 @@ using e2e::warm_inductor;
 namespace {
 
 std::vector<std::string> package_only(const std::string& package, const std::string& name,
-                                      std::vector<std::string> more = {}) {
+                                      std::vector<std::string> more = {}, const std::string& cache = "build-cache") {
   std::vector<std::string> args = {"run",     package, "--inputs", example(name + ".inputs.pt").string(),
-                                   "--repeats", "1",   "--cache-dir", fs::absolute("build-cache").string()};
+                                   "--repeats", "1",   "--cache-dir", fs::absolute(cache).string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -124,7 +128,66 @@ TEST_CASE("wrong values without the package's Inductor config: the package's pro
   CHECK(ep.report["verdict"] == "suppressed_by_instrumentation");
 }
 
-TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interposition says why; auto falls back") {
+TEST_CASE("the wrapper rewrite: fault and NaN examples isolated at the recorded call site, outputs checked") {
+  for (std::string name : {"nan_midway", "extern_overflow", "wild_gather"}) {
+    CAPTURE(name);
+    auto meta = meta_of(name);
+    auto r = run_tool(package_only(example(name + ".pt2").string(), name, {"--source", "rewrite"}), "out-" + name);
+    CHECK(r.code() == 1);
+    REQUIRE(r.report["culprit"].is_object());
+    CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+    CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    CHECK(r.report["bisection"]["source"] == "rewrite");
+    REQUIRE(r.report["builds"]["items"].size() == 1);
+    CHECK(r.report["builds"]["items"][0]["source"] == "rewrite");
+    std::string fidelity = r.report["builds"]["items"][0]["fidelity"];
+    // A crash returns no outputs to compare; NaN outputs compare bit for bit.
+    CHECK(fidelity == (name == "wild_gather" ? "outputs not compared (the runs returned none)"
+                                             : "outputs bit-identical to the package's first run (checksums)"));
+  }
+}
+
+TEST_CASE("the rewrite's fidelity guard: a rebuilt library with one weight byte changed is not trusted") {
+  std::vector<std::string> more = {"--reference",      example("relu_accuracy.expected.pt").string(),
+                                   "--exported-program", example("relu_accuracy.ep.pt2").string(),
+                                   "--source",         "rewrite"};
+  auto meta = meta_of("relu_accuracy");
+  auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
+                    "out", warm_inductor());
+  CHECK(r.code() == 1);
+  CHECK(r.report["bisection"]["source"] == "rewrite");
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  // Tamper with the cached rebuild: the exponent byte of its first weight.
+  int tampered = 0;
+  for (const auto& e : fs::recursive_directory_iterator(fs::absolute("fidelity-cache") / "rewrite")) {
+    if (e.path().extension() != ".so") {
+      continue;
+    }
+    auto facts = aoti_bisect::read_elf_facts(e.path());
+    uint64_t at = facts.blobs.at("_binary_constants_bin_start").file_offset + 3;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x20);
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&c, 1);
+    ++tampered;
+  }
+  REQUIRE(tampered == 1);
+  auto t = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
+                    "out2", warm_inductor());
+  CHECK(t.code() == 3);
+  CHECK(t.report["verdict"] == "not_isolated");
+  CHECK(t.report["culprit"].is_null());
+  CHECK(t.report["verdict_reason"].get<std::string>().find("rewrite: the rebuilt library's outputs differ from the "
+                                                           "package's") != std::string::npos);
+  CHECK(t.report["builds"]["items"].back()["source"] == "rewrite");
+  CHECK(t.report["builds"]["items"].back()["fidelity"] == "outputs differ from the package's: not trusted");
+}
+
+TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interposition says why; the rewrite takes over") {
   fs::path pkg = fs::absolute("nan_midway_symbolic.pt2");
   bool marked = false;
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [&](const std::string& name, std::string& bytes) {
@@ -140,11 +203,9 @@ TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interpositi
   CHECK(forced.report["verdict_reason"].get<std::string>().find("DT_SYMBOLIC") != std::string::npos);
 
   auto meta = meta_of("nan_midway");
-  auto fallback = run_tool(
-      package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}),
-      "out2", warm_inductor());
+  auto fallback = run_tool(package_only(pkg.string(), "nan_midway"), "out2");
   CHECK(fallback.code() == 1);
-  CHECK(fallback.report["bisection"]["source"] == "exported_program");
+  CHECK(fallback.report["bisection"]["source"] == "rewrite");
   REQUIRE(fallback.report["bisection"]["sources_passed_over"].size() == 1);
   CHECK(fallback.report["bisection"]["sources_passed_over"][0]["source"] == "interpose");
   CHECK(fallback.report["bisection"]["sources_passed_over"][0]["why"].get<std::string>().find("DT_SYMBOLIC") !=
@@ -153,7 +214,7 @@ TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interpositi
   CHECK(fallback.report["builds"]["items"][0]["passed_over"][0]["source"] == "interpose");
 }
 
-TEST_CASE("a package without its wrapper.cpp: no source can probe it, and the verdict says why") {
+TEST_CASE("a package without its wrapper.cpp: both package-level sources say why; the exported program takes over") {
   fs::path pkg = fs::absolute("nan_midway_no_wrapper.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg,
                        [](const std::string& name, std::string&) { return !ends_with(name, ".wrapper.cpp"); });
@@ -163,7 +224,17 @@ TEST_CASE("a package without its wrapper.cpp: no source can probe it, and the ve
   std::string reason = r.report["verdict_reason"].get<std::string>();
   CHECK(reason.find("nonfinite reproduced") != std::string::npos);
   CHECK(reason.find("interpose: the package has no wrapper source") != std::string::npos);
+  CHECK(reason.find("rewrite: the package has no wrapper source") != std::string::npos);
   CHECK(reason.find("--exported-program") != std::string::npos);
+
+  auto meta = meta_of("nan_midway");
+  auto ep = run_tool(
+      package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}), "out2",
+      warm_inductor());
+  CHECK(ep.code() == 1);
+  CHECK(ep.report["bisection"]["source"] == "exported_program");
+  CHECK(ep.report["bisection"]["sources_passed_over"].size() == 2);
+  CHECK(ep.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
 }
 
 TEST_CASE("a truncated model library: one line and exit 4, with a report") {

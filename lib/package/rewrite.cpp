@@ -1,0 +1,159 @@
+#include "package/rewrite.hpp"
+
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/text.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+bool probe_worthy(const std::string& name) {
+  return name.rfind("buf", 0) == 0 || name.rfind("arg", 0) == 0;
+}
+
+// The last line (0-based) of the statement that starts on `first`.
+size_t statement_end(const std::vector<std::string>& lines, size_t first) {
+  int depth = 0;
+  bool opened = false;
+  for (size_t j = first; j < lines.size() && j < first + 64; ++j) {
+    for (char c : lines[j]) {
+      depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+      opened = opened || c == '(';
+    }
+    if (opened && depth <= 0 && lines[j].find(';') != std::string::npos) {
+      return j;
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+std::string insert_probes(const std::string& source, const WrapperInfo& wrapper) {
+  std::vector<std::string> lines = lines_of(source);
+  std::map<size_t, std::vector<std::string>> before, after;  // by 0-based line
+  for (const auto& site : wrapper.call_sites) {
+    if (site.line <= 0 || static_cast<size_t>(site.line) > lines.size()) {
+      continue;
+    }
+    size_t first = static_cast<size_t>(site.line) - 1;
+    size_t last = statement_end(lines, first);
+    std::string indent = lines[first].substr(0, lines[first].find_first_not_of(" \t"));
+    std::set<std::string> created(site.returns.begin(), site.returns.end());
+    std::set<std::string> seen;
+    auto call = [&](const std::string& handle, const std::string& name, const char* phase) {
+      return fmt::format("{}aoti_torch_save_tensor_handle({}, \"{}\", \"{}\", \"{}\");", indent, handle, name, phase,
+                         site.kernel);
+    };
+    for (const auto& name : site.args) {
+      if (!probe_worthy(name) || !seen.insert(name).second) {
+        continue;
+      }
+      if (created.count(name)) {
+        after[last].push_back(call(name + "_handle", name, "after_launch"));
+        continue;
+      }
+      before[first].push_back(call(name, name, "before_launch"));
+      after[last].push_back(call(name, name, "after_launch"));
+    }
+  }
+  std::string out;
+  out.reserve(source.size() + 128 * (before.size() + after.size()));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (const auto& l : before[i]) {
+      out += l + "\n";
+    }
+    out += lines[i] + "\n";
+    for (const auto& l : after[i]) {
+      out += l + "\n";
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> recorded_command(const std::string& source, std::string_view marker) {
+  std::string m = "// " + std::string(marker) + "\n// ";
+  size_t p = source.rfind(m);
+  if (p == std::string::npos) {
+    return std::nullopt;
+  }
+  p += m.size();
+  std::string line = source.substr(p, source.find('\n', p) - p);
+  std::vector<std::string> argv;
+  std::istringstream in(line);
+  for (std::string tok; in >> tok;) {
+    argv.push_back(tok);
+  }
+  if (argv.size() < 3) {
+    return std::nullopt;
+  }
+  return argv;
+}
+
+std::vector<std::string> adapt_compile(std::vector<std::string> cmd, const std::string& source,
+                                       const std::string& output) {
+  std::vector<std::string> out;
+  bool replaced_source = false;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a == "-include" && i + 1 < cmd.size()) {
+      ++i;  // the build machine's precompiled header
+      continue;
+    }
+    if (a == "-o" && i + 1 < cmd.size()) {
+      out.insert(out.end(), {"-o", output});
+      ++i;
+      continue;
+    }
+    if (!replaced_source && a.size() > 4 && a.compare(a.size() - 4, 4, ".cpp") == 0) {
+      out.push_back(source);
+      replaced_source = true;
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<std::string> adapt_link(std::vector<std::string> cmd, const std::map<std::string, std::string>& objects,
+                                    const std::string& output) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < cmd.size(); ++i) {
+    const std::string& a = cmd[i];
+    if (a == "-o" && i + 1 < cmd.size()) {
+      out.insert(out.end(), {"-o", output});
+      ++i;
+      continue;
+    }
+    std::string replaced = a;
+    for (const auto& [suffix, path] : objects) {
+      if (a.size() >= suffix.size() && a.compare(a.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        replaced = path;
+      }
+    }
+    out.push_back(replaced);
+  }
+  return out;
+}
+
+std::string weights_assembly(const std::string& bin_file, bool writable) {
+  return fmt::format(
+      "\t.section\t{},\"{}\"\n\t.balign 64\n\t.globl\t_binary_constants_bin_start\n_binary_constants_bin_start:\n"
+      "\t.incbin \"{}\"\n\t.globl\t_binary_constants_bin_end\n_binary_constants_bin_end:\n",
+      writable ? ".ldata" : ".lrodata", writable ? "aw" : "a", bin_file);
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "package/rewrite.hpp"
+
+using namespace aoti_bisect;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Without the `// g++ ...` command comments, whose paths differ per build.
+std::string without_commands(const std::string& text) {
+  std::istringstream in(text);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    if (line.rfind("// g++", 0) != 0) {
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("package/rewrite");
+
+TEST_CASE("insert_probes: the plain wrapper becomes, line for line, what Inductor writes at printer level 1") {
+  std::string plain = fixture("nan_plain.wrapper.cpp");
+  std::string rewritten = insert_probes(plain, parse_wrapper(plain));
+  CHECK(without_commands(rewritten) == without_commands(fixture("nan_level1.wrapper.cpp")));
+  WrapperInfo w = parse_wrapper(rewritten);
+  CHECK(w.printer_level == 1);
+  REQUIRE(w.call_sites.size() == 4);
+  for (const auto& site : w.call_sites) {
+    CHECK(site.probed);
+  }
+}
+
+TEST_CASE("insert_probes: call sites inside branches are probed; created outputs after the call, by handle") {
+  std::string src = R"(extern "C" void cpp_fused_a_0(float* out_ptr0, const float* in_ptr0);
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    if (buf0_scalar) {
+        cpp_fused_a_0((float*)(buf1.data_ptr()), (const float*)(arg0_1.data_ptr()));
+    } else {
+        AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(arg0_1, w0,
+            nullptr, int_array_0, 2, int_array_1, 2, int_array_2, 2, 0, int_array_3, 2, 1L, &buf3_handle));
+    }
+}
+)";
+  std::string out = insert_probes(src, parse_wrapper(src));
+  std::string expected = R"(extern "C" void cpp_fused_a_0(float* out_ptr0, const float* in_ptr0);
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    if (buf0_scalar) {
+        aoti_torch_save_tensor_handle(buf1, "buf1", "before_launch", "cpp_fused_a_0");
+        aoti_torch_save_tensor_handle(arg0_1, "arg0_1", "before_launch", "cpp_fused_a_0");
+        cpp_fused_a_0((float*)(buf1.data_ptr()), (const float*)(arg0_1.data_ptr()));
+        aoti_torch_save_tensor_handle(buf1, "buf1", "after_launch", "cpp_fused_a_0");
+        aoti_torch_save_tensor_handle(arg0_1, "arg0_1", "after_launch", "cpp_fused_a_0");
+    } else {
+        aoti_torch_save_tensor_handle(arg0_1, "arg0_1", "before_launch", "aoti_torch_cpu_convolution");
+        AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(arg0_1, w0,
+            nullptr, int_array_0, 2, int_array_1, 2, int_array_2, 2, 0, int_array_3, 2, 1L, &buf3_handle));
+        aoti_torch_save_tensor_handle(arg0_1, "arg0_1", "after_launch", "aoti_torch_cpu_convolution");
+        aoti_torch_save_tensor_handle(buf3_handle, "buf3", "after_launch", "aoti_torch_cpu_convolution");
+    }
+}
+)";
+  CHECK(out == expected);
+}
+
+TEST_CASE("recorded commands, adapted to this machine") {
+  std::string src = "int x;\n// Compile cmd\n// g++ /b/x/abc.wrapper.cpp -D A -O1 -include /tmp/pch/h.h -I/t/include "
+                    "-c -o /b/x/abc.wrapper.o\n// Link cmd\n// g++ /b/x/abc.wrapper.o /b/x/k.kernel.o "
+                    "/b/x/abc/w.weights.o -O3 -shared -o /b/x/abc.wrapper.so -ltorch\n";
+  auto compile = recorded_command(src, "Compile cmd");
+  REQUIRE(compile.has_value());
+  CHECK(adapt_compile(*compile, "wrapper.cpp", "wrapper.o") ==
+        std::vector<std::string>{"g++", "wrapper.cpp", "-D", "A", "-O1", "-I/t/include", "-c", "-o", "wrapper.o"});
+  auto link = recorded_command(src, "Link cmd");
+  REQUIRE(link.has_value());
+  CHECK(adapt_link(*link, {{".wrapper.o", "wrapper.o"}, {".kernel.o", "kernel.o"}, {".weights.o", "weights.o"}},
+                   "m.so") == std::vector<std::string>{"g++", "wrapper.o", "kernel.o", "weights.o", "-O3", "-shared",
+                                                       "-o", "m.so", "-ltorch"});
+  CHECK_FALSE(recorded_command("int x;\n", "Compile cmd").has_value());
+  std::string s = weights_assembly("constants.bin", false);
+  CHECK(s.find(".section\t.lrodata,\"a\"") != std::string::npos);
+  CHECK(s.find(".incbin \"constants.bin\"") != std::string::npos);
+  CHECK(s.find("_binary_constants_bin_end:") != std::string::npos);
+  CHECK(weights_assembly("c.bin", true).find(".ldata,\"aw\"") != std::string::npos);
+}
+
+TEST_SUITE_END();
