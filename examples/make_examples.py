@@ -143,6 +143,27 @@ EXAMPLES = {
         culprit_call_index=28,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "cond_nan_true": dict(
+        description="torch.cond whose taken (true) branch makes NaN with a log of negative values; the branches' "
+        "call sites sit inline in run_impl inside if/else",
+        outcome="nonfinite",
+        bug="h = relu(Linear(x)); torch.cond(h.sum() > 0, true: log(Linear(h) - 100), false: tanh(Linear(h))). "
+        "The sum of a relu is positive, so the true branch runs, and its log kernel (cpp_fused_*log*) makes NaN "
+        "from finite inputs. The intermediate-value printer puts no probes inside the branches. Eager computes the "
+        "same NaN.",
+        culprit_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "cond_nan_false": dict(
+        description="torch.cond whose taken (false) branch makes NaN with a log of negative values; the true "
+        "branch, listed first in the wrapper, does not run",
+        outcome="nonfinite",
+        bug="h = relu(Linear(x)); torch.cond(h.sum() < 0, true: tanh(Linear(h)), false: log(Linear(h) - 100)). "
+        "The false branch runs; its log kernel makes NaN. The wrapper lists the true branch's call sites first, so "
+        "the culprit's call index in the run is smaller than its index in the wrapper.",
+        culprit_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -384,6 +405,40 @@ def build_late_accuracy():
     return model, (torch.randn(B, D),), {"cpp.inject_log1p_bug_TESTING_ONLY": "accuracy"}
 
 
+def _cond_model(nan_in_true):
+    class CondNan(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(D, D)
+            self.b = nn.Linear(D, D)
+            self.c = nn.Linear(D, 4)
+
+        def forward(self, x):
+            h = torch.relu(self.a(x))
+
+            def bad(h):
+                return torch.log(self.b(h) - 100.0)
+
+            def good(h):
+                return torch.tanh(self.b(h))
+
+            if nan_in_true:
+                y = torch.cond(h.sum() > 0, bad, good, (h,))
+            else:
+                y = torch.cond(h.sum() < 0, good, bad, (h,))
+            return (torch.sigmoid(self.c(y)),)
+
+    return CondNan(), (torch.randn(B, D),), {}
+
+
+def build_cond_nan_true():
+    return _cond_model(True)
+
+
+def build_cond_nan_false():
+    return _cond_model(False)
+
+
 def build_rounding_healthy():
     W = 1024
 
@@ -421,6 +476,8 @@ BUILDERS = {
     "deep_late_nan": build_deep_late_nan,
     "log1p_accuracy": build_log1p_accuracy,
     "late_accuracy": build_late_accuracy,
+    "cond_nan_true": build_cond_nan_true,
+    "cond_nan_false": build_cond_nan_false,
     "rounding_healthy": build_rounding_healthy,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()

@@ -1,6 +1,7 @@
 #include "package/wrapper.hpp"
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -398,6 +399,47 @@ std::optional<std::pair<size_t, std::string>> constant_alias(std::string_view t)
 std::string base_tensor_name(const std::string& name) {
   constexpr std::string_view view = "view of ";
   return name.rfind(view, 0) == 0 ? name.substr(view.size()) : name;
+}
+
+namespace {
+
+// `name` ends in "<prefix><digits>" (then "_<digits>" when `pair`), starting
+// the name or after an underscore.
+bool ends_in_numbered(const std::string& name, std::string_view prefix, bool pair) {
+  if (std::any_of(name.begin(), name.end(), [](char c) { return !is_ident_char(c); })) {
+    return false;  // "view of buf3" is not a variable
+  }
+  for (size_t p = name.find(prefix); p != std::string::npos; p = name.find(prefix, p + 1)) {
+    if (p > 0 && name[p - 1] != '_') {
+      continue;
+    }
+    size_t i = p + prefix.size();
+    auto digits = [&]() {
+      size_t start = i;
+      while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) {
+        ++i;
+      }
+      return i > start;
+    };
+    if (!digits()) {
+      continue;
+    }
+    if (pair && !(i < name.size() && name[i] == '_' && (++i, digits()))) {
+      continue;
+    }
+    if (i == name.size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_graph_input_name(const std::string& name) { return ends_in_numbered(name, "arg", true); }
+
+bool is_tensor_variable_name(const std::string& name) {
+  return is_graph_input_name(name) || ends_in_numbered(name, "buf", false);
 }
 
 std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) {

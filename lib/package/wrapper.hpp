@@ -64,6 +64,13 @@ struct WrapperInfo {
 // "view of buf3" -> "buf3"; any other name unchanged.
 std::string base_tensor_name(const std::string& name);
 
+// A graph input as the wrapper names it: "arg4_1", or inside a subgraph
+// (a torch.cond branch) "true_graph_0_arg0_1", which holds what the
+// enclosing graph passed in. Either way written before the code runs.
+bool is_graph_input_name(const std::string& name);
+// A buffer or graph input ("buf3", "true_graph_0_buf1", "arg4_1", ...).
+bool is_tensor_variable_name(const std::string& name);
+
 // Buffer name -> the call site that created what it holds: the buffers
 // extern calls return, and the names they are moved to afterwards.
 std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper);

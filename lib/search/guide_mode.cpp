@@ -118,7 +118,7 @@ void apply_field(PrintedTensor& t, std::string_view line) {
   }
 }
 
-bool is_graph_input(const std::string& tensor) { return tensor.rfind("arg", 0) == 0; }
+bool is_graph_input(const std::string& tensor) { return is_graph_input_name(tensor); }
 
 }  // namespace
 

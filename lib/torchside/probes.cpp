@@ -142,7 +142,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
 
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
   std::string base = base_tensor_name(name);
-  bool initialized = base.rfind("arg", 0) == 0 || s.touched.count(base) > 0 || s.returned.count(base) > 0 ||
+  bool initialized = is_graph_input_name(base) || s.touched.count(base) > 0 || s.returned.count(base) > 0 ||
                      s.constants.count(base) > 0 || !before;
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},

@@ -237,6 +237,34 @@ TEST_CASE("a package without its wrapper.cpp: both package-level sources say why
   CHECK(ep.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
 }
 
+TEST_CASE("torch.cond: NaN made inside the taken branch, either one, is isolated from the package alone") {
+  // The printer puts no probes inside the branches, so the exported
+  // program's build must stop at the blind spot; interposition and the
+  // rewrite probe the branch's kernels. Call sites are numbered by
+  // occurrence in the run: with the false branch taken, the true branch's
+  // two call sites (listed first in the wrapper) do not count.
+  for (std::string name : {"cond_nan_true", "cond_nan_false"}) {
+    auto meta = meta_of(name);
+    int skipped = name == "cond_nan_false" ? 2 : 0;
+    for (std::string source : {"interpose", "rewrite"}) {
+      CAPTURE(name);
+      CAPTURE(source);
+      auto r = run_tool(package_only(example(name + ".pt2").string(), name, {"--source", source}), "out");
+      CHECK(r.code() == 1);
+      REQUIRE(r.report["culprit"].is_object());
+      CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+      CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1 - skipped);
+      CHECK(r.report["bisection"]["source"] == source);
+    }
+  }
+  auto ep = run_tool(package_only(example("cond_nan_true.pt2").string(), "cond_nan_true",
+                                  {"--exported-program", example("cond_nan_true.ep.pt2").string(), "--source",
+                                   "exported_program"}),
+                     "out-ep", warm_inductor());
+  CHECK(ep.code() == 3);
+  CHECK(ep.report["bisection"]["status"] == "blind_spot");
+}
+
 TEST_CASE("a truncated model library: one line and exit 4, with a report") {
   fs::path pkg = fs::absolute("nan_midway_truncated_so.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [](const std::string& name, std::string& bytes) {

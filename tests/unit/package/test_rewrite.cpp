@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "package/rewrite.hpp"
+#include "search/evidence.hpp"
 
 using namespace aoti_bisect;
 
@@ -74,6 +75,26 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
 }
 )";
   CHECK(out == expected);
+}
+
+TEST_CASE("insert_probes: a torch.cond wrapper is probed inside its branches, where the printer left blind spots") {
+  // The plain wrapper of the cond fixture: its level-1 build without the
+  // printer's lines.
+  std::istringstream in(fixture("cond_level1.wrapper.cpp"));
+  std::string plain, line;
+  while (std::getline(in, line)) {
+    if (line.find("aoti_torch_save_tensor_handle(") == std::string::npos) {
+      plain += line + "\n";
+    }
+  }
+  CHECK_FALSE(blind_spots(parse_wrapper(fixture("cond_level1.wrapper.cpp"))).empty());
+  WrapperInfo rewritten = parse_wrapper(insert_probes(plain, parse_wrapper(plain)));
+  REQUIRE(rewritten.call_sites.size() == 10);
+  for (const auto& site : rewritten.call_sites) {
+    CAPTURE(site.kernel);
+    CHECK(site.probed);
+  }
+  CHECK(blind_spots(rewritten).empty());
 }
 
 TEST_CASE("recorded commands, adapted to this machine") {

@@ -205,3 +205,18 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   CHECK(args[13] == "buf3");
   CHECK(w.call_sites[0].returns == std::vector<std::string>{"buf3"});
 }
+
+TEST_CASE("graph input and buffer names, also inside subgraphs") {
+  CHECK(is_graph_input_name("arg4_1"));
+  CHECK(is_graph_input_name("true_graph_0_arg0_1"));
+  CHECK_FALSE(is_graph_input_name("arg4"));
+  CHECK_FALSE(is_graph_input_name("buf3"));
+  CHECK_FALSE(is_graph_input_name("target_arg4_1x"));
+  CHECK(is_tensor_variable_name("buf3"));
+  CHECK(is_tensor_variable_name("false_graph_0_buf12"));
+  CHECK(is_tensor_variable_name("arg0_1"));
+  CHECK_FALSE(is_tensor_variable_name("l1_weight"));
+  CHECK_FALSE(is_tensor_variable_name("buffer"));
+  CHECK_FALSE(is_tensor_variable_name("mybuf3"));
+  CHECK_FALSE(is_tensor_variable_name("view of true_graph_0_arg1_1"));
+}
