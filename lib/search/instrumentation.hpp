@@ -82,13 +82,12 @@ struct ProbedModel {
   enum class Fidelity { not_checked, noted, required } fidelity = Fidelity::not_checked;
 };
 
-// For wrong values from a package-level source: the exported program's
-// build gives the map from buffers to graph nodes and their eager values,
-// usable when it launches the same kernels in the same order as the package
-// (then its buffers have the package's names). A ProbedModel holding just
-// those, or why not.
-std::variant<ProbedModel, std::string> graph_nodes_for_package(JobEnv& env, const BisectSetup& setup,
-                                                               Predicate predicate);
+// What a package-level source (interpose, rewrite) starts from. For wrong
+// values, the exported program's build gives the map from buffers to graph
+// nodes and their eager values, usable when it launches the same kernels in
+// the same order as the package (then its buffers have the package's
+// names); for other failures, nothing. Or why not.
+std::variant<ProbedModel, std::string> package_model_base(JobEnv& env, const BisectSetup& setup, Predicate predicate);
 
 class RunTimeProbeSource : public InstrumentationSource {
  public:

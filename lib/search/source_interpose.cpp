@@ -167,15 +167,9 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
   if (s.model.shared_object.empty()) {
     return std::string("the package has no model library (.so) to bind hooks into");
   }
-  // Wrong values: the probes come from the package, the graph nodes each
-  // buffer holds from the exported program's build, matched by call site.
-  std::optional<ProbedModel> nodes;
-  if (pred == Predicate::mismatch) {
-    auto found = graph_nodes_for_package(env, s, pred);
-    if (auto* why = std::get_if<std::string>(&found)) {
-      return *why;
-    }
-    nodes = std::move(std::get<ProbedModel>(found));
+  auto base = package_model_base(env, s, pred);
+  if (auto* why = std::get_if<std::string>(&base)) {
+    return *why;
   }
   Recorder& rec = env.recorder;
   rec.begin_phase("build", "interposition hooks (from the package's own wrapper and kernel source)");
@@ -207,7 +201,7 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
     rec.build(record, true);
     rec.progress().note(fmt::format("probes: interposition, {} hooks {} in {:.2f} s", hooks.hooked.size(),
                                     hit ? "found in the cache" : "compiled", seconds));
-    ProbedModel m = nodes ? std::move(*nodes) : ProbedModel{};
+    ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.model = s.original;
     m.model.hooks = lib;
     m.wrapper = s.wrapper;
@@ -218,7 +212,10 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
   }
 }
 
-std::variant<ProbedModel, std::string> graph_nodes_for_package(JobEnv& env, const BisectSetup& s, Predicate pred) {
+std::variant<ProbedModel, std::string> package_model_base(JobEnv& env, const BisectSetup& s, Predicate pred) {
+  if (pred != Predicate::mismatch) {
+    return ProbedModel{};
+  }
   auto ep = probed_exported_program(env, s, pred);
   if (auto* why = std::get_if<std::string>(&ep)) {
     return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;

@@ -145,13 +145,9 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   if (env.device_key != "cpu") {
     return std::string("rewriting a CUDA package is not implemented yet");
   }
-  std::optional<ProbedModel> nodes;
-  if (pred == Predicate::mismatch) {
-    auto found = graph_nodes_for_package(env, s, pred);
-    if (auto* why = std::get_if<std::string>(&found)) {
-      return *why;
-    }
-    nodes = std::move(std::get<ProbedModel>(found));
+  auto base = package_model_base(env, s, pred);
+  if (auto* why = std::get_if<std::string>(&base)) {
+    return *why;
   }
   Recorder& rec = env.recorder;
   rec.begin_phase("build", "the package's wrapper with probe calls, recompiled with its recorded commands");
@@ -187,7 +183,7 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
     fs::copy_file(built.library, copy_so, ec);
     fs::remove(copy_wrapper, ec);
     write_file_atomic(copy_wrapper, built.wrapper_text);
-    ProbedModel m = nodes ? std::move(*nodes) : ProbedModel{};
+    ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.wrapper = parse_wrapper(built.wrapper_text);
     m.model = ModelDir{copy, write_model_facts(m.wrapper, env.work_dir / "rewritten-facts.json"), {}};
     m.fidelity = ProbedModel::Fidelity::required;

@@ -141,28 +141,4 @@ TEST_CASE("first_introducer: an extern call is credited with the Inf in the buff
   }
 }
 
-TEST_CASE("build_culprit: the wrapper's call site that ran gives kind and source nodes, not the run's number") {
-  // A branch skipped the wrapper's sites 2 and 3: the run's site 2 is the
-  // wrapper's site 4 (interposition reports it as "static").
-  WrapperInfo w;
-  for (int i = 1; i <= 4; ++i) {
-    CallSite cs;
-    cs.index = i;
-    cs.kernel = i == 4 ? "k2" : "other" + std::to_string(i);
-    cs.kind = KernelKind::cpp;
-    cs.source_nodes = "[node" + std::to_string(i) + "]";
-    w.call_sites.push_back(cs);
-  }
-  json b = begin(2);
-  b["static"] = 4;
-  RunTrace t = trace_from_events({begin(1), end(1), b, probe(2, "before", "buf1", true, 0), end(2),
-                                  probe(2, "after", "buf1", true, 3)});
-  REQUIRE(t.site(2) != nullptr);
-  CHECK(t.site(2)->wrapper_site == 4);
-  Culprit c = build_culprit({2, Predicate::nonfinite, &t, &t, &w, "", {}});
-  CHECK(c.call_index == 2);
-  CHECK(c.kernel == "k2");
-  CHECK(c.source_nodes == "[node4]");
-}
-
 TEST_SUITE_END();
