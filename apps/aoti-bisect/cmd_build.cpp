@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "process/process.hpp"
 
 namespace aoti_bisect::cli {
 
@@ -37,6 +38,7 @@ Action add_build_command(CLI::App& app) {
     req.cache_dir = o->cache_dir;
     req.timeout_s = o->timeout;
     require_file(req.exported_program, "exported program");
+    install_interrupt_handlers();  // Ctrl-C stops the helper's group and removes its work folder: exit 130
     BuildResult r = build_instrumented(req);
     std::printf("%s\n", r.package.c_str());
     std::fprintf(stderr, "aoti-bisect: %s (torch %s, key %s)\n",

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "job/job.hpp"
 #include "progress.hpp"
 #include "report/sinks.hpp"
@@ -90,6 +91,19 @@ void add_common_options(CLI::App* cmd, Opts& o) {
       ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--timeout", r.timeout_s, "seconds before a child run is killed (default: from the profile, 300)")
       ->check(finite_number(true));
+  cmd->add_option("--memory-limit", r.memory_limit_bytes,
+                  "address space a child run may use, e.g. 8G, 512M, none (default: the machine's RAM for CPU "
+                  "packages, none for GPU packages)")
+      ->transform(CLI::Validator(
+          [](std::string& text) -> std::string {
+            auto bytes = parse_size(text);
+            if (!bytes) {
+              return "'" + text + "' is not a size (say 8G, 512M or none)";
+            }
+            text = std::to_string(*bytes);
+            return "";
+          },
+          "SIZE"));
   cmd->add_option("--atol", r.atol, "absolute tolerance for every dtype (default: per dtype, from the profile)")
       ->check(finite_number(false));
   cmd->add_option("--rtol", r.rtol, "relative tolerance (of the tensor's largest |reference|) for every dtype")

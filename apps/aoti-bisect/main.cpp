@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "job/job.hpp"
+#include "process/process.hpp"
 
 namespace ab = aoti_bisect;
 
@@ -85,6 +86,10 @@ int main(int argc, char** argv) {
     }
     return code_of(ab::ExitCode::usage);
   } catch (const ab::Error& e) {
+    if (ab::interrupt_requested()) {
+      std::fprintf(stderr, "aoti-bisect: interrupted by %s\n", ab::signal_name(ab::interrupt_signal()).c_str());
+      return code_of(ab::ExitCode::interrupted);
+    }
     print_error(e.what());
     return code_of(ab::exit_code_of(e.kind()));
   } catch (const std::exception& e) {

@@ -289,7 +289,7 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
                             request.timeout_s));
   }
   if (status.how == ExitStatus::How::interrupted) {
-    throw Error(ErrorKind::cannot_test, "instrumented build interrupted");
+    throw Error(ErrorKind::interrupted, "instrumented build interrupted");
   }
   fs::path result_path = work.path() / "result.json";
   if (!status.ok()) {
@@ -489,6 +489,9 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   ExitStatus status = run_process(helper_spec(argv, work, request.timeout_s));
   if (status.how == ExitStatus::How::timed_out) {
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run timed out after {:g} s", request.timeout_s));
+  }
+  if (status.how == ExitStatus::How::interrupted) {
+    throw Error(ErrorKind::interrupted, "the eager run of the exported program was interrupted");
   }
   bool all_written = std::all_of(products.begin(), products.end(),
                                  [&](const auto& p) { return fs::is_regular_file(p.first, ec); });

@@ -7,6 +7,7 @@ ExitCode exit_code_of(ErrorKind kind) {
     case ErrorKind::usage: return ExitCode::usage;
     case ErrorKind::cannot_test: return ExitCode::cannot_test;
     case ErrorKind::internal: return ExitCode::internal;
+    case ErrorKind::interrupted: return ExitCode::interrupted;
   }
   return ExitCode::internal;
 }

@@ -23,6 +23,7 @@ enum class ErrorKind {
   usage,        // bad command line or config file -> 2
   cannot_test,  // the things to test cannot be used -> 4
   internal,     // a bug or an environment failure of the tool itself -> 5
+  interrupted,  // SIGINT, SIGTERM or SIGHUP stopped a child or helper -> 130
 };
 
 class Error : public std::runtime_error {

@@ -1,7 +1,14 @@
 #include "common/files.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <vector>
+#include <optional>
+#include <map>
 #include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -40,27 +47,34 @@ std::string read_file(const fs::path& path, const std::string& what) {
 }
 
 void write_file_atomic(const fs::path& path, const std::string& content) {
+  std::error_code ec;
   if (path.has_parent_path()) {
-    fs::create_directories(path.parent_path());
+    fs::create_directories(path.parent_path(), ec);
   }
   fs::path tmp = path;
   tmp += fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
-    }
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
+  // A failed write (disk full, read-only) leaves nothing behind and says why.
+  auto fail = [&](int err) {
     fs::remove(tmp, ec);
-    throw Error(ErrorKind::internal, fmt::format("cannot rename onto '{}'", path.string()));
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}' ({})", path.string(), std::strerror(err)));
+  };
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) {
+    fail(errno);
+  }
+  size_t written = std::fwrite(content.data(), 1, content.size(), f);
+  int err = written == content.size() ? 0 : errno;
+  if (std::fflush(f) != 0 && err == 0) {
+    err = errno;
+  }
+  if (std::fclose(f) != 0 && err == 0) {
+    err = errno;
+  }
+  if (err != 0 || written != content.size()) {
+    fail(err != 0 ? err : EIO);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    fail(errno);
   }
 }
 
@@ -173,36 +187,114 @@ std::string sha256_file(const fs::path& path) {
   return h.hex();
 }
 
+namespace {
+
+// `a` inside folder `base` (or equal to it): the rest after the separator.
+std::optional<std::string> under(const std::string& a, const std::string& base) {
+  if (base.empty() || base == "/") {
+    return std::nullopt;
+  }
+  if (a == base) {
+    return std::string();
+  }
+  if (a.size() > base.size() && a.compare(0, base.size(), base) == 0 && a[base.size()] == '/') {
+    return a.substr(base.size() + 1);
+  }
+  return std::nullopt;
+}
+
+// The path's forms that can be checked against cwd and home: as written but
+// with `.` and `..` resolved, and with every symlink resolved (so
+// `/proc/self/root/...` and `HOME/../name/x` are caught too).
+std::vector<std::string> path_forms(const fs::path& abs) {
+  std::error_code ec;
+  std::vector<std::string> forms = {abs.lexically_normal().string()};
+  fs::path canon = fs::weakly_canonical(abs, ec);
+  if (!ec && canon.string() != forms.front()) {
+    forms.push_back(canon.lexically_normal().string());
+  }
+  return forms;
+}
+
+// The display form of an absolute path when it lies under cwd or home.
+std::optional<std::string> shown_under(const fs::path& abs, const fs::path& cwd) {
+  std::vector<std::string> bases_cwd = path_forms(cwd);
+  std::string home = home_dir();
+  std::vector<std::string> bases_home = home.empty() ? std::vector<std::string>{} : path_forms(home);
+  for (const auto& form : path_forms(abs)) {
+    for (const auto& c : bases_cwd) {
+      if (auto rest = under(form, c)) {
+        return rest->empty() ? "." : *rest;
+      }
+    }
+    for (const auto& h : bases_home) {
+      if (auto rest = under(form, h)) {
+        return rest->empty() ? "~" : "~/" + *rest;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool path_token_start(const std::string& text, size_t i) {
+  if (text[i] != '/' || i + 1 >= text.size() || text[i + 1] == '/' || text[i + 1] == ' ') {
+    return false;
+  }
+  if (i == 0) {
+    return true;
+  }
+  char p = text[i - 1];
+  return std::isspace(static_cast<unsigned char>(p)) || std::strchr("'\"`([{<=,:;", p) != nullptr;
+}
+
+bool path_token_end(char c) {
+  return std::isspace(static_cast<unsigned char>(c)) || std::strchr("'\"`)]}>,;:", c) != nullptr;
+}
+
+}  // namespace
+
 std::string display_path(const fs::path& path, const fs::path& cwd) {
   std::error_code ec;
-  fs::path abs = fs::absolute(path, ec).lexically_normal();
-  fs::path base = cwd.lexically_normal();
-  std::string a = abs.string();
-  std::string b = base.string();
-  if (!b.empty() && b != "/" && a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '/') {
-    return a.substr(b.size() + 1);
+  fs::path abs = fs::absolute(path, ec);
+  if (auto shown = shown_under(abs, cwd)) {
+    return *shown;
   }
-  if (a == b) {
-    return ".";
-  }
-  std::string home = home_dir();
-  if (!home.empty() && a.size() > home.size() && a.compare(0, home.size(), home) == 0 && a[home.size()] == '/') {
-    return "~" + a.substr(home.size());
-  }
-  return path.string();
+  return redact_paths(path.string(), cwd);
 }
 
 std::string redact_paths(std::string text, const fs::path& cwd) {
+  // Every absolute path in the text, judged by what it names, not how it is
+  // spelled.
+  std::string out;
+  out.reserve(text.size());
+  std::map<std::string, std::string> seen;
+  for (size_t i = 0; i < text.size();) {
+    if (!path_token_start(text, i)) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && !path_token_end(text[end])) {
+      ++end;
+    }
+    std::string token = text.substr(i, end - i);
+    auto it = seen.find(token);
+    if (it == seen.end()) {
+      it = seen.emplace(token, shown_under(fs::path(token), cwd).value_or(token)).first;
+    }
+    out += it->second;
+    i = end;
+  }
+  // What no token boundary delimits (`-I/home/me/x`): the spelled folders.
   std::string c = cwd.lexically_normal().string();
   if (!c.empty() && c != "/") {
-    replace_all(text, c + "/", "");
-    replace_all(text, c, ".");
+    replace_all(out, c + "/", "");
   }
   std::string home = home_dir();
   if (!home.empty()) {
-    replace_all(text, home, "~");
+    replace_all(out, home + "/", "~/");
   }
-  return text;
+  return out;
 }
 
 std::string read_file_head(const std::filesystem::path& path, size_t n) {

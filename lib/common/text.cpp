@@ -63,4 +63,37 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+std::optional<unsigned long long> parse_size(const std::string& text) {
+  std::string t = lower(std::string(trim(text)));
+  if (t == "none" || t == "0") {
+    return 0ULL;
+  }
+  double scale = 1;
+  if (!t.empty() && std::string("kmgt").find(t.back()) != std::string::npos) {
+    size_t power = std::string("kmgt").find(t.back()) + 1;
+    for (size_t i = 0; i < power; ++i) {
+      scale *= 1024;
+    }
+    t.pop_back();
+  }
+  if (t.empty() || t.find_first_not_of("0123456789.") != std::string::npos) {
+    return std::nullopt;
+  }
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(t, &used);
+    if (used != t.size()) {
+      return std::nullopt;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  double bytes = v * scale;
+  if (!(bytes >= 1) || bytes > 1.8e19) {
+    return std::nullopt;
+  }
+  return static_cast<unsigned long long>(bytes);
+}
+
 }  // namespace aoti_bisect

@@ -25,4 +25,8 @@ std::string number_text(double v);
 // Quoted for a POSIX shell when it needs to be ("it's" -> 'it'\''s').
 std::string shell_quote(const std::string& s);
 
+// "512M", "16G", "1.5G", "2T", "4096" (bytes), "none" or "0" (no limit: 0).
+// nullopt for anything else.
+std::optional<unsigned long long> parse_size(const std::string& text);
+
 }  // namespace aoti_bisect

@@ -12,6 +12,7 @@
 #include "common/text.hpp"
 #include "search/search.hpp"
 #include "job/environment.hpp"
+#include "job/out_dir.hpp"
 #include "phase/phase.hpp"
 #include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
@@ -221,9 +222,19 @@ class Job {
     return {m_rec.report(), exit_code_for(verdict)};
   }
   JobResult fail(const Stop& stop) {
+    if (interrupt_requested()) {
+      // Whatever failed, it failed because its helper or child was stopped.
+      return interrupted(fmt::format("during the {} phase", m_rec.phase()));
+    }
     std::string message = redact_paths(stop.message);
     m_rec.finish(stop.verdict, message, message);
     return {m_rec.report(), exit_code_for(stop.verdict)};
+  }
+  // The interrupted verdict (exit 130 under every exit-code convention),
+  // naming the signal and where it came.
+  JobResult interrupted(const std::string& where) {
+    return finish(Verdict::interrupted, fmt::format("interrupted by {} {}; the report holds what was done so far",
+                                                    signal_name(interrupt_signal()), where));
   }
   std::unique_ptr<ChildRunner> make_children(const ChildSetup& setup) const {
     return m_seams.children ? m_seams.children(setup) : std::make_unique<ProcessChildren>(setup);
@@ -232,6 +243,7 @@ class Job {
   JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
 
   const RunOptions& m_opt;
+  std::optional<OutDir> m_out;  // declared before m_rec: held until the last report is written
   Recorder m_rec;
   const JobSeams& m_seams;
 };
@@ -242,19 +254,31 @@ JobResult Job::run() {
   for (const auto& a : m_opt.command_line) {
     command_line.push_back(redact_paths(a));
   }
+  // Before the first report is written: the lock, and an earlier run's
+  // files moved apart. A busy or unwritable folder gets no report.
+  m_out.emplace(m_opt.out_dir);
   m_rec.start(command_line, display_path(m_opt.inputs),
               m_opt.reference.empty() ? "" : display_path(m_opt.reference));
-  try {
-    fs::create_directories(m_opt.out_dir);
-  } catch (const std::exception&) {
-    throw Error(ErrorKind::usage, fmt::format("output directory '{}' cannot be created", m_opt.out_dir.string()));
+  for (const auto& note : m_out->notes()) {
+    m_rec.note(note);
   }
   install_interrupt_handlers();
-  auto inspected = inspect(m_opt, m_rec);
-  if (auto* stop = std::get_if<Stop>(&inspected)) {
-    return fail(*stop);
+  try {
+    auto inspected = inspect(m_opt, m_rec);
+    if (auto* stop = std::get_if<Stop>(&inspected)) {
+      return fail(*stop);
+    }
+    return after_inspect(std::get<Inspected>(inspected), user);
+  } catch (const Error& e) {
+    // A usage error found after the report started (no --model for a package
+    // of several, --against-eager without a program): the report says so,
+    // the exit code stays usage's.
+    if (e.kind() == ErrorKind::usage) {
+      std::string message = redact_paths(e.what());
+      m_rec.finish(Verdict::could_not_test, message, message);
+    }
+    throw;
   }
-  return after_inspect(std::get<Inspected>(inspected), user);
 }
 
 JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
@@ -290,7 +314,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     return fail(*stop);
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
-                   s.tolerances, s.timeout_s};
+                   s.tolerances, s.timeout_s, s.memory_limit_bytes};
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
   JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
@@ -303,7 +327,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   m_rec.plan_runs(static_cast<int>(reqs.size()));
   m_rec.begin_phase("baseline", "one run in a fresh child");
   if (!env.runs.run_all({reqs.front()}, 1, results) && interrupt_requested()) {
-    return finish(Verdict::interrupted, "interrupted during the baseline run");
+    return interrupted("during the baseline run");
   }
   const Classification& base = results[0].cls;
   m_rec.environment(with_runner(m_rec.report().environment, base));
@@ -326,7 +350,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     if (!completed) {
       MatrixResult partial = summarize(s, results);
       m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env));
-      return finish(Verdict::interrupted, "interrupted during the flag matrix; the report holds the runs so far");
+      return interrupted("during the flag matrix");
     }
     for (const auto& r : results) {
       if (auto stop = broken_run(r)) {
@@ -346,14 +370,20 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   const Failure& f = *m.failure;
   std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
+  if (!f.deterministic && s.bisect) {
+    // Mixed outcomes: one run per step could call a half clean by chance.
+    reproduced += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step runs "
+                              "{} times and a step whose runs disagree is inconclusive)",
+                              f.reproducing_variant, s.bisect_repeats.value_or(3));
+  }
   if (!s.bisect) {
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
                     f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model};
   BisectOutcome b = run_bisection(env, setup);
-  if (b.verdict == Verdict::interrupted) {
-    return finish(Verdict::interrupted, "interrupted during the kernel bisection; the report holds the runs so far");
+  if (b.verdict == Verdict::interrupted || interrupt_requested()) {
+    return interrupted(fmt::format("during the kernel bisection ({} phase)", m_rec.phase()));
   }
   return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
 }

@@ -51,6 +51,7 @@ int ProcessChildren::start(const ChildRequest& req) {
   spec.stdout_path = fs::absolute(dir / "stdout.txt");
   spec.stderr_path = fs::absolute(dir / "stderr.txt");
   spec.timeout_s = m_setup.timeout_s;
+  spec.memory_limit_bytes = m_setup.memory_limit_bytes;
   int token = m_set.start(spec);
   m_running[token] = req;
   return token;

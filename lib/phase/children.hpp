@@ -70,6 +70,7 @@ struct ChildSetup {
   std::filesystem::path reference;  // empty: no comparison
   ToleranceTable tolerances;
   double timeout_s = 300;
+  unsigned long long memory_limit_bytes = 0;  // per child (RLIMIT_AS); 0: none
 };
 
 // The runner's command line for a request (exposed for tests).

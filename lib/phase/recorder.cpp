@@ -9,6 +9,7 @@
 #include "report/sinks.hpp"
 
 namespace aoti_bisect {
+namespace fs = std::filesystem;
 
 double now_s() {
   using namespace std::chrono;
@@ -122,6 +123,12 @@ void Recorder::bisection(const Bisection& bisection) {
   save();
 }
 
+void Recorder::note(const std::string& text) {
+  m_report.notes.push_back(text);
+  m_progress.note(text);
+  save();
+}
+
 void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   m_report.culprit = std::move(culprit);
   m_report.repro = std::move(repro);
@@ -137,16 +144,23 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
   if (!error.empty()) {
     m_report.error = error;
   }
-  try {
-    save();
-  } catch (const Error& e) {
-    m_progress.note(fmt::format("cannot write the report to '{}': {}", m_out_dir.string(), e.what()));
-  }
+  save();
 }
 
 void Recorder::save() {
   m_report.total_seconds = now_s() - m_start;
-  write_reports(m_report, m_out_dir, m_junit);
+  try {
+    write_reports(m_report, m_out_dir, m_junit);
+  } catch (const Error& e) {
+    // Disk full, a folder made read-only: an earlier report would now be
+    // stale (verdict `running`), so none is left; the job stops with this.
+    std::error_code ec;
+    for (const char* name : {"report.json", "report.md", "junit.xml"}) {
+      fs::remove(m_out_dir / name, ec);
+    }
+    throw Error(ErrorKind::internal, fmt::format("the reports cannot be written: {}; free space or choose another --out",
+                                                 e.what()));
+  }
 }
 
 }  // namespace aoti_bisect

@@ -23,6 +23,7 @@ class Recorder {
   const Report& report() const { return m_report; }
   const std::filesystem::path& out_dir() const { return m_out_dir; }
   Progress& progress() { return m_progress; }
+  const std::string& phase() const { return m_phase; }  // the current phase's name
 
   // Phase timing: each phase ends when the next begins, or at finish().
   void begin_phase(const std::string& name, const std::string& detail);
@@ -44,15 +45,17 @@ class Recorder {
   void passed_over(const PassedOver& source);
   void fidelity(const std::string& text);  // of the latest build
   void builds_note(const std::string& note);
+  void note(const std::string& text);  // Report::notes, and the person watching
   void call_sites_match(bool match, const std::string& note);
   void bisection(const Bisection& bisection);
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
 
   // The verdict, the reason and (for could_not_test and internal_error) the
-  // one-line error; ends the phase and writes the reports. A report that
-  // cannot be written is said through Progress, never thrown.
+  // one-line error; ends the phase and writes the reports.
   void finish(Verdict verdict, const std::string& reason, const std::string& error = "");
 
+  // Writes the reports. One that cannot be written (disk full, read-only)
+  // throws Error(internal) and leaves no report and no temp file behind.
   void save();
 
  private:

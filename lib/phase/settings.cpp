@@ -60,6 +60,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
     s.plan.resize(1);
   }
   s.timeout_s = opt.timeout_s.value_or(user.timeout_s.value_or(profile.timeout_s));
+  s.memory_limit_bytes = opt.memory_limit_bytes.value_or(profile.backend == "cpu" ? physical_memory_bytes() : 0);
   s.jobs = opt.jobs.value_or(user.jobs.value_or(1));
   s.tolerances = profile.tolerances;
   s.tolerances.set_all(user.tolerance_atol, user.tolerance_rtol);

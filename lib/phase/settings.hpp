@@ -30,6 +30,7 @@ struct RunOptions {
   std::string backend;                         // "" = from the package's device key
   std::optional<int> repeats;
   std::optional<double> timeout_s;
+  std::optional<unsigned long long> memory_limit_bytes;  // --memory-limit; 0: none
   std::optional<int> jobs;
   std::optional<double> atol;
   std::optional<double> rtol;
@@ -67,6 +68,10 @@ struct Settings {
   std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix
   int variants = 0;                  // variants in the matrix (for the plan line)
   double timeout_s = 300;            // per child run
+  // Per child run (RLIMIT_AS): --memory-limit, else the machine's RAM for a
+  // CPU package; none for GPU packages, whose drivers reserve address space
+  // far beyond RAM.
+  unsigned long long memory_limit_bytes = 0;
   int jobs = 1;
   ToleranceTable tolerances;         // per dtype
   // The kernel search.

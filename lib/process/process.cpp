@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -36,7 +38,7 @@ constexpr auto k_poll_interval = std::chrono::milliseconds(10);
 std::atomic<int> g_interrupted{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-void on_interrupt_signal(int) { g_interrupted.store(1); }
+void on_interrupt_signal(int sig) { g_interrupted.store(sig); }
 
 std::string errno_text(const std::string& call, int err = errno) {
   return fmt::format("{}: {}", call, std::strerror(err));
@@ -160,12 +162,25 @@ bool move_fd(int from, int to) {
 
 struct ChildFds {
   int in, out, err, report;
+  unsigned long long memory_limit;  // RLIMIT_AS, 0: none
 };
 
-[[noreturn]] void exec_child(const ChildFds& fds, const char* cwd, char* const* argv,
+[[noreturn]] void exec_child(const ChildFds& fds, pid_t parent, const char* cwd, char* const* argv,
                              char* const* envp) {
   if (::setpgid(0, 0) != 0) {
     report_and_exit(fds.report, step_setpgid);
+  }
+  // The child dies with the driver, even when the driver is SIGKILLed and
+  // cannot kill the group itself; a driver that died before this line is
+  // noticed by the changed parent.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (fds.memory_limit != 0) {
+    struct rlimit lim {};
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(fds.memory_limit);
+    ::setrlimit(RLIMIT_AS, &lim);  // best effort: a lower hard limit already set stays
+  }
+  if (::getppid() != parent) {
+    ::_exit(127);
   }
   if (!reset_signals()) {
     report_and_exit(fds.report, step_signals);
@@ -223,13 +238,14 @@ pid_t spawn(const SpawnSpec& spec, std::string& error) {
   CStrings argv(spec.argv);
   CStrings envp(env_strings(spec.env));
   const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     error = errno_text("fork");
     return -1;
   }
   if (pid == 0) {
-    exec_child({in.get(), out.get(), err.get(), report_write.get()}, cwd, argv.get(), envp.get());
+    exec_child({in.get(), out.get(), err.get(), report_write.get(), spec.memory_limit_bytes}, parent, cwd, argv.get(), envp.get());
   }
   ::setpgid(pid, pid);  // also here, so the group exists whichever side runs first
   report_write.reset();
@@ -435,11 +451,14 @@ void install_interrupt_handlers() {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGHUP, &sa, nullptr);
 }
 
 bool interrupt_requested() { return g_interrupted.load() != 0; }
 
-void request_interrupt() { g_interrupted.store(1); }
+int interrupt_signal() { return g_interrupted.load(); }
+
+void request_interrupt() { g_interrupted.store(SIGINT); }
 
 void clear_interrupt() { g_interrupted.store(0); }
 
@@ -480,6 +499,12 @@ std::optional<std::filesystem::path> find_program(const std::string& name) {
     }
   }
   return std::nullopt;
+}
+
+unsigned long long physical_memory_bytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<unsigned long long>(pages) * static_cast<unsigned long long>(page) : 0;
 }
 
 }  // namespace aoti_bisect

@@ -23,6 +23,7 @@ struct SpawnSpec {
   // is relative to the caller's working directory, not to `cwd`.
   double timeout_s = 0;                        // 0: none
   double kill_grace_s = 2.0;                   // TERM -> KILL delay
+  unsigned long long memory_limit_bytes = 0;   // the child's address space (RLIMIT_AS); 0: none
   size_t tail_bytes = 8192;                    // how much of each stream ExitStatus keeps
 };
 
@@ -76,11 +77,14 @@ class ProcessSet {
   int m_next_token = 0;
 };
 
-// Interrupt handling: install_interrupt_handlers() makes SIGINT and SIGTERM
-// set a flag (and nothing else); process waits notice it, kill their groups
-// and return How::interrupted. The driver then writes its partial report.
+// Interrupt handling: install_interrupt_handlers() makes SIGINT, SIGTERM and
+// SIGHUP set a flag (and nothing else); process waits notice it, kill their
+// groups and return How::interrupted. The driver then writes its partial
+// report. Children also get SIGKILL when the driver dies (PR_SET_PDEATHSIG),
+// so even a SIGKILLed driver leaves no runner behind.
 void install_interrupt_handlers();
 bool interrupt_requested();
+int interrupt_signal();    // the signal that requested it (SIGINT for request_interrupt), 0 if none
 void request_interrupt();  // for tests
 void clear_interrupt();    // for tests
 
@@ -90,6 +94,9 @@ std::map<std::string, std::string> current_environment();
 // A program name without '/' looked up on PATH (run_process does no PATH
 // search); a name with '/' made absolute. nullopt when not found.
 std::optional<std::filesystem::path> find_program(const std::string& name);
+
+// The machine's RAM in bytes (sysconf); 0 when unknown.
+unsigned long long physical_memory_bytes();
 
 // Absolute path of the running executable (/proc/self/exe).
 std::filesystem::path self_executable();

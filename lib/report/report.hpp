@@ -254,6 +254,7 @@ struct Report {
   Builds builds;
   std::optional<Reproducer> repro;
   std::string error;                        // could_not_test / internal_error: the one-line message
+  std::vector<std::string> notes;           // what the run did besides testing (an earlier run moved aside, ...)
 };
 
 }  // namespace aoti_bisect

@@ -345,6 +345,7 @@ std::string report_to_json(const Report& r) {
   j["reproduce_command"] = text_or_null(r.reproduce_command);
   j["repro"] = repro_json(r.repro);
   j["error"] = text_or_null(r.error);
+  j["notes"] = r.notes;
   // Child output is not guaranteed UTF-8; a bad byte must not lose the report.
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/markdown_parts.hpp"
 #include "report/sink_text.hpp"
@@ -49,6 +50,9 @@ std::string header(const Report& r) {
   if (!r.error.empty()) {
     out += fmt::format("**Error:** {}  \n", plain(r.error));
   }
+  for (const auto& note : r.notes) {
+    out += fmt::format("**Note:** {}  \n", plain(note));
+  }
   return out + "\n";
 }
 
@@ -70,6 +74,29 @@ std::string what_failed(const Report& r) {
                        f.deterministic ? "deterministic" : "flaky");
   }
   out += "\n";
+  // The flag matrix's runs (they come first) whose outcome is not the
+  // failure: what a flaky failure looked like when it did not reproduce.
+  size_t matrix_runs = 0;
+  for (const auto& v : r.matrix) {
+    matrix_runs += static_cast<size_t>(v.runs);
+  }
+  std::vector<std::string> others;
+  for (size_t i = 0; i < r.runs.size() && i < matrix_runs; ++i) {
+    const RunRecord& run = r.runs[i];
+    if (run.outcome != f.kind) {
+      others.push_back(fmt::format("{} {} ({})", code(run.id), code(std::string(outcome_name(run.outcome))),
+                                   plain(run.exit)));
+    }
+  }
+  if (!others.empty()) {
+    constexpr size_t k_listed = 20;
+    size_t n = others.size();
+    if (n > k_listed) {
+      others.resize(k_listed);
+      others.push_back(fmt::format("and {} more in report.json", n - k_listed));
+    }
+    out += fmt::format("- **Runs with another outcome ({}):** {}\n", n, fmt::format("{}", fmt::join(others, "; ")));
+  }
   const RunRecord* base = baseline_run(r);
   if (base && base->comparison && !base->comparison->within_tolerance) {
     const Comparison& c = *base->comparison;

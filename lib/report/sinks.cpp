@@ -16,10 +16,12 @@ void write_reports(const Report& report, const fs::path& dir, bool junit) {
     throw Error(ErrorKind::internal,
                 fmt::format("cannot create report directory '{}': {}", display_path(dir), ec.message()));
   }
-  write_file_atomic(dir / "report.json", report_to_json(report));
-  write_file_atomic(dir / "report.md", report_to_markdown(report));
+  // Every path in a report goes through redaction once more, whatever field
+  // or child's line it came from.
+  write_file_atomic(dir / "report.json", redact_paths(report_to_json(report)));
+  write_file_atomic(dir / "report.md", redact_paths(report_to_markdown(report)));
   if (junit) {
-    write_file_atomic(dir / "junit.xml", report_to_junit(report));
+    write_file_atomic(dir / "junit.xml", redact_paths(report_to_junit(report)));
   }
 }
 

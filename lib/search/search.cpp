@@ -75,6 +75,9 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     bis = Bisection{};
     bis.source = std::string(chain[i]->name());
     out = chain[i]->isolate(env, s, pred, bis);
+    if (interrupt_requested()) {
+      return {Verdict::interrupted, "", ""};  // a stopped build or hook compile is no reason to try the next source
+    }
     if (out.fall_back.empty()) {
       break;
     }

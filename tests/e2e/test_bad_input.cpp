@@ -109,6 +109,9 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto model = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--model", "encoder"}, "out");
   CHECK(model.code() == 2);
   CHECK(error_line(model).find("has no model 'encoder'; it holds: model") != std::string::npos);
+  // Found after the report started: the report says so, not `running`.
+  CHECK(model.report["verdict"] == "could_not_test");
+  CHECK(model.report["error"].get<std::string>().find("has no model 'encoder'") != std::string::npos);
 
   auto option = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--bogus"}, "");
   CHECK(option.code() == 2);

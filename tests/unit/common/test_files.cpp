@@ -1,4 +1,5 @@
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -46,10 +48,63 @@ TEST_CASE("display_path and redact_paths hide the working and home directories")
   CHECK(redact_paths("cannot open /work/proj/a.pt and /home/alice/b.pt", cwd) == "cannot open a.pt and ~/b.pt");
 }
 
+TEST_CASE("redaction judges paths by what they name, not how they are spelled") {
+  fs::path cwd = "/work/proj";
+  fs::path home = fs::temp_directory_path() / fmt::format("ab-home-{}", ::getpid());
+  fs::create_directories(home / "x");
+  const char* old_home = std::getenv("HOME");
+  std::string saved = old_home ? old_home : "";
+  ::setenv("HOME", home.c_str(), 1);
+  std::string name = home.filename().string();
+  // HOME/../<home name>/x: the same folder, spelled with `..`.
+  std::string dotted = (home / ".." / name / "x" / "m.pt2").string();
+  CHECK(redact_paths("cannot open '" + dotted + "': gone", cwd) == "cannot open '~/x/m.pt2': gone");
+  CHECK(display_path(dotted, cwd) == "~/x/m.pt2");
+  // Through /proc/self/root, which resolves to /.
+  std::string proc = "/proc/self/root" + (home / "x" / "m.pt2").string();
+  CHECK(redact_paths("file=" + proc, cwd) == "file=~/x/m.pt2");
+  CHECK(display_path(proc, cwd) == "~/x/m.pt2");
+  // Through a symlink to the home folder.
+  fs::path link = fs::temp_directory_path() / fmt::format("ab-link-{}", ::getpid());
+  fs::remove(link);
+  fs::create_directory_symlink(home, link);
+  CHECK(redact_paths("(" + (link / "x").string() + ")", cwd) == "(~/x)");
+  // Paths elsewhere, and text that is no path, are kept as written.
+  CHECK(redact_paths("see /opt/models/m.pt2 and 3/4 of a/b", cwd) == "see /opt/models/m.pt2 and 3/4 of a/b");
+  // No token boundary: the spelled home folder is still replaced.
+  CHECK(redact_paths("-I" + home.string() + "/inc", cwd) == "-I~/inc");
+  fs::remove(link);
+  fs::remove_all(home);
+  if (old_home) {
+    ::setenv("HOME", saved.c_str(), 1);
+  } else {
+    ::unsetenv("HOME");
+  }
+}
+
 TEST_CASE("exit codes of error kinds") {
   CHECK(exit_code_of(ErrorKind::usage) == ExitCode::usage);
   CHECK(static_cast<int>(exit_code_of(ErrorKind::cannot_test)) == 4);
   CHECK(static_cast<int>(exit_code_of(ErrorKind::internal)) == 5);
+}
+
+TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("common");
+
+TEST_CASE("parse_size: --memory-limit's sizes") {
+  CHECK(parse_size("4096") == 4096ULL);
+  CHECK(parse_size("512M") == 512ULL << 20);
+  CHECK(parse_size("8g") == 8ULL << 30);
+  CHECK(parse_size("1.5G") == 3ULL << 29);
+  CHECK(parse_size("none") == 0ULL);
+  CHECK(parse_size("0") == 0ULL);
+  CHECK_FALSE(parse_size("lots"));
+  CHECK_FALSE(parse_size("-1G"));
+  CHECK_FALSE(parse_size("nan"));
+  CHECK_FALSE(parse_size("1e400"));
+  CHECK_FALSE(parse_size("G"));
+  CHECK_FALSE(parse_size("99999999999T"));
 }
 
 TEST_SUITE_END();

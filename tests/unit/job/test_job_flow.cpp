@@ -159,6 +159,11 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   REQUIRE(r.report.matrix.size() == 2);
   CHECK(r.report.matrix[1].reproduced == 2);
   CHECK(r.report.matrix[1].runs == 3);
+  // The verdict says why steps repeat; report.md lists the run that differed.
+  CHECK(r.report.verdict_reason.find("flaky: not every run of the") != std::string::npos);
+  CHECK(r.report.verdict_reason.find("each search step runs 3 times") != std::string::npos);
+  std::string md = read_file("out/report.md", "report");
+  CHECK(md.find("**Runs with another outcome (1):** `repeat.2` `ok` (exit 0)") != std::string::npos);
   // Not deterministic: every search step is run three times.
   REQUIRE(r.report.bisection.has_value());
   for (const auto& step : r.report.bisection->steps) {

@@ -1,0 +1,115 @@
+#include "job/out_dir.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_lock_name = ".aoti-bisect.lock";
+constexpr const char* k_previous = "previous";
+
+std::string read_pid(int fd) {
+  char buf[32] = {};
+  ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  return text.empty() ? "unknown" : text;
+}
+
+}  // namespace
+
+const std::vector<std::string>& run_products() {
+  static const std::vector<std::string> names = {"report.json", "report.md", "junit.xml", "runs", "repro",
+                                                 "eager-reference.pt"};
+  return names;
+}
+
+OutDir::OutDir(const fs::path& dir) {
+  std::string shown = display_path(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw Error(ErrorKind::usage, fmt::format("output folder '{}' cannot be created ({}); choose another --out", shown,
+                                              ec ? ec.message() : "not a folder"));
+  }
+  fs::path lock = dir / k_lock_name;
+  m_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (m_fd < 0) {
+    throw Error(ErrorKind::usage, fmt::format("output folder '{}' is not writable ({}); choose another --out", shown,
+                                              std::strerror(errno)));
+  }
+  if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::string pid = read_pid(m_fd);
+    ::close(m_fd);
+    m_fd = -1;
+    throw Error(ErrorKind::usage,
+                fmt::format("output folder '{}' is in use by another aoti-bisect run (pid {}); wait for it to end or "
+                            "choose another --out",
+                            shown, pid));
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(m_fd, 0) != 0 || ::pwrite(m_fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    int err = errno;
+    ::close(m_fd);
+    m_fd = -1;
+    throw Error(ErrorKind::usage, fmt::format("output folder '{}' is not writable ({}); choose another --out", shown,
+                                              std::strerror(err != 0 ? err : ENOSPC)));
+  }
+  // Holding the lock, every other work folder belongs to a run that is gone.
+  std::vector<std::string> stale;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(".work-", 0) == 0) {
+      fs::remove_all(entry.path(), ec);
+      stale.push_back(name.substr(6));
+    }
+  }
+  if (!stale.empty()) {
+    m_notes.push_back(fmt::format("removed the work folder{} of {} earlier run{} that ended without cleaning up (pid {})",
+                                  stale.size() == 1 ? "" : "s", stale.size(), stale.size() == 1 ? "" : "s",
+                                  fmt::join(stale, ", ")));
+  }
+  std::vector<fs::path> earlier;
+  for (const auto& name : run_products()) {
+    if (fs::exists(fs::symlink_status(dir / name, ec))) {
+      earlier.push_back(dir / name);
+    }
+  }
+  if (earlier.empty()) {
+    return;
+  }
+  fs::path previous = dir / k_previous;
+  fs::remove_all(previous, ec);
+  fs::create_directories(previous, ec);
+  for (const auto& p : earlier) {
+    fs::rename(p, previous / p.filename(), ec);
+    if (ec) {
+      throw Error(ErrorKind::usage, fmt::format("output folder '{}': an earlier run's '{}' cannot be moved to {}/ ({}); "
+                                                "choose another --out",
+                                                shown, p.filename().string(), k_previous, ec.message()));
+    }
+  }
+  m_notes.push_back(fmt::format("an earlier run's files in this output folder were moved to {}/", k_previous));
+}
+
+OutDir::~OutDir() {
+  if (m_fd >= 0) {
+    ::close(m_fd);  // releases the lock; the file stays, holding the last pid
+  }
+}
+
+}  // namespace aoti_bisect
