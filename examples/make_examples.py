@@ -76,6 +76,19 @@ EXAMPLES = {
         culprit_pattern=r"embedding",
         expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
     ),
+    "index_put_past_end": dict(
+        description="a row written one past the end of an activation buffer (index_put, compiled with "
+        "assert_indirect_indexing=False): the kernel returns, the heap is corrupted, the process dies later",
+        outcome="crash",
+        bug="h[idx] = row with idx = [B] (inputs[1]) for a buffer of B rows, lowered by Inductor without its bounds "
+        "check (inductor config assert_indirect_indexing=False). The index_put kernel writes H floats past the "
+        "buffer's end and returns normally; glibc notices the corrupted heap later (SIGABRT 'malloc(): corrupted "
+        "top size' or similar, after the kernel and often after the whole run). Only with guard pages "
+        "(AOTI_BISECT_GUARD_PAGES=1) does the write fault inside that kernel. Eager raises IndexError on these "
+        "inputs, so there is no expected.pt.",
+        culprit_pattern=r"index_put",
+        expect={"exit_code": None, "signal": None, "stderr_contains": None},
+    ),
     "relu_accuracy": dict(
         description="compiled with cpp.inject_relu_bug_TESTING_ONLY='accuracy' (relu becomes x + 1): runs, finite, wrong values",
         outcome="mismatch",
@@ -318,6 +331,25 @@ class _ReluNet:
         return ReluNet()
 
 
+def build_index_put_past_end():
+    class RowWrite(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H, H, 4)
+
+        def forward(self, x, idx, row):
+            h = F.gelu(self.fc[0](self.ln(x)))  # layer_norm kernel, addmm, gelu kernel
+            h = torch.tanh(self.fc[1](h))  # addmm, tanh ...
+            h = torch.ops.aten.index_put(h, [idx], row)  # ... fused with the unchecked row write
+            h = F.silu(self.fc[2](h))  # addmm, silu kernel
+            return (F.softmax(self.fc[3](h), dim=-1),)  # addmm, softmax kernel
+
+    x = torch.randn(B, D)
+    row = torch.randn(1, H)
+    return RowWrite(), (x, torch.tensor([B]), row), {"assert_indirect_indexing": False}
+
+
 def build_relu_accuracy():
     x = torch.randn(B, D)
     return _ReluNet.make(), (x,), {"cpp.inject_relu_bug_TESTING_ONLY": "accuracy"}
@@ -470,6 +502,7 @@ BUILDERS = {
     "nan_midway": build_nan_midway,
     "class_index": build_class_index,
     "wild_gather": build_wild_gather,
+    "index_put_past_end": build_index_put_past_end,
     "relu_accuracy": build_relu_accuracy,
     "relu_runtime_error": build_relu_runtime_error,
     "extern_overflow": build_extern_overflow,

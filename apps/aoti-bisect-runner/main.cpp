@@ -216,6 +216,9 @@ void emit_results(const Options& opt, const ab::ModelFacts& facts, ab::torchside
 int run(const Options& opt, ab::EventWriter& events) {
   using ab::RunnerExit;
   emit_start(opt, events);
+  if (const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES"); guard && std::string(guard) == "1") {
+    ab::torchside::install_guard_page_allocator();
+  }
   ab::torchside::Session session;
   auto infos = session.load_inputs(opt.inputs);
   const ab::ModelFacts facts = model_facts(opt);

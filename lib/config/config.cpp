@@ -79,6 +79,19 @@ int positive_int(const Field& f) {
   fail(f, fmt::format("'{}' must be a positive integer, got {}", f.key, describe(f.node)));
 }
 
+bool boolean(const Field& f) {
+  if (f.node.IsScalar()) {
+    const std::string& s = f.node.Scalar();
+    if (s == "true" || s == "True") {
+      return true;
+    }
+    if (s == "false" || s == "False") {
+      return false;
+    }
+  }
+  fail(f, fmt::format("'{}' must be true or false, got {}", f.key, describe(f.node)));
+}
+
 // A finite number, > 0 or >= 0; `what` completes "must be a ...".
 double number(const Field& f, bool allow_zero, std::string_view what) {
   double value = 0;
@@ -227,6 +240,7 @@ const std::vector<KeyRule<Variant>>& variant_keys() {
       {"description", [](const Field& f, Variant& v) { v.description = string_of(f); }},
       {"env", [](const Field& f, Variant& v) { v.env = env_of(f); }},
       {"repeats", [](const Field& f, Variant& v) { v.repeats = positive_int(f); }},
+      {"localizes_faults", [](const Field& f, Variant& v) { v.localizes_faults = boolean(f); }},
   };
   return rules;
 }

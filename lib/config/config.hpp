@@ -20,6 +20,10 @@ struct Variant {
   std::map<std::string, std::string> env;   // set on top of the base environment
   std::optional<int> repeats;               // overrides the matrix default
   std::string description;                  // one line for people
+  // Makes a fault show where it happens (guard pages): runs only when the
+  // baseline crashed, and the search prefers it when it reproduces as often
+  // as the best variant.
+  bool localizes_faults = false;
 };
 
 struct Profile {

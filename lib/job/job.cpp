@@ -1,6 +1,8 @@
 #include "job/job.hpp"
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <variant>
 #include <unistd.h>
@@ -131,9 +133,9 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   return req.out;
 }
 
-std::vector<ChildRequest> matrix_requests(const Settings& s, const ModelDir& model) {
+std::vector<ChildRequest> matrix_requests(const std::vector<PlannedRun>& plan, const ModelDir& model) {
   std::vector<ChildRequest> reqs;
-  for (const auto& run : s.plan) {
+  for (const auto& run : plan) {
     reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, model, std::nullopt, {}, false});
   }
   return reqs;
@@ -147,11 +149,11 @@ struct MatrixResult {
   std::map<std::string, std::string> chosen_env;
 };
 
-MatrixResult summarize(const Settings& s, const std::vector<ChildResult>& results) {
+MatrixResult summarize(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
   std::vector<RunOutcome> outcomes;
-  for (size_t i = 0; i < results.size() && i < s.plan.size(); ++i) {
+  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
     if (results[i].finished) {
-      outcomes.push_back({s.plan[i].variant, s.plan[i].env, results[i].cls.kind});
+      outcomes.push_back({plan[i].variant, plan[i].env, results[i].cls.kind, plan[i].localizes_faults});
     }
   }
   MatrixSummary m = summarize_matrix(outcomes);
@@ -322,7 +324,8 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
 }
 
 JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model) {
-  std::vector<ChildRequest> reqs = matrix_requests(s, model);
+  std::vector<PlannedRun> plan = s.plan;
+  std::vector<ChildRequest> reqs = matrix_requests(plan, model);
   std::vector<ChildResult> results;
   m_rec.plan_runs(static_cast<int>(reqs.size()));
   m_rec.begin_phase("baseline", "one run in a fresh child");
@@ -340,15 +343,25 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                                                       display_path(s.inputs), in.model->name, base.first_line)});
   }
   ChildResult baseline = results[0];
+  if (base.kind != OutcomeKind::crash) {
+    // Variants that localize faults (guard pages) are for crashes only.
+    plan.erase(std::remove_if(plan.begin() + 1, plan.end(), [](const PlannedRun& p) { return p.localizes_faults; }),
+               plan.end());
+    reqs = matrix_requests(plan, model);
+  }
   if (reqs.size() > 1) {
-    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", reqs.size() - 1, s.variants,
+    std::set<std::string> variants;
+    for (size_t i = 1; i < plan.size(); ++i) {
+      variants.insert(plan[i].variant);
+    }
+    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", reqs.size() - 1, variants.size(),
                                             s.jobs));
     std::vector<ChildRequest> rest(reqs.begin() + 1, reqs.end());
     std::vector<ChildResult> more;
     bool completed = env.runs.run_all(rest, s.jobs, more) || !interrupt_requested();
     results.insert(results.end(), more.begin(), more.end());
     if (!completed) {
-      MatrixResult partial = summarize(s, results);
+      MatrixResult partial = summarize(plan, results);
       m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env));
       return interrupted("during the flag matrix");
     }
@@ -358,7 +371,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
       }
     }
   }
-  MatrixResult m = summarize(s, results);
+  MatrixResult m = summarize(plan, results);
   m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env));
   if (!m.failure) {
     size_t n = m_rec.report().runs.size();

@@ -50,7 +50,7 @@ std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& us
       env.insert_or_assign(key, value);
     }
     for (int k = 1; k <= repeats; ++k) {
-      runs.push_back(PlannedRun{fmt::format("{}.{}", v->name, k), v->name, k, env});
+      runs.push_back(PlannedRun{fmt::format("{}.{}", v->name, k), v->name, k, env, v->localizes_faults});
     }
   }
   return runs;
@@ -71,6 +71,7 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
       VariantResult fresh;
       fresh.variant = run.variant;
       fresh.env = run.env;
+      fresh.localizes_faults = run.localizes_faults;
       summary.variants.push_back(std::move(fresh));
       it = summary.variants.end() - 1;
     }
@@ -85,6 +86,9 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
   for (const VariantResult& r : summary.variants) {
     if (r.reproduced > 0 && (best == nullptr || r.rate() > best->rate())) {
       best = &r;  // strictly greater: ties stay with the earlier variant
+    } else if (best != nullptr && r.reproduced > 0 && r.rate() == best->rate() && r.localizes_faults &&
+               !best->localizes_faults && summary.failure == OutcomeKind::crash) {
+      best = &r;
     }
   }
   if (best != nullptr) {

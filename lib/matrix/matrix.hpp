@@ -18,6 +18,7 @@ struct PlannedRun {
   std::string variant;     // "baseline" or the variant name
   int repeat = 0;          // 1-based within its variant; 0 for the baseline
   std::map<std::string, std::string> env;  // variables this run sets (user env + variant env)
+  bool localizes_faults = false;           // the variant's (config.hpp)
 };
 
 // Baseline first (user env only), then each variant `repeats` times.
@@ -31,6 +32,7 @@ struct VariantResult {
   int runs = 0;
   int reproduced = 0;                  // runs whose outcome is the failure kind
   std::map<std::string, int> outcomes; // outcome name -> count
+  bool localizes_faults = false;
   bool deterministic() const { return runs > 0 && (reproduced == 0 || reproduced == runs); }
   double rate() const { return runs ? double(reproduced) / runs : 0.0; }
 };
@@ -48,11 +50,14 @@ struct RunOutcome {
   std::string variant;
   std::map<std::string, std::string> env;
   OutcomeKind kind = OutcomeKind::ok;
+  bool localizes_faults = false;
 };
 
 // The failure kind is that of the first failing run in plan order. A run
 // "reproduces" when its kind equals it. The chosen variant has the highest
-// rate; ties go to the earlier variant in plan order.
+// rate; ties go to the earlier variant in plan order, except that for a
+// crash a variant that localizes faults wins its ties (a late crash of the
+// baseline becomes an early one inside the kernel).
 MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs);
 
 }  // namespace aoti_bisect

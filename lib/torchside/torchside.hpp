@@ -31,6 +31,11 @@ struct Versions {
 };
 Versions versions(const std::string& device_key);
 
+// AOTI_BISECT_GUARD_PAGES=1 (the CPU profile's `guard_pages` variant): every
+// CPU tensor ends against an inaccessible page, so a write past a buffer's
+// end faults inside the kernel that makes it. Call before any tensor exists.
+void install_guard_page_allocator();
+
 // A model failure raised from inside the model's run: the exception's text.
 struct ModelError {
   std::string message;

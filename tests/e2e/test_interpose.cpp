@@ -288,3 +288,47 @@ TEST_CASE("a truncated model library: one line and exit 4, with a report") {
 }
 
 TEST_SUITE_END();
+
+TEST_SUITE_BEGIN("e2e/interpose");
+
+TEST_CASE("a row written past a buffer's end: the guard-page variant turns the late crash into a fault in the kernel") {
+  auto meta = meta_of("index_put_past_end");
+  auto r = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end"),
+                    "out-oob");
+  CHECK(r.code() == 1);
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["culprit"]["phase"] == "launch");
+  // The baseline dies late (glibc notices the heap), the guard-page run
+  // inside the kernel; the search ran with guard pages.
+  CHECK(r.report["runs"][0]["signal_name"] != "SIGSEGV");
+  CHECK(r.report["matrix"]["chosen"] == "guard_pages");
+  bool guard_faulted = false;
+  for (const auto& run : r.report["runs"]) {
+    if (run["variant"] == "guard_pages") {
+      guard_faulted = run["signal_name"] == "SIGSEGV";
+    }
+  }
+  CHECK(guard_faulted);
+
+  // Without the variant the same search cannot place it: not isolated, with
+  // the memory-corruption hint, and never a wrong kernel.
+  std::ofstream("no-guard.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n";
+  auto plain = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end",
+                                     {"--config", "no-guard.yaml"}),
+                        "out-oob2");
+  CHECK(plain.code() == 3);
+  CHECK(plain.report["culprit"].is_null());
+  CHECK(plain.report["verdict_reason"].get<std::string>().find("likely memory corruption") != std::string::npos);
+
+  // A failure that is not a crash never runs the variant.
+  auto nan = run_tool(package_only(example("nan_midway.pt2").string(), "nan_midway", {"--no-bisect"}),
+                      "out-nan");
+  for (const auto& run : nan.report["runs"]) {
+    CHECK(run["variant"] != "guard_pages");
+  }
+}
+
+TEST_SUITE_END();

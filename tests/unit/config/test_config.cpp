@@ -157,7 +157,7 @@ TEST_CASE("parse_user_config, error handling") {
   }
   SUBCASE("unknown key inside a variant") {
     REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    envv: {}\n"),
-                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats)");
+                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats, localizes_faults)");
   }
   SUBCASE("unknown key inside tolerance") {
     REQUIRE_THROWS_WITH(parse("tolerance:\n  abstol: 1\n"),
@@ -291,7 +291,7 @@ TEST_CASE("load_user_config") {
     std::filesystem::create_directories("cfg");
     std::ofstream("cfg/nightly.yaml") << "repeats: 4\n\nvariants:\n  - name: a\n    tmeout: 3\n";
     REQUIRE_THROWS_WITH(load_user_config("cfg/nightly.yaml"),
-                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats)");
+                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats, localizes_faults)");
   }
   SUBCASE("a readable file is parsed, and remembers its path") {
     std::ofstream("ok.yaml") << "repeats: 4\n";
@@ -345,15 +345,18 @@ TEST_CASE("builtin profiles") {
       for (const Variant& v : p.variants) {
         CAPTURE(v.name);
         CHECK_FALSE(v.description.empty());
-        CHECK_FALSE(v.repeats.has_value());
+        CHECK(v.repeats.has_value() == v.localizes_faults);  // only the guard-page variant runs once
       }
     }
   }
-  SUBCASE("cpu repeats only") {
+  SUBCASE("cpu: repeats, and guard pages after a crash") {
     Profile p = builtin_profile("cpu");
-    REQUIRE(p.variants.size() == 1);
-    CHECK(p.variants[0].name == "repeat");
+    REQUIRE(names_of(p.variants) == std::vector<std::string>{"repeat", "guard_pages"});
     CHECK(p.variants[0].env.empty());
+    CHECK_FALSE(p.variants[0].localizes_faults);
+    CHECK(p.variants[1].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});
+    CHECK(p.variants[1].localizes_faults);
+    CHECK(p.variants[1].repeats == 1);
   }
   SUBCASE("cuda, most deterministic first") {
     Profile p = builtin_profile("cuda");

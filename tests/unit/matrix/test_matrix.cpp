@@ -239,6 +239,23 @@ TEST_CASE("summarize_matrix: the chosen variant") {
     CHECK(s.chosen == "baseline");
     CHECK(s.deterministic);
   }
+  SUBCASE("for a crash, a variant that localizes faults wins its ties, and only its ties") {
+    add_runs(runs, "baseline", {crash});
+    add_runs(runs, "repeat", {crash, crash});
+    add_runs(runs, "guard", {crash});
+    for (auto& r : runs) {
+      r.localizes_faults = r.variant == "guard";
+    }
+    CHECK(summarize_matrix(runs).chosen == "guard");
+    runs.back().kind = ok;  // did not reproduce: no tie
+    CHECK(summarize_matrix(runs).chosen == "baseline");
+  }
+  SUBCASE("for another failure kind, it is an ordinary variant") {
+    add_runs(runs, "baseline", {OutcomeKind::nonfinite});
+    add_runs(runs, "guard", {OutcomeKind::nonfinite});
+    runs.back().localizes_faults = true;
+    CHECK(summarize_matrix(runs).chosen == "baseline");
+  }
   SUBCASE("a 1-of-1 baseline is not deterministic when repeats in the same environment did not reproduce") {
     add_runs(runs, "baseline", {crash});
     add_runs(runs, "repeat", {ok, ok, ok});
