@@ -21,6 +21,7 @@
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
+#include "package/torch_save.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -71,8 +72,11 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);
     require_file(opt.inputs, "inputs file");
     rec.package(std::move(summary), sha256_file(opt.inputs));
+    // The runner's unpickler trusts the sizes these files declare.
+    check_torch_save(opt.inputs, "inputs file");
     if (!opt.reference.empty()) {
       require_file(opt.reference, "reference file");
+      check_torch_save(opt.reference, "reference file");
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::usage) {

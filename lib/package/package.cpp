@@ -1,14 +1,17 @@
 #include "package/package.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
-#include <memory>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <zip.h>
 
 #include "common/error.hpp"
+#include "package/zip.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -16,11 +19,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string k_aoti_dir = "data/aotinductor/";
-
-struct ZipCloser {
-  void operator()(zip_t* z) const { zip_discard(z); }
-};
-using ZipPtr = std::unique_ptr<zip_t, ZipCloser>;
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -34,7 +32,9 @@ bool starts_like_zip(const fs::path& path) {
   return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
-ZipPtr open_zip(const fs::path& path) {
+const char* k_remedy = "rebuild the package";
+
+zip_t* open_zip(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     throw Error(ErrorKind::cannot_test, fmt::format("package '{}' does not exist", path.string()));
@@ -66,29 +66,7 @@ ZipPtr open_zip(const fs::path& path) {
     }
     throw Error(ErrorKind::cannot_test, fmt::format("package '{}' {}", path.string(), why));
   }
-  return ZipPtr(z);
-}
-
-std::string read_zip_entry(zip_t* z, const std::string& name, const fs::path& path) {
-  zip_stat_t st;
-  zip_stat_init(&st);
-  if (zip_stat(z, name.c_str(), 0, &st) != 0) {
-    throw Error(ErrorKind::cannot_test, fmt::format("package '{}' has no entry '{}'", path.string(), name));
-  }
-  zip_file_t* f = zip_fopen(z, name.c_str(), 0);
-  if (f == nullptr) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}': entry '{}' cannot be read ({})", path.string(), name, zip_strerror(z)));
-  }
-  std::string data(static_cast<size_t>(st.size), '\0');
-  zip_int64_t got = zip_fread(f, data.data(), data.size());
-  int close_err = zip_fclose(f);
-  if (got < 0 || static_cast<zip_uint64_t>(got) != st.size || close_err != 0) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}': entry '{}' is damaged (truncated or bad checksum); rebuild the package",
-                            path.string(), name));
-  }
-  return data;
+  return z;
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& text) {
@@ -126,36 +104,78 @@ void classify_model_file(ModelFiles& m, const std::string& entry) {
   }
 }
 
-// Streams one entry to a file (entries can be large: weights live in the .so).
-void copy_entry(zip_t* z, const std::string& name, const fs::path& out, const fs::path& path) {
-  zip_file_t* f = zip_fopen(z, name.c_str(), 0);
-  if (f == nullptr) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}': entry '{}' cannot be read ({})", path.string(), name, zip_strerror(z)));
-  }
-  std::ofstream o(out, std::ios::binary | std::ios::trunc);
-  std::vector<char> buf(1 << 20);
-  zip_int64_t got = 0;
-  while ((got = zip_fread(f, buf.data(), buf.size())) > 0) {
-    o.write(buf.data(), got);
-  }
-  bool damaged = got < 0 || zip_fclose(f) != 0;
-  if (damaged) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}': entry '{}' is damaged (truncated or bad checksum); rebuild the package",
-                            path.string(), name));
-  }
-  if (!o) {
-    throw Error(ErrorKind::internal, fmt::format("cannot write '{}' while extracting the package", out.string()));
-  }
-}
-
 bool safe_entry_name(const std::string& name) {
   if (name.empty() || name.front() == '/') {
     return false;
   }
   fs::path p(name);
   return std::none_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".."; });
+}
+
+// An entry name as a path under the extraction folder: "a/./b//c/" -> "a/b/c".
+std::string normal_entry_path(const std::string& name) {
+  std::string n = fs::path(name).lexically_normal().generic_string();
+  while (!n.empty() && n.back() == '/') {
+    n.pop_back();
+  }
+  return n == "." ? std::string() : n;
+}
+
+// Entries that would be both a file and a folder ("a/b" and "a/b/c", or
+// "a/b" and "a/b/") cannot both be extracted.
+void check_file_folder_clash(const std::vector<std::string>& entries, const ZipReader& z) {
+  std::set<std::string> files;
+  for (const auto& e : entries) {
+    if (e.back() != '/' && !normal_entry_path(e).empty()) {
+      files.insert(normal_entry_path(e));
+    }
+  }
+  for (const auto& e : entries) {
+    std::string n = normal_entry_path(e);
+    if (n.empty() && e.back() != '/') {
+      z.fail(e, "names no file (an empty or \".\" path)");
+    }
+    for (size_t slash = n.find('/'); slash != std::string::npos; slash = n.find('/', slash + 1)) {
+      if (files.count(n.substr(0, slash)) != 0) {
+        z.fail(n.substr(0, slash), fmt::format("is both a file and the folder of entry '{}'", printable_name(e)));
+      }
+    }
+    if (e.back() == '/' && files.count(n) != 0) {
+      z.fail(n, fmt::format("is both a file and a folder (entry '{}')", printable_name(e)));
+    }
+  }
+}
+
+// A failure to create what an entry names: the archive's fault (a name too
+// long, a clash with another entry) is cannot_test, the machine's (a full
+// disk, no permission) internal.
+[[noreturn]] void fail_extracting(const ZipReader& z, const std::string& entry, int err, const std::string& why) {
+  if (err == ENAMETOOLONG || err == EEXIST || err == ENOTDIR || err == EISDIR || err == ELOOP) {
+    z.fail(entry, fmt::format("cannot be extracted ({})", why));
+  }
+  throw Error(ErrorKind::internal,
+              fmt::format("cannot extract entry '{}' of the package ({})", printable_name(entry), why));
+}
+
+// Streams one entry to a file under `dest` (entries can be large: weights
+// live in the .so), under the reader's cap.
+void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const fs::path& dest) {
+  if (entry.back() == '/') {
+    fs::create_directories(dest / entry);
+    return;
+  }
+  fs::path out = dest / entry;
+  fs::create_directories(out.parent_path());
+  std::ofstream o(out, std::ios::binary | std::ios::trunc);
+  if (!o) {
+    int err = errno;
+    fail_extracting(z, entry, err, std::strerror(err));
+  }
+  z.stream(index, [&](const char* p, size_t n) { o.write(p, static_cast<std::streamsize>(n)); });
+  o.close();
+  if (!o) {
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}' while extracting the package", out.string()));
+  }
 }
 
 }  // namespace
@@ -166,16 +186,17 @@ std::string ModelFiles::device_key() const {
 }
 
 Package Package::open(const fs::path& path) {
-  ZipPtr z = open_zip(path);
+  ZipReader z(open_zip(path), path, "package", k_remedy);
   Package pkg;
   pkg.m_path = path;
-  zip_int64_t n = zip_get_num_entries(z.get(), 0);
-  for (zip_int64_t i = 0; i < n; ++i) {
-    const char* name = zip_get_name(z.get(), static_cast<zip_uint64_t>(i), 0);
-    if (name != nullptr) {
-      pkg.m_entries.emplace_back(name);
+  for (uint64_t i = 0, n = z.count(); i < n; ++i) {
+    std::string name = z.name(i);
+    if (!name.empty()) {
+      pkg.m_entries.push_back(std::move(name));
     }
   }
+  z.check_declared_sizes();
+  check_file_folder_clash(pkg.m_entries, z);
   // Entries sit under one top-level folder (or none): find it from data/aotinductor/.
   std::map<std::string, ModelFiles> models;
   for (const auto& e : pkg.m_entries) {
@@ -206,7 +227,7 @@ Package Package::open(const fs::path& path) {
       continue;
     }
     if (!m.metadata_json.empty()) {
-      m.metadata = parse_metadata(read_zip_entry(z.get(), m.metadata_json, path));
+      m.metadata = parse_metadata(z.read(m.metadata_json));
     }
     pkg.m_models.push_back(std::move(m));
   }
@@ -257,8 +278,8 @@ const ModelFiles& Package::select_model(const std::string& requested) const {
 }
 
 std::string Package::read_entry(const std::string& name) const {
-  ZipPtr z = open_zip(m_path);
-  return read_zip_entry(z.get(), name, m_path);
+  ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
+  return z.read(name);
 }
 
 WrapperInfo Package::wrapper_info(const ModelFiles& model) const {
@@ -269,20 +290,23 @@ WrapperInfo Package::wrapper_info(const ModelFiles& model) const {
 }
 
 fs::path Package::extract(const fs::path& dest) const {
-  ZipPtr z = open_zip(m_path);
+  ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
   fs::create_directories(dest);
-  for (const auto& e : m_entries) {
-    if (!safe_entry_name(e)) {
-      throw Error(ErrorKind::cannot_test,
-                  fmt::format("package '{}' has an unsafe entry name '{}'; refusing to extract", m_path.string(), e));
-    }
-    if (e.back() == '/') {
-      fs::create_directories(dest / e);
+  for (uint64_t i = 0, n = z.count(); i < n; ++i) {
+    const std::string e = z.name(i);
+    if (e.empty()) {
       continue;
     }
-    fs::path out = dest / e;
-    fs::create_directories(out.parent_path());
-    copy_entry(z.get(), e, out, m_path);
+    if (!safe_entry_name(e)) {
+      throw Error(ErrorKind::cannot_test,
+                  fmt::format("package '{}' has an unsafe entry name '{}'; refusing to extract", m_path.string(),
+                              printable_name(e)));
+    }
+    try {
+      extract_entry(z, i, e, dest);
+    } catch (const fs::filesystem_error& fe) {
+      fail_extracting(z, e, fe.code().value(), fe.code().message());
+    }
   }
   fs::path root = dest;
   if (!m_prefix.empty()) {
