@@ -24,12 +24,29 @@ struct Field {
   const YAML::Node& node;
 };
 
+// One line whatever the file holds: control characters (a newline in a
+// quoted key, the character yaml-cpp quotes in "unknown escape character")
+// are written as escapes.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 [[noreturn]] void fail_at(const std::string& source, const YAML::Mark& mark, const std::string& msg) {
   if (mark.is_null()) {
-    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, msg));
+    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, one_line(msg)));
   }
   throw Error(ErrorKind::usage,
-              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, msg));
+              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, one_line(msg)));
 }
 
 // A null value has no text of its own; yaml-cpp marks it where the next token
@@ -182,14 +199,17 @@ void for_each_pair(const std::string& source, const YAML::Node& node, const Fiel
   }
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& key = it->first;
+    // Copies (a Node is a handle): `it->` returns a proxy by value, and a
+    // reference to its member dangles past this line (ASan: stack-use-after-scope).
+    const YAML::Node key = it->first;
+    const YAML::Node value = it->second;
     if (!key.IsScalar()) {
       fail_at(source, key.Mark(), fmt::format("keys of {} must be strings, got {}", what, describe(key)));
     }
     if (!seen.insert(key.Scalar()).second) {
       fail_at(source, key.Mark(), fmt::format("duplicate key '{}'", key.Scalar()));
     }
-    each(key, it->second);
+    each(key, value);
   }
 }
 
