@@ -149,7 +149,27 @@ void classify_finished(Classification& c) {
   c.kind = OutcomeKind::ok;
 }
 
+// 126: found but cannot be executed; 127: not found, or the dynamic loader
+// could not load a library or bind a symbol.
+bool is_loader_exit(int code) { return code == 126 || code == 127; }
+
+std::string last_event_name(const std::vector<nlohmann::json>& events) {
+  return events.empty() ? std::string("none") : events.back().value("event", std::string("?"));
+}
+
+std::string with_line(const std::string& line) { return line.empty() ? "" : ": " + line; }
+
 }  // namespace
+
+std::string first_error_line(const std::string& stderr_tail) {
+  for (const auto& line : lines_of(stderr_tail)) {
+    std::string l = lower(line);
+    if (!is_noise(line) && (l.find("error") != std::string::npos || l.find("cannot") != std::string::npos)) {
+      return line;
+    }
+  }
+  return most_useful_line(stderr_tail, "");
+}
 
 std::optional<OutcomeKind> kind_from_error_text(const std::string& text) {
   std::string l = lower(text);
@@ -186,6 +206,7 @@ std::string most_useful_line(const std::string& stderr_tail, const std::string& 
 Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events) {
   Classification c;
   read_tensor_events(events, c);
+  const bool started = !events.empty();  // "start" is always the first event
   const nlohmann::json* error = find_event(events, EventKind::error);
   std::string message = error ? error->value("message", "") : "";
   switch (status.how) {
@@ -201,6 +222,12 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
       c.internal = "cannot start the runner: " + status.spawn_error;
       return c;
     case ExitStatus::How::signaled: {
+      if (!started) {
+        // Killed before its first event: the model was not even loaded.
+        c.internal = fmt::format("the runner was killed by {} before its first event{}", signal_name(status.signal),
+                                 with_line(first_error_line(status.stderr_tail)));
+        return c;
+      }
       c.kind = OutcomeKind::crash;
       c.signal = status.signal;
       std::string line = most_useful_line(status.stderr_tail, message);
@@ -213,19 +240,24 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
     }
     case ExitStatus::How::exited: break;
   }
-  if (events.empty() && status.exit_code != static_cast<int>(RunnerExit::cannot_test)) {
+  if (!started && status.exit_code != static_cast<int>(RunnerExit::cannot_test)) {
     // The runner never reached its first event (a library it cannot load,
     // a broken binary): the model never ran, so this is no model failure.
-    std::string line = most_useful_line(status.stderr_tail, "");
     c.internal = fmt::format("the runner ended before its first event ({}){}", status.describe(),
-                             line.empty() ? "" : ": " + line);
+                             with_line(first_error_line(status.stderr_tail)));
     return c;
   }
   switch (static_cast<RunnerExit>(status.exit_code)) {
     case RunnerExit::ran:
       if (!find_event(events, EventKind::done)) {
-        c.kind = OutcomeKind::error;
-        c.first_line = "the runner exited without finishing its run";
+        if (error) {
+          // The model's exception was reported; only the exit status is wrong.
+          c.first_line = most_useful_line(status.stderr_tail, message);
+          c.kind = kind_from_error_text(c.first_line).value_or(OutcomeKind::error);
+          return c;
+        }
+        c.internal = fmt::format("the runner exited 0 without its closing events (last event '{}'){}",
+                                 last_event_name(events), with_line(first_error_line(status.stderr_tail)));
         return c;
       }
       classify_finished(c);
@@ -252,6 +284,20 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
       c.internal = fmt::format("the runner failed ({}): {}", status.describe(), line);
       return c;
     }
+  }
+  if (is_loader_exit(status.exit_code) && !find_event(events, EventKind::done)) {
+    // The dynamic loader's (or exec's) status. Only once the model runs can
+    // it be the model's: a symbol of the model's own that cannot be bound.
+    std::string line = first_error_line(status.stderr_tail);
+    auto kind = kind_from_error_text(line);
+    if (!find_event(events, EventKind::run_begin) || !kind) {
+      c.internal = fmt::format("the runner ended without its closing events ({}, last event '{}'){}",
+                               status.describe(), last_event_name(events), with_line(line));
+      return c;
+    }
+    c.kind = *kind;
+    c.first_line = line;
+    return c;
   }
   // An exit status the runner never uses: something in the model ended the
   // process (exit() from a kernel or an extension).

@@ -30,7 +30,17 @@ struct Classification {
   std::optional<std::string> internal;
 };
 
+// Model failures are what the events (or a signal after the first event)
+// say happened in the model. A runner that never wrote its first event
+// ("start"), or that ended without its closing events where its exit status
+// names no failure of the model (exit 0 without "done" or "error"; 126 or 127,
+// the loader's, unless the model was running and the line names a known
+// failure), is the tool's failure: `internal`, with the first error line.
 Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events);
+
+// The first line of `stderr_tail` that says error (or cannot), as a dynamic
+// loader writes it; else the most useful line.
+std::string first_error_line(const std::string& stderr_tail);
 
 // The kind an error text points to (device_assert, oom, missing_op, ...), or
 // nullopt when it says nothing specific.

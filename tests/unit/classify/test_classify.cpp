@@ -69,12 +69,18 @@ TEST_CASE("classify_run: outside tolerance is a mismatch with the figures") {
         "4 of 4 output values outside tolerance (max abs error 1, max rel error 2, atol 1e-05, rtol 1e-06)");
 }
 
+std::vector<json> started_run() {
+  return {{{"event", "start"}, {"torch", "2.13.0"}}, {{"event", "inputs"}, {"tensors", json::array()}},
+          {{"event", "input_stats"}, {"tensors", json::array()}}, {{"event", "loaded"}}, {{"event", "run_begin"}}};
+}
+
 TEST_CASE("classify_run: signals are crashes, whichever signal") {
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
     ExitStatus s;
     s.how = ExitStatus::How::signaled;
     s.signal = sig;
-    Classification c = classify_run(s, {});
+    Classification c = classify_run(s, started_run());
+    CHECK_FALSE(c.internal.has_value());
     CHECK(c.kind == OutcomeKind::crash);
     REQUIRE(c.signal.has_value());
     CHECK(*c.signal == sig);
@@ -140,14 +146,75 @@ TEST_CASE("classify_run: a runner that never reached its first event is the tool
   CHECK(classify_run(exited(RunnerExit::cannot_test), {}).cannot_test.has_value());
 }
 
+TEST_CASE("classify_run: a signal before the first event is the tool's failure") {
+  ExitStatus s;
+  s.how = ExitStatus::How::signaled;
+  s.signal = SIGSEGV;
+  s.stderr_tail = "noise\nfatal error: the runtime could not start\n";
+  Classification c = classify_run(s, {});
+  REQUIRE(c.internal.has_value());
+  CHECK(*c.internal == "the runner was killed by SIGSEGV before its first event: fatal error: the runtime could not start");
+  // Once started, a signal (in the model's own loader, its kernels, an abort) stays the model's crash.
+  std::vector<json> loading = {{{"event", "start"}}, {{"event", "input_stats"}, {"tensors", json::array()}}};
+  Classification crash = classify_run(s, loading);
+  CHECK_FALSE(crash.internal.has_value());
+  CHECK(crash.kind == OutcomeKind::crash);
+}
+
+TEST_CASE("classify_run: a runner that ended without its closing events, its exit naming no model failure") {
+  SUBCASE("exit 0 without done is the tool's failure, with the last event") {
+    Classification c = classify_run(exited(RunnerExit::ran), started_run());
+    REQUIRE(c.internal.has_value());
+    CHECK(*c.internal == "the runner exited 0 without its closing events (last event 'run_begin')");
+  }
+  SUBCASE("exit 0 with the model's error event stays the model's failure") {
+    std::vector<json> ev = started_run();
+    ev.push_back({{"event", "error"}, {"message", "CUDA error: an illegal memory access was encountered"}});
+    Classification c = classify_run(exited(RunnerExit::ran), ev);
+    CHECK_FALSE(c.internal.has_value());
+    CHECK(c.kind == OutcomeKind::crash);
+  }
+  SUBCASE("exit 127 after the first event, with the loader's first error line") {
+    std::string err = "some warning\n./aoti-bisect-runner: symbol lookup error: ./libtorch_cpu.so: cannot bind\nmore\n";
+    Classification c = classify_run(exited(127, err), {{{"event", "start"}}});
+    REQUIRE(c.internal.has_value());
+    CHECK(*c.internal == "the runner ended without its closing events (exit 127, last event 'start'): "
+                         "./aoti-bisect-runner: symbol lookup error: ./libtorch_cpu.so: cannot bind");
+    CHECK(classify_run(exited(126, "sh: cannot execute\n"), {{{"event", "start"}}}).internal.has_value());
+  }
+  SUBCASE("exit 127 while the model runs, for a symbol the model cannot bind, is the model's") {
+    std::string err = "./runner: symbol lookup error: model.so: undefined symbol: aoti_torch_new_op\n";
+    Classification c = classify_run(exited(127, err), started_run());
+    CHECK_FALSE(c.internal.has_value());
+    CHECK(c.kind == OutcomeKind::missing_op);
+    CHECK(c.first_line == "./runner: symbol lookup error: model.so: undefined symbol: aoti_torch_new_op");
+  }
+  SUBCASE("exit 127 while the model runs, with no known line, is still the tool's") {
+    CHECK(classify_run(exited(127, "something odd\n"), started_run()).internal.has_value());
+  }
+  SUBCASE("another exit status from inside the model stays the model's") {
+    Classification c = classify_run(exited(3, "model: giving up\n"), started_run());
+    CHECK_FALSE(c.internal.has_value());
+    CHECK(c.kind == OutcomeKind::error);
+    CHECK(c.first_line == "model: giving up");
+  }
+}
+
+TEST_CASE("first_error_line: the loader's line, not the last one") {
+  CHECK(first_error_line("a: error while loading shared libraries: libc10.so: cannot open shared object file\n"
+                         "second line\n") ==
+        "a: error while loading shared libraries: libc10.so: cannot open shared object file");
+  CHECK(first_error_line("just text\nlast text\n") == "last text");
+  CHECK(first_error_line("") == "");
+}
+
 TEST_CASE("classify_run: timeouts and unfinished runs") {
   ExitStatus t;
   t.how = ExitStatus::How::timed_out;
   t.seconds = 5;
   CHECK(classify_run(t, {}).kind == OutcomeKind::timeout);
   Classification c = classify_run(exited(RunnerExit::ran), {{{"event", "start"}}});
-  CHECK(c.kind == OutcomeKind::error);
-  CHECK(c.first_line == "the runner exited without finishing its run");
+  CHECK(c.internal.has_value());  // exit 0 without done: see above
 }
 
 TEST_CASE("outcome table: names round-trip") {
