@@ -14,9 +14,14 @@ scalars). The package is written atomically (compiled in a temporary folder
 beside OUT, then renamed over it). RESULT.json is always written:
   {"ok": bool, "torch_version": str, "seconds": float,
    "error": first useful line or null,
-   "error_kind": "no_torch" | "load" | "compile" | null}
+   "error_kind": "no_torch" | "load" | "unsafe" | "compile" | "eager" | null}
 Exit status: 0 built, 3 load or compile error, 4 torch cannot be imported,
 2 bad arguments.
+
+The exported program is loaded weights-only (WeightsOnlyLoading): a program
+whose pickled parts hold anything but tensors and plain containers, or whose
+symbolic shapes are not plain sympy, is refused ("unsafe", naming the file
+and the part) and nothing in it runs.
 
 With --node-map MAP.json, a build also writes which graph node's value each
 buffer of the generated code holds (read from Inductor's scheduler while it
@@ -42,6 +47,7 @@ sets it when the user has not). Python 3.9+.
 """
 
 import argparse
+import io
 import json
 import os
 import re
@@ -106,7 +112,231 @@ def archive_model_names(path):
     return sorted(names) if names else None
 
 
+class Refused(Exception):
+    """A part of the exported program that only an unsafe load could restore
+    (pickled code, a custom class). Not a RuntimeError: torch.export.load
+    swallows those and retries another way."""
+
+
+def refusal_reason(exc):
+    """What a weights-only unpickler refused, in a few words."""
+    text = str(exc)
+    m = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if m:
+        return f"it would call {m.group(1)}"
+    m = re.search(r"WeightsUnpickler error: ([^\n]+)", text)
+    line = m.group(1) if m else first_useful_line(exc)
+    return line if len(line) <= 200 else line[:197] + "..."
+
+
+class ModuleView:
+    """A module as one other module sees it through its globals, with some
+    names replaced. Patching only that module's view leaves every other
+    user (and any `from M import name` made meanwhile) untouched."""
+
+    def __init__(self, real, **replaced):
+        self.__dict__["_real"] = real
+        self.__dict__.update(replaced)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_real"], name)
+
+
+class WeightsOnlyLoading:
+    """While loading an exported program, nothing it holds can run code.
+
+    torch.export.load and the pt2-archive loader unpickle with
+    torch.load(weights_only=False): pickled weights and constants
+    (_load_state_dict, _load_constants in
+    torch/export/pt2_archive/_package.py), and the sample inputs, the legacy
+    weights and constants files and the old format's parts through
+    deserialize_torch_artifact (torch/_export/serde/serialize.py), which falls
+    back to weights_only=False when weights_only=True fails. _load_constants
+    also restores opaque constants with pickle.loads (2.13) and torchbind
+    objects with torch._C._pickle_load_obj. And the deserializer parses
+    symbolic shapes with sympy.sympify, which evaluates its text as Python.
+
+    Here, in those two modules' views of torch, pickle and sympy: torch.load
+    is always weights_only=True (tensors and plain containers), plain pickle
+    and the torchbind unpickler refuse, and sympify takes only text that
+    reads as sympy's own printing. TORCH_FORCE_WEIGHTS_ONLY_LOAD makes any
+    other torch.load weights-only too."""
+
+    MODULES = ("torch.export.pt2_archive._package", "torch._export.serde.serialize")
+
+    def __init__(self, torch, path):
+        self.torch = torch
+        self.path = path
+        self.records = {}  # bytes read from the archive -> the record's name, for the message
+        self.record = None  # the record being unpickled
+        self._undo = []
+
+    def refuse(self, what, part=None):
+        if part is None:
+            part = f"its part '{self.record}'" if self.record else "a part of it"
+        return Refused(f"exported program '{self.path}' cannot be loaded safely: {part} {what}; aoti-bisect "
+                       f"loads only tensors and plain data from an exported program (weights-only), never code")
+
+    def _set(self, owner, name, value):
+        old = getattr(owner, name)
+        setattr(owner, name, value)
+        self._undo.append(lambda: setattr(owner, name, old))
+
+    def _setenv(self, name, value):
+        old = os.environ.get(name)
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+        self._undo.append(lambda: os.environ.pop(name, None) if old is None else os.environ.__setitem__(name, old))
+
+    def _views(self):
+        import pickle
+
+        torch = self.torch
+        guard = self
+
+        def weights_only_load(f, *args, **kwargs):
+            kwargs["weights_only"] = True
+            kwargs.pop("pickle_module", None)  # weights_only refuses an explicit one
+            if isinstance(f, io.BytesIO):
+                guard.record = guard.records.get(f.getvalue(), guard.record)
+            try:
+                return torch.load(f, *args, **kwargs)
+            except pickle.UnpicklingError as e:
+                raise guard.refuse(f"holds a pickled object ({refusal_reason(e)})") from None
+
+        def refusing(what):
+            def refuse(*args, **kwargs):
+                raise guard.refuse(what)
+            return refuse
+
+        views = {
+            "torch": ModuleView(torch, load=weights_only_load,
+                                _C=ModuleView(torch._C, _pickle_load_obj=refusing("holds a custom (torchbind) object"))),
+            "pickle": ModuleView(pickle, **{name: refusing("holds an object saved with plain pickle")
+                                            for name in ("load", "loads", "Unpickler")}),
+        }
+        try:
+            import sympy
+        except ImportError:
+            return views
+
+        def checked_sympify(a, *args, **kwargs):
+            if isinstance(a, str):
+                why = unsafe_sym_expr(a, sympy, kwargs.get("locals") or {})
+                if why:
+                    raise guard.refuse(f"holds a symbolic expression that is not plain sympy ({why})",
+                                       part="its graph")
+            return sympy.sympify(a, *args, **kwargs)
+
+        views["sympy"] = ModuleView(sympy, sympify=checked_sympify)
+        return views
+
+    def __enter__(self):
+        import importlib
+
+        # A TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD in the environment would make
+        # torch.load reject the forced weights_only.
+        self._setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", None)
+        self._setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "1")
+        views = self._views()
+        for module_name in self.MODULES:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            for name, view in views.items():
+                if name in vars(module):
+                    self._set(module, name, view)
+        self._track_records()
+        return self
+
+    def _track_records(self):
+        try:
+            from torch.export.pt2_archive import _package as pt2
+        except ImportError:
+            return
+        reader = getattr(pt2, "PT2ArchiveReader", None)
+        orig = getattr(reader, "read_bytes", None)
+        if orig is None:
+            return
+        guard = self
+
+        def read_bytes(r, name, *args, **kwargs):
+            data = orig(r, name, *args, **kwargs)
+            if isinstance(data, bytes):
+                guard.records[data] = name
+            guard.record = name  # plain pickle unpickles right after reading
+            return data
+
+        self._set(reader, "read_bytes", read_bytes)
+
+    def __exit__(self, *exc):
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+        return False
+
+
+SYM_EXPR_OPS = {"(", ")", ",", "+", "-", "*", "/", "//", "**", "%", "=", "<", ">", "<=", ">=", "==", "!=",
+                "&", "|", "~"}
+
+
+def unsafe_sym_expr(text, sympy, local_names):
+    """Why `text` is no plain sympy expression (as sympy's srepr or str write
+    them), or None. sympify evaluates its text as Python: this lets through
+    names of sympy's own classes and constants, the names sympify was given,
+    numbers, keyword arguments, arithmetic, and string literals that hold a
+    symbol name or a number; no attribute access, subscripts, lambdas, or
+    calls of anything else (open, exec, ...)."""
+    import builtins
+    import keyword
+    import tokenize
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError) as e:
+        return f"cannot be read: {e}"
+    skip = {tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT}
+    tokens = [t for t in tokens if t.type not in skip]
+    for i, t in enumerate(tokens):
+        if t.type == tokenize.NUMBER:
+            continue
+        if t.type == tokenize.OP:
+            if t.string not in SYM_EXPR_OPS:
+                return f"operator '{t.string}'"
+            continue
+        if t.type == tokenize.STRING:
+            if not re.fullmatch(r"""(['"])([A-Za-z][A-Za-z0-9_]*|[-+]?[0-9.]+([eE][-+]?[0-9]+)?)\1""", t.string):
+                return f"string {t.string[:40]}"
+            continue
+        if t.type != tokenize.NAME:
+            return f"token '{t.string[:40]}'"
+        name = t.string
+        if name in ("True", "False", "None") or name in local_names:
+            continue
+        if name.startswith("_") or keyword.iskeyword(name):
+            return f"name '{name}'"
+        if i + 1 < len(tokens) and tokens[i + 1].string == "=" and i > 0 and tokens[i - 1].string in ("(", ","):
+            continue  # a keyword argument
+        obj = getattr(sympy, name, None)
+        if obj is not None:
+            if isinstance(obj, sympy.Basic) or (isinstance(obj, type) and issubclass(obj, sympy.Basic)):
+                continue
+            return f"name '{name}'"
+        if hasattr(builtins, name):
+            return f"name '{name}'"
+        # Any other name becomes a sympy Symbol.
+    return None
+
+
 def load_exported_program(torch, path, model_name):
+    with WeightsOnlyLoading(torch, path):
+        return load_exported_program_unguarded(torch, path, model_name)
+
+
+def load_exported_program_unguarded(torch, path, model_name):
     names = archive_model_names(path)
     if names is not None:
         try:
@@ -466,6 +696,8 @@ def load_step(torch, args):
         return load_exported_program(torch, args.exported_program, args.model_name)
     except StepError:
         raise
+    except Refused as e:
+        raise StepError("unsafe", str(e)) from e
     except Exception as e:
         raise StepError("load", first_useful_line(e)) from e
 
