@@ -251,6 +251,13 @@ std::string failure_line(const ExitStatus& status, const fs::path& result_path) 
   return line.empty() ? status.describe() : line;
 }
 
+// The helper refused the program as unsafe: that, not a failed build.
+void throw_if_refused(const ExitStatus& status, const fs::path& result_path) {
+  if (auto result = read_entry(result_path); result && (*result)["error_kind"] == "unsafe") {
+    throw ProgramRefused(failure_line(status, result_path));
+  }
+}
+
 // The helper runs in the work folder, its streams in files there.
 SpawnSpec helper_spec(std::vector<std::string> argv, const WorkDir& work, double timeout_s) {
   SpawnSpec spec;
@@ -293,6 +300,7 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
   }
   fs::path result_path = work.path() / "result.json";
   if (!status.ok()) {
+    throw_if_refused(status, result_path);
     throw Error(ErrorKind::cannot_test,
                 fmt::format("instrumented build failed: {}", failure_line(status, result_path)));
   }
@@ -496,6 +504,7 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   bool all_written = std::all_of(products.begin(), products.end(),
                                  [&](const auto& p) { return fs::is_regular_file(p.first, ec); });
   if (!status.ok() || !all_written) {
+    throw_if_refused(status, work.path() / "result.json");
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run of the exported program failed: {}",
                                                     failure_line(status, work.path() / "result.json")));
   }

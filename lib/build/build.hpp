@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/error.hpp"
+
 namespace aoti_bisect {
 
 struct BuildRequest {
@@ -34,6 +36,14 @@ struct BuildResult {
   std::string torch_version;      // of the Python torch that compiled it
   std::string key;                // cache key (hex)
   std::filesystem::path node_map; // level 1: which graph node each buffer holds (beside the package); empty if none
+};
+
+// An exported program the helper refused to load because loading it would
+// run code (a pickled object, a symbolic shape that is not plain sympy): the
+// job stops with could_not_test, whichever source or phase asked for it.
+class ProgramRefused : public Error {
+ public:
+  explicit ProgramRefused(const std::string& message) : Error(ErrorKind::cannot_test, message) {}
 };
 
 // $XDG_CACHE_HOME/aoti-bisect/builds, else ~/.cache/aoti-bisect/builds.

@@ -398,7 +398,12 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
                     f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model};
-  BisectOutcome b = run_bisection(env, setup);
+  BisectOutcome b;
+  try {
+    b = run_bisection(env, setup);
+  } catch (const ProgramRefused& e) {
+    return fail({Verdict::could_not_test, e.what()});
+  }
   if (b.verdict == Verdict::interrupted || interrupt_requested()) {
     return interrupted(fmt::format("during the kernel bisection ({} phase)", m_rec.phase()));
   }

@@ -357,6 +357,8 @@ class GuideSearch {
     BuildResult built;
     try {
       built = build_from_exported_program(m_env, m_s, 2, kernels);
+    } catch (const ProgramRefused&) {
+      throw;
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
       return g;

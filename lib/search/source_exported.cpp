@@ -94,6 +94,8 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
   BuildResult built;
   try {
     built = build_from_exported_program(env, s, 1);
+  } catch (const ProgramRefused&) {
+    throw;  // not a reason to try another source: the job stops
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
@@ -112,6 +114,8 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
     }
     try {
       add_eager_values(env, s, built, m);
+    } catch (const ProgramRefused&) {
+      throw;
     } catch (const Error& e) {
       return redact_paths(e.what());
     }

@@ -123,7 +123,10 @@ TEST_CASE("wild gather: a crash with its signal, every run") {
   CHECK(r.report["failure"]["kind"] == "crash");
   int sig = r.report["failure"]["signal"];
   CHECK((sig == SIGSEGV || sig == SIGBUS));
-  CHECK(count_runs(r.report, "crash") == 3);
+  // baseline, repeat x2, and after a crash guard_pages x2 (--repeats wins)
+  CHECK(count_runs(r.report, "crash") == 5);
+  CHECK(r.report["runs"].size() == 5);
+  CHECK(r.report["runs"][4]["variant"] == "guard_pages");
   CHECK(r.report["runs"][0]["signal"] == sig);
   // The extracted package is removed even though every child crashed.
   int leftovers = 0;

@@ -152,9 +152,7 @@ TEST_CASE("run --source exported_program: a hostile exported program never runs,
   CHECK(r.report["builds"]["count"] == 0);
 }
 
-// Pending a change in lib/search: the build's refusal is caught there and
-// read as "no probe source" (not_isolated, exit 3).
-TEST_CASE("run --source exported_program: a hostile exported program is refused, exit 4" * doctest::may_fail()) {
+TEST_CASE("run --source exported_program: a hostile exported program is refused, exit 4") {
   fs::path marker = fs::absolute("ran.source4");
   fs::path ep = fs::absolute("hostile_source4.pt2");
   make_hostile(example("nan_midway.ep.pt2"), ep, marker, "weight");
