@@ -96,4 +96,18 @@ std::optional<unsigned long long> parse_size(const std::string& text) {
   return static_cast<unsigned long long>(bytes);
 }
 
+std::string printable_name(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace aoti_bisect

@@ -25,6 +25,10 @@ std::string number_text(double v);
 // Quoted for a POSIX shell when it needs to be ("it's" -> 'it'\''s').
 std::string shell_quote(const std::string& s);
 
+// One line whatever the text holds (a zip entry's name, a YAML key, a
+// yaml-cpp message): newlines as \n, other control characters as \xNN.
+std::string printable_name(const std::string& text);
+
 // "512M", "16G", "1.5G", "2T", "4096" (bytes), "none" or "0" (no limit: 0).
 // nullopt for anything else.
 std::optional<unsigned long long> parse_size(const std::string& text);

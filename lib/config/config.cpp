@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/files.hpp"
 
 namespace aoti_bisect {
@@ -24,29 +25,12 @@ struct Field {
   const YAML::Node& node;
 };
 
-// One line whatever the file holds: control characters (a newline in a
-// quoted key, the character yaml-cpp quotes in "unknown escape character")
-// are written as escapes.
-std::string one_line(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void fail_at(const std::string& source, const YAML::Mark& mark, const std::string& msg) {
   if (mark.is_null()) {
-    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, one_line(msg)));
+    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, printable_name(msg)));
   }
   throw Error(ErrorKind::usage,
-              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, one_line(msg)));
+              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, printable_name(msg)));
 }
 
 // A null value has no text of its own; yaml-cpp marks it where the next token

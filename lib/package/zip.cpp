@@ -25,20 +25,6 @@ uint64_t file_size_or_zero(const fs::path& path) {
 
 }  // namespace
 
-std::string printable_name(const std::string& name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 uint64_t zip_expansion_cap(uint64_t archive_bytes) {
   const uint64_t max = UINT64_MAX - k_cap_floor;
   return (archive_bytes > max / k_max_expansion ? max : archive_bytes * k_max_expansion) + k_cap_floor;

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "common/text.hpp"
+
 struct zip;  // libzip's zip_t
 
 namespace aoti_bisect {
@@ -21,7 +23,7 @@ uint64_t zip_expansion_cap(uint64_t archive_bytes);
 // A name taken from an archive (an entry, a pickled key) as a message shows
 // it: control characters written as escapes ("\n", "\x01"), so that the
 // message stays one line whatever the archive holds.
-std::string printable_name(const std::string& name);
+
 
 // One open archive, read under its cap. Every failure is Error(cannot_test)
 // "<what> '<path>': entry '<name>' ...; <remedy>".
