@@ -301,9 +301,9 @@ TEST_CASE("a row written past a buffer's end: the guard-page variant turns the l
   CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
   CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
   CHECK(r.report["culprit"]["phase"] == "launch");
-  // The baseline dies late (glibc notices the heap), the guard-page run
-  // inside the kernel; the search ran with guard pages.
-  CHECK(r.report["runs"][0]["signal_name"] != "SIGSEGV");
+  // Without guard pages the heap corruption shows wherever glibc next
+  // looks (SIGABRT or SIGSEGV, depending on the heap's layout); with them,
+  // inside the kernel, and the search ran with them.
   CHECK(r.report["matrix"]["chosen"] == "guard_pages");
   bool guard_faulted = false;
   for (const auto& run : r.report["runs"]) {
@@ -313,15 +313,21 @@ TEST_CASE("a row written past a buffer's end: the guard-page variant turns the l
   }
   CHECK(guard_faulted);
 
-  // Without the variant the same search cannot place it: not isolated, with
-  // the memory-corruption hint, and never a wrong kernel.
+  // Without the variant the search places it only when the corruption
+  // happens to show during the kernel: then at the right site, otherwise not
+  // isolated with the memory-corruption hint. Never a wrong kernel.
   std::ofstream("no-guard.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n";
   auto plain = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end",
                                      {"--config", "no-guard.yaml"}),
                         "out-oob2");
-  CHECK(plain.code() == 3);
-  CHECK(plain.report["culprit"].is_null());
-  CHECK(plain.report["verdict_reason"].get<std::string>().find("likely memory corruption") != std::string::npos);
+  if (plain.code() == 1) {
+    CHECK(plain.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+    CHECK(plain.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  } else {
+    CHECK(plain.code() == 3);
+    CHECK(plain.report["culprit"].is_null());
+    CHECK(plain.report["verdict_reason"].get<std::string>().find("likely memory corruption") != std::string::npos);
+  }
 
   // A failure that is not a crash never runs the variant.
   auto nan = run_tool(package_only(example("nan_midway.pt2").string(), "nan_midway", {"--no-bisect"}),
