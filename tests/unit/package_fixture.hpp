@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,7 +14,19 @@
 #include <vector>
 #include <zip.h>
 
+#include "common/error.hpp"
+
 namespace fixture {
+
+// The message of the aoti_bisect::Error that f throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const aoti_bisect::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline std::string text(const std::string& name) {
   std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);

@@ -18,17 +18,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using fixture::error_of;
+
 using fixture::make_package;
 using fixture::make_zip;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 

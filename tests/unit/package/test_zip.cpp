@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using fixture::error_of;
+
 const std::string k_so = "pkg/data/aotinductor/model/abc.wrapper.so";
 const std::string k_meta = "pkg/data/aotinductor/model/abc.wrapper_metadata.json";
 
@@ -56,15 +58,6 @@ std::optional<ErrorKind> kind_of(const std::function<void()>& f) {
     return e.kind();
   }
   return std::nullopt;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::string cap_text(const std::string& file) {
