@@ -258,6 +258,13 @@ int run(const Options& opt, ab::EventWriter& events) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);
+  if (argc == 2 && std::string(argv[1]) == ab::k_runner_versions_flag) {
+    // What this runner's LibTorch is, before any model: the driver picks the
+    // backend profile from it (a HIP build runs "cuda" packages on ROCm).
+    ab::torchside::Versions v = ab::torchside::versions("");
+    std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}}.dump().c_str());
+    return 0;
+  }
   CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
   Options opt;
   app.add_option("--package-dir", opt.package_dir, "extracted package directory")->required();

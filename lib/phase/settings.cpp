@@ -1,9 +1,13 @@
 #include "phase/settings.hpp"
 
 #include <cstdlib>
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "process/process.hpp"
+#include "protocol/runner.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -29,12 +33,44 @@ UserConfig load_config(const RunOptions& opt) {
   return opt.config.empty() ? UserConfig{} : load_user_config(opt.config.string());
 }
 
-Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
+Profile choose_profile(const RunOptions& opt, const std::string& device_key, const std::string& runner_hip) {
   std::string backend = opt.backend;
   if (backend.empty()) {
-    backend = device_key;
+    backend = device_key == "cuda" && !runner_hip.empty() ? "rocm" : device_key;
   }
   return builtin_profile(backend);
+}
+
+Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
+  const bool ask = opt.backend.empty() && device_key == "cuda";
+  return choose_profile(opt, device_key, ask ? runner_hip_version(opt) : "");
+}
+
+std::string runner_hip_version(const RunOptions& opt) {
+  SpawnSpec spec;
+  spec.argv = {runner_path(opt).string(), std::string(k_runner_versions_flag)};
+  spec.env = current_environment();
+  // In the job's own folder (locked by now), removed at once.
+  spec.stdout_path = opt.out_dir / fmt::format(".runner-versions-{}.json", ::getpid());
+  spec.timeout_s = 120;  // LibTorch's start-up; no model, no device work
+  spec.tail_bytes = 4096;
+  ExitStatus st = run_process(spec);
+  std::error_code ec;
+  fs::remove(spec.stdout_path, ec);
+  if (!st.ok()) {
+    return "";
+  }
+  // The last line: LibTorch may print warnings before it.
+  std::string out = st.stdout_tail;
+  while (!out.empty() && out.back() == '\n') {
+    out.pop_back();
+  }
+  auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr,
+                                 false);
+  if (!j.is_object() || !j.contains("hip") || !j["hip"].is_string()) {
+    return "";
+  }
+  return j["hip"].get<std::string>();
 }
 
 Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile) {

@@ -91,8 +91,20 @@ struct Settings {
 // Reads --config; throws Error(usage) for a bad file or option.
 UserConfig load_config(const RunOptions& options);
 
-// The backend profile: --backend, else the package's device key.
+// The backend profile: --backend, else the package's device key, except
+// that a "cuda" package run by a ROCm build of LibTorch (`runner_hip`, its HIP
+// version, not empty) gets the rocm profile: torch calls the device "cuda"
+// there too, and NVIDIA's variables mean nothing to the HIP runtime.
+Profile choose_profile(const RunOptions& options, const std::string& device_key, const std::string& runner_hip);
+
+// As above, asking the runner for its HIP version (runner_hip_version) only
+// when it matters: a "cuda" package and no --backend.
 Profile choose_profile(const RunOptions& options, const std::string& device_key);
+
+// The HIP version of the runner's LibTorch (`aoti-bisect-runner --versions`);
+// "" for a CPU or CUDA build, and when the runner cannot say (then the
+// package's device key decides, as before).
+std::string runner_hip_version(const RunOptions& options);
 
 // Profile, then config, then command line. Throws Error(usage) for
 // settings that cannot work together (a variant named twice, --jobs 0).

@@ -19,6 +19,11 @@ enum class RunnerExit : int {
   internal = 13,       // anything else; event "fatal"
 };
 
+// `aoti-bisect-runner --versions` (its only argument): no run; one JSON line
+// on stdout, {"torch": "2.11.0", "hip": ""}, "hip" naming the HIP runtime
+// where the runner's LibTorch is a ROCm build. Exit 0.
+inline constexpr std::string_view k_runner_versions_flag = "--versions";
+
 // In the order a run writes them.
 enum class EventKind {
   start,           // versions, device, os

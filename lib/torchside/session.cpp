@@ -1,3 +1,4 @@
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -118,12 +119,35 @@ namespace {
 
 std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
 
+// "6.2.41133" where LibTorch is a ROCm build (its CUDA hooks are HIP's), read
+// from the hooks' build summary ("  - HIP Runtime 6.2.41133"); "" for a CPU or
+// CUDA build. Needs no device.
+std::string hip_version() {
+  try {
+    const auto& hooks = at::detail::getCUDAHooks();
+    if (!hooks.hasROCM()) {
+      return "";
+    }
+    const std::string config = hooks.showConfig();
+    const std::string key = "HIP Runtime ";
+    size_t pos = config.find(key);
+    if (pos == std::string::npos) {
+      return "unknown";
+    }
+    pos += key.size();
+    return config.substr(pos, config.find_first_of(" \r\n", pos) - pos);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 }  // namespace
 
 Versions versions(const std::string& device_key) {
   Versions v;
   v.torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
             std::to_string(TORCH_VERSION_PATCH);
+  v.hip = hip_version();
   if (device_key == "cuda") {
     cuda_fill_versions(v);
   }

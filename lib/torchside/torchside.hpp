@@ -24,7 +24,7 @@ namespace aoti_bisect::torchside {
 struct Versions {
   std::string torch;        // "2.13.0"
   std::string cuda;         // CUDA runtime version, "" without the CUDA path or device
-  std::string hip;
+  std::string hip;          // HIP runtime version where LibTorch is a ROCm build, else ""
   std::string device_name;  // of the device the model runs on
   std::string driver;
   bool cuda_available = false;
