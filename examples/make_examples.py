@@ -57,6 +57,15 @@ EXAMPLES = {
         culprit_pattern=r"log",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "nan_midway_renumbered": dict(
+        description="nan_midway rebuilt with one more layer before the bad one: every buffer and kernel number shifts, the "
+        "bad kernel's code stays the same (the failure signature must not change)",
+        outcome="nonfinite",
+        bug="as nan_midway, with an extra Linear + ReLU after the first layer: the log kernel gets another numeric suffix "
+        "and reads a buffer with another number, its code unchanged.",
+        culprit_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "class_index": dict(
         description="classifier with cross_entropy; the int64 target holds a class index outside [0, C)",
         outcome="device_assert",
@@ -238,16 +247,19 @@ def build_healthy():
     return Healthy(), (x,), {}
 
 
-def build_nan_midway():
+def build_nan_midway(renumbered=False):
     class NanMidway(nn.Module):
         def __init__(self):
             super().__init__()
+            self.mid = nn.Linear(H, H) if renumbered else None
             self.ln = nn.LayerNorm(D)
             self.fc = _mlp_layers(D, H, H, H, 4)
 
         def forward(self, x):
             h = self.ln(x)  # cpp_fused_native_layer_norm
             h = F.gelu(self.fc[0](h))  # addmm, cpp_fused_gelu
+            if self.mid is not None:
+                h = F.relu(self.mid(h))  # addmm, cpp_fused_relu: shifts every later number
             h = self.fc[1](h)  # addmm: about half the entries are negative
             h = torch.log(h)  # cpp_fused_log: NaN from here on
             h = torch.tanh(self.fc[2](h))  # addmm, cpp_fused_tanh
@@ -500,6 +512,7 @@ def build_rounding_healthy():
 BUILDERS = {
     "healthy": build_healthy,
     "nan_midway": build_nan_midway,
+    "nan_midway_renumbered": lambda: build_nan_midway(renumbered=True),
     "class_index": build_class_index,
     "wild_gather": build_wild_gather,
     "index_put_past_end": build_index_put_past_end,

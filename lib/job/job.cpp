@@ -22,6 +22,7 @@
 #include "package/facts.hpp"
 #include "package/package.hpp"
 #include "package/torch_save.hpp"
+#include "classify/signature.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -204,6 +205,33 @@ Environment with_runner(Environment env, const Classification& cls) {
   return env;
 }
 
+// failure.signature (classify/signature.hpp): the culprit's source comes from
+// the package's own kernel.cpp, when the culprit is one of its call sites.
+std::string signature_of(const Report& r, Verdict verdict, const Inspected* in) {
+  SignatureInput sig;
+  sig.kind = std::string(outcome_name(r.failure->kind));
+  sig.first_line = r.failure->first_line;
+  for (const auto& v : r.matrix) {
+    if (v.name == r.failure->reproducing_variant) {
+      sig.flags = v.env;
+    }
+  }
+  if (verdict == Verdict::isolated && r.culprit) {
+    sig.kernel = r.culprit->kernel;
+    bool in_package = in != nullptr && in->model != nullptr &&
+                      std::any_of(in->wrapper.call_sites.begin(), in->wrapper.call_sites.end(),
+                                  [&](const CallSite& c) { return c.kernel == sig.kernel; });
+    if (in_package && !in->model->kernel_cpp.empty()) {
+      try {
+        sig.kernel_source = kernel_definition(in->pkg->read_entry(in->model->kernel_cpp), sig.kernel);
+      } catch (const Error&) {
+        // unreadable: the signature goes without the source's hash
+      }
+    }
+  }
+  return failure_signature(sig);
+}
+
 // A run that says the tool, not the model, is broken: the job stops.
 std::optional<Stop> broken_run(const ChildResult& r) {
   if (r.cls.internal) {
@@ -224,6 +252,7 @@ class Job {
 
  private:
   JobResult finish(Verdict verdict, const std::string& reason) {
+    stamp_signature(verdict);
     m_rec.finish(verdict, reason);
     return {m_rec.report(), exit_code_for(verdict)};
   }
@@ -233,6 +262,7 @@ class Job {
       return interrupted(fmt::format("during the {} phase", m_rec.phase()));
     }
     std::string message = redact_paths(stop.message);
+    stamp_signature(stop.verdict);
     m_rec.finish(stop.verdict, message, message);
     return {m_rec.report(), exit_code_for(stop.verdict)};
   }
@@ -241,6 +271,11 @@ class Job {
   JobResult interrupted(const std::string& where) {
     return finish(Verdict::interrupted, fmt::format("interrupted by {} {}; the report holds what was done so far",
                                                     signal_name(interrupt_signal()), where));
+  }
+  void stamp_signature(Verdict verdict) {
+    if (m_rec.report().failure) {
+      m_rec.signature(signature_of(m_rec.report(), verdict, m_in));
+    }
   }
   std::unique_ptr<ChildRunner> make_children(const ChildSetup& setup) const {
     return m_seams.children ? m_seams.children(setup) : std::make_unique<ProcessChildren>(setup);
@@ -252,6 +287,7 @@ class Job {
   std::optional<OutDir> m_out;  // declared before m_rec: held until the last report is written
   Recorder m_rec;
   const JobSeams& m_seams;
+  const Inspected* m_in = nullptr;  // set once the package is open
 };
 
 JobResult Job::run() {
@@ -288,6 +324,7 @@ JobResult Job::run() {
 }
 
 JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
+  m_in = &in;
   const std::string device_key = in.model->device_key();
   Environment host;
   host.device = device_key;

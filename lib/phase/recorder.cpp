@@ -135,6 +135,12 @@ void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   save();
 }
 
+void Recorder::signature(const std::string& signature) {
+  if (m_report.failure) {
+    m_report.failure->signature = signature;
+  }
+}
+
 void Recorder::finish(Verdict verdict, const std::string& reason, const std::string& error) {
   end_phase();
   m_report.verdict = verdict;

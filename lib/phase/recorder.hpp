@@ -48,6 +48,7 @@ class Recorder {
   void note(const std::string& text);  // Report::notes, and the person watching
   void call_sites_match(bool match, const std::string& note);
   void bisection(const Bisection& bisection);
+  void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
 
   // The verdict, the reason and (for could_not_test and internal_error) the

@@ -76,6 +76,7 @@ struct Failure {
   int reproduced = 0;              // over all runs of the matrix
   int runs = 0;
   bool deterministic = false;
+  std::string signature;           // stable name of the bug (classify/signature.hpp), set when the job ends
 };
 
 // Verdicts and their exit codes (common/error.hpp ExitCode):

@@ -163,7 +163,8 @@ Json failure_json(const std::optional<Failure>& f) {
               {"reproducing_variant", text_or_null(f->reproducing_variant)},
               {"reproduced", f->reproduced},
               {"runs", f->runs},
-              {"deterministic", f->deterministic}};
+              {"deterministic", f->deterministic},
+              {"signature", text_or_null(f->signature)}};
 }
 
 Json stats_or_null(const std::optional<TensorStats>& s) { return s ? stats_json(*s) : Json(nullptr); }

@@ -68,6 +68,9 @@ std::string what_failed(const Report& r) {
     out += fmt::format("- **First error line:** {}\n", code(f.first_line));
   }
   out += fmt::format("- **First check:** {}\n", plain(first_check(f)));
+  if (!f.signature.empty()) {
+    out += fmt::format("- **Signature:** {}\n", code(f.signature));
+  }
   out += fmt::format("- **How often:** {} of {} runs", f.reproduced, f.runs);
   if (!f.reproducing_variant.empty()) {
     out += fmt::format("; reproducing variant {} ({})", code(f.reproducing_variant),
