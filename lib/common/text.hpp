@@ -29,6 +29,11 @@ std::string shell_quote(const std::string& s);
 // yaml-cpp message): newlines as \n, other control characters as \xNN.
 std::string printable_name(const std::string& text);
 
+// XML 1.0 text or attribute value. Control bytes XML 1.0 cannot carry at all
+// become "\xNN"; tab, newline and CR become character references so that
+// attribute normalization keeps them.
+std::string xml_escape(const std::string& text);
+
 // "512M", "16G", "1.5G", "2T", "4096" (bytes), "none" or "0" (no limit: 0).
 // nullopt for anything else.
 std::optional<unsigned long long> parse_size(const std::string& text);

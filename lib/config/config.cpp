@@ -13,40 +13,12 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "common/files.hpp"
+#include "config/yaml_read.hpp"
 
 namespace aoti_bisect {
 namespace {
 
-// One value in a YAML map, with what a message about it needs.
-struct Field {
-  const std::string& source;
-  std::string_view key;
-  const YAML::Node& key_node;
-  const YAML::Node& node;
-};
-
-[[noreturn]] void fail_at(const std::string& source, const YAML::Mark& mark, const std::string& msg) {
-  if (mark.is_null()) {
-    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, printable_name(msg)));
-  }
-  throw Error(ErrorKind::usage,
-              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, printable_name(msg)));
-}
-
-// A null value has no text of its own; yaml-cpp marks it where the next token
-// starts, so the message points at its key instead.
-[[noreturn]] void fail(const Field& f, const std::string& msg) {
-  fail_at(f.source, f.node.IsNull() ? f.key_node.Mark() : f.node.Mark(), msg);
-}
-
-std::string describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    default: return "nothing";
-  }
-}
+using namespace yaml_read;
 
 bool is_name(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
@@ -59,38 +31,6 @@ bool is_env_name(std::string_view s) {
   return !s.empty() && alpha(s[0]) && std::all_of(s.begin(), s.end(), [&](char c) {
     return alpha(c) || (c >= '0' && c <= '9');
   });
-}
-
-std::string string_of(const Field& f) {
-  if (!f.node.IsScalar()) {
-    fail(f, fmt::format("'{}' must be a string, got {}", f.key, describe(f.node)));
-  }
-  return f.node.Scalar();
-}
-
-int positive_int(const Field& f) {
-  int value = 0;
-  if (f.node.IsScalar()) {
-    const std::string& s = f.node.Scalar();
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (ec == std::errc() && end == s.data() + s.size() && value > 0) {
-      return value;
-    }
-  }
-  fail(f, fmt::format("'{}' must be a positive integer, got {}", f.key, describe(f.node)));
-}
-
-bool boolean(const Field& f) {
-  if (f.node.IsScalar()) {
-    const std::string& s = f.node.Scalar();
-    if (s == "true" || s == "True") {
-      return true;
-    }
-    if (s == "false" || s == "False") {
-      return false;
-    }
-  }
-  fail(f, fmt::format("'{}' must be true or false, got {}", f.key, describe(f.node)));
 }
 
 // A finite number, > 0 or >= 0; `what` completes "must be a ...".
@@ -151,65 +91,6 @@ nlohmann::json inductor_configs_of(const Field& f) {
   return out;
 }
 
-// How to read one key of a map into T. Each map's keys are one table: adding
-// a key is one line, and "known keys" in messages comes from the table.
-template <class T>
-struct KeyRule {
-  std::string_view key;
-  void (*read)(const Field& field, T& out);
-};
-
-template <class T>
-std::string known_keys(const std::vector<KeyRule<T>>& rules) {
-  std::string out;
-  for (const auto& rule : rules) {
-    out += out.empty() ? "" : ", ";
-    out += rule.key;
-  }
-  return out;
-}
-
-// Calls `each(key_node, value_node)` for every pair of `node`, which must be
-// a map; rejects duplicate and non-scalar keys. `what` names the map.
-template <class Each>
-void for_each_pair(const std::string& source, const YAML::Node& node, const Field* self,
-                   std::string_view what, Each each) {
-  if (!node.IsMap()) {
-    std::string msg = fmt::format("{} must be a map, got {}", what, describe(node));
-    if (self != nullptr) {
-      fail(*self, msg);
-    }
-    fail_at(source, node.Mark(), msg);
-  }
-  std::set<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // Copies (a Node is a handle): `it->` returns a proxy by value, and a
-    // reference to its member dangles past this line (ASan: stack-use-after-scope).
-    const YAML::Node key = it->first;
-    const YAML::Node value = it->second;
-    if (!key.IsScalar()) {
-      fail_at(source, key.Mark(), fmt::format("keys of {} must be strings, got {}", what, describe(key)));
-    }
-    if (!seen.insert(key.Scalar()).second) {
-      fail_at(source, key.Mark(), fmt::format("duplicate key '{}'", key.Scalar()));
-    }
-    each(key, value);
-  }
-}
-
-template <class T>
-void read_map(const std::string& source, const YAML::Node& node, const Field* self,
-              std::string_view what, const std::vector<KeyRule<T>>& rules, T& out) {
-  for_each_pair(source, node, self, what, [&](const YAML::Node& key, const YAML::Node& value) {
-    auto rule = std::find_if(rules.begin(), rules.end(),
-                             [&](const KeyRule<T>& r) { return r.key == key.Scalar(); });
-    if (rule == rules.end()) {
-      fail_at(source, key.Mark(),
-              fmt::format("unknown key '{}' (known keys: {})", key.Scalar(), known_keys(rules)));
-    }
-    rule->read(Field{source, rule->key, key, value}, out);
-  });
-}
 
 std::map<std::string, std::string> env_of(const Field& f) {
   std::map<std::string, std::string> env;
@@ -351,14 +232,6 @@ const std::vector<KeyRule<Profile>>& profile_keys() {
   return rules;
 }
 
-// The document's root; null for an empty file (or one of comments only).
-YAML::Node load_yaml(const std::string& text, const std::string& source) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail_at(source, e.mark, e.msg);
-  }
-}
 
 }  // namespace
 

@@ -38,7 +38,7 @@ const std::vector<std::string>& run_products() {
   return names;
 }
 
-OutDir::OutDir(const fs::path& dir) {
+OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
   std::string shown = display_path(dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -84,7 +84,7 @@ OutDir::OutDir(const fs::path& dir) {
                                   fmt::join(stale, ", ")));
   }
   std::vector<fs::path> earlier;
-  for (const auto& name : run_products()) {
+  for (const auto& name : products) {
     if (fs::exists(fs::symlink_status(dir / name, ec))) {
       earlier.push_back(dir / name);
     }

@@ -20,7 +20,8 @@ class OutDir {
   // the `.work-<pid>` folders that dead runs left, and moves an earlier run's
   // products to `previous/` (replacing an older `previous/`); notes() says
   // what it did.
-  explicit OutDir(const std::filesystem::path& dir);
+  // `products` are the names moved to previous/ (a run's by default).
+  explicit OutDir(const std::filesystem::path& dir, const std::vector<std::string>& products = run_products());
   ~OutDir();
   OutDir(const OutDir&) = delete;
   OutDir& operator=(const OutDir&) = delete;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text.hpp"
 #include "report/sink_text.hpp"
 #include "report/sinks.hpp"
 
@@ -14,33 +15,7 @@ namespace {
 
 using namespace report_text;
 
-// XML 1.0 text or attribute value. Control bytes XML 1.0 cannot carry at all
-// become "\xNN"; tab, newline and CR become character references so that
-// attribute normalization keeps them.
-std::string xml(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\t': out += "&#9;"; break;
-      case '\n': out += "&#10;"; break;
-      case '\r': out += "&#13;"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
+std::string xml(const std::string& text) { return xml_escape(text); }
 
 std::string seconds(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
 
@@ -82,6 +57,9 @@ std::string verdict_case(const Report& r, const std::string& classname) {
     body += fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nreproduced: {} of {} runs",
                        outcome_name(r.failure->kind), one_line(r.failure->first_line), first_check(*r.failure),
                        r.failure->reproduced, r.failure->runs);
+    if (!r.failure->signature.empty()) {
+      body += "\nsignature: " + r.failure->signature;
+    }
   }
   if (r.culprit && r.culprit->producer) {
     const Producer& p = *r.culprit->producer;

@@ -1,0 +1,132 @@
+#include "triage/manifest.hpp"
+
+#include <set>
+
+#include "common/files.hpp"
+#include "config/yaml_read.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+using namespace yaml_read;
+
+namespace {
+
+// Key rules read into a case; paths are resolved after the whole case is read.
+struct CaseFields {
+  ManifestCase c;
+  const fs::path* base = nullptr;
+};
+
+fs::path path_of(const Field& f, const fs::path& base) {
+  std::string text = string_of(f);
+  if (text.empty()) {
+    fail(f, fmt::format("'{}' must be a path, got an empty string", f.key));
+  }
+  fs::path p(text);
+  return p.is_absolute() ? p : base / p;
+}
+
+const std::vector<KeyRule<CaseFields>>& case_keys() {
+  static const std::vector<KeyRule<CaseFields>> rules = {
+      {"name", [](const Field& f, CaseFields& c) {
+         c.c.name = string_of(f);
+         if (!valid_case_name(c.c.name)) {
+           fail(f, fmt::format("case name '{}' must be letters, digits, '.', '_' or '-' (it names a folder)",
+                               c.c.name));
+         }
+       }},
+      {"package", [](const Field& f, CaseFields& c) { c.c.package = path_of(f, *c.base); }},
+      {"inputs", [](const Field& f, CaseFields& c) { c.c.inputs = path_of(f, *c.base); }},
+      {"reference", [](const Field& f, CaseFields& c) { c.c.reference = path_of(f, *c.base); }},
+      {"exported_program", [](const Field& f, CaseFields& c) { c.c.exported_program = path_of(f, *c.base); }},
+      {"config", [](const Field& f, CaseFields& c) { c.c.config = path_of(f, *c.base); }},
+      {"against_eager", [](const Field& f, CaseFields& c) { c.c.against_eager = boolean(f); }},
+      {"model", [](const Field& f, CaseFields& c) { c.c.model = string_of(f); }},
+  };
+  return rules;
+}
+
+struct Root {
+  std::vector<ManifestCase> cases;
+  const fs::path* base = nullptr;
+  bool has_cases = false;
+};
+
+void read_cases(const Field& f, Root& root) {
+  root.has_cases = true;
+  if (!f.node.IsSequence() || f.node.size() == 0) {
+    fail(f, fmt::format("'cases' must be a non-empty list of cases, got {}",
+                        f.node.IsSequence() ? "an empty list" : describe(f.node)));
+  }
+  std::set<std::string> names;
+  for (const YAML::Node& item : f.node) {
+    CaseFields c;
+    c.base = root.base;
+    read_map(f.source, item, nullptr, "a case", case_keys(), c);
+    for (auto [key, empty] : {std::pair<const char*, bool>{"name", c.c.name.empty()},
+                              {"package", c.c.package.empty()},
+                              {"inputs", c.c.inputs.empty()}}) {
+      if (empty) {
+        fail_at(f.source, item.Mark(), fmt::format("a case needs '{}' (it has no '{}' key)", key, key));
+      }
+    }
+    if (!names.insert(c.c.name).second) {
+      fail_at(f.source, item["name"].Mark(), fmt::format("duplicate case name '{}'", c.c.name));
+    }
+    if (!c.c.reference.empty() && c.c.against_eager) {
+      fail_at(f.source, item["against_eager"].Mark(),
+              "a case has both 'reference' and 'against_eager': give one");
+    }
+    root.cases.push_back(std::move(c.c));
+  }
+}
+
+const std::vector<KeyRule<Root>>& root_keys() {
+  static const std::vector<KeyRule<Root>> rules = {
+      {"cases", [](const Field& f, Root& r) { read_cases(f, r); }},
+  };
+  return rules;
+}
+
+}  // namespace
+
+bool valid_case_name(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.size() > 200) {
+    return false;
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+              c == '-';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name, const fs::path& base) {
+  YAML::Node doc = load_yaml(yaml_text, source_name);
+  Root root;
+  root.base = &base;
+  if (doc.IsNull()) {
+    throw Error(ErrorKind::usage, fmt::format("{}: error: the manifest is empty; it needs 'cases:'", source_name));
+  }
+  read_map(source_name, doc, nullptr, "a manifest", root_keys(), root);
+  if (!root.has_cases) {
+    fail_at(source_name, doc.Mark(), "a manifest needs 'cases:'");
+  }
+  return Manifest{source_name, std::move(root.cases)};
+}
+
+Manifest load_manifest(const fs::path& path) {
+  std::string text;
+  try {
+    text = read_file(path, "manifest");
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, e.what());
+  }
+  fs::path base = path.parent_path();
+  return parse_manifest(text, path.string(), base.empty() ? fs::path(".") : base);
+}
+
+}  // namespace aoti_bisect
