@@ -357,13 +357,7 @@ def build_one(name, out_dir):
             "compile_seconds": round(compile_s, 2),
             "build_seconds": round(time.monotonic() - t0, 2),
         }
-        with open(stage.path(meta_base), "w") as f:
-            json.dump(meta, f, indent=2)
-            f.write("\n")
-        for b in files.values():
-            if b:
-                stage.commit(b)
-        stage.commit(meta_base)  # last: marks the example complete
+        stage.commit_example(files, meta_base, meta)
     finally:
         stage.cleanup()
     return meta

@@ -554,6 +554,17 @@ class _Staging:
     def cleanup(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def commit_example(self, files, meta_base, meta):
+        """Writes the example's NAME.json, then moves its files into place, NAME.json last (it marks
+        the example complete)."""
+        with open(self.path(meta_base), "w") as f:
+            json.dump(meta, f, indent=2)
+            f.write("\n")
+        for base in files.values():
+            if base:
+                self.commit(base)
+        self.commit(meta_base)
+
 
 def _tensor_desc(t):
     return {"dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape)}
@@ -750,14 +761,7 @@ def build_one(name, out_dir):
             "compile_seconds": round(compile_s, 2),
             "build_seconds": round(time.monotonic() - t0, 2),
         }
-        with open(stage.path(meta_base), "w") as f:
-            json.dump(meta, f, indent=2)
-            f.write("\n")
-
-        for base in files.values():
-            if base:
-                stage.commit(base)
-        stage.commit(meta_base)  # last: marks the example complete
+        stage.commit_example(files, meta_base, meta)
     finally:
         stage.cleanup()
     return meta
