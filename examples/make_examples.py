@@ -186,6 +186,59 @@ EXAMPLES = {
         culprit_pattern=r"log",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "bn_negative_var": dict(
+        description="conv + batch norm (eval) whose running_var holds one negative entry: the batch-norm kernel "
+        "takes the square root of a negative variance",
+        outcome="nonfinite",
+        bug="bn.running_var[3] = -3 in a BatchNorm2d(32) after a Conv2d(3, 32); the convolution is an extern call "
+        "that creates its output, and the next cpp kernel (batch norm + relu + mean) computes "
+        "(x - mean) / sqrt(var + eps) with var + eps < 0, so NaN from finite inputs. The kernel reads the "
+        "parameter through its constant bn_running_var (original name bn.running_var). Eager computes the same NaN.",
+        culprit_pattern=r"batch_norm",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "attn_fp16_overflow": dict(
+        description="float16 self-attention whose scores overflow: q @ k^T in an extern bmm over reinterpreted views "
+        "makes Inf, softmax turns it into NaN",
+        outcome="nonfinite",
+        bug="inputs scaled by 1000 in float16; q and k (views of one qkv projection, passed to "
+        "aoti_torch_cpu_bmm_out as reinterpret_tensor_wrapper views) have entries in the hundreds, so their dot "
+        "products exceed float16's 65504 and the first bmm returns Inf; the softmax kernel after it makes NaN. "
+        "Eager computes the same NaN.",
+        culprit_kernel="aoti_torch_cpu_bmm_out",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "conv_inf": dict(
+        description="a convolution whose output overflows float32 to Inf; the extern call creates its output "
+        "(&bufN_handle), which the next kernel reads under a new name",
+        outcome="nonfinite",
+        bug="tanh(conv1(x)) * 1e20 feeds conv2, whose weights were scaled by 1e20: products of about 1e39 overflow "
+        "float32, so the second aoti_torch_cpu_convolution returns Inf from finite inputs. Eager computes the same "
+        "Inf/NaN.",
+        culprit_kernel="aoti_torch_cpu_convolution",
+        culprit_occurrence=1,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "inf_parameter": dict(
+        description="a LayerNorm weight holding Inf: the layer-norm kernel is the first to read the parameter",
+        outcome="nonfinite",
+        bug="norm.weight[5] = inf (a parameter, not an input): the fused gelu + layer_norm kernel multiplies by it "
+        "and writes Inf, the head's addmm and softmax make NaN. The kernel's computed inputs are finite; the Inf "
+        "comes from the constant norm_weight (original name norm.weight). Eager computes the same NaN.",
+        culprit_pattern=r"layer_norm",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "cond_fault": dict(
+        description="torch.cond whose taken branch gathers with an unchecked wild index "
+        "(assert_indirect_indexing=False): the read faults inside the branch",
+        outcome="crash",
+        bug="h = relu(Linear(x)); torch.cond(h.sum() > 0, true: tanh(h + emb(idx)), false: sigmoid(h)) with "
+        "idx[2] = 1 << 40 and an Embedding(50, 16). The true branch runs; its embedding kernel "
+        "(cpp_fused_add_embedding_*) reads far past the table and the process dies from a signal. Eager raises "
+        "IndexError on these inputs, so there is no expected.pt.",
+        culprit_pattern=r"embedding",
+        expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -483,6 +536,105 @@ def build_cond_nan_false():
     return _cond_model(False)
 
 
+def build_bn_negative_var():
+    class ConvBn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 32, 3, padding=1)  # extern convolution, creates its output
+            self.bn = nn.BatchNorm2d(32)  # 32 channels: small constants would be inlined as literals
+            self.head = nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = F.relu(self.bn(self.conv(x)))  # one cpp kernel: batch norm + relu + mean
+            return (F.softmax(self.head(h.mean(dim=(2, 3))), dim=-1),)
+
+    model = ConvBn()
+    with torch.no_grad():
+        model.bn.running_mean.normal_(0, 0.1)
+        model.bn.running_var.uniform_(0.5, 2.0)
+        model.bn.running_var[3] = -3.0
+    return model, (torch.randn(2, 3, 8, 8),), {}
+
+
+def build_attn_fp16_overflow():
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(D, 3 * D)
+            self.proj = nn.Linear(D, D)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, 2, D // 2).permute(2, 0, 3, 1, 4)  # addmm, one copy kernel
+            s = q @ k.transpose(-2, -1)  # bmm on views: overflows float16
+            o = (s.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, t, D)  # softmax kernel, bmm, copy kernel
+            return (self.proj(o),)  # addmm
+
+    return Attention().half(), ((torch.randn(2, 8, D) * 1000).half(),), {}
+
+
+def build_conv_inf():
+    class ConvInf(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre = nn.Conv2d(3, 4, 1)
+            self.conv = nn.Conv2d(4, 8, 3, padding=1)
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, x):
+            h = torch.tanh(self.pre(x)) * 1e20  # convolution, then a cpp kernel: finite, up to 1e20
+            h = F.relu(self.conv(h))  # convolution with weights near 1e19: Inf
+            return (F.softmax(self.head(h.mean(dim=(2, 3))), dim=-1),)
+
+    model = ConvInf()
+    with torch.no_grad():
+        model.conv.weight.mul_(1e20)
+    return model, (torch.randn(2, 3, 8, 8),), {}
+
+
+def build_inf_parameter():
+    class InfParameter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, H)
+            self.norm = nn.LayerNorm(H)
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x):
+            h = self.norm(F.gelu(self.fc(x)))  # addmm, one cpp kernel (gelu + layer_norm) reading norm.weight
+            return (F.softmax(self.head(h), dim=-1),)  # addmm, softmax kernel
+
+    model = InfParameter()
+    with torch.no_grad():
+        model.norm.weight[5] = float("inf")
+    return model, (torch.randn(B, D),), {}
+
+
+def build_cond_fault():
+    class CondGather(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(D, D)
+            self.emb = nn.Embedding(VOCAB, D)
+            self.c = nn.Linear(D, 4)
+
+        def forward(self, x, idx):
+            h = torch.relu(self.a(x))
+
+            def gathered(h, idx):
+                return torch.tanh(h + self.emb(idx))  # the unchecked gather, inside the branch
+
+            def plain(h, idx):
+                return torch.sigmoid(h)
+
+            y = torch.cond(h.sum() > 0, gathered, plain, (h, idx))
+            return (F.softmax(self.c(y), dim=-1),)
+
+    idx = torch.randint(0, VOCAB, (B,), dtype=torch.int64)
+    idx[2] = WILD_INDEX
+    return CondGather(), (torch.randn(B, D), idx), {"assert_indirect_indexing": False}
+
+
 def build_rounding_healthy():
     W = 1024
 
@@ -524,6 +676,11 @@ BUILDERS = {
     "late_accuracy": build_late_accuracy,
     "cond_nan_true": build_cond_nan_true,
     "cond_nan_false": build_cond_nan_false,
+    "bn_negative_var": build_bn_negative_var,
+    "attn_fp16_overflow": build_attn_fp16_overflow,
+    "conv_inf": build_conv_inf,
+    "inf_parameter": build_inf_parameter,
+    "cond_fault": build_cond_fault,
     "rounding_healthy": build_rounding_healthy,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
