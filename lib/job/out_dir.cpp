@@ -33,8 +33,8 @@ std::string read_pid(int fd) {
 }  // namespace
 
 const std::vector<std::string>& run_products() {
-  static const std::vector<std::string> names = {"report.json", "report.md", "junit.xml", "runs", "repro",
-                                                 "eager-reference.pt"};
+  static const std::vector<std::string> names = {"report.json", "report.md", "report.svg", "junit.xml",
+                                                 "runs",        "repro",     "eager-reference.pt"};
   return names;
 }
 

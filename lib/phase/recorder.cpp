@@ -161,7 +161,7 @@ void Recorder::save() {
     // Disk full, a folder made read-only: an earlier report would now be
     // stale (verdict `running`), so none is left; the job stops with this.
     std::error_code ec;
-    for (const char* name : {"report.json", "report.md", "junit.xml"}) {
+    for (const char* name : {"report.json", "report.md", "report.svg", "junit.xml"}) {
       fs::remove(m_out_dir / name, ec);
     }
     throw Error(ErrorKind::internal, fmt::format("the reports cannot be written: {}; free space or choose another --out",

@@ -333,6 +333,9 @@ std::string search_section(const Report& r) {
     item(out, "Reproducer", where);
   }
   out += "\n";
+  if (r.bisection && !r.bisection->sites.empty()) {
+    out += "![Call sites in launch order and the ranges the bisection probed](report.svg)\n\n";
+  }
   if (r.bisection) {
     out += steps_table(r.bisection->steps);
   }

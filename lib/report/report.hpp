@@ -182,6 +182,13 @@ struct PassedOver {
   std::string why;
 };
 
+// A call site that ran, by occurrence in the run (report.svg draws them).
+struct SiteSummary {
+  int index = 0;                      // 1-based, by occurrence in the run
+  std::string kernel;
+  std::string kind;                   // "cpp", "triton", "extern"
+};
+
 struct Bisection {
   std::string source;                 // where the probes came from: "interpose", "exported_program", "guide"
   std::vector<PassedOver> passed_over;  // sources tried before it
@@ -193,6 +200,7 @@ struct Bisection {
   int planned_runs = 0;
   int runs = 0;
   std::vector<BisectionStep> steps;
+  std::vector<SiteSummary> sites;     // every call site that ran, in launch order (from the trace run)
   std::string message;
   // mismatch: call sites with mapped outputs, those without, and the largest
   // difference seen that was within tolerance (how close honest rounding came)

@@ -257,6 +257,10 @@ Json bisection_json(const std::optional<Bisection>& b) {
                          {"agreeing", s.agreeing},
                          {"note", text_or_null(s.note)}});
   }
+  Json sites = Json::array();
+  for (const auto& site : b->sites) {
+    sites.push_back(Json{{"index", site.index}, {"kernel", site.kernel}, {"kind", site.kind}});
+  }
   Json unmapped = Json::array();
   for (const auto& u : b->unmapped) {
     unmapped.push_back(Json{{"call_index", u.call_index}, {"kernel", text_or_null(u.kernel)}, {"why", text_or_null(u.why)}});
@@ -285,7 +289,8 @@ Json bisection_json(const std::optional<Bisection>& b) {
               {"planned_runs", b->planned_runs},
               {"runs", b->runs},
               {"message", text_or_null(b->message)},
-              {"steps", std::move(steps)}};
+              {"steps", std::move(steps)},
+              {"sites", std::move(sites)}};
 }
 
 Json builds_json(const Builds& b) {

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "report/sink_svg.hpp"
 
 namespace aoti_bisect {
 
@@ -19,6 +20,14 @@ void write_reports(const Report& report, const fs::path& dir, bool junit) {
   // Every path in a report goes through redaction once more, whatever field
   // or child's line it came from.
   write_file_atomic(dir / "report.json", redact_paths(report_to_json(report)));
+  // The picture before the Markdown that links it. Its texts are redacted
+  // one by one (sink_svg.cpp): the markup itself is never rewritten.
+  std::string svg = report_to_svg(report);
+  if (!svg.empty()) {
+    write_file_atomic(dir / "report.svg", svg);
+  } else {
+    fs::remove(dir / "report.svg", ec);
+  }
   write_file_atomic(dir / "report.md", redact_paths(report_to_markdown(report)));
   if (junit) {
     write_file_atomic(dir / "junit.xml", redact_paths(report_to_junit(report)));

@@ -448,6 +448,10 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
   bis.predicate = std::string(predicate_name(pred));
   bis.variant = s.variant;
   bis.call_sites = n;
+  bis.sites.clear();  // guide mode counts the wrapper's call sites, in source order
+  for (const auto& cs : s.wrapper.call_sites) {
+    bis.sites.push_back({cs.index, cs.kernel, std::string(kernel_kind_name(cs.kind))});
+  }
   bis.planned_runs += planned * repeats;
   rec.bisection(bis);
   rec.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 rebuilds and {} runs",

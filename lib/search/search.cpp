@@ -361,6 +361,11 @@ BisectOutcome ProbedSearch::run() {
   m_bis.runs = 1;
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
+  for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
+    if (k > 0 && site.began) {
+      m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel)});
+    }
+  }
   if (auto untrusted = check_fidelity(trace)) {
     m_env.recorder.bisection(m_bis);
     return *untrusted;
