@@ -330,6 +330,12 @@ std::string search_section(const Report& r) {
         where += fmt::format(" and {} more", p.files.size() - k_max_files);
       }
     }
+    if (!p.replay.empty()) {
+      where += fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay),
+                           plain(p.replay_note));
+    } else if (!p.replay_note.empty()) {
+      where += "; no replay: " + plain(p.replay_note);
+    }
     item(out, "Reproducer", where);
   }
   out += "\n";

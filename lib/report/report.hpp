@@ -233,6 +233,8 @@ struct Reproducer {
   std::string dir;                    // display path of DIR/repro
   std::vector<std::string> files;     // saved input tensors of the culprit
   std::string command;                // shortest command that reruns the failing configuration
+  std::string replay;                 // display path of DIR/repro/replay (the culprit alone); "" when not written
+  std::string replay_note;            // what the replay checks, or why it cannot run
 };
 
 struct PhaseTime {

@@ -317,7 +317,9 @@ Json repro_json(const std::optional<Reproducer>& r) {
   if (!r) {
     return nullptr;
   }
-  return Json{{"dir", text_or_null(r->dir)}, {"files", r->files}, {"command", text_or_null(r->command)}};
+  return Json{{"dir", text_or_null(r->dir)},       {"files", r->files},
+              {"command", text_or_null(r->command)}, {"replay", text_or_null(r->replay)},
+              {"replay_note", text_or_null(r->replay_note)}};
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "protocol/runner.hpp"
+#include "repro/replay.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -331,6 +332,11 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
     }
   }
   repro.command = m_env.recorder.report().reproduce_command;
+  const SiteTrace* at = ev.site(k);
+  ReplayResult replay = write_replay({repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
+                                      std::string(predicate_name(m_pred)), &c, evidence.events});
+  repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
+  repro.replay_note = replay.note;
   m_env.recorder.culprit(c, repro);
   return {Verdict::isolated, fmt::format("isolated to {} ({})", site_label(k, c.kernel), c.kind), ""};
 }

@@ -140,6 +140,28 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
           {"expected", json_number(d.expected)}};
 }
 
+// A CPU copy with the tensor's own strides (a view's layout survives; a
+// plain clone would make a non-dense view contiguous).
+at::Tensor saved_copy(const at::Tensor& t) {
+  at::Tensor src = t.detach();
+  if (!src.is_non_overlapping_and_dense()) {
+    try {
+      at::Tensor laid = at::empty_strided(src.sizes(), src.strides(), src.options().device(at::kCPU));
+      laid.copy_(src);
+      return laid;
+    } catch (const std::exception&) {
+      // overlapping strides (an expanded tensor): a plain copy below
+    }
+  }
+  return src.to(at::kCPU).clone();
+}
+
+void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, const std::filesystem::path& path) {
+  std::vector<char> bytes = torch::jit::pickle_save(saved_copy(t));
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
+  s.emit(EventKind::saved, {{"site", s.site}, {"kernel", s.kernel}, {"tensor", name}, {"path", path.string()}});
+}
+
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
   std::string base = base_tensor_name(name);
   bool initialized = is_graph_input_name(base) || s.touched.count(base) > 0 || s.returned.count(base) > 0 ||
@@ -150,18 +172,20 @@ void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, b
                            {"tensor", name},
                            {"initialized", initialized},
                            {"stats", to_json(tensor_stats(name, t))}};
+  const at::Tensor* expected = nullptr;  // the eager value it was compared with
   if (initialized && t.numel() > 0) {
     if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
       fields["compare"] = compare_with_reference(t, it->second);
+      size_t candidate = fields["compare"].value("candidate", it->second.size());
+      expected = candidate < it->second.size() ? &it->second[candidate] : nullptr;
     }
   }
   s.emit(EventKind::probe, std::move(fields));
-  if (before && s.mode == ProbeMode::save && !s.plan.save_dir.empty()) {
-    std::filesystem::path path =
-        s.plan.save_dir / ("site" + std::to_string(s.site) + "_" + safe_file_part(name) + ".pt");
-    std::vector<char> bytes = torch::jit::pickle_save(t.detach().to(at::kCPU).clone());
-    write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
-    s.emit(EventKind::saved, {{"site", s.site}, {"kernel", s.kernel}, {"tensor", name}, {"path", path.string()}});
+  if (s.mode == ProbeMode::save && !s.plan.save_dir.empty() && (before || expected != nullptr)) {
+    // The replay (lib/repro) loads the inputs before launch and, for wrong
+    // values, the eager value of each output after it.
+    std::string file = "site" + std::to_string(s.site) + "_" + safe_file_part(name) + (before ? ".pt" : ".expected.pt");
+    save_tensor(s, before ? t : *expected, name, s.plan.save_dir / file);
   }
 }
 

@@ -1,0 +1,422 @@
+#include "repro/replay.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/files.hpp"
+#include "common/text.hpp"
+#include "package/rewrite.hpp"
+#include "repro/replay_texts.hpp"
+#include "repro/source_text.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+using namespace repro;
+
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
+    s.replace(p, from.size(), to);
+  }
+  return s;
+}
+
+// A C++ string literal.
+std::string cpp_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+// A cpp kernel parameter's role from its name (Inductor's in_ptr/out_ptr/in_out_ptr).
+int param_role(const std::string& param) {
+  std::string name = param.substr(param.find_last_of(" *&") == std::string::npos ? 0 : param.find_last_of(" *&") + 1);
+  if (name.rfind("in_out_ptr", 0) == 0) {
+    return 3;
+  }
+  if (name.rfind("out_ptr", 0) == 0) {
+    return 2;
+  }
+  return 1;
+}
+
+const ProbeStats* stats_of(const Culprit& c, const std::string& name) {
+  for (const auto& a : c.args) {
+    if (a.tensor == name) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+// What the driver declares before the call, and the problem, if any.
+struct Gen {
+  const ReplaySpec& spec;
+  const Culprit& c;
+  std::map<std::string, std::string> saved;     // tensor name -> file
+  std::map<std::string, std::string> expected;  // tensor name -> file of its eager value
+  std::string problem;
+  std::vector<std::string> decls;    // driver lines before the call
+  std::vector<std::string> after;    // driver lines after it
+  std::set<std::string> declared;
+  std::set<std::string> files;
+
+  void need(const std::string& why) {
+    if (problem.empty()) {
+      problem = why;
+    }
+  }
+
+  // A tensor the call passes, declared once under its wrapper name.
+  void tensor(const std::string& name, int role) {
+    if (!declared.insert(name).second) {
+      return;
+    }
+    // A cpp kernel's parameter names say what it reads (in_ptr, in_out_ptr);
+    // an extern call may write any tensor it is given: one nothing wrote
+    // before (the probes' `initialized`) is its output.
+    const ProbeStats* st = stats_of(c, name);
+    bool initialized = role != 2;
+    if (role == 0) {
+      initialized = st == nullptr || st->initialized;
+      role = initialized ? 3 : 2;
+    }
+    if (auto f = saved.find(name); f != saved.end()) {
+      files.insert(f->second);
+      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::load({}, {}, {}, {});", name, cpp_string(name),
+                                  cpp_string(f->second), role, initialized ? "true" : "false"));
+      return;
+    }
+    const TensorStats* shape = st ? (st->before ? &*st->before : st->after ? &*st->after : nullptr) : nullptr;
+    if (role == 2 && shape && !shape->dtype.empty()) {
+      std::vector<std::string> dims;
+      for (auto d : shape->shape) {
+        dims.push_back(std::to_string(d));
+      }
+      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::alloc({}, {{{}}}, {}, {});", name,
+                                  cpp_string(name), join(dims, ", "), cpp_string(shape->dtype), role));
+      return;
+    }
+    need(fmt::format("{} was not saved by the evidence run", name));
+  }
+};
+
+std::string call_statement(Gen& g, const std::string& call, const std::vector<std::string>& site_args,
+                           const std::vector<std::string>& lines, int line) {
+  std::vector<std::string> args = call_arguments(call);
+  // A tensor the runner saved under the name the wrapper parser gave its
+  // argument ("temporary_reference" for `&temporary_reference(buf5.get())`).
+  for (size_t i = 0; i < args.size() && i < site_args.size(); ++i) {
+    std::vector<std::string> tensors;
+    for (const auto& id : identifiers(args[i])) {
+      if (is_tensor_variable_name(id) || (id != "std" && id.rfind("int_array_", 0) != 0 &&
+                                          id.rfind("cached_", 0) != 0 && id != "nullptr")) {
+        tensors.push_back(id);
+      }
+    }
+    auto f = g.saved.find(site_args[i]);
+    if (tensors.size() == 1 && !g.saved.count(tensors[0]) && f != g.saved.end() &&
+        site_args[i].rfind("view of ", 0) != 0) {
+      g.saved[tensors[0]] = f->second;
+    }
+  }
+  std::string out = call.substr(0, call.find('(') + 1);
+  std::set<std::string> scalars;
+  std::map<std::string, std::string> views;  // base -> the view's layout text
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    size_t rv = a.find("reinterpret_tensor_wrapper(");
+    if (rv != std::string::npos) {
+      auto parts = call_arguments(a.substr(rv, matching(a, rv + 26) - rv));
+      std::string base = parts.empty() ? "" : parts[0];
+      std::string vname = fmt::format("view_{}", i);
+      auto f = g.saved.find("view of " + base);
+      std::string layout = parts.size() == 5 ? parts[1] + parts[2] + parts[3] + parts[4] : "";
+      if (auto [it, fresh] = views.emplace(base, layout); !fresh && it->second != layout) {
+        g.need(fmt::format("the call passes two different views of {}, saved in one file", base));
+      }
+      if (parts.size() == 5 && f != g.saved.end()) {
+        g.files.insert(f->second);
+        for (const auto& id : {parts[2], parts[3]}) {
+          scalars.insert(id);
+        }
+        g.decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::view({}, {}, {}, {}, {});", vname,
+                                      cpp_string("view of " + base), cpp_string(f->second), parts[1], parts[2],
+                                      parts[3]));
+        a = a.substr(0, rv) + fmt::format("reinterpret_tensor_wrapper({}, {}, {}, {}, 0L)", vname, parts[1],
+                                          parts[2], parts[3]) + a.substr(matching(a, rv + 26));
+      } else if (!base.empty()) {
+        g.tensor(base, 0);
+        for (const auto& id : identifiers(a)) {
+          if (id != base) {
+            scalars.insert(id);
+          }
+        }
+      }
+    } else if (a.rfind("&", 0) == 0 && a.size() > 8 && a.compare(a.size() - 7, 7, "_handle") == 0) {
+      std::string h = a.substr(1);
+      g.decls.push_back(fmt::format("  AtenTensorHandle {} = nullptr;", h));
+      g.after.push_back(fmt::format("  replay::created({}, {});", cpp_string(h.substr(0, h.size() - 7)), h));
+    } else {
+      for (const auto& id : identifiers(a)) {
+        if (is_tensor_variable_name(id) || g.saved.count(id) || stats_of(g.c, id)) {
+          g.tensor(id, 0);
+        } else {
+          scalars.insert(id);
+        }
+      }
+    }
+    out += (i ? ", " : "") + a;
+  }
+  static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
+                                              "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
+                                              "int",     "long",    "char"};
+  for (const auto& id : scalars) {
+    if (known.count(id) || id.rfind("cached_torch_", 0) == 0 || g.declared.count(id)) {
+      continue;
+    }
+    std::string d = declaration_of(lines, line, id);
+    if (d.empty()) {
+      g.need(fmt::format("the call uses '{}', which the wrapper does not declare before it", id));
+    } else if (d.find("constants_") != std::string::npos) {
+      g.need(fmt::format("the constant {} was not saved by the evidence run", id));
+    } else {
+      g.decls.insert(g.decls.begin(), "  " + d);
+    }
+    g.declared.insert(id);
+  }
+  return out + ")";
+}
+
+}  // namespace
+
+ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
+                            const std::string& kernel_source) {
+  ReplayFiles rf;
+  const Culprit& c = *spec.culprit;
+  Gen g{spec, c, {}, {}, "", {}, {}, {}, {}};
+  for (const auto& e : spec.events) {
+    if (e.value("event", "") != "saved" || e.value("site", 0) != spec.site) {
+      continue;
+    }
+    std::string file = fs::path(e.value("path", "")).filename().string();
+    std::string name = e.value("tensor", "");
+    bool is_expected = file.size() > 12 && file.compare(file.size() - 12, 12, ".expected.pt") == 0;
+    (is_expected ? g.expected : g.saved)[name] = file;
+  }
+  std::string what = fmt::format("call site {} ({})", spec.site, c.kernel);
+  rf.note = fmt::format("rebuilds {} alone and checks for the {} symptom", what, spec.predicate);
+  auto lines = split_lines(wrapper_source);
+  WrapperInfo w = parse_wrapper(wrapper_source);
+  int ws = spec.wrapper_site > 0 ? spec.wrapper_site : spec.site;
+  const CallSite* cs = ws >= 1 && ws <= static_cast<int>(w.call_sites.size()) ? &w.call_sites[ws - 1] : nullptr;
+  if (cs == nullptr || cs->kernel != c.kernel) {
+    cs = nullptr;
+    for (const auto& s : w.call_sites) {
+      if (s.kernel == c.kernel && cs == nullptr) {
+        cs = &s;
+      }
+    }
+  }
+  std::string call = cs ? call_text_at(wrapper_source, cs->line, c.kernel) : "";
+  std::string kernel_cpp;
+  std::vector<std::string> params;
+  if (c.kind == "triton" || (cs && cs->kind == KernelKind::triton)) {
+    g.need(fmt::format("{} is a Triton kernel: a GPU replay from the package's cubin is not implemented", c.kernel));
+  } else if (spec.predicate != "fault" && spec.predicate != "nonfinite" && spec.predicate != "mismatch") {
+    g.need(fmt::format("no replay for a {} failure", spec.predicate));
+  } else if (call.empty()) {
+    g.need(fmt::format("the wrapper's call of {} was not found", c.kernel));
+  } else if (c.kind != "extern") {
+    kernel_cpp = replay_kernel_source(kernel_source, c.kernel);
+    if (kernel_cpp.empty()) {
+      g.need(fmt::format("the definition of {} was not found in the package's kernel source", c.kernel));
+    } else {
+      size_t open = find_call(kernel_cpp, c.kernel) + c.kernel.size();
+      params = call_arguments(kernel_cpp.substr(open - c.kernel.size(), matching(kernel_cpp, open) - open +
+                                                                          c.kernel.size()));
+    }
+  }
+  std::string statement;
+  if (g.problem.empty()) {
+    if (c.kind != "extern") {
+      // Roles of the kernel's pointer arguments from its parameter names.
+      auto args = call_arguments(call);
+      for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
+        std::string a = args[i];
+        size_t dp = a.find(".data_ptr()");
+        if (dp != std::string::npos) {
+          size_t b = dp;
+          while (b > 0 && ident_char(a[b - 1])) {
+            --b;
+          }
+          g.tensor(a.substr(b, dp - b), param_role(params[i]));
+        }
+      }
+    }
+    statement = call_statement(g, call, cs->args, lines, cs->line);
+  }
+  std::string predicate_call = "replay::judge_" + spec.predicate + "()";
+  if (spec.predicate == "mismatch") {
+    const auto& d = c.divergence;
+    auto e = d ? g.expected.find(d->tensor) : g.expected.end();
+    if (!d || e == g.expected.end()) {
+      g.need(fmt::format("the eager value of {}'s output was not saved", c.kernel));
+    } else {
+      g.files.insert(e->second);
+      predicate_call = fmt::format("replay::judge_mismatch({}, {}, {}, {})", cpp_string(d->tensor),
+                                   cpp_string(e->second),
+                                   fmt::format("{:.17g}", d->atol), fmt::format("{:.17g}", d->rtol));
+    }
+  }
+  // The driver.
+  std::string drv = fmt::format(
+      "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n", what, call);
+  drv += replay_driver_prelude();
+  for (const auto& l : lines) {
+    if (l.rfind("CACHE_TORCH_", 0) == 0) {
+      drv += l + "\n";
+    }
+  }
+  if (c.kind != "extern" && !kernel_cpp.empty()) {
+    size_t open = kernel_cpp.find("extern \"C\"");
+    size_t body = kernel_cpp.find('{', matching(kernel_cpp, find_call(kernel_cpp, c.kernel, open) + c.kernel.size()));
+    drv += "\n" + kernel_cpp.substr(open, body - open) + ";\n";
+  }
+  drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_string(c.kernel),
+                     cpp_string(spec.predicate));
+  for (const auto& l : g.decls) {
+    drv += l + "\n";
+  }
+  drv += "  replay::before();\n  try {\n    replay::arm();\n";
+  if (c.kind == "extern") {
+    drv += fmt::format("    AOTITorchError err = {};\n    replay::disarm();\n", statement);
+    drv += "    if (err != AOTI_TORCH_SUCCESS) {\n      replay::cannot(\"the call returned an error\");\n    }\n";
+  } else {
+    drv += fmt::format("    {};\n    replay::disarm();\n", statement);
+  }
+  drv += "  } catch (const std::exception& e) {\n    std::string m = e.what();\n"
+         "    replay::cannot(\"the call raised: \" + m.substr(0, m.find('\\n')));\n  }\n";
+  for (const auto& l : g.after) {
+    drv += l + "\n";
+  }
+  drv += fmt::format("  return {};\n}}\n\nint main() {{ return replay::guarded(run); }}\n", predicate_call);
+
+  // The script.
+  std::vector<std::string> flags = portable_kernel_flags(kernel_source);
+  std::string std_flag = "-std=c++17";
+  for (const auto& f : flags) {
+    if (f.rfind("-std=", 0) == 0) {
+      std_flag = f;
+    }
+  }
+  if (flags.empty()) {
+    flags = {"-O3", "-DNDEBUG", "-fopenmp", "-march=native", std_flag};
+  }
+  bool openmp = std::find(flags.begin(), flags.end(), "-fopenmp") != flags.end();
+  std::vector<std::string> needed = {"driver.cpp"};
+  std::string sources = "driver.cpp";
+  std::string compile_kernel;
+  if (!kernel_cpp.empty()) {
+    needed.push_back("kernel.cpp");
+    sources = "kernel.cpp driver.cpp";
+    compile_kernel = "  compile kernel.cpp kernel.o \"${kernel_flags[@]}\"\n  objs+=(\"$tmp/kernel.o\")";
+  }
+  needed.insert(needed.end(), g.files.begin(), g.files.end());
+  std::vector<std::string> quoted_flags;
+  for (const auto& f : flags) {
+    quoted_flags.push_back(shell_quote(f));
+  }
+  std::string script(replay_script_template());
+  script = replace_all(script, "@WHAT@", what + " of an AOTInductor package");
+  script = replace_all(script, "@WHAT_SHORT@", c.kernel);
+  script = replace_all(script, "@PROBLEM@", shell_quote(g.problem.empty() ? "" : g.problem));
+  script = replace_all(script, "@FILES@", join(needed, " "));
+  script = replace_all(script, "@SOURCES@", sources);
+  script = replace_all(script, "@KERNEL_FLAGS@", join(quoted_flags, " "));
+  script = replace_all(script, "@COMPILE_KERNEL@", compile_kernel);
+  script = replace_all(script, "@DRIVER_STD@", std_flag);
+  script = replace_all(script, "@LINK_OPENMP@", openmp ? "-fopenmp" : "");
+  std::string readme = fmt::format(
+      "One-kernel replay of {} made by aoti-bisect: the call alone on the tensors saved here (site{}_*.pt).\n"
+      "Run ./replay (needs a C++ compiler and python3 with torch; it builds once, into a cache under $TMPDIR or "
+      "/tmp).\n"
+      "Exit codes: 1 the symptom ({}) reproduces, 0 it does not, 2 the replay cannot run (it prints why).\n",
+      what, spec.site, spec.predicate);
+  rf.problem = g.problem;
+  if (!g.problem.empty()) {
+    rf.note = "cannot replay: " + g.problem;
+  }
+  rf.files.push_back({"replay", script});
+  rf.files.push_back({"README", readme});
+  if (g.problem.empty()) {
+    rf.files.push_back({"driver.cpp", drv});
+    if (!kernel_cpp.empty()) {
+      rf.files.push_back({"kernel.cpp", kernel_cpp});
+    }
+  }
+  return rf;
+}
+
+ReplayResult write_replay(const ReplaySpec& spec) {
+  ReplayResult r;
+  try {
+    std::string wrapper, kernel;
+    fs::path dir = spec.model_dir / "data" / "aotinductor" / spec.model_name;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+      dir = spec.model_dir;
+    }
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::string n = it->path().filename().string();
+      auto ends = [&](const std::string& suffix) {
+        return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      if (ends(".wrapper.cpp") && wrapper.empty()) {
+        wrapper = read_file(it->path(), "the wrapper source");
+      } else if (ends(".kernel.cpp") && kernel.empty()) {
+        kernel = read_file(it->path(), "the kernel source");
+      } else if (ends(".cpp") && !ends(".wrapper.cpp") && !ends(".kernel.cpp") && wrapper.empty()) {
+        wrapper = read_file(it->path(), "the wrapper source");  // older packages: one .cpp holds both
+      }
+    }
+    if (kernel.empty()) {
+      kernel = wrapper;
+    }
+    ReplayFiles rf = generate_replay(spec, wrapper, kernel);
+    std::vector<std::string> private_paths = {fs::absolute(spec.repro_dir).string(),
+                                              fs::absolute(spec.model_dir).string()};
+    if (const char* home = std::getenv("HOME")) {
+      private_paths.push_back(home);
+    }
+    for (const auto& [name, text] : rf.files) {
+      if (auto p = private_path_in(text, private_paths); !p.empty()) {
+        r.note = fmt::format("not written: the replay's {} would name a private path", name);
+        return r;
+      }
+    }
+    for (const auto& [name, text] : rf.files) {
+      write_file_atomic(spec.repro_dir / name, text);
+    }
+    ::chmod((spec.repro_dir / "replay").c_str(), 0755);
+    r.written = true;
+    r.runnable = rf.problem.empty();
+    r.note = rf.note;
+  } catch (const std::exception& e) {
+    r.note = std::string("not written: ") + e.what();
+  }
+  return r;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,210 @@
+#include "repro/source_text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+
+#include "common/text.hpp"
+#include "package/rewrite.hpp"
+#include "repro/replay.hpp"
+
+namespace aoti_bisect {
+namespace repro {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Position just past the matching close of the bracket at `open`.
+size_t matching(const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == s[open]) {
+      ++depth;
+    } else if ((s[open] == '(' && s[i] == ')') || (s[open] == '{' && s[i] == '}')) {
+      if (--depth == 0) {
+        return i + 1;
+      }
+    }
+  }
+  return std::string::npos;
+}
+
+// `name(` as a whole identifier, from `from`.
+size_t find_call(const std::string& s, const std::string& name, size_t from) {
+  for (size_t p = s.find(name + "(", from); p != std::string::npos; p = s.find(name + "(", p + 1)) {
+    if (p == 0 || !ident_char(s[p - 1])) {
+      return p;
+    }
+  }
+  return std::string::npos;
+}
+
+std::vector<std::string> identifiers(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size();) {
+    if (ident_char(text[i]) && !std::isdigit(static_cast<unsigned char>(text[i])) &&
+        (i == 0 || !ident_char(text[i - 1]))) {
+      size_t e = i;
+      while (e < text.size() && ident_char(text[e])) {
+        ++e;
+      }
+      size_t next = text.find_first_not_of(' ', e);
+      bool called = next != std::string::npos && (text[next] == '(' || text.compare(next, 2, "::") == 0);
+      bool member = i > 0 && (text[i - 1] == '.' || text[i - 1] == ':' || text[i - 1] == '>');
+      if (!called && !member) {
+        out.push_back(text.substr(i, e - i));
+      }
+      i = e;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// The wrapper line (before `line`) that declares `id` in run_impl.
+std::string declaration_of(const std::vector<std::string>& lines, int line, const std::string& id) {
+  std::regex decl("(^|[^A-Za-z0-9_])" + id + "\\s*(\\[\\s*\\])?\\s*=");
+  for (int i = std::min<int>(line - 1, static_cast<int>(lines.size())) - 1; i >= 0; --i) {
+    if (lines[i].find("run_impl(") != std::string::npos) {
+      break;
+    }
+    if (lines[i].find(id) != std::string::npos && std::regex_search(lines[i], decl)) {
+      return std::string(trim(lines[i]));
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t p = s.find('\n'); ; p = s.find('\n', start)) {
+    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
+    if (p == std::string::npos) {
+      break;
+    }
+    start = p + 1;
+  }
+  return out;
+}
+
+}  // namespace repro
+
+using namespace repro;
+
+std::string call_text_at(const std::string& source, int line, const std::string& name) {
+  auto lines = split_lines(source);
+  if (line < 1 || line > static_cast<int>(lines.size())) {
+    return "";
+  }
+  std::string text;
+  for (int i = line - 1; i < static_cast<int>(lines.size()) && i < line + 63; ++i) {
+    text += lines[i] + " ";
+  }
+  size_t p = find_call(text, name);
+  if (p == std::string::npos || p >= lines[line - 1].size()) {
+    return "";  // the call must start on that line
+  }
+  size_t end = matching(text, p + name.size());
+  return end == std::string::npos ? "" : text.substr(p, end - p);
+}
+
+std::vector<std::string> call_arguments(const std::string& call) {
+  std::vector<std::string> out;
+  size_t open = call.find('(');
+  if (open == std::string::npos || call.size() < open + 2) {
+    return out;
+  }
+  std::string inner = call.substr(open + 1, call.size() - open - 2);
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= inner.size(); ++i) {
+    char c = i < inner.size() ? inner[i] : ',';
+    if (c == '(' || c == '{' || c == '[') {
+      ++depth;
+    } else if (c == ')' || c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      auto a = trim(std::string_view(inner).substr(start, i - start));
+      if (!a.empty() || i < inner.size()) {
+        out.emplace_back(a);
+      }
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+std::string replay_kernel_source(const std::string& src, const std::string& kernel) {
+  size_t p = std::string::npos;
+  for (size_t at = find_call(src, kernel); at != std::string::npos; at = find_call(src, kernel, at + 1)) {
+    size_t line_start = src.rfind('\n', at);
+    line_start = line_start == std::string::npos ? 0 : line_start + 1;
+    if (src.substr(line_start, at - line_start).find("extern \"C\"") != std::string::npos) {
+      p = line_start;
+      break;
+    }
+  }
+  if (p == std::string::npos) {
+    return "";
+  }
+  size_t params_end = matching(src, find_call(src, kernel, p) + kernel.size());
+  size_t body = params_end == std::string::npos ? std::string::npos : src.find('{', params_end);
+  size_t end = body == std::string::npos ? std::string::npos : matching(src, body);
+  if (end == std::string::npos) {
+    return "";
+  }
+  // What precedes it since the previous top-level definition ended.
+  size_t prev = src.rfind("\n}", p);
+  size_t from = prev == std::string::npos ? 0 : prev + 2;
+  std::string prefix;
+  for (const auto& l : split_lines(src.substr(from, p - from))) {
+    auto t = trim(l);
+    if (!t.empty() && t.rfind("//", 0) != 0) {
+      prefix += l + "\n";
+    }
+  }
+  if (prefix.find("#include") == std::string::npos) {
+    prefix = "#include <torch/csrc/inductor/cpp_prefix.h>\n" + prefix;
+  }
+  return prefix + src.substr(p, end - p) + "\n";
+}
+
+std::vector<std::string> portable_kernel_flags(const std::string& kernel_source) {
+  auto cmd = recorded_command(kernel_source, "Compile cmd");
+  std::vector<std::string> out;
+  if (!cmd) {
+    return out;
+  }
+  for (size_t i = 1; i < cmd->size(); ++i) {
+    const std::string& a = (*cmd)[i];
+    if (a == "-o" || a == "-include" || a == "-I" || a == "-L" || a == "-isystem") {
+      ++i;
+      continue;
+    }
+    if (a == "-D" && i + 1 < cmd->size()) {
+      if ((*cmd)[i + 1].find('/') == std::string::npos) {
+        out.push_back("-D" + (*cmd)[i + 1]);
+      }
+      ++i;
+      continue;
+    }
+    bool keep = a.rfind("-O", 0) == 0 || a.rfind("-f", 0) == 0 || a.rfind("-m", 0) == 0 || a.rfind("-D", 0) == 0 ||
+                a.rfind("-std=", 0) == 0 || a.rfind("-g", 0) == 0 || a.rfind("-U", 0) == 0;
+    if (keep && a.find('/') == std::string::npos && a.find('\'') == std::string::npos) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+std::string private_path_in(const std::string& text, const std::vector<std::string>& private_paths) {
+  for (const auto& p : private_paths) {
+    if (p.size() > 1 && text.find(p) != std::string::npos) {
+      return p;
+    }
+  }
+  return "";
+}
+
+}  // namespace aoti_bisect

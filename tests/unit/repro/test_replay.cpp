@@ -1,0 +1,168 @@
+// The replay's text generation (lib/repro): the culprit's definition cut out
+// of kernel.cpp, the recorded flags made portable, the wrapper's call made
+// on saved tensors, and a script that says why when it cannot run. The
+// end-to-end tests (tests/e2e/test_replay.cpp) build and run it.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "repro/replay.hpp"
+
+using namespace aoti_bisect;
+
+namespace {
+
+const std::string k_kernel_cpp = R"(// Triton kernels are embedded as comments in /tmp/build/xyz.wrapper.cpp
+
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  cpp_fused_0(float* out_ptr0)
+{
+    out_ptr0[0] = 1.0f;
+}
+
+#include <torch/csrc/inductor/cpp_prefix.h>
+extern "C"  void  cpp_fused_log_2(const float* in_ptr0,
+                       float* out_ptr0)
+{
+    {
+        out_ptr0[0] = std::log(in_ptr0[0]);
+    }
+}
+
+// Compile cmd
+// g++ /tmp/build/k.kernel.cpp -D TORCH_INDUCTOR_CPP_WRAPPER -D  C10_USING_CUSTOM_GENERATED_MACROS -O3 -DNDEBUG -march=native -Wall -std=c++20 -pedantic -fopenmp  -include /tmp/torchinductor_me/precompiled_headers/x.h -I/home/me/venv/include -I/home/me/torch/include   -mavx512f  -c -o /tmp/build/k.kernel.o
+)";
+
+const std::string k_wrapper_cpp = R"(#include <torch/csrc/inductor/aoti_include/cpu.h>
+CACHE_TORCH_DTYPE(float32);
+extern "C" void cpp_fused_log_2(const float* in_ptr0, float* out_ptr0);
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles) {
+    auto arg4_1 = std::move(inputs[0]);
+    [[maybe_unused]] auto& fc_weight = constants_->at(0);
+    static constexpr int64_t int_array_4[] = {8L, 8L};
+    static constexpr int64_t int_array_5[] = {1L, 8L};
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_addmm_out(buf1, buf0, arg4_1, wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(fc_weight, 2, int_array_4, int_array_5, 0L)), 1L, 1L));
+    cpp_fused_log_2((const float*)(buf1.data_ptr()),
+                    (float*)(buf2.data_ptr()));
+} // AOTInductorModel::run_impl
+)";
+
+nlohmann::json saved(int site, const std::string& tensor, const std::string& file) {
+  return {{"event", "saved"}, {"site", site}, {"tensor", tensor}, {"path", "/home/me/out/repro/" + file}};
+}
+
+const std::string& text_of(const ReplayFiles& rf, const std::string& name) {
+  static const std::string none;
+  for (const auto& [n, t] : rf.files) {
+    if (n == name) {
+      return t;
+    }
+  }
+  return none;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("repro/replay");
+
+TEST_CASE("replay_kernel_source: the culprit alone with its include, no comment naming a build path") {
+  std::string def = replay_kernel_source(k_kernel_cpp, "cpp_fused_log_2");
+  CHECK(def.find("#include <torch/csrc/inductor/cpp_prefix.h>") == 0);
+  CHECK(def.find("extern \"C\"  void  cpp_fused_log_2(const float* in_ptr0,") != std::string::npos);
+  CHECK(def.find("std::log(in_ptr0[0])") != std::string::npos);
+  CHECK(def.find("cpp_fused_0") == std::string::npos);
+  CHECK(def.find("/tmp") == std::string::npos);
+  CHECK(def.find("Compile cmd") == std::string::npos);
+  CHECK(replay_kernel_source(k_kernel_cpp, "cpp_fused_nope").empty());
+}
+
+TEST_CASE("portable_kernel_flags: the recorded flags without any path") {
+  auto flags = portable_kernel_flags(k_kernel_cpp);
+  std::vector<std::string> expected = {"-DTORCH_INDUCTOR_CPP_WRAPPER", "-DC10_USING_CUSTOM_GENERATED_MACROS", "-O3",
+                                       "-DNDEBUG", "-march=native", "-std=c++20", "-fopenmp", "-mavx512f"};
+  CHECK(flags == expected);
+  CHECK(portable_kernel_flags("no command here").empty());
+}
+
+TEST_CASE("call_text_at and call_arguments: the wrapper's call across lines, split at top-level commas") {
+  std::string call = call_text_at(k_wrapper_cpp, 11, "cpp_fused_log_2");
+  CHECK(call.find("cpp_fused_log_2((const float*)(buf1.data_ptr()),") == 0);
+  auto args = call_arguments(call);
+  REQUIRE(args.size() == 2);
+  CHECK(args[1] == "(float*)(buf2.data_ptr())");
+  auto ext = call_arguments(call_text_at(k_wrapper_cpp, 10, "aoti_torch_cpu_addmm_out"));
+  REQUIRE(ext.size() == 6);
+  CHECK(ext[3].find("reinterpret_tensor_wrapper(fc_weight, 2, int_array_4, int_array_5, 0L)") != std::string::npos);
+  CHECK(call_text_at(k_wrapper_cpp, 4, "cpp_fused_log_2").empty());
+}
+
+TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on the saved tensors") {
+  Culprit c;
+  c.kernel = "cpp_fused_log_2";
+  c.kind = "cpp";
+  ReplaySpec spec{"out/repro", "x", "model", 2, 2, "nonfinite", &c,
+                  {saved(2, "buf1", "site2_buf1.pt"), saved(2, "buf2", "site2_buf2.pt"), saved(1, "buf0", "x.pt")}};
+  ReplayFiles rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
+  CHECK(rf.problem.empty());
+  const std::string& drv = text_of(rf, "driver.cpp");
+  CHECK(drv.find("replay::load(\"buf1\", \"site2_buf1.pt\", 1, true)") != std::string::npos);
+  CHECK(drv.find("replay::load(\"buf2\", \"site2_buf2.pt\", 2, false)") != std::string::npos);
+  CHECK(drv.find("cpp_fused_log_2((const float*)(buf1.data_ptr()), (float*)(buf2.data_ptr()));") !=
+        std::string::npos);
+  CHECK(drv.find("return replay::judge_nonfinite();") != std::string::npos);
+  CHECK(!text_of(rf, "kernel.cpp").empty());
+  const std::string& script = text_of(rf, "replay");
+  CHECK(script.find("for f in driver.cpp kernel.cpp site2_buf1.pt site2_buf2.pt; do") != std::string::npos);
+  CHECK(script.find("problem=''") != std::string::npos);
+  for (const auto& [name, text] : rf.files) {
+    CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);
+  }
+}
+
+TEST_CASE("generate_replay: an extern call on a view of a constant, its layout from the wrapper's arrays") {
+  Culprit c;
+  c.kernel = "aoti_torch_cpu_addmm_out";
+  c.kind = "extern";
+  c.args = {ProbeStats{"buf1", false, std::nullopt, std::nullopt}};
+  ReplaySpec spec{"out/repro", "x", "model", 1, 1, "nonfinite", &c,
+                  {saved(1, "buf1", "site1_buf1.pt"), saved(1, "buf0", "site1_buf0.pt"),
+                   saved(1, "arg4_1", "site1_arg4_1.pt"), saved(1, "view of fc_weight", "site1_view_of_fc_weight.pt")}};
+  ReplayFiles rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
+  CHECK(rf.problem.empty());
+  const std::string& drv = text_of(rf, "driver.cpp");
+  CHECK(drv.find("static constexpr int64_t int_array_4[] = {8L, 8L};") != std::string::npos);
+  CHECK(drv.find("replay::load(\"buf1\", \"site1_buf1.pt\", 2, false)") != std::string::npos);
+  CHECK(drv.find("replay::load(\"buf0\", \"site1_buf0.pt\", 3, true)") != std::string::npos);
+  CHECK(drv.find("replay::view(\"view of fc_weight\", \"site1_view_of_fc_weight.pt\", 2, int_array_4, int_array_5)") !=
+        std::string::npos);
+  CHECK(drv.find("reinterpret_tensor_wrapper(view_3, 2, int_array_4, int_array_5, 0L)") != std::string::npos);
+  CHECK(drv.find("CACHE_TORCH_DTYPE(float32);") != std::string::npos);
+  CHECK(text_of(rf, "kernel.cpp").empty());
+}
+
+TEST_CASE("generate_replay: what it cannot replay, the script says and exits 2") {
+  Culprit c;
+  c.kernel = "triton_poi_fused_0";
+  c.kind = "triton";
+  ReplaySpec spec{"out/repro", "x", "model", 1, 1, "nonfinite", &c, {}};
+  ReplayFiles rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
+  CHECK(rf.problem.find("a GPU replay from the package's cubin is not implemented") != std::string::npos);
+  CHECK(text_of(rf, "replay").find("problem='triton_poi_fused_0 is a Triton kernel") != std::string::npos);
+  CHECK(text_of(rf, "driver.cpp").empty());
+
+  c.kernel = "cpp_fused_log_2";
+  c.kind = "cpp";
+  spec.events = {saved(2, "buf1", "site2_buf1.pt")};
+  spec.site = spec.wrapper_site = 2;
+  rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
+  CHECK(rf.problem == "buf2 was not saved by the evidence run");
+
+  spec.predicate = "mismatch";
+  spec.events.push_back(saved(2, "buf2", "site2_buf2.pt"));
+  rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
+  CHECK(rf.problem == "the eager value of cpp_fused_log_2's output was not saved");
+}
+
+TEST_SUITE_END();
