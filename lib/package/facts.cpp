@@ -39,6 +39,7 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
     f.sites.push_back({site.kernel, site.args});
   }
   f.constants = w.constants;
+  f.moves = w.value_moves;
   return f;
 }
 
@@ -65,7 +66,8 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"call_sites", f.call_sites},
           {"returned", f.returned},
           {"sites", sites},
-          {"constants", f.constants}};
+          {"constants", f.constants},
+          {"moves", f.moves}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -96,6 +98,7 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
       f.sites.push_back({site.at("kernel").get<std::string>(), site.at("args").get<std::vector<std::string>>()});
     }
     f.constants = j.value("constants", std::vector<std::string>{});
+    f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

@@ -30,6 +30,8 @@ struct ModelFacts {
   };
   std::vector<Site> sites;
   std::vector<std::string> constants;
+  // Moves in run_impl that carry a value on (WrapperInfo::value_moves), as (bufA, bufB).
+  std::vector<std::pair<std::string, std::string>> moves;
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

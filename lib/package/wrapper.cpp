@@ -287,14 +287,26 @@ std::vector<std::string> returned_handles(std::string_view t) {
   return out;
 }
 
-// "auto buf8 = std::move(buf7);  // reuse" -> (buf8, buf7).
+// "auto buf8 = std::move(buf7);  // reuse" -> (buf8, buf7); also
+// "buf5 = std::move(true_graph_0_buf0);" (a torch.cond branch's result) and
+// "aoti_torch_assign_tensors_out(emb_weight, &true_graph_0_arg1_1_handle)"
+// (what a subgraph's input holds).
 std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view t) {
-  if (t.rfind("auto ", 0) != 0) {
-    return std::nullopt;
+  constexpr std::string_view assign = "aoti_torch_assign_tensors_out(";
+  if (size_t a = t.find(assign); a != std::string_view::npos) {
+    std::string from = ident_at(t, a + assign.size());
+    size_t amp = t.find(", &", a);
+    std::string to = amp == std::string_view::npos ? "" : ident_at(t, amp + 3);
+    constexpr std::string_view suffix = "_handle";
+    if (from.empty() || to.size() <= suffix.size() || to.compare(to.size() - suffix.size(), suffix.size(), suffix)) {
+      return std::nullopt;
+    }
+    return std::make_pair(to.substr(0, to.size() - suffix.size()), from);
   }
-  std::string to = ident_at(t, 5);
+  size_t start = t.rfind("auto ", 0) == 0 ? 5 : 0;
+  std::string to = ident_at(t, start);
   size_t m = t.find("= std::move(");
-  if (to.empty() || m == std::string_view::npos) {
+  if (to.empty() || m != start + to.size() + 1 || !is_tensor_variable_name(to)) {
     return std::nullopt;
   }
   std::string from = ident_at(t, m + 12);
@@ -331,10 +343,18 @@ std::vector<std::string> split_args(std::string_view call) {
   }
   call = call.substr(1, call.size() - 2);  // without the outer parentheses
   int depth = 0;
+  int angle = 0;  // open template argument lists (counted in depth too)
   size_t start = 0;
   for (size_t i = 0; i <= call.size(); ++i) {
     char c = i < call.size() ? call[i] : ',';
-    if (c == '(' || c == '{' || c == '[') {
+    // `std::array<int64_t, 2>{1L, 1L}.cbegin()`: a template's comma is not an argument's end.
+    bool template_open = c == '<' && i >= 5 &&
+                         (call.substr(i - 5, 5) == "array" || call.substr(i - 4, 4) == "pair" ||
+                          call.substr(i - 5, 5) == "tuple");
+    if (template_open || (c == '>' && angle > 0)) {
+      angle += template_open ? 1 : -1;
+      depth += template_open ? 1 : -1;
+    } else if (c == '(' || c == '{' || c == '[') {
       ++depth;
     } else if (c == ')' || c == '}' || c == ']') {
       --depth;
@@ -506,6 +526,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
     }
     if (auto move = moved_buffer(t)) {
       info.moves.push_back(*move);
+      if (t.rfind("auto ", 0) != 0) {
+        info.value_moves.push_back(*move);
+      }
       continue;
     }
     if (auto alias = constant_alias(t)) {
@@ -538,6 +561,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
     }
   }
   parse_inputs(lines, first, last, info);
+  info.constant_info = parse_constants(source);
   return info;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "package/constants.hpp"
+
 namespace aoti_bisect {
 
 enum class KernelKind { cpp, triton, extern_call };
@@ -56,9 +58,17 @@ struct WrapperInfo {
   // `auto bufA = std::move(bufB);` in run_impl, in order, as (bufA, bufB):
   // bufA holds what bufB held (buffer reuse).
   std::vector<std::pair<std::string, std::string>> moves;
+  // The moves that carry a value on (not `auto bufA = std::move(bufB);  // reuse`
+  // of a dead buffer's memory): a torch.cond branch's result
+  // (`buf5 = std::move(true_graph_0_buf0);`) and a subgraph's inputs
+  // (`aoti_torch_assign_tensors_out(emb_weight, &true_graph_0_arg1_1_handle)`).
+  std::vector<std::pair<std::string, std::string>> value_moves;
   // `auto& w0 = constants_->at(0);` at the top of run_impl: the names the
   // wrapper gives the model's constants, by index.
   std::vector<std::string> constants;
+  // The constructor's constants_info_: each constant's original module path
+  // ("bn.running_var") and kind (parameter, buffer).
+  std::vector<ConstantInfo> constant_info;
 };
 
 // "view of buf3" -> "buf3"; any other name unchanged.

@@ -111,6 +111,9 @@ std::string divergence_table(const Divergence& d) {
 
 std::string culprit_section(const Culprit& c) {
   std::string out = "## Culprit\n\n";
+  if (!c.root_cause.empty()) {
+    out += "**Root cause:** " + plain(c.root_cause) + "\n\n";
+  }
   out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
   if (!c.kind.empty()) {
     out += " (" + plain(c.kind) + ")";
@@ -162,7 +165,8 @@ std::string culprit_section(const Culprit& c) {
     std::vector<size_t> shown = shown_args(c.args);
     for (size_t i : shown) {
       const ProbeStats& a = c.args[i];
-      out += table_row({code(a.tensor), a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
+      std::string name = a.origin.empty() ? code(a.tensor) : code(a.tensor) + " (" + plain(a.origin) + ")";
+      out += table_row({name, a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
     }
     if (shown.size() < c.args.size()) {
       out += fmt::format("\n... and {} more arguments, all in `report.json`.\n", c.args.size() - shown.size());
@@ -281,6 +285,9 @@ std::string search_section(const Report& r) {
       item(out, "Probes from", src);
     }
     item(out, "Message", plain(b.message));
+    if (!b.self_check.empty()) {
+      item(out, "Self-check", plain(b.self_check));
+    }
     if (b.mapped_sites) {
       std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
                                        *b.mapped_sites, b.call_sites);

@@ -102,6 +102,8 @@ struct ProbeStats {
   bool initialized = true;            // before launch: a graph input or written by an earlier site
   std::optional<TensorStats> before;  // absent when the site was not probed before launch
   std::optional<TensorStats> after;   // absent when the launch never finished (a fault)
+  std::string fqn;                    // a constant's original module path ("bn.running_var"), else ""
+  std::string origin;                 // "parameter bn.running_var", "graph input 1", "" for buffers
 };
 
 struct Producer {                     // where a culprit's bad input came from
@@ -144,6 +146,7 @@ struct Culprit {
   std::string phase;                  // "launch" (faulted inside it) or "after_launch" (bad values after it)
   std::string source_nodes;           // graph nodes from the wrapper's comment, if known
   std::string why;                    // one line of evidence
+  std::string root_cause;             // the sentence report.md opens with, when the evidence supports one
   std::vector<ProbeStats> args;
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
@@ -202,6 +205,7 @@ struct Bisection {
   std::vector<BisectionStep> steps;
   std::vector<SiteSummary> sites;     // every call site that ran, in launch order (from the trace run)
   std::string message;
+  std::string self_check;             // the evidence run, with every site up to the culprit probed: what it showed
   // mismatch: call sites with mapped outputs, those without, and the largest
   // difference seen that was within tolerance (how close honest rounding came)
   std::optional<int> mapped_sites;

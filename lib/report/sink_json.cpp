@@ -220,6 +220,8 @@ Json culprit_json(const std::optional<Culprit>& c) {
   for (const auto& a : c->args) {
     args.push_back(Json{{"tensor", text_or_null(a.tensor)},
                         {"initialized", a.initialized},
+                        {"fqn", text_or_null(a.fqn)},
+                        {"origin", text_or_null(a.origin)},
                         {"before", stats_or_null(a.before)},
                         {"after", stats_or_null(a.after)}});
   }
@@ -229,6 +231,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"phase", text_or_null(c->phase)},
               {"source_nodes", text_or_null(c->source_nodes)},
               {"why", text_or_null(c->why)},
+              {"root_cause", text_or_null(c->root_cause)},
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},
@@ -289,6 +292,7 @@ Json bisection_json(const std::optional<Bisection>& b) {
               {"planned_runs", b->planned_runs},
               {"runs", b->runs},
               {"message", text_or_null(b->message)},
+              {"self_check", text_or_null(b->self_check)},
               {"steps", std::move(steps)},
               {"sites", std::move(sites)}};
 }

@@ -92,6 +92,9 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
       }
       ProbeStats* p = &*it;
       TensorStats st = tensor_stats_from_json(e["stats"]);
+      if (e.value("constant", false)) {
+        p->origin = "constant";
+      }
       if (e.value("phase", "") == "before") {
         p->initialized = e.value("initialized", true);
         p->before = st;
@@ -132,9 +135,11 @@ std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
 }
 
 // A site whose written inputs already held NaN/Inf only propagates them.
-bool inputs_already_bad(const SiteTrace& s) {
-  return std::any_of(s.tensors.begin(), s.tensors.end(), [](const ProbeStats& p) {
-    return p.initialized && p.before && bad_count(*p.before) > 0;
+// With `constant_sources`, NaN/Inf in the model's constants do not count:
+// the first site that reads a bad parameter is where it enters the run.
+bool inputs_already_bad(const SiteTrace& s, bool constant_sources) {
+  return std::any_of(s.tensors.begin(), s.tensors.end(), [&](const ProbeStats& p) {
+    return p.initialized && p.before && bad_count(*p.before) > 0 && !(constant_sources && p.origin == "constant");
   });
 }
 
@@ -163,9 +168,10 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
   return std::nullopt;
 }
 
-std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by) {
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by,
+                                    bool constant_sources) {
   for (auto it = trace.sites.lower_bound(lo); it != trace.sites.end() && it->first <= hi; ++it) {
-    if (inputs_already_bad(it->second)) {
+    if (inputs_already_bad(it->second, constant_sources)) {
       continue;
     }
     if (worst_increase(it->second).second > 0 || created_bad(trace, it->first, returned_by)) {
@@ -176,7 +182,7 @@ std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const
 }
 
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi, const ReturnedBy& returned_by) {
+                  int hi, const ReturnedBy& returned_by, bool constant_sources) {
   Probe p;
   p.runs = 1;
   p.agreeing = 1;
@@ -190,7 +196,7 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
                                                  cls.first_line)
                                    : "the failure did not reproduce in this run";
   if (pred == Predicate::nonfinite) {
-    if (auto site = first_introducer(trace, lo, hi, returned_by)) {
+    if (auto site = first_introducer(trace, lo, hi, returned_by, constant_sources)) {
       p.verdict = StepVerdict::reproduces;
       p.exact = site;
     } else if (cls.kind == OutcomeKind::nonfinite) {
@@ -334,29 +340,6 @@ std::optional<std::pair<std::string, std::string>> bad_input(const SiteTrace& s,
   return std::nullopt;
 }
 
-Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
-                     const WrapperInfo& wrapper) {
-  Producer prod;
-  prod.tensor = tensor;
-  prod.why = tensor + " " + why;
-  if (tensor.rfind("arg", 0) == 0) {
-    for (const auto& in : wrapper.inputs) {
-      if (in.name == tensor) {
-        prod.why = fmt::format("graph input {} ({}) {}", in.index, tensor, why);
-      }
-    }
-    return prod;
-  }
-  for (auto it = history.sites.begin(); it != history.sites.end() && it->first < site; ++it) {
-    const auto& touched = it->second.touched;
-    if (std::find(touched.begin(), touched.end(), tensor) != touched.end()) {
-      prod.call_index = it->first;
-      prod.kernel = it->second.kernel;
-    }
-  }
-  return prod;
-}
-
 std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace, const ReturnedBy& returned_by) {
   auto [p, grew] = worst_increase(s);
   if (p == nullptr) {
@@ -379,6 +362,29 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
 }
 
 }  // namespace
+
+Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
+                     const WrapperInfo& wrapper) {
+  Producer prod;
+  prod.tensor = tensor;
+  prod.why = tensor + " " + why;
+  if (tensor.rfind("arg", 0) == 0) {
+    for (const auto& in : wrapper.inputs) {
+      if (in.name == tensor) {
+        prod.why = fmt::format("graph input {} ({}) {}", in.index, tensor, why);
+      }
+    }
+    return prod;
+  }
+  for (auto it = history.sites.begin(); it != history.sites.end() && it->first < site; ++it) {
+    const auto& touched = it->second.touched;
+    if (std::find(touched.begin(), touched.end(), tensor) != touched.end()) {
+      prod.call_index = it->first;
+      prod.kernel = it->second.kernel;
+    }
+  }
+  return prod;
+}
 
 Culprit build_culprit(const CulpritInput& in) {
   Culprit c;

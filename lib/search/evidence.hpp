@@ -67,7 +67,12 @@ using ReturnedBy = std::map<std::string, int>;
 // was written earlier), while none of its written inputs held any. An
 // extern call whose inputs were finite introduced them when a buffer it
 // created first shows NaN/Inf where a later site reads it.
-std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by = {});
+// With `constant_sources`, NaN/Inf that the model's constants (parameters,
+// buffers) hold do not disqualify a site: the first site reading a bad
+// constant introduces its values into the run. The search asks this only
+// when no site introduced them from finite inputs and constants.
+std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by = {},
+                                    bool constant_sources = false);
 
 // The buffer `site` created that first shows NaN/Inf at a later site: that
 // later site and the tensor's probe there.
@@ -80,7 +85,7 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
 // One run's answer to "is the first bad site in [lo, hi]?" for the fault and
 // nonfinite predicates (mismatch: job/divergence.hpp).
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi, const ReturnedBy& returned_by = {});
+                  int hi, const ReturnedBy& returned_by = {}, bool constant_sources = false);
 
 // One step's verdict from its repeated runs: an error if any run erred, the
 // common answer if all agree, else inconclusive.
@@ -118,5 +123,10 @@ struct CulpritInput {
   ReturnedBy returned_by;            // buffers extern calls created
 };
 Culprit build_culprit(const CulpritInput& in);
+
+// Where a culprit's input `tensor` came from: a graph input, or the last
+// site before `site` in `history` that touched it. `why` follows its name.
+Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
+                     const WrapperInfo& wrapper);
 
 }  // namespace aoti_bisect

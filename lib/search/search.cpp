@@ -7,8 +7,10 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "classify/signature.hpp"
 #include "protocol/runner.hpp"
 #include "repro/replay.hpp"
+#include "search/root_cause.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -135,6 +137,8 @@ class ProbedSearch {
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
   BisectOutcome culprit(int k, const ChildResult& trace);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
+  std::optional<std::string> self_check(int k, const RunTrace& ev);
+  void explain_root_cause(Culprit& c, const RunTrace& ev);
 
   JobEnv& m_env;
   const BisectSetup& m_s;
@@ -146,6 +150,7 @@ class ProbedSearch {
   int m_repeats = 1;
   std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it
   std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
+  bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
 };
 
 ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& plan) {
@@ -265,7 +270,8 @@ Probe ProbedSearch::ask(int lo, int hi) {
       answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_by), lo, hi));
       note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_by));
     } else {
-      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by));
+      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
+                                    m_constant_sources));
     }
   }
   return aggregate_answers(answers);
@@ -297,6 +303,11 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
 // The evidence run: save probes on the culprit, its tensors before and after.
 BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   ProbePlan plan;
+  if (k > 1 && m_pred != Predicate::mismatch) {
+    // The self-check: every site before the culprit probed in the same run.
+    plan.ranges.push_back({1, k - 1, m_pred == Predicate::fault ? ProbeMode::trace : ProbeMode::stats});
+    add_consumers(plan, 1, k - 1);
+  }
   plan.ranges.push_back({k, k, ProbeMode::save});
   add_consumers(plan, k, k);
   fs::path repro_dir = m_env.settings.out_dir / "repro";
@@ -311,12 +322,17 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   m_bis.runs += 1;
   const RunTrace& history = m_trace;
   RunTrace ev = trace_from_events(evidence.events);
+  if (auto failed = self_check(k, ev)) {
+    m_env.recorder.bisection(m_bis);
+    return {Verdict::not_isolated, *failed, ""};
+  }
   const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
   WrapperInfo sites = m_model.wrapper;
   sites.inputs = names.inputs;
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
                              evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
                              m_returned_by});
+  explain_root_cause(c, ev);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
     explain_divergence(c, compare_sites(evidence.events, tol, m_returned_by), trace.events, m_model.node_map,
@@ -393,6 +409,18 @@ BisectOutcome ProbedSearch::run() {
     map_sites(trace);
   }
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
+  bool answered = std::none_of(sr.steps.begin(), sr.steps.end(),
+                               [](const SearchStep& st) { return st.probe.verdict == StepVerdict::error; });
+  if (m_pred == Predicate::nonfinite && answered && !interrupt_requested() &&
+      (sr.status == SearchResult::Status::not_found || sr.status == SearchResult::Status::inconclusive)) {
+    // No site made NaN/Inf from finite inputs: the model may carry them in a
+    // parameter or buffer. The first site that reads one brings them in.
+    record_search(m_bis, sr);
+    m_constant_sources = true;
+    m_env.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
+                                   "reads a constant holding them");
+    sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
+  }
   m_bis.message = sr.message;
   record_search(m_bis, sr);
   m_env.recorder.bisection(m_bis);
@@ -414,6 +442,85 @@ BisectOutcome ProbedSearch::run() {
     return blind_spot(*sr.first, blind.front());
   }
   return culprit(*sr.first, trace);
+}
+
+// Names constants and graph inputs as the user knows them, compares an
+// out-of-range index with the tensor it indexes (from the kernel's own
+// source in the package), and writes the root-cause sentence.
+void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& ev) {
+  const WrapperInfo& w = m_model.wrapper;
+  WrapperInfo named = w;
+  if (named.constant_info.empty()) {
+    named.constant_info = m_s.wrapper.constant_info;
+  }
+  if (named.inputs.empty()) {
+    named.inputs = m_s.wrapper.inputs;
+  }
+  annotate_origins(c, named);
+  const SiteTrace* h = m_trace.site(c.call_index);
+  int at = h && h->wrapper_site > 0 ? h->wrapper_site : c.call_index;
+  const CallSite* site = at >= 1 && static_cast<size_t>(at) <= w.call_sites.size() &&
+                                 w.call_sites[at - 1].kernel == c.kernel
+                             ? &w.call_sites[at - 1]
+                             : nullptr;
+  std::string definition;
+  if (c.kind == "cpp" && !m_s.model.kernel_cpp.empty()) {
+    try {
+      definition = kernel_definition(m_s.pkg.read_entry(m_s.model.kernel_cpp), c.kernel);
+    } catch (const std::exception&) {
+      definition.clear();  // no source, no index analysis
+    }
+  }
+  auto wild = wild_index(c, definition, site);
+  if (wild) {
+    std::string why = fmt::format("holds {}, outside the {} rows of {}", wild->value, wild->bound, wild->indexed_tensor);
+    if (!c.producer || base_tensor_name(c.producer->tensor) != base_tensor_name(wild->index_tensor)) {
+      c.producer = producer_of(wild->index_tensor, why, c.call_index, m_trace, named);
+    } else {
+      c.producer = producer_of(c.producer->tensor, why, c.call_index, m_trace, named);
+    }
+    annotate_origins(c, named);
+  }
+  c.root_cause = root_cause(c, m_pred, wild, named, index_bound_of(m_s.first_line));
+  (void)ev;
+}
+
+// Before claiming isolation: in the evidence run, which probed every site up
+// to the culprit, the culprit must still be the first bad site. Says what
+// was checked in bisection.self_check; returns why not, if it failed.
+std::optional<std::string> ProbedSearch::self_check(int k, const RunTrace& ev) {
+  if (m_pred == Predicate::mismatch) {
+    m_bis.self_check = "not done: the wrong-values search compares each site with eager in its own steps";
+    return std::nullopt;
+  }
+  std::optional<int> first;
+  if (m_pred == Predicate::nonfinite) {
+    first = first_introducer(ev, 1, k, m_returned_by, m_constant_sources);
+  } else if (ev.sync_error) {
+    first = ev.sync_error;
+  } else if (ev.unfinished) {
+    first = ev.unfinished;
+  }
+  std::vector<std::string> unprobed;
+  for (int i = 1; i <= k; ++i) {
+    if (ev.site(i) == nullptr) {
+      unprobed.push_back(std::to_string(i));
+    }
+  }
+  std::string what = m_pred == Predicate::nonfinite ? "introduced NaN/Inf" : "faulted";
+  if (first && *first == k) {
+    m_bis.self_check = unprobed.empty()
+                           ? fmt::format("passed: one run probed call sites 1-{}; the first that {} was {}", k, what, k)
+                           : fmt::format("passed, with call sites {} not seen by the probes", join(unprobed, ", "));
+    return std::nullopt;
+  }
+  m_bis.status = "self_check_failed";
+  m_bis.self_check = first ? fmt::format("failed: with every site up to {} probed, call site {} {} first", k, *first, what)
+                           : fmt::format("failed: with every site up to {} probed, no site {}", k, what);
+  m_bis.message = m_bis.self_check;
+  return fmt::format("not isolated: the search named call site {}, but the self-check run, probing every call site up "
+                     "to it, {}",
+                     k, first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it");
 }
 
 // The first bad probed site comes after code that ran without probes: what

@@ -41,6 +41,7 @@ struct ProbeState {
   // Interposition: names by call site, and where raw pointers come from.
   std::vector<ModelFacts::Site> hook_sites;
   std::set<std::string> constants;
+  std::multimap<std::string, std::string> moved_from;  // bufA -> bufB for `auto bufA = std::move(bufB);`
   size_t cursor = 0;                                // next static site to match
   const ModelFacts::Site* static_site = nullptr;    // the current site's facts
   std::vector<std::pair<void*, void*>> pending;     // (handle, pointer) since the last site began
@@ -140,6 +141,28 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
           {"expected", json_number(d.expected)}};
 }
 
+// Written before: a graph input, a constant, a buffer an extern call
+// created or an earlier site touched, under this name or one it was moved from.
+bool written_earlier(const ProbeState& s, const std::string& name) {
+  std::vector<std::string> todo = {name};
+  std::set<std::string> seen;
+  while (!todo.empty() && seen.size() < 256) {
+    std::string n = todo.back();
+    todo.pop_back();
+    if (!seen.insert(n).second) {
+      continue;
+    }
+    if (is_graph_input_name(n) || s.touched.count(n) > 0 || s.returned.count(n) > 0 || s.constants.count(n) > 0) {
+      return true;
+    }
+    auto [first, last] = s.moved_from.equal_range(n);
+    for (auto it = first; it != last; ++it) {
+      todo.push_back(it->second);
+    }
+  }
+  return false;
+}
+
 // A CPU copy with the tensor's own strides (a view's layout survives; a
 // plain clone would make a non-dense view contiguous).
 at::Tensor saved_copy(const at::Tensor& t) {
@@ -164,13 +187,13 @@ void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, co
 
 void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
   std::string base = base_tensor_name(name);
-  bool initialized = is_graph_input_name(base) || s.touched.count(base) > 0 || s.returned.count(base) > 0 ||
-                     s.constants.count(base) > 0 || !before;
+  bool initialized = !before || written_earlier(s, base);
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},
                            {"tensor", name},
                            {"initialized", initialized},
+                           {"constant", s.constants.count(base) > 0},
                            {"stats", to_json(tensor_stats(name, t))}};
   const at::Tensor* expected = nullptr;  // the eager value it was compared with
   if (initialized && t.numel() > 0) {
@@ -240,6 +263,18 @@ void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string
   ProbeState& s = state();
   s.hook_sites = std::move(sites);
   s.constants = std::set<std::string>(constants.begin(), constants.end());
+}
+
+void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
+                      const std::vector<std::string>& constants) {
+  ProbeState& s = state();
+  s.moved_from.clear();
+  for (const auto& [to, from] : moves) {
+    if (to != from) {
+      s.moved_from.emplace(to, from);
+    }
+  }
+  s.constants.insert(constants.begin(), constants.end());
 }
 
 int hook_enter(const char* kernel) {

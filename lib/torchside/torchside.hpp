@@ -115,6 +115,13 @@ ProbeCounts probe_counts();
 // hook_launched ends the launch. hook_data_ptr / hook_forget keep the map
 // from raw pointers to the tensor handles the wrapper took them from.
 void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string> constants);
+// Moves that carry a value on (a torch.cond branch's result, a subgraph's
+// inputs; package/wrapper.hpp value_moves, as (bufA, bufB)): a tensor probed
+// under the new name is initialized when its earlier name was. Reuse of a
+// dead buffer's memory is not followed: what it holds is stale.
+// Constants (by the wrapper's names) are initialized, and probes say so.
+void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
+                      const std::vector<std::string>& constants);
 int hook_enter(const char* kernel);
 void hook_tensor(void* handle, int arg, bool after);
 void hook_pointer(const void* pointer, int arg, bool after);

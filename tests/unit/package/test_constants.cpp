@@ -1,0 +1,103 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "package/constants.hpp"
+#include "package/wrapper.hpp"
+
+using namespace aoti_bisect;
+
+namespace {
+std::string read_data(const std::string& name) {
+  std::ifstream in(std::filesystem::path(AOTI_BISECT_TEST_DATA) / name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_SUITE_BEGIN("package/constants");
+
+TEST_CASE("parse_constants: names, original module paths, kinds and shapes from constants_info_") {
+  auto constants = parse_constants(read_data("nan_level1.wrapper.cpp"));
+  REQUIRE(constants.size() >= 3);
+  CHECK(constants[0].index == 0);
+  CHECK(constants[0].name == "l1_weight");
+  CHECK(constants[0].fqn == "l1.weight");
+  CHECK(constants[0].kind == "parameter");
+  CHECK(constants[0].shape == std::vector<int64_t>{16, 8});
+  CHECK(constants[1].name == "l1_bias");
+  CHECK(constants[1].fqn == "l1.bias");
+  CHECK(constants[1].shape == std::vector<int64_t>{16});
+  // parse_wrapper carries them.
+  auto w = parse_wrapper(read_data("nan_level1.wrapper.cpp"));
+  REQUIRE(w.constant_info.size() == constants.size());
+  CHECK(w.constant_info[2].fqn == "l2.weight");
+}
+
+TEST_CASE("parse_constants: buffers, views and what a report calls them") {
+  std::string src =
+      "    constants_info_[0].name = \"bn_running_var\";\n"
+      "    constants_info_[0].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::Buffer);\n"
+      "    constants_info_[0].shape = {32};\n"
+      "    constants_info_[0].original_fqn = \"bn.running_var\";\n"
+      "    constants_info_[1].name = \"_tensor_constant0\";\n"
+      "    constants_info_[1].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::TensorConstant);\n"
+      "    constants_info_[x].name = \"broken\";\n"
+      "    constants_info_[2].original_fqn = \"no.name\";\n";
+  auto constants = parse_constants(src);
+  REQUIRE(constants.size() == 2);  // index 2 has no name; "x" is no index
+  CHECK(describe_constant(constants[0]) == "buffer bn.running_var");
+  CHECK(describe_constant(constants[1]) == "tensor constant _tensor_constant0");
+  REQUIRE(find_constant(constants, "view of bn_running_var") != nullptr);
+  CHECK(find_constant(constants, "view of bn_running_var")->fqn == "bn.running_var");
+  CHECK(find_constant(constants, "buf3") == nullptr);
+}
+
+TEST_CASE("parse_wrapper: buffer moves, with and without auto (a torch.cond branch's result)") {
+  std::string src =
+      "void AOTInductorModel::run_impl(\n"
+      "    AtenTensorHandle* input_handles) {\n"
+      "    auto buf5 = std::move(buf4);  // reuse\n"
+      "    if (buf2_scalar) {\n"
+      "        buf7 = std::move(true_graph_0_buf0);\n"
+      "    } else {\n"
+      "        buf7 = std::move(false_graph_0_buf0);\n"
+      "    }\n"
+      "    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_assign_tensors_out(emb_weight, &true_graph_0_arg1_1_handle));\n"
+      "    auto x = std::move(something_else);\n"
+      "    foo = bar(std::move(buf9));\n"
+      "} // AOTInductorModel::run_impl\n";
+  auto w = parse_wrapper(src);
+  using Move = std::pair<std::string, std::string>;
+  CHECK(w.moves == std::vector<Move>{{"buf5", "buf4"},
+                                     {"buf7", "true_graph_0_buf0"},
+                                     {"buf7", "false_graph_0_buf0"},
+                                     {"true_graph_0_arg1_1", "emb_weight"}});
+  // A dead buffer's memory reused under a new name carries no value on.
+  CHECK(w.value_moves == std::vector<Move>{{"buf7", "true_graph_0_buf0"},
+                                           {"buf7", "false_graph_0_buf0"},
+                                           {"true_graph_0_arg1_1", "emb_weight"}});
+}
+
+TEST_CASE("parse_wrapper: a template's comma (std::array<int64_t, 2>) does not split an extern call's arguments") {
+  std::string src =
+      "void AOTInductorModel::run_impl(\n"
+      "    AtenTensorHandle* input_handles) {\n"
+      "    AtenTensorHandle buf6_handle;\n"
+      "    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(buf3, buf4, &temporary_reference(buf5.get()), "
+      "std::array<int64_t, 2>{1L, 1L}.cbegin(), 2, std::array<int64_t, 2>{1L, 1L}.cbegin(), 2, "
+      "std::array<int64_t, 2>{1L, 1L}.cbegin(), 2, 0, std::array<int64_t, 2>{0L, 0L}.cbegin(), 2, 1L, "
+      "&buf6_handle));\n"
+      "} // AOTInductorModel::run_impl\n";
+  auto w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 1);
+  const auto& args = w.call_sites[0].args;
+  REQUIRE(args.size() == 14);  // the shim's parameters: 3 tensors, 4 (pointer, length) pairs, 2 ints, the output
+  CHECK(args[0] == "buf3");
+  CHECK(args[1] == "buf4");
+  CHECK(args[13] == "buf6");
+  CHECK(w.call_sites[0].returns == std::vector<std::string>{"buf6"});
+}
