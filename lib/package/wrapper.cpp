@@ -316,6 +316,25 @@ std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view
   return std::make_pair(to, from);
 }
 
+// "true_graph_0" when an argument is named "true_graph_0_buf1" (or a view of one).
+std::string subgraph_of(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    std::string name = base_tensor_name(a);
+    size_t g = name.find("_graph_");
+    if (g == std::string::npos || g == 0) {
+      continue;
+    }
+    size_t end = g + 7;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) {
+      ++end;
+    }
+    if (end > g + 7 && end < name.size() && name[end] == '_') {
+      return name.substr(0, end);
+    }
+  }
+  return "";
+}
+
 // The text of the call that starts on line `i` at `open` (its '('), up to
 // the matching ')', across lines.
 std::string call_text(const std::vector<std::string_view>& lines, size_t i, size_t open) {
@@ -550,6 +569,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
       if (site->kind == KernelKind::extern_call) {
         site->returns = returned_handles(call);
       }
+      site->branch = subgraph_of(site->args);
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;

@@ -31,6 +31,9 @@ struct CallSite {
   // `(float*)(buf3.data_ptr())`, `buf3` and `&buf3_handle`; "view of buf3"
   // for a reinterpret_tensor_wrapper(buf3, ...) view; "" for scalars.
   std::vector<std::string> args;
+  // The subgraph the call sits in ("true_graph_0": a torch.cond branch), from
+  // its arguments' names (subgraph code prefixes every tensor with it); "" at top level.
+  std::string branch;
 };
 
 // Buffer name -> the call site (1-based) that returns it.

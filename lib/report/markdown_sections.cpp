@@ -121,6 +121,9 @@ std::string culprit_section(const Culprit& c) {
   if (!c.source_nodes.empty()) {
     out += ", graph nodes " + code(c.source_nodes);
   }
+  if (!c.branch.empty()) {
+    out += ", inside subgraph " + code(c.branch) + " (a torch.cond branch that ran)";
+  }
   if (!c.phase.empty()) {
     out += "; " + phase_text(c.phase);
   }

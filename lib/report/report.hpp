@@ -145,6 +145,7 @@ struct Culprit {
   std::string kind;                   // "cpp", "triton", "extern"
   std::string phase;                  // "launch" (faulted inside it) or "after_launch" (bad values after it)
   std::string source_nodes;           // graph nodes from the wrapper's comment, if known
+  std::string branch;                 // the torch.cond branch (subgraph) it ran in, "" at top level
   std::string why;                    // one line of evidence
   std::string root_cause;             // the sentence report.md opens with, when the evidence supports one
   std::vector<ProbeStats> args;
@@ -190,6 +191,7 @@ struct SiteSummary {
   int index = 0;                      // 1-based, by occurrence in the run
   std::string kernel;
   std::string kind;                   // "cpp", "triton", "extern"
+  std::string branch;                 // the subgraph (torch.cond branch) it ran in, "" at top level
 };
 
 struct Bisection {

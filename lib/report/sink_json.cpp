@@ -230,6 +230,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"kind", text_or_null(c->kind)},
               {"phase", text_or_null(c->phase)},
               {"source_nodes", text_or_null(c->source_nodes)},
+              {"branch", text_or_null(c->branch)},
               {"why", text_or_null(c->why)},
               {"root_cause", text_or_null(c->root_cause)},
               {"args", std::move(args)},
@@ -262,7 +263,11 @@ Json bisection_json(const std::optional<Bisection>& b) {
   }
   Json sites = Json::array();
   for (const auto& site : b->sites) {
-    sites.push_back(Json{{"index", site.index}, {"kernel", site.kernel}, {"kind", site.kind}});
+    Json j{{"index", site.index}, {"kernel", site.kernel}, {"kind", site.kind}};
+    if (!site.branch.empty()) {
+      j["branch"] = site.branch;  // only inside a subgraph: the list stays short for big models
+    }
+    sites.push_back(std::move(j));
   }
   Json unmapped = Json::array();
   for (const auto& u : b->unmapped) {

@@ -404,6 +404,7 @@ Culprit build_culprit(const CulpritInput& in) {
   if (in_wrapper && sites[at - 1].kernel == c.kernel) {
     c.kind = std::string(kernel_kind_name(sites[at - 1].kind));
     c.source_nodes = sites[at - 1].source_nodes;
+    c.branch = sites[at - 1].branch;
   }
   for (const auto& info : predicate_table()) {
     c.phase = info.predicate == in.predicate ? std::string(info.culprit_phase) : c.phase;

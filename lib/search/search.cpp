@@ -385,7 +385,10 @@ BisectOutcome ProbedSearch::run() {
   m_trace = trace_from_events(trace.events);
   for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
     if (k > 0 && site.began) {
-      m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel)});
+      const auto& ws = m_model.wrapper.call_sites;
+      int at = site.wrapper_site;
+      bool known = at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == site.kernel;
+      m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel), known ? ws[at - 1].branch : ""});
     }
   }
   if (auto untrusted = check_fidelity(trace)) {

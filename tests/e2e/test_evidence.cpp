@@ -143,6 +143,13 @@ TEST_CASE("never a wrong site: a fault inside a torch.cond branch is isolated at
   if (r.report["verdict"] == "isolated") {
     CHECK(r.code() == 1);
     CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    CHECK(r.report["culprit"]["branch"] == "true_graph_0");
+    int in_branch = 0;
+    for (const auto& s : r.report["bisection"]["sites"]) {
+      in_branch += s.value("branch", "") == "true_graph_0";
+      CHECK(s.value("branch", "") != "false_graph_0");  // the branch that did not run
+    }
+    CHECK(in_branch >= 1);
     CHECK(r.report["culprit"]["root_cause"].get<std::string>().rfind(
               "index 1099511627776 ≥ 50 rows of parameter emb.weight, from graph input 1 (arg", 0) == 0);
   } else {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -100,4 +101,23 @@ TEST_CASE("parse_wrapper: a template's comma (std::array<int64_t, 2>) does not s
   CHECK(args[1] == "buf4");
   CHECK(args[13] == "buf6");
   CHECK(w.call_sites[0].returns == std::vector<std::string>{"buf6"});
+}
+
+TEST_CASE("parse_wrapper: call sites inside torch.cond branches name their subgraph") {
+  auto w = parse_wrapper(read_data("cond_level1.wrapper.cpp"));
+  std::vector<std::pair<std::string, std::string>> seen;  // (kernel, branch)
+  for (const auto& s : w.call_sites) {
+    seen.emplace_back(s.kernel, s.branch);
+  }
+  CHECK(std::count(seen.begin(), seen.end(),
+                   std::make_pair(std::string("cpp_fused_gt_log_mul_relu_sub_sum_2"), std::string("true_graph_0"))) == 1);
+  CHECK(std::count(seen.begin(), seen.end(),
+                   std::make_pair(std::string("cpp_fused_add_gt_relu_sum_tanh_3"), std::string("false_graph_0"))) == 1);
+  int top = 0, inside = 0;
+  for (const auto& [kernel, branch] : seen) {
+    (branch.empty() ? top : inside) += 1;
+  }
+  CHECK(inside == 4);  // two call sites in each branch
+  CHECK(top >= 2);
+  CHECK(w.call_sites.front().branch.empty());
 }
