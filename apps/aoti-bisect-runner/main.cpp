@@ -182,7 +182,7 @@ void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWrit
   if (!opt.node_reference.empty()) {
     ab::torchside::load_node_reference(opt.node_reference);
   }
-  ab::torchside::set_buffer_moves(facts.moves, facts.constants);
+  ab::torchside::set_buffer_moves(facts.moves, facts.constants, facts.reuse);
   ab::torchside::install_probes(
       plan, [&events](ab::EventKind kind, nlohmann::json fields) { events.emit(kind, std::move(fields)); },
       opt.device_key, std::set<std::string>(facts.returned.begin(), facts.returned.end()));

@@ -304,6 +304,7 @@ JobResult Job::run() {
   for (const auto& note : m_out->notes()) {
     m_rec.note(note);
   }
+
   install_interrupt_handlers();
   try {
     auto inspected = inspect(m_opt, m_rec);
@@ -337,6 +338,9 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
                              m_opt.package.string(), in.model->name)});
   }
   const Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key));
+  for (const auto& why : s.unavailable_variants) {
+    m_rec.note("variant " + why + ": left out of the flag matrix");
+  }
   ScopedDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
   ModelDir model;
   try {
@@ -384,8 +388,11 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                                                       display_path(s.inputs), in.model->name, base.first_line)});
   }
   ChildResult baseline = results[0];
-  if (base.kind != OutcomeKind::crash) {
-    // Variants that localize faults (guard pages) are for crashes only.
+  bool device_fault = s.profile.backend != "cpu" &&
+                      (base.kind == OutcomeKind::error || base.kind == OutcomeKind::device_assert);
+  if (base.kind != OutcomeKind::crash && !device_fault) {
+    // Variants that localize faults (guard pages, memcheck) are for crashes
+    // (and, on a GPU, errors and device asserts: an illegal access is an error there).
     plan.erase(std::remove_if(plan.begin() + 1, plan.end(), [](const PlannedRun& p) { return p.localizes_faults; }),
                plan.end());
     reqs = matrix_requests(plan, model);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "process/process.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -35,6 +36,35 @@ std::vector<const Variant*> matrix_variants(const Profile& profile, const UserCo
 
 }  // namespace
 
+namespace {
+
+// The tool a variant runs the runner under, "" for none.
+std::string run_under_program(const Variant& v) {
+  auto it = v.env.find(k_run_under_env);
+  if (it == v.env.end()) {
+    return "";
+  }
+  std::string line = it->second;
+  size_t start = line.find_first_not_of(" \t");
+  if (start == std::string::npos) {
+    return "";
+  }
+  return line.substr(start, line.find_first_of(" \t", start) - start);
+}
+
+}  // namespace
+
+std::vector<std::string> unavailable_variants(const Profile& profile, const UserConfig& user) {
+  std::vector<std::string> out;
+  for (const Variant* v : matrix_variants(profile, user)) {
+    std::string program = run_under_program(*v);
+    if (!program.empty() && !find_program(program)) {
+      out.push_back(fmt::format("{}: {} is not on PATH", v->name, program));
+    }
+  }
+  return out;
+}
+
 std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& user,
                                     std::optional<int> repeats_override) {
   if (repeats_override && *repeats_override < 1) {
@@ -44,6 +74,9 @@ std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& us
   std::vector<PlannedRun> runs;
   runs.push_back(PlannedRun{"baseline", "baseline", 0, user.env});
   for (const Variant* v : matrix_variants(profile, user)) {
+    if (std::string program = run_under_program(*v); !program.empty() && !find_program(program)) {
+      continue;  // unavailable_variants says why
+    }
     int repeats = repeats_override.value_or(v->repeats.value_or(user.repeats.value_or(profile.repeats)));
     std::map<std::string, std::string> env = user.env;
     for (const auto& [key, value] : v->env) {

@@ -21,6 +21,15 @@ struct PlannedRun {
   bool localizes_faults = false;           // the variant's (config.hpp)
 };
 
+// A variant may run the runner under a tool: its env sets
+// AOTI_BISECT_RUN_UNDER to a command line (`compute-sanitizer --tool
+// memcheck`) that the driver puts before the runner's own (phase/children).
+inline constexpr const char* k_run_under_env = "AOTI_BISECT_RUN_UNDER";
+
+// The variants whose run-under tool is not installed here, with why
+// ("memcheck: compute-sanitizer is not on PATH"); plan_matrix leaves them out.
+std::vector<std::string> unavailable_variants(const Profile& profile, const UserConfig& user);
+
 // Baseline first (user env only), then each variant `repeats` times.
 // `repeats_override` (from --repeats) wins over config and profile values.
 std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& user,

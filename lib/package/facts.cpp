@@ -36,10 +36,11 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
     f.returned.push_back(name);
   }
   for (const auto& site : w.call_sites) {
-    f.sites.push_back({site.kernel, site.args});
+    f.sites.push_back({site.kernel, site.args, site.in_out});
   }
   f.constants = w.constants;
   f.moves = w.value_moves;
+  f.reuse = w.moves;
   return f;
 }
 
@@ -57,7 +58,7 @@ nlohmann::json to_json(const ModelFacts& f) {
   }
   nlohmann::json sites = nlohmann::json::array();
   for (const auto& site : f.sites) {
-    sites.push_back({{"kernel", site.kernel}, {"args", site.args}});
+    sites.push_back({{"kernel", site.kernel}, {"args", site.args}, {"in_out", site.in_out}});
   }
   return {{"num_inputs", f.num_inputs ? nlohmann::json(*f.num_inputs) : nlohmann::json(nullptr)},
           {"inputs", inputs},
@@ -67,7 +68,8 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"returned", f.returned},
           {"sites", sites},
           {"constants", f.constants},
-          {"moves", f.moves}};
+          {"moves", f.moves},
+          {"reuse", f.reuse}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -95,10 +97,12 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.call_sites = j.at("call_sites").get<int>();
     f.returned = j.at("returned").get<std::vector<std::string>>();
     for (const auto& site : j.value("sites", nlohmann::json::array())) {
-      f.sites.push_back({site.at("kernel").get<std::string>(), site.at("args").get<std::vector<std::string>>()});
+      f.sites.push_back({site.at("kernel").get<std::string>(), site.at("args").get<std::vector<std::string>>(),
+                         site.value("in_out", std::vector<int>{})});
     }
     f.constants = j.value("constants", std::vector<std::string>{});
     f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
+    f.reuse = j.value("reuse", std::vector<std::pair<std::string, std::string>>{});
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

@@ -27,11 +27,15 @@ struct ModelFacts {
   struct Site {
     std::string kernel;
     std::vector<std::string> args;
+    std::vector<int> in_out;  // argument positions a cpp kernel reads and writes in place
   };
   std::vector<Site> sites;
   std::vector<std::string> constants;
   // Moves in run_impl that carry a value on (WrapperInfo::value_moves), as (bufA, bufB).
   std::vector<std::pair<std::string, std::string>> moves;
+  // Every `auto bufA = std::move(bufB);` (WrapperInfo::moves): what an
+  // in-place argument (CallSite::in_out) held under its earlier name.
+  std::vector<std::pair<std::string, std::string>> reuse;
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

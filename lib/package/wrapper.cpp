@@ -1,5 +1,7 @@
 #include "package/wrapper.hpp"
 #include "common/text.hpp"
+#include "package/hooks.hpp"
+#include "package/wrapper_text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,91 +11,8 @@
 namespace aoti_bisect {
 namespace {
 
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+using namespace wrapper_text;
 
-// The identifier that starts at `pos` (empty if none).
-std::string ident_at(std::string_view s, size_t pos) {
-  size_t end = pos;
-  while (end < s.size() && is_ident_char(s[end])) {
-    ++end;
-  }
-  return std::string(s.substr(pos, end - pos));
-}
-
-// Finds `prefix` at an identifier boundary and returns the whole identifier
-// starting there, if it is followed by '('.
-std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix) {
-  for (size_t pos = line.find(prefix); pos != std::string_view::npos; pos = line.find(prefix, pos + 1)) {
-    if (pos > 0 && is_ident_char(line[pos - 1])) {
-      continue;
-    }
-    std::string id = ident_at(line, pos);
-    size_t after = pos + id.size();
-    if (after < line.size() && line[after] == '(') {
-      return id;
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> parse_int(std::string_view s) {
-  s = trim(s);
-  while (!s.empty() && (s.back() == 'L' || s.back() == 'l' || s.back() == 'U' || s.back() == 'u')) {
-    s.remove_suffix(1);
-  }
-  if (s.empty()) {
-    return std::nullopt;
-  }
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(std::string(s), &used);
-    return used == s.size() ? std::optional<int64_t>(v) : std::nullopt;
-  } catch (...) {
-    return std::nullopt;
-  }
-}
-
-std::vector<std::string_view> split_lines(const std::string& source) {
-  std::vector<std::string_view> lines;
-  std::string_view all(source);
-  size_t start = 0;
-  while (start <= all.size()) {
-    size_t nl = all.find('\n', start);
-    if (nl == std::string_view::npos) {
-      lines.push_back(all.substr(start));
-      break;
-    }
-    lines.push_back(all.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
-// [first, last) lines of the function whose signature line contains `marker`.
-std::pair<size_t, size_t> function_range(const std::vector<std::string_view>& lines, std::string_view marker) {
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find(marker) == std::string_view::npos) {
-      continue;
-    }
-    int depth = 0;
-    bool opened = false;
-    for (size_t j = i; j < lines.size(); ++j) {
-      for (char c : lines[j]) {
-        if (c == '{') {
-          ++depth;
-          opened = true;
-        } else if (c == '}') {
-          --depth;
-        }
-      }
-      if (opened && depth <= 0) {
-        return {i, j + 1};
-      }
-    }
-    return {i, lines.size()};
-  }
-  return {0, 0};
-}
 
 std::set<std::string> declared_cpp_kernels(const std::vector<std::string_view>& lines) {
   std::set<std::string> names;
@@ -172,107 +91,6 @@ std::optional<CallSite> call_site_of(std::string_view t, const std::set<std::str
   return std::nullopt;
 }
 
-void parse_input_check(const std::vector<std::string_view>& lines, size_t first, size_t last, InputSpec& spec) {
-  size_t rank = 0;
-  std::vector<std::pair<size_t, int64_t>> sizes, strides, mins, maxs;
-  for (size_t i = first; i < last; ++i) {
-    auto t = trim(lines[i]);
-    if (t.find("_expected_dtype = aoti_torch_dtype_") != std::string_view::npos) {
-      size_t p = t.find("aoti_torch_dtype_") + 17;
-      spec.dtype = ident_at(t, p);
-      if (spec.name.empty()) {
-        spec.name = std::string(t.substr(8, t.find("_expected_dtype") - 8));
-      }
-    } else if (t.find("_expected_device_type = ") != std::string_view::npos) {
-      auto v = parse_int(t.substr(t.find('=') + 1, t.find(';') - t.find('=') - 1));
-      if (v) {
-        spec.device_type = static_cast<int>(*v);
-      }
-    }
-    for (std::string_view kind : {"_size[", "_stride["}) {
-      size_t p = t.find(kind);
-      if (p == std::string_view::npos) {
-        continue;
-      }
-      auto d = parse_int(t.substr(p + kind.size(), t.find(']', p) - p - kind.size()));
-      if (!d) {
-        continue;
-      }
-      size_t dim = static_cast<size_t>(*d);
-      rank = std::max(rank, dim + 1);
-      // "if (arg4_1_size[0] < 2) {" and "> 64" bound a dynamic dim.
-      size_t close = t.find(']', p);
-      if (kind == "_size[" && t.rfind("if (", 0) == 0 && close != std::string_view::npos &&
-          close + 4 < t.size() && (t.compare(close + 1, 3, " < ") == 0 || t.compare(close + 1, 3, " > ") == 0)) {
-        auto v = parse_int(t.substr(close + 4, t.find(')', close) - close - 4));
-        if (v) {
-          (t[close + 2] == '<' ? mins : maxs).push_back({dim, *v});
-        }
-      }
-      // "if (4 != arg4_1_size[0]) {" pins the value.
-      if (t.rfind("if (", 0) == 0) {
-        size_t ne = t.find(" != ");
-        if (ne != std::string_view::npos && ne < p) {
-          if (auto v = parse_int(t.substr(4, ne - 4))) {
-            (kind == "_size[" ? sizes : strides).push_back({dim, *v});
-          }
-        }
-      }
-    }
-  }
-  spec.shape.assign(rank, std::nullopt);
-  spec.strides.assign(rank, std::nullopt);
-  for (auto [d, v] : sizes) {
-    spec.shape[d] = v;
-  }
-  for (auto [d, v] : strides) {
-    spec.strides[d] = v;
-  }
-  spec.dim_min.assign(rank, std::nullopt);
-  spec.dim_max.assign(rank, std::nullopt);
-  for (auto [d, v] : mins) {
-    spec.dim_min[d] = v;
-  }
-  for (auto [d, v] : maxs) {
-    spec.dim_max[d] = v;
-  }
-}
-
-void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, size_t run_last, WrapperInfo& info) {
-  for (size_t i = run_first; i < run_last; ++i) {
-    auto t = trim(lines[i]);
-    size_t p = t.find("steal_from_raw_handles_to_raii_handles(input_handles,");
-    if (p != std::string_view::npos) {
-      size_t comma = t.find(',', p);
-      info.num_inputs = static_cast<int>(parse_int(t.substr(comma + 1, t.find(')', comma) - comma - 1)).value_or(-1));
-    }
-    // "auto arg4_1 = std::move(inputs[0]);"
-    size_t mv = t.find(" = std::move(inputs[");
-    if (t.rfind("auto ", 0) == 0 && mv != std::string_view::npos) {
-      auto idx = parse_int(t.substr(mv + 20, t.find(']', mv) - mv - 20));
-      if (idx && *idx >= 0) {
-        if (info.inputs.size() <= static_cast<size_t>(*idx)) {
-          info.inputs.resize(static_cast<size_t>(*idx) + 1);
-        }
-        info.inputs[*idx].index = static_cast<int>(*idx);
-        info.inputs[*idx].name = std::string(t.substr(5, mv - 5));
-      }
-    }
-  }
-  if (info.num_inputs && *info.num_inputs >= 0 && info.inputs.size() < static_cast<size_t>(*info.num_inputs)) {
-    size_t old = info.inputs.size();
-    info.inputs.resize(static_cast<size_t>(*info.num_inputs));
-    for (size_t i = old; i < info.inputs.size(); ++i) {
-      info.inputs[i].index = static_cast<int>(i);
-    }
-  }
-  for (auto& spec : info.inputs) {
-    auto [first, last] = function_range(lines, "void check_input_" + std::to_string(spec.index) + "(");
-    if (first != last) {
-      parse_input_check(lines, first, last, spec);
-    }
-  }
-}
 
 // "&buf3_handle" arguments of an extern call: outputs it allocates.
 std::vector<std::string> returned_handles(std::string_view t) {
@@ -582,6 +400,15 @@ WrapperInfo parse_wrapper(const std::string& source) {
   }
   parse_inputs(lines, first, last, info);
   info.constant_info = parse_constants(source);
+  auto declarations = kernel_declarations(source);
+  for (auto& site : info.call_sites) {
+    auto d = declarations.find(site.kernel);
+    for (size_t i = 0; site.kind == KernelKind::cpp && d != declarations.end() && i < d->second.size(); ++i) {
+      if (d->second[i].name.rfind("in_out_ptr", 0) == 0) {
+        site.in_out.push_back(static_cast<int>(i));
+      }
+    }
+  }
   return info;
 }
 

@@ -1,6 +1,10 @@
 #include "phase/children.hpp"
 
+#include <cstdlib>
+#include <sstream>
+
 #include "common/files.hpp"
+#include "matrix/matrix.hpp"
 #include "protocol/events.hpp"
 
 namespace aoti_bisect {
@@ -29,6 +33,21 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
     if (!req.node_reference.empty()) {
       argv.insert(argv.end(), {"--node-reference", fs::absolute(req.node_reference).string()});
     }
+  }
+  // A variant that runs the runner under a tool (matrix.hpp k_run_under_env),
+  // or the same variable in the driver's own environment (a reproduce command).
+  auto it = req.env.find(k_run_under_env);
+  const char* outer = std::getenv(k_run_under_env);
+  std::istringstream words(it != req.env.end() ? it->second : outer != nullptr ? outer : "");
+  std::vector<std::string> prefix;
+  for (std::string w; words >> w;) {
+    prefix.push_back(w);
+  }
+  if (!prefix.empty()) {
+    if (auto program = find_program(prefix.front())) {
+      prefix.front() = program->string();
+    }
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
   }
   return argv;
 }

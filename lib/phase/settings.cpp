@@ -91,6 +91,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
     planned.env[k] = v;
   }
   s.plan = plan_matrix(profile, planned, opt.repeats);
+  s.unavailable_variants = unavailable_variants(profile, planned);
   s.variants = static_cast<int>((user.replace_variants ? 0 : profile.variants.size()) + user.variants.size());
   if (opt.no_matrix || opt.bisect_only) {
     s.plan.resize(1);

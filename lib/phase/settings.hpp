@@ -66,6 +66,7 @@ struct Settings {
   // The flag matrix.
   Profile profile;
   std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix
+  std::vector<std::string> unavailable_variants;  // left out: their run-under tool is not installed (with why)
   int variants = 0;                  // variants in the matrix (for the plan line)
   double timeout_s = 300;            // per child run
   // Per child run (RLIMIT_AS): --memory-limit, else the machine's RAM for a

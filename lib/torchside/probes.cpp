@@ -41,7 +41,8 @@ struct ProbeState {
   // Interposition: names by call site, and where raw pointers come from.
   std::vector<ModelFacts::Site> hook_sites;
   std::set<std::string> constants;
-  std::multimap<std::string, std::string> moved_from;  // bufA -> bufB for `auto bufA = std::move(bufB);`
+  std::multimap<std::string, std::string> moved_from;  // bufA -> bufB: moves that carry a value on
+  std::multimap<std::string, std::string> reused_from;  // bufA -> bufB: every `auto bufA = std::move(bufB);`
   size_t cursor = 0;                                // next static site to match
   const ModelFacts::Site* static_site = nullptr;    // the current site's facts
   std::vector<std::pair<void*, void*>> pending;     // (handle, pointer) since the last site began
@@ -143,7 +144,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
 
 // Written before: a graph input, a constant, a buffer an extern call
 // created or an earlier site touched, under this name or one it was moved from.
-bool written_earlier(const ProbeState& s, const std::string& name) {
+bool written_earlier(const ProbeState& s, const std::string& name, bool in_place = false) {
   std::vector<std::string> todo = {name};
   std::set<std::string> seen;
   while (!todo.empty() && seen.size() < 256) {
@@ -155,9 +156,14 @@ bool written_earlier(const ProbeState& s, const std::string& name) {
     if (is_graph_input_name(n) || s.touched.count(n) > 0 || s.returned.count(n) > 0 || s.constants.count(n) > 0) {
       return true;
     }
-    auto [first, last] = s.moved_from.equal_range(n);
-    for (auto it = first; it != last; ++it) {
-      todo.push_back(it->second);
+    for (const auto* moves : {&s.moved_from, in_place ? &s.reused_from : nullptr}) {
+      if (moves == nullptr) {
+        continue;
+      }
+      auto [first, last] = moves->equal_range(n);
+      for (auto it = first; it != last; ++it) {
+        todo.push_back(it->second);
+      }
     }
   }
   return false;
@@ -185,9 +191,13 @@ void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, co
   s.emit(EventKind::saved, {{"site", s.site}, {"kernel", s.kernel}, {"tensor", name}, {"path", path.string()}});
 }
 
-void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before) {
+// `in_place`: the argument is a cpp kernel's in_out_ptr, so what a reused
+// buffer held under its earlier name is what the kernel reads. Its value
+// belongs to another graph node than the name's: not compared before launch.
+void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before, bool in_place = false) {
   std::string base = base_tensor_name(name);
-  bool initialized = !before || written_earlier(s, base);
+  bool by_name = !before || written_earlier(s, base);
+  bool initialized = by_name || (in_place && written_earlier(s, base, true));
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},
@@ -196,7 +206,7 @@ void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, b
                            {"constant", s.constants.count(base) > 0},
                            {"stats", to_json(tensor_stats(name, t))}};
   const at::Tensor* expected = nullptr;  // the eager value it was compared with
-  if (initialized && t.numel() > 0) {
+  if (by_name && t.numel() > 0) {
     if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
       fields["compare"] = compare_with_reference(t, it->second);
       size_t candidate = fields["compare"].value("candidate", it->second.size());
@@ -266,7 +276,8 @@ void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string
 }
 
 void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
-                      const std::vector<std::string>& constants) {
+                      const std::vector<std::string>& constants,
+                      const std::vector<std::pair<std::string, std::string>>& reuse) {
   ProbeState& s = state();
   s.moved_from.clear();
   for (const auto& [to, from] : moves) {
@@ -275,6 +286,12 @@ void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& mo
     }
   }
   s.constants.insert(constants.begin(), constants.end());
+  s.reused_from.clear();
+  for (const auto& [to, from] : reuse) {
+    if (to != from) {
+      s.reused_from.emplace(to, from);
+    }
+  }
 }
 
 int hook_enter(const char* kernel) {
@@ -316,7 +333,9 @@ void hook_tensor(void* handle, int arg, bool after) {
   }
   const at::Tensor* t = torch::aot_inductor::tensor_handle_to_tensor_pointer(static_cast<AtenTensorHandle>(handle));
   if (t != nullptr && t->defined()) {
-    probe_tensor(s, *t, name, !after);
+    bool in_place = s.static_site != nullptr && std::find(s.static_site->in_out.begin(), s.static_site->in_out.end(),
+                                                          arg) != s.static_site->in_out.end();
+    probe_tensor(s, *t, name, !after, in_place);
   }
 }
 

@@ -120,8 +120,11 @@ void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string
 // under the new name is initialized when its earlier name was. Reuse of a
 // dead buffer's memory is not followed: what it holds is stale.
 // Constants (by the wrapper's names) are initialized, and probes say so.
+// An in-place argument (a cpp kernel's `in_out_ptrN`) also counts as written
+// when a name it reuses (`reuse`: every `auto bufA = std::move(bufB);`) was.
 void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
-                      const std::vector<std::string>& constants);
+                      const std::vector<std::string>& constants,
+                      const std::vector<std::pair<std::string, std::string>>& reuse = {});
 int hook_enter(const char* kernel);
 void hook_tensor(void* handle, int arg, bool after);
 void hook_pointer(const void* pointer, int arg, bool after);

@@ -360,7 +360,10 @@ TEST_CASE("builtin profiles") {
   }
   SUBCASE("cuda, most deterministic first") {
     Profile p = builtin_profile("cuda");
-    REQUIRE(names_of(p.variants) == std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching"});
+    REQUIRE(names_of(p.variants) ==
+            std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching", "memcheck"});
+    CHECK(p.variants[3].localizes_faults);
+    CHECK(p.variants[3].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool memcheck", 0) == 0);
     CHECK(p.variants[0].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"},
                                                                   {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}});

@@ -283,4 +283,15 @@ TEST_CASE("summarize_matrix: the chosen variant") {
   }
 }
 
+TEST_CASE("plan_matrix: a variant run under a tool that is not installed is left out, and says why") {
+  Profile p = two_variant_profile();
+  p.variants.push_back(Variant{"memcheck", {{k_run_under_env, "no-such-sanitizer-here --tool memcheck"}}, 1, ""});
+  p.variants.push_back(Variant{"under_env", {{k_run_under_env, "  env  "}}, 1, ""});
+  auto runs = plan_matrix(p, UserConfig{}, std::nullopt);
+  CHECK(ids_of(runs) == std::vector<std::string>{"baseline", "both.1", "both.2", "blocking.1", "blocking.2",
+                                                 "under_env.1"});
+  CHECK(unavailable_variants(p, UserConfig{}) ==
+        std::vector<std::string>{"memcheck: no-such-sanitizer-here is not on PATH"});
+}
+
 TEST_SUITE_END();

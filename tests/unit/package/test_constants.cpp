@@ -1,28 +1,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "package/constants.hpp"
 #include "package/wrapper.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
-
-namespace {
-std::string read_data(const std::string& name) {
-  std::ifstream in(std::filesystem::path(AOTI_BISECT_TEST_DATA) / name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 TEST_SUITE_BEGIN("package/constants");
 
 TEST_CASE("parse_constants: names, original module paths, kinds and shapes from constants_info_") {
-  auto constants = parse_constants(read_data("nan_level1.wrapper.cpp"));
+  auto constants = parse_constants(fixture::text("nan_level1.wrapper.cpp"));
   REQUIRE(constants.size() >= 3);
   CHECK(constants[0].index == 0);
   CHECK(constants[0].name == "l1_weight");
@@ -33,7 +22,7 @@ TEST_CASE("parse_constants: names, original module paths, kinds and shapes from 
   CHECK(constants[1].fqn == "l1.bias");
   CHECK(constants[1].shape == std::vector<int64_t>{16});
   // parse_wrapper carries them.
-  auto w = parse_wrapper(read_data("nan_level1.wrapper.cpp"));
+  auto w = parse_wrapper(fixture::text("nan_level1.wrapper.cpp"));
   REQUIRE(w.constant_info.size() == constants.size());
   CHECK(w.constant_info[2].fqn == "l2.weight");
 }
@@ -104,7 +93,7 @@ TEST_CASE("parse_wrapper: a template's comma (std::array<int64_t, 2>) does not s
 }
 
 TEST_CASE("parse_wrapper: call sites inside torch.cond branches name their subgraph") {
-  auto w = parse_wrapper(read_data("cond_level1.wrapper.cpp"));
+  auto w = parse_wrapper(fixture::text("cond_level1.wrapper.cpp"));
   std::vector<std::pair<std::string, std::string>> seen;  // (kernel, branch)
   for (const auto& s : w.call_sites) {
     seen.emplace_back(s.kernel, s.branch);
@@ -120,4 +109,19 @@ TEST_CASE("parse_wrapper: call sites inside torch.cond branches name their subgr
   CHECK(inside == 4);  // two call sites in each branch
   CHECK(top >= 2);
   CHECK(w.call_sites.front().branch.empty());
+}
+
+TEST_CASE("parse_wrapper: a cpp kernel's in_out_ptr arguments, from its declaration in the wrapper") {
+  auto w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
+  bool checked = false;
+  for (const auto& s : w.call_sites) {
+    if (s.kernel == "cpp_fused_tanh_1") {  // declared `(float* in_out_ptr0)`
+      CHECK(s.in_out == std::vector<int>{0});
+      checked = true;
+    }
+    if (s.kind != KernelKind::cpp) {
+      CHECK(s.in_out.empty());
+    }
+  }
+  CHECK(checked);
 }

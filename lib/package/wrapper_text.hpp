@@ -1,0 +1,28 @@
+#pragma once
+// Text helpers the wrapper parser (package/wrapper.cpp) is built from, and
+// the parser of the generated input checks. Internal to lib/package.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "package/wrapper.hpp"
+
+namespace aoti_bisect::wrapper_text {
+
+bool is_ident_char(char c);
+// The identifier that starts at `pos` (empty if none).
+std::string ident_at(std::string_view s, size_t pos);
+// `prefix` + an identifier directly followed by '(' in `line`: that identifier.
+std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix);
+std::optional<int64_t> parse_int(std::string_view s);
+std::vector<std::string_view> split_lines(const std::string& source);
+// The lines [first, last) of the body of the function whose header line holds `marker`.
+std::pair<size_t, size_t> function_range(const std::vector<std::string_view>& lines, std::string_view marker);
+// The model's inputs from steal_from_raw_handles_to_raii_handles and the generated check_input_<i> functions.
+void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, size_t run_last, WrapperInfo& info);
+
+}  // namespace aoti_bisect::wrapper_text

@@ -1,0 +1,107 @@
+// The chain of instrumentation sources (interposition, the wrapper rewrite,
+// the exported program, guide mode): each one that cannot probe says why and
+// lets the next try. The search they share is in search.cpp.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/files.hpp"
+#include "common/text.hpp"
+#include "search/search.hpp"
+
+namespace aoti_bisect {
+
+std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg,
+                                                 const ModelFiles& model, std::string& name) {
+  name = "model";
+  if (!settings.exported_program.empty()) {
+    return settings.exported_program.string();
+  }
+  const auto& eps = pkg.exported_programs();
+  if (!eps.empty()) {
+    name = std::find(eps.begin(), eps.end(), model.name) != eps.end() ? model.name : eps.front();
+    return pkg.path().string();
+  }
+  return std::nullopt;
+}
+
+void record_search(Bisection& bis, const SearchResult& sr) {
+  bis.runs += sr.runs;
+  bis.status = std::string(search_status_name(sr.status));
+  for (const auto& st : sr.steps) {
+    bis.steps.push_back({st.lo, st.hi, st.purpose, std::string(step_verdict_name(st.probe.verdict)), st.probe.runs,
+                         st.probe.agreeing, redact_paths(st.probe.note)});
+  }
+}
+
+BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
+  Predicate pred = predicate_for(s.kind);
+  if (pred == Predicate::unsupported) {
+    return {Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind)), ""};
+  }
+  if (auto ep = find_exported_program(env.settings, s.pkg, s.model, s.exported_model)) {
+    s.exported_program = *ep;
+  }
+  Bisection bis;
+  if (env.settings.rebuild_per_step) {
+    if (pred == Predicate::mismatch) {
+      return {Verdict::not_isolated, "--rebuild-per-step prints kernel inputs; comparing kernels with eager needs "
+                                     "the probes of one instrumented build (drop --rebuild-per-step)", ""};
+    }
+    bis.source = "guide";
+    return GuideSource().isolate(env, s, pred, bis);
+  }
+  // The sources in order of preference: each one that cannot probe says why
+  // and lets the next one try.
+  std::vector<std::unique_ptr<InstrumentationSource>> chain;
+  const std::string& choice = env.settings.source;
+  if (env.source) {
+    chain.push_back(env.source());
+  } else {
+    if (choice == "auto" || choice == "interpose") {
+      chain.push_back(std::make_unique<InterposeSource>());
+    }
+    if (choice == "auto" || choice == "rewrite") {
+      chain.push_back(std::make_unique<RewriteSource>());
+    }
+    if (choice == "auto" || choice == "exported_program") {
+      chain.push_back(std::make_unique<ExportedProgramSource>());
+    }
+  }
+  BisectOutcome out;
+  std::vector<std::string> why_not;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    bis = Bisection{};
+    bis.source = std::string(chain[i]->name());
+    out = chain[i]->isolate(env, s, pred, bis);
+    if (interrupt_requested()) {
+      return {Verdict::interrupted, "", ""};  // a stopped build or hook compile is no reason to try the next source
+    }
+    if (out.fall_back.empty()) {
+      break;
+    }
+    env.recorder.passed_over({bis.source, out.fall_back});
+    env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
+    why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
+    if (i + 1 == chain.size() && choice != "interpose" && choice != "rewrite") {
+      bis = Bisection{};
+      bis.source = "guide";
+      return GuideSource(out.fall_back).isolate(env, s, pred, bis);
+    }
+  }
+  if (!out.fall_back.empty()) {
+    return {Verdict::not_isolated, "no probe source could be used (" + join(why_not, "; ") + ")", ""};
+  }
+  if (out.verdict == Verdict::not_isolated && !why_not.empty() && !out.reason.empty()) {
+    out.reason += " (" + join(why_not, "; ") + ")";
+  }
+  return out;
+}
+
+std::string needs_exported_program() {
+  return "naming the kernel needs the exported program: give --exported-program EP.pt2 (torch.export.save of the "
+         "same model), or a package that holds it (package_pt2)";
+}
+
+}  // namespace aoti_bisect
