@@ -146,22 +146,16 @@ void parse_input_check(const std::vector<std::string_view>& lines, size_t first,
       }
     }
   }
-  spec.shape.assign(rank, std::nullopt);
-  spec.strides.assign(rank, std::nullopt);
-  for (auto [d, v] : sizes) {
-    spec.shape[d] = v;
-  }
-  for (auto [d, v] : strides) {
-    spec.strides[d] = v;
-  }
-  spec.dim_min.assign(rank, std::nullopt);
-  spec.dim_max.assign(rank, std::nullopt);
-  for (auto [d, v] : mins) {
-    spec.dim_min[d] = v;
-  }
-  for (auto [d, v] : maxs) {
-    spec.dim_max[d] = v;
-  }
+  auto fill = [rank](std::vector<std::optional<int64_t>>& dims, const auto& found) {
+    dims.assign(rank, std::nullopt);
+    for (auto [d, v] : found) {
+      dims[d] = v;
+    }
+  };
+  fill(spec.shape, sizes);
+  fill(spec.strides, strides);
+  fill(spec.dim_min, mins);
+  fill(spec.dim_max, maxs);
 }
 
 }  // namespace
