@@ -173,39 +173,6 @@ std::string call_text(const std::vector<std::string_view>& lines, size_t i, size
   return text;
 }
 
-std::vector<std::string> split_args(std::string_view call) {
-  std::vector<std::string> out;
-  if (call.size() < 2) {
-    return out;
-  }
-  call = call.substr(1, call.size() - 2);  // without the outer parentheses
-  int depth = 0;
-  int angle = 0;  // open template argument lists (counted in depth too)
-  size_t start = 0;
-  for (size_t i = 0; i <= call.size(); ++i) {
-    char c = i < call.size() ? call[i] : ',';
-    // `std::array<int64_t, 2>{1L, 1L}.cbegin()`: a template's comma is not an argument's end.
-    bool template_open = c == '<' && i >= 5 &&
-                         (call.substr(i - 5, 5) == "array" || call.substr(i - 4, 4) == "pair" ||
-                          call.substr(i - 5, 5) == "tuple");
-    if (template_open || (c == '>' && angle > 0)) {
-      angle += template_open ? 1 : -1;
-      depth += template_open ? 1 : -1;
-    } else if (c == '(' || c == '{' || c == '[') {
-      ++depth;
-    } else if (c == ')' || c == '}' || c == ']') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      auto a = trim(call.substr(start, i - start));
-      if (!a.empty() || i < call.size()) {
-        out.emplace_back(a);
-      }
-      start = i + 1;
-    }
-  }
-  return out;
-}
-
 // What one argument names (see CallSite::args).
 std::string arg_name(std::string_view a) {
   a = trim(a);
@@ -252,6 +219,39 @@ std::optional<std::pair<size_t, std::string>> constant_alias(std::string_view t)
 }
 
 }  // namespace
+
+std::vector<std::string> split_call_arguments(std::string_view call) {
+  std::vector<std::string> out;
+  if (call.size() < 2) {
+    return out;
+  }
+  call = call.substr(1, call.size() - 2);  // without the outer parentheses
+  int depth = 0;
+  int angle = 0;  // open template argument lists (counted in depth too)
+  size_t start = 0;
+  for (size_t i = 0; i <= call.size(); ++i) {
+    char c = i < call.size() ? call[i] : ',';
+    // `std::array<int64_t, 2>{1L, 1L}.cbegin()`: a template's comma is not an argument's end.
+    bool template_open = c == '<' && i >= 5 &&
+                         (call.substr(i - 5, 5) == "array" || call.substr(i - 4, 4) == "pair" ||
+                          call.substr(i - 5, 5) == "tuple");
+    if (template_open || (c == '>' && angle > 0)) {
+      angle += template_open ? 1 : -1;
+      depth += template_open ? 1 : -1;
+    } else if (c == '(' || c == '{' || c == '[') {
+      ++depth;
+    } else if (c == ')' || c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      auto a = trim(call.substr(start, i - start));
+      if (!a.empty() || i < call.size()) {
+        out.emplace_back(a);
+      }
+      start = i + 1;
+    }
+  }
+  return out;
+}
 
 std::string base_tensor_name(const std::string& name) {
   constexpr std::string_view view = "view of ";
@@ -380,7 +380,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
       size_t at = line.find(site->kind == KernelKind::triton ? "call_" + site->kernel + "(" : site->kernel + "(");
       std::string call = at == std::string_view::npos ? std::string(t) : call_text(lines, i, line.find('(', at));
       if (at != std::string_view::npos) {
-        for (const auto& a : split_args(call)) {
+        for (const auto& a : split_call_arguments(call)) {
           site->args.push_back(arg_name(a));
         }
       }

@@ -77,6 +77,11 @@ struct WrapperInfo {
   std::vector<ConstantInfo> constant_info;
 };
 
+// The arguments of a call's parenthesized text, "(buf3, f(a, b),
+// std::array<int64_t, 2>{1L, 1L}.cbegin(), 2)", split at its top-level
+// commas (a template's comma is not one), each trimmed.
+std::vector<std::string> split_call_arguments(std::string_view parenthesized);
+
 // "view of buf3" -> "buf3"; any other name unchanged.
 std::string base_tensor_name(const std::string& name);
 

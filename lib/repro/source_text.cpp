@@ -6,6 +6,7 @@
 
 #include "common/text.hpp"
 #include "package/rewrite.hpp"
+#include "package/wrapper.hpp"
 #include "repro/replay.hpp"
 
 namespace aoti_bisect {
@@ -110,29 +111,11 @@ std::string call_text_at(const std::string& source, int line, const std::string&
 }
 
 std::vector<std::string> call_arguments(const std::string& call) {
-  std::vector<std::string> out;
   size_t open = call.find('(');
-  if (open == std::string::npos || call.size() < open + 2) {
-    return out;
+  if (open == std::string::npos) {
+    return {};
   }
-  std::string inner = call.substr(open + 1, call.size() - open - 2);
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= inner.size(); ++i) {
-    char c = i < inner.size() ? inner[i] : ',';
-    if (c == '(' || c == '{' || c == '[') {
-      ++depth;
-    } else if (c == ')' || c == '}' || c == ']') {
-      --depth;
-    } else if (c == ',' && depth == 0) {
-      auto a = trim(std::string_view(inner).substr(start, i - start));
-      if (!a.empty() || i < inner.size()) {
-        out.emplace_back(a);
-      }
-      start = i + 1;
-    }
-  }
-  return out;
+  return split_call_arguments(std::string_view(call).substr(open));  // the wrapper parser's own splitting
 }
 
 std::string replay_kernel_source(const std::string& src, const std::string& kernel) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/text.hpp"
+#include "package/hooks.hpp"
 
 namespace aoti_bisect {
 
@@ -86,32 +87,6 @@ bool has_token(std::string_view text, const std::string& token) {
   return false;
 }
 
-// The parameters of `extern "C" void name(const float* in_ptr0, ...)`, in order: (type, name).
-std::vector<std::pair<std::string, std::string>> parameters(const std::string& def) {
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t open = def.find('(');
-  size_t close = def.find(')', open);
-  if (open == std::string::npos || close == std::string::npos) {
-    return out;
-  }
-  std::string list = def.substr(open + 1, close - open - 1);
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    std::string p(trim(std::string_view(list).substr(start, comma == std::string::npos ? std::string::npos
-                                                                                        : comma - start)));
-    size_t name_at = p.find_last_of(" *&");
-    if (!p.empty() && name_at != std::string::npos) {
-      out.emplace_back(p.substr(0, name_at + 1), p.substr(name_at + 1));
-    }
-    if (comma == std::string::npos) {
-      break;
-    }
-    start = comma + 1;
-  }
-  return out;
-}
-
 // `auto tmpN = ...` -> "tmpN".
 std::string assigned_tmp(std::string_view line) {
   line = trim(line);
@@ -169,7 +144,15 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
   if (def.empty() || site == nullptr) {
     return std::nullopt;
   }
-  auto params = parameters(def);
+  auto declared = kernel_declarations(def);
+  auto found = declared.find(c.kernel);
+  if (found == declared.end()) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::string, std::string>> params;  // (type, name), in order
+  for (const auto& p : found->second) {
+    params.emplace_back(p.type, p.name);
+  }
   auto arg_of = [&](const std::string& param) -> const ProbeStats* {
     for (size_t i = 0; i < params.size() && i < site->args.size(); ++i) {
       if (params[i].second == param) {

@@ -46,7 +46,7 @@ class ProbedSearch {
   BisectOutcome culprit(int k, const ChildResult& trace);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   std::optional<std::string> self_check(int k, const RunTrace& ev);
-  void explain_root_cause(Culprit& c, const RunTrace& ev);
+  void explain_root_cause(Culprit& c);
 
   JobEnv& m_env;
   const BisectSetup& m_s;
@@ -240,7 +240,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
                              evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
                              m_returned_by});
-  explain_root_cause(c, ev);
+  explain_root_cause(c);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
     explain_divergence(c, compare_sites(evidence.events, tol, m_returned_by), trace.events, m_model.node_map,
@@ -358,7 +358,7 @@ BisectOutcome ProbedSearch::run() {
 // Names constants and graph inputs as the user knows them, compares an
 // out-of-range index with the tensor it indexes (from the kernel's own
 // source in the package), and writes the root-cause sentence.
-void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& ev) {
+void ProbedSearch::explain_root_cause(Culprit& c) {
   const WrapperInfo& w = m_model.wrapper;
   WrapperInfo named = w;
   if (named.constant_info.empty()) {
@@ -367,7 +367,6 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& ev) {
   if (named.inputs.empty()) {
     named.inputs = m_s.wrapper.inputs;
   }
-  annotate_origins(c, named);
   const SiteTrace* h = m_trace.site(c.call_index);
   int at = h && h->wrapper_site > 0 ? h->wrapper_site : c.call_index;
   const CallSite* site = at >= 1 && static_cast<size_t>(at) <= w.call_sites.size() &&
@@ -383,17 +382,14 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& ev) {
     }
   }
   auto wild = wild_index(c, definition, site);
-  if (wild) {
-    std::string why = fmt::format("holds {}, outside the {} rows of {}", wild->value, wild->bound, wild->indexed_tensor);
-    if (!c.producer || base_tensor_name(c.producer->tensor) != base_tensor_name(wild->index_tensor)) {
-      c.producer = producer_of(wild->index_tensor, why, c.call_index, m_trace, named);
-    } else {
-      c.producer = producer_of(c.producer->tensor, why, c.call_index, m_trace, named);
-    }
-    annotate_origins(c, named);
+  if (wild) {  // the index it reads is the bad input, whatever else looked odd
+    c.producer = producer_of(wild->index_tensor,
+                             fmt::format("holds {}, outside the {} rows of {}", wild->value, wild->bound,
+                                         wild->indexed_tensor),
+                             c.call_index, m_trace, named);
   }
+  annotate_origins(c, named);
   c.root_cause = root_cause(c, m_pred, wild, named, index_bound_of(m_s.first_line));
-  (void)ev;
 }
 
 // Before claiming isolation: in the evidence run, which probed every site up
