@@ -42,11 +42,12 @@ size_t statement_end(const std::vector<std::string>& lines, size_t first) {
 
 }  // namespace
 
-std::string insert_probes(const std::string& source, const WrapperInfo& wrapper) {
+std::string insert_probes(const std::string& source, const WrapperInfo& wrapper, ProbeText how) {
   std::vector<std::string> lines = lines_of(source);
   std::map<size_t, std::vector<std::string>> before, after;  // by 0-based line
   for (const auto& site : wrapper.call_sites) {
-    if (site.line <= 0 || static_cast<size_t>(site.line) > lines.size()) {
+    if (site.line <= 0 || static_cast<size_t>(site.line) > lines.size() ||
+        (how.only != nullptr && !how.only->count(site.index))) {
       continue;
     }
     size_t first = static_cast<size_t>(site.line) - 1;
@@ -55,6 +56,10 @@ std::string insert_probes(const std::string& source, const WrapperInfo& wrapper)
     std::set<std::string> created(site.returns.begin(), site.returns.end());
     std::set<std::string> seen;
     auto call = [&](const std::string& handle, const std::string& name, const char* phase) {
+      if (how.print) {
+        return fmt::format("{}aoti_torch_print_tensor_handle({}, \"{} - {} - {}\");", indent, handle, phase,
+                           site.kernel, name);
+      }
       return fmt::format("{}aoti_torch_save_tensor_handle({}, \"{}\", \"{}\", \"{}\");", indent, handle, name, phase,
                          site.kernel);
     };

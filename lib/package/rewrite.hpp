@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,7 +21,16 @@ namespace aoti_bisect {
 // buffer and graph input it passes (the intermediate-value printer's level-1
 // text), and the same with "after_launch" after it, outputs the call
 // creates included. Call sites inside branches get them too.
-std::string insert_probes(const std::string& wrapper_source, const WrapperInfo& wrapper);
+//
+// `only`: the call sites (1-based, the wrapper's source order) to probe;
+// null probes all. `print`: the level-2 printer's text instead,
+// `aoti_torch_print_tensor_handle(X, "before_launch - K - X");`, which
+// prints min/max/mean to stdout (guide mode reads it).
+struct ProbeText {
+  const std::set<int>* only = nullptr;
+  bool print = false;
+};
+std::string insert_probes(const std::string& wrapper_source, const WrapperInfo& wrapper, ProbeText how = {});
 
 // The command recorded after `// Compile cmd` or `// Link cmd` at the end of
 // a generated source, split into arguments; nullopt when absent.

@@ -1,0 +1,189 @@
+#include "search/library_rebuild.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "build/build.hpp"
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "common/text.hpp"
+#include "package/elf.hpp"
+#include "package/rewrite.hpp"
+#include "process/process.hpp"
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> resolved(std::vector<std::string> argv) {
+  if (auto p = find_program(argv.at(0))) {
+    argv[0] = p->string();
+  }
+  return argv;
+}
+
+std::string tail_line(const fs::path& log) {
+  std::error_code ec;
+  if (!fs::is_regular_file(log, ec)) {
+    return "";
+  }
+  std::string text = read_file(log, "compiler output");
+  size_t e = text.find("error");
+  std::string from = e == std::string::npos ? text : text.substr(text.rfind('\n', e) + 1);
+  return std::string(trim(from.substr(0, from.find('\n'))));
+}
+
+struct Job {
+  std::string name;
+  std::vector<std::string> argv;
+};
+
+// Runs the commands at once in `dir`; throws Error(cannot_test) naming the
+// first that failed.
+void run_all(const std::vector<Job>& jobs, const fs::path& dir, double timeout_s) {
+  ProcessSet set;
+  std::map<int, std::string> names;
+  for (const auto& job : jobs) {
+    SpawnSpec spec;
+    spec.argv = resolved(job.argv);
+    spec.env = current_environment();
+    spec.cwd = dir;
+    spec.stderr_path = dir / (job.name + ".log");
+    spec.stdout_path = dir / (job.name + ".out");
+    spec.timeout_s = timeout_s;
+    names[set.start(spec)] = job.name;
+  }
+  std::string failed;
+  while (set.running() > 0) {
+    auto [token, st] = set.wait_any();
+    if (!st.ok() && failed.empty()) {
+      failed = fmt::format("{} ({}): {}", names[token], st.describe(), tail_line(dir / (names[token] + ".log")));
+    }
+  }
+  if (!failed.empty()) {
+    throw Error(ErrorKind::cannot_test, "the rewritten package did not build: " + failed);
+  }
+}
+
+// Moves `from` to `to` unless another process got there first.
+void publish(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  fs::rename(from, to, ec);
+  if (ec && !fs::exists(to)) {
+    throw Error(ErrorKind::internal, "the rebuilt library cannot be stored in the cache: " + ec.message());
+  }
+}
+
+}  // namespace
+
+RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_dir, double timeout_s) {
+  auto t0 = Clock::now();
+  auto wrapper_cmd = recorded_command(src.recorded_wrapper, "Compile cmd");
+  auto link_cmd = recorded_command(src.recorded_wrapper, "Link cmd");
+  auto kernel_cmd = recorded_command(src.kernel, "Compile cmd");
+  if (!wrapper_cmd || !link_cmd || !kernel_cmd) {
+    throw Error(ErrorKind::cannot_test, "the package's sources do not record their compile and link commands");
+  }
+  ElfFacts elf = read_elf_facts(src.library);
+  auto start = elf.blobs.find("_binary_constants_bin_start");
+  auto end = elf.blobs.find("_binary_constants_bin_end");
+  if (start == elf.blobs.end() || end == elf.blobs.end() || end->second.file_offset < start->second.file_offset) {
+    throw Error(ErrorKind::cannot_test, "the package's library holds no weights blob to relink");
+  }
+  fs::path root = fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "rewrite";
+  auto key = [](const std::string& text) { return sha256_hex(text).substr(0, 24); };
+  std::string wrapper_key = key(src.wrapper + "\n" + join(*wrapper_cmd, " "));
+  std::string kernel_key = key(src.kernel + "\n" + join(*kernel_cmd, " "));
+  std::string weights_key = key(sha256_file(src.library) + (start->second.writable ? " w" : " r"));
+  std::string so_name = src.library.filename().string();
+  fs::path lib_dir = root / key(wrapper_key + kernel_key + weights_key + join(*link_cmd, " "));
+  RebuiltLibrary out;
+  out.library = lib_dir / so_name;
+  std::error_code ec;
+  if (fs::is_regular_file(out.library, ec)) {
+    out.cache_hit = true;
+    out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return out;
+  }
+  fs::path objects = root / "objects";
+  fs::path wrapper_o = objects / ("wrapper-" + wrapper_key + ".o");
+  fs::path kernel_o = objects / ("kernel-" + kernel_key + ".o");
+  fs::path weights_o = objects / ("weights-" + weights_key + ".o");
+  fs::path tmp = root / fmt::format("tmp.{}.{}", ::getpid(), wrapper_key);
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  std::vector<Job> jobs;
+  if (!fs::is_regular_file(wrapper_o, ec)) {
+    write_file_atomic(tmp / "wrapper.cpp", src.wrapper);
+    jobs.push_back({"wrapper", adapt_compile(*wrapper_cmd, "wrapper.cpp", "wrapper.o")});
+  }
+  if (!fs::is_regular_file(kernel_o, ec)) {
+    write_file_atomic(tmp / "kernel.cpp", src.kernel);
+    jobs.push_back({"kernel", adapt_compile(*kernel_cmd, "kernel.cpp", "kernel.o")});
+  }
+  if (!fs::is_regular_file(weights_o, ec)) {
+    std::ifstream in(src.library, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(start->second.file_offset));
+    std::string blob(end->second.file_offset - start->second.file_offset, '\0');
+    in.read(blob.data(), static_cast<std::streamsize>(blob.size()));
+    write_file_atomic(tmp / "constants.bin", blob);
+    write_file_atomic(tmp / "weights.S", weights_assembly("constants.bin", start->second.writable));
+    jobs.push_back({"weights", {wrapper_cmd->front(), "-c", "weights.S", "-o", "weights.o"}});
+  }
+  try {
+    run_all(jobs, tmp, timeout_s);
+    for (const auto& job : jobs) {
+      publish(tmp / (job.name + ".o"),
+              job.name == "wrapper" ? wrapper_o : job.name == "kernel" ? kernel_o : weights_o);
+    }
+    run_all({{"link", adapt_link(*link_cmd,
+                                 {{".wrapper.o", wrapper_o.string()},
+                                  {".kernel.o", kernel_o.string()},
+                                  {".weights.o", weights_o.string()}},
+                                 so_name)}},
+            tmp, timeout_s);
+    fs::create_directories(lib_dir, ec);
+    publish(tmp / so_name, out.library);
+    write_file_atomic(lib_dir / "wrapper.cpp", src.wrapper);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  fs::remove_all(tmp, ec);
+  out.compiled = static_cast<int>(jobs.size());
+  out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
+fs::path copy_package_with(const fs::path& root, const std::string& model_name, const fs::path& library,
+                           const std::string& wrapper_file, const std::string& wrapper_text, const fs::path& dest) {
+  std::error_code ec;
+  fs::remove_all(dest, ec);
+  fs::copy(root, dest, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
+  if (ec) {
+    throw Error(ErrorKind::internal, "the extracted package cannot be copied: " + ec.message());
+  }
+  fs::path model = dest / "data" / "aotinductor" / model_name;
+  fs::path so = model / library.filename();
+  fs::path wrapper = model / fs::path(wrapper_file).filename();
+  fs::remove(so, ec);
+  fs::copy_file(library, so, ec);
+  if (ec) {
+    throw Error(ErrorKind::internal, "the rebuilt library cannot be copied: " + ec.message());
+  }
+  fs::remove(wrapper, ec);
+  write_file_atomic(wrapper, wrapper_text);
+  return dest;
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,41 @@
+#pragma once
+// Rebuilding a model library from its own sources (design "Sources", B): a
+// wrapper text (the package's, with probe calls inserted) compiled with the
+// command the package recorded, its kernel.cpp compiled as recorded, its
+// weights cut out of its library and relinked as the same blob. Each object
+// is cached by content on its own, so rebuilds that change only the wrapper
+// (guide mode's ranges, the exported program's blind spots) compile only the
+// wrapper. Used by the rewrite source, by the exported program's build where
+// its printer left call sites unprobed, and by guide mode.
+
+#include <filesystem>
+#include <string>
+
+namespace aoti_bisect {
+
+struct LibrarySources {
+  std::string wrapper;           // the text to compile (rewritten)
+  std::string recorded_wrapper;  // the package's own wrapper: its `// Compile cmd` and `// Link cmd`
+  std::string kernel;            // the package's kernel.cpp
+  std::filesystem::path library; // the package's library (its weights blob is relinked)
+};
+
+struct RebuiltLibrary {
+  std::filesystem::path library;  // in the cache
+  bool cache_hit = false;         // the whole library
+  int compiled = 0;               // objects compiled this time (0 to 3)
+  double seconds = 0;
+};
+
+// Throws Error(cannot_test) naming what failed (no recorded commands, no
+// weights blob, a compile or link error).
+RebuiltLibrary rebuild_library(const LibrarySources& src, const std::filesystem::path& cache_dir, double timeout_s);
+
+// A copy of the extracted package `root` (hard links) at `dest` whose model
+// `model_name` has `library` as its library and `wrapper_text` as its
+// wrapper source. Returns `dest`; throws Error(internal) when it cannot.
+std::filesystem::path copy_package_with(const std::filesystem::path& root, const std::string& model_name,
+                                        const std::filesystem::path& library, const std::string& wrapper_file,
+                                        const std::string& wrapper_text, const std::filesystem::path& dest);
+
+}  // namespace aoti_bisect
