@@ -47,9 +47,9 @@ for step in ("bundle", "smoke", "examples"):
     if steps.get(step) != "ok":
         problems.append(f"step {step}: {steps.get(step)}")
 entries = s["entries"]
-if len(entries) != 10 or any(e["status"] != "skipped" for e in entries):
+if len(entries) != 20 or any(e["status"] != "skipped" for e in entries):
     problems.append(f"{len(entries)} run entries: {[(e['example'], e['source'], e['status']) for e in entries]}")
-if {e["source"] for e in entries} != {"package", "exported_program"}:
+if {e["source"] for e in entries} != {"package", "interpose", "rewrite", "exported_program"}:
     problems.append("sources: " + str({e["source"] for e in entries}))
 for p in problems:
     print("FAIL:", p)

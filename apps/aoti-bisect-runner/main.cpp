@@ -163,7 +163,11 @@ void bind_hooks(const Options& opt, const ab::ModelFacts& facts, ab::EventWriter
     events.emit(ab::EventKind::hooks, {{"hooks", b.hooks}, {"slots", b.slots}, {"unbound", b.unbound}});
     std::vector<std::string> sites_unbound;
     for (const auto& u : b.unbound) {
-      if (std::any_of(facts.sites.begin(), facts.sites.end(), [&](const auto& s) { return s.kernel == u; })) {
+      // A Triton launch is seen through the CUDA driver's functions.
+      bool driver = u == "cuLaunchKernel" || u == "cuModuleGetFunction";
+      if (std::any_of(facts.sites.begin(), facts.sites.end(), [&](const auto& s) {
+            return s.kernel == u || (driver && s.kernel.rfind("triton_", 0) == 0);
+          })) {
         sites_unbound.push_back(u);
       }
     }

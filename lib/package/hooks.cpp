@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/text.hpp"
+#include "package/hooks_cuda.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -292,7 +293,8 @@ std::map<std::string, std::vector<HookParam>> shim_declarations(const std::strin
 }
 
 HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::string, std::vector<HookParam>>& kernels,
-                           const std::map<std::string, std::vector<HookParam>>& shims) {
+                           const std::map<std::string, std::vector<HookParam>>& shims,
+                           const std::map<std::string, TritonLaunch>& triton) {
   HookLibrary lib;
   std::set<std::string> handle_types;
   std::string body;
@@ -345,12 +347,20 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
     lib.hooked.push_back(symbol);
     ++n;
   };
+  std::vector<const TritonLaunch*> launches;
   for (const auto& site : wrapper.call_sites) {
     if (!done.insert(site.kernel).second) {
       continue;
     }
     if (site.kind == KernelKind::triton) {
-      lib.problems.push_back(site.kernel + ": a Triton launch (CUDA interposition is not implemented yet)");
+      // Seen through the CUDA driver's cuLaunchKernel (package/hooks_cuda.hpp).
+      auto it = triton.find(site.kernel);
+      if (it == triton.end()) {
+        lib.problems.push_back(site.kernel + ": a Triton launch whose call_" + site.kernel +
+                               " definition (its kernel_args_) cannot be read from the wrapper");
+      } else {
+        launches.push_back(&it->second);
+      }
       continue;
     }
     bool kernel = site.kind == KernelKind::cpp;
@@ -362,6 +372,14 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
       continue;
     }
     add(site.kernel, it->second, kernel, true);
+  }
+  if (!launches.empty()) {
+    HookText cuda{"", "", n, {}};
+    append_cuda_launch_hooks(launches, cuda);
+    body += cuda.body;
+    table += cuda.table;
+    n = cuda.n;
+    lib.hooked.insert(lib.hooked.end(), cuda.hooked.begin(), cuda.hooked.end());
   }
   add("aoti_torch_get_data_ptr", {{"AtenTensorHandle", "tensor"}, {"void**", "ret_data_ptr"}}, false, false);
   add("aoti_torch_delete_tensor_object", {{"AtenTensorHandle", "tensor"}}, false, false);

@@ -1,9 +1,9 @@
 #pragma once
 // Interposition, the package-only source of probes (design: "Sources"): a
 // small C++ file generated from the package's own text defines one hook per
-// function run_impl calls at a call site (its cpp kernels and the C-shim
-// extern calls), plus the two shim calls that tell which tensor a raw
-// pointer belongs to. Each hook has the exact signature of the function it
+// function run_impl calls at a call site (its cpp kernels, the C-shim
+// extern calls, and for Triton launches the CUDA driver's), plus the two
+// shim calls that tell which tensor a raw pointer belongs to. Each hook has the exact signature of the function it
 // stands for, tells the runner about its arguments, and forwards to the real
 // function. The runner binds the hooks into the model's own GOT slots
 // (lib/torchside/hooks.cpp); nothing is interposed for any other object.
@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "package/triton_launch.hpp"
 #include "package/wrapper.hpp"
 
 namespace aoti_bisect {
@@ -40,9 +41,13 @@ struct HookLibrary {
 };
 
 // The hook library for a wrapper's call sites. `kernels` and `shims` are
-// the declarations found above.
+// the declarations found above; `triton`, the wrapper's Triton launches
+// (triton_launches(wrapper source)): a CUDA model's Triton call sites are
+// seen through the CUDA driver's cuModuleGetFunction and cuLaunchKernel,
+// which the model calls through its PLT (package/hooks_cuda.hpp).
 HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::string, std::vector<HookParam>>& kernels,
-                           const std::map<std::string, std::vector<HookParam>>& shims);
+                           const std::map<std::string, std::vector<HookParam>>& shims,
+                           const std::map<std::string, TritonLaunch>& triton = {});
 
 // The callbacks' ABI version, written into the generated file and checked by
 // the runner, so that a cached library from another version is never bound.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/text.hpp"
+#include "package/triton_launch.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -40,11 +41,50 @@ size_t statement_end(const std::vector<std::string>& lines, size_t first) {
   return first;
 }
 
+// A Triton call site's tensor arguments as written, in order: the
+// arguments whose call_triton_<kernel> parameter becomes a CUdeviceptr. The
+// printer (cpp_wrapper_gpu.py, debug_utils.py) keeps every argument whose
+// type is a torch dtype, whatever its name (constants included).
+std::optional<std::vector<std::string>> triton_tensor_args(const std::vector<std::string>& lines, size_t first,
+                                                           size_t last, const CallSite& site,
+                                                           const std::map<std::string, TritonLaunch>& launches) {
+  auto launch = launches.find(site.kernel);
+  if (launch == launches.end()) {
+    return std::nullopt;
+  }
+  std::string statement;
+  for (size_t j = first; j <= last; ++j) {
+    statement += lines[j] + " ";
+  }
+  size_t at = statement.find("call_" + site.kernel + "(");
+  if (at == std::string::npos) {
+    return std::nullopt;
+  }
+  size_t open = statement.find('(', at);
+  int depth = 0;
+  size_t close = open;
+  for (; close < statement.size(); ++close) {
+    depth += statement[close] == '(' ? 1 : statement[close] == ')' ? -1 : 0;
+    if (depth == 0) {
+      break;
+    }
+  }
+  auto args = split_call_arguments(std::string_view(statement).substr(open, close - open + 1));
+  std::vector<std::string> out;
+  for (int p : launch->second.tensor_params()) {
+    if (static_cast<size_t>(p) < args.size()) {
+      out.push_back(args[p]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string insert_probes(const std::string& source, const WrapperInfo& wrapper, ProbeText how) {
   std::vector<std::string> lines = lines_of(source);
   std::map<size_t, std::vector<std::string>> before, after;  // by 0-based line
+  std::map<std::string, TritonLaunch> launches = triton_launches(source);
   for (const auto& site : wrapper.call_sites) {
     if (site.line <= 0 || static_cast<size_t>(site.line) > lines.size() ||
         (how.only != nullptr && !how.only->count(site.index))) {
@@ -63,6 +103,15 @@ std::string insert_probes(const std::string& source, const WrapperInfo& wrapper,
       return fmt::format("{}aoti_torch_save_tensor_handle({}, \"{}\", \"{}\", \"{}\");", indent, handle, name, phase,
                          site.kernel);
     };
+    if (site.kind == KernelKind::triton) {
+      if (auto tensors = triton_tensor_args(lines, first, last, site, launches)) {
+        for (const auto& arg : *tensors) {
+          before[first].push_back(call(arg, arg, "before_launch"));
+          after[last].push_back(call(arg, arg, "after_launch"));
+        }
+        continue;
+      }
+    }
     for (const auto& name : site.args) {
       if (!probe_worthy(name) || !seen.insert(name).second) {
         continue;

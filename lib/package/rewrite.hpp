@@ -20,7 +20,12 @@ namespace aoti_bisect {
 // `aoti_torch_save_tensor_handle(X, "X", "before_launch", "K");` for each
 // buffer and graph input it passes (the intermediate-value printer's level-1
 // text), and the same with "after_launch" after it, outputs the call
-// creates included. Call sites inside branches get them too.
+// creates included. Call sites inside branches get them too. A Triton
+// launch (`call_triton_<kernel>(buf1, fc_bias, 64L, this->device_idx_,
+// ...)`) gets one line per tensor argument as written, constants included:
+// the arguments its call_triton_<kernel> definition turns into CUdeviceptr
+// (package/triton_launch.hpp), as the printer does for the tensors among a
+// Triton kernel's arguments.
 //
 // `only`: the call sites (1-based, the wrapper's source order) to probe;
 // null probes all. `print`: the level-2 printer's text instead,

@@ -1,6 +1,7 @@
 #include "package/wrapper.hpp"
 #include "common/text.hpp"
 #include "package/hooks.hpp"
+#include "package/triton_launch.hpp"
 #include "package/wrapper_text.hpp"
 
 #include <algorithm>
@@ -401,10 +402,18 @@ WrapperInfo parse_wrapper(const std::string& source) {
   parse_inputs(lines, first, last, info);
   info.constant_info = parse_constants(source);
   auto declarations = kernel_declarations(source);
+  auto launches = triton_launches(source);  // a Triton kernel's parameters: its call_triton_<kernel>'s
   for (auto& site : info.call_sites) {
-    auto d = declarations.find(site.kernel);
-    for (size_t i = 0; site.kind == KernelKind::cpp && d != declarations.end() && i < d->second.size(); ++i) {
-      if (d->second[i].name.rfind("in_out_ptr", 0) == 0) {
+    std::vector<std::string> params;
+    if (auto d = declarations.find(site.kernel); site.kind == KernelKind::cpp && d != declarations.end()) {
+      for (const auto& p : d->second) {
+        params.push_back(p.name);
+      }
+    } else if (auto l = launches.find(site.kernel); site.kind == KernelKind::triton && l != launches.end()) {
+      params = l->second.params;
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i].rfind("in_out_ptr", 0) == 0) {
         site.in_out.push_back(static_cast<int>(i));
       }
     }

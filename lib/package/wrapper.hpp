@@ -34,8 +34,9 @@ struct CallSite {
   // The subgraph the call sits in ("true_graph_0": a torch.cond branch), from
   // its arguments' names (subgraph code prefixes every tensor with it); "" at top level.
   std::string branch;
-  // Argument positions whose kernel parameter is `in_out_ptrN` (a cpp kernel
-  // that reads the buffer and writes it in place), from the kernel's declaration.
+  // Argument positions whose kernel parameter is `in_out_ptrN` (a kernel
+  // that reads the buffer and writes it in place), from a cpp kernel's
+  // declaration or a Triton kernel's call_triton_<kernel> definition.
   std::vector<int> in_out;
 };
 

@@ -86,14 +86,51 @@ void publish(const fs::path& from, const fs::path& to) {
 
 }  // namespace
 
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Every object the link command names must be one made here: the wrapper,
+// the kernel source (when there is one) and the weights. A CUDA package built
+// with aot_inductor.embed_kernel_binary links its cubins from an object
+// (cubins_combined.o, or <kernel>.cubin.o) that the package does not hold,
+// like precompiled CUDA kernels (CUTLASS): such a library cannot be relinked.
+void check_link_objects(const std::vector<std::string>& link_cmd, bool has_kernel) {
+  for (const auto& a : link_cmd) {
+    if (!ends_with(a, ".o") || ends_with(a, ".wrapper.o") || ends_with(a, ".weights.o")) {
+      continue;
+    }
+    std::string name = fs::path(a).filename().string();
+    if (ends_with(a, ".kernel.o")) {
+      if (!has_kernel) {
+        throw Error(ErrorKind::cannot_test, "the package's link command links a kernel object (" + name +
+                                                ") but the package holds no kernel source to compile it from");
+      }
+      continue;
+    }
+    bool cubins = name == "cubins_combined.o" || ends_with(name, ".cubin.o");
+    throw Error(ErrorKind::cannot_test,
+                "the package's link command links " + name + ", an object the package does not hold" +
+                    (cubins ? " (its Triton kernels embedded with aot_inductor.embed_kernel_binary)"
+                            : " (precompiled device kernels)") +
+                    ": its library cannot be relinked");
+  }
+}
+
+}  // namespace
+
 RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_dir, double timeout_s) {
   auto t0 = Clock::now();
   auto wrapper_cmd = recorded_command(src.recorded_wrapper, "Compile cmd");
   auto link_cmd = recorded_command(src.recorded_wrapper, "Link cmd");
-  auto kernel_cmd = recorded_command(src.kernel, "Compile cmd");
-  if (!wrapper_cmd || !link_cmd || !kernel_cmd) {
+  const bool has_kernel = !src.kernel.empty();
+  auto kernel_cmd = has_kernel ? recorded_command(src.kernel, "Compile cmd") : std::nullopt;
+  if (!wrapper_cmd || !link_cmd || (has_kernel && !kernel_cmd)) {
     throw Error(ErrorKind::cannot_test, "the package's sources do not record their compile and link commands");
   }
+  check_link_objects(*link_cmd, has_kernel);
   ElfFacts elf = read_elf_facts(src.library);
   auto start = elf.blobs.find("_binary_constants_bin_start");
   auto end = elf.blobs.find("_binary_constants_bin_end");
@@ -103,7 +140,7 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
   fs::path root = fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "rewrite";
   auto key = [](const std::string& text) { return sha256_hex(text).substr(0, 24); };
   std::string wrapper_key = key(src.wrapper + "\n" + join(*wrapper_cmd, " "));
-  std::string kernel_key = key(src.kernel + "\n" + join(*kernel_cmd, " "));
+  std::string kernel_key = has_kernel ? key(src.kernel + "\n" + join(*kernel_cmd, " ")) : "none";
   std::string weights_key = key(sha256_file(src.library) + (start->second.writable ? " w" : " r"));
   std::string so_name = src.library.filename().string();
   fs::path lib_dir = root / key(wrapper_key + kernel_key + weights_key + join(*link_cmd, " "));
@@ -127,7 +164,7 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
     write_file_atomic(tmp / "wrapper.cpp", src.wrapper);
     jobs.push_back({"wrapper", adapt_compile(*wrapper_cmd, "wrapper.cpp", "wrapper.o")});
   }
-  if (!fs::is_regular_file(kernel_o, ec)) {
+  if (has_kernel && !fs::is_regular_file(kernel_o, ec)) {
     write_file_atomic(tmp / "kernel.cpp", src.kernel);
     jobs.push_back({"kernel", adapt_compile(*kernel_cmd, "kernel.cpp", "kernel.o")});
   }
@@ -146,12 +183,12 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
       publish(tmp / (job.name + ".o"),
               job.name == "wrapper" ? wrapper_o : job.name == "kernel" ? kernel_o : weights_o);
     }
-    run_all({{"link", adapt_link(*link_cmd,
-                                 {{".wrapper.o", wrapper_o.string()},
-                                  {".kernel.o", kernel_o.string()},
-                                  {".weights.o", weights_o.string()}},
-                                 so_name)}},
-            tmp, timeout_s);
+    std::map<std::string, std::string> linked = {{".wrapper.o", wrapper_o.string()},
+                                                 {".weights.o", weights_o.string()}};
+    if (has_kernel) {
+      linked[".kernel.o"] = kernel_o.string();
+    }
+    run_all({{"link", adapt_link(*link_cmd, linked, so_name)}}, tmp, timeout_s);
     fs::create_directories(lib_dir, ec);
     publish(tmp / so_name, out.library);
     write_file_atomic(lib_dir / "wrapper.cpp", src.wrapper);

@@ -16,7 +16,7 @@ namespace aoti_bisect {
 struct LibrarySources {
   std::string wrapper;           // the text to compile (rewritten)
   std::string recorded_wrapper;  // the package's own wrapper: its `// Compile cmd` and `// Link cmd`
-  std::string kernel;            // the package's kernel.cpp
+  std::string kernel;            // the package's kernel.cpp; "" when it has none (no kernel object)
   std::filesystem::path library; // the package's library (its weights blob is relinked)
 };
 
@@ -28,7 +28,10 @@ struct RebuiltLibrary {
 };
 
 // Throws Error(cannot_test) naming what failed (no recorded commands, no
-// weights blob, a compile or link error).
+// weights blob, an object the link command names that cannot be made here,
+// such as the cubins of aot_inductor.embed_kernel_binary, a compile or link
+// error). A CUDA package's cubins stay in the package, loaded at run time:
+// only its wrapper (and its kernel.cpp, where it has one) is compiled.
 RebuiltLibrary rebuild_library(const LibrarySources& src, const std::filesystem::path& cache_dir, double timeout_s);
 
 // A copy of the extracted package `root` (hard links) at `dest` whose model

@@ -6,10 +6,15 @@
 // matched by call site. Before trusting it, every call site must be reachable: the model library
 // must not bind its own symbols, must have a GOT slot for every function a
 // call site calls, and (where objdump can tell) as many PLT calls to each as
-// the wrapper makes.
+// the wrapper makes. A CUDA model's Triton launches are seen through the
+// CUDA driver calls it makes through its PLT (cuModuleGetFunction,
+// cuLaunchKernel); its cuBLAS and other extern calls are C-shim calls
+// (generated/c_shim_cuda.h) like the CPU ones.
 
 #include <chrono>
 #include <map>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -88,9 +93,18 @@ std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs
     return "the model library binds its own symbols (DT_SYMBOLIC, as with -Bsymbolic): its calls to its kernels "
            "bypass the PLT";
   }
+  // What each call site calls through the model's GOT: its kernel or
+  // shim; for a Triton launch, the CUDA driver (its call_triton_<kernel> is
+  // a static function of the wrapper, whose launchKernel calls
+  // cuLaunchKernel, and whose loadKernel calls cuModuleGetFunction).
   std::map<std::string, int> wrapper_calls;
   for (const auto& site : wrapper.call_sites) {
-    ++wrapper_calls[site.kernel];
+    if (site.kind == KernelKind::triton) {
+      ++wrapper_calls["cuLaunchKernel"];
+      ++wrapper_calls["cuModuleGetFunction"];
+    } else {
+      ++wrapper_calls[site.kernel];
+    }
   }
   std::map<std::string, bool> has_slot;
   for (const auto& slot : elf.slots) {
@@ -184,7 +198,8 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
     if (!s.model.kernel_cpp.empty()) {
       kernels.merge(kernel_declarations(s.pkg.read_entry(s.model.kernel_cpp)));
     }
-    HookLibrary hooks = generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text()));
+    HookLibrary hooks =
+        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text()), triton_launches(wrapper_text));
     if (!hooks.problems.empty()) {
       return "no hook for every call site: " + hooks.problems.front();
     }

@@ -1,9 +1,11 @@
 // The wrapper rewrite: the package's wrapper.cpp with probe calls inserted
 // (package/rewrite.hpp), compiled with the command the package recorded, its
 // kernel.cpp compiled as recorded (in parallel), its weights cut out of its
-// library and relinked as the same blob. Cached by content. The instrumented
-// package is a copy of the extracted one (hard links) with the new library
-// and wrapper; a run of it must return the package's outputs bit for bit.
+// library and relinked as the same blob. For a CUDA package, the cubins stay
+// in the package (loaded at run time) and probes go around Triton launches.
+// Cached by content. The instrumented package is a copy of the extracted one
+// (hard links) with the new library and wrapper; a run of it must return the
+// package's outputs bit for bit.
 
 #include <chrono>
 
@@ -33,11 +35,15 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty()) {
     return std::string("the package has no wrapper source listing its call sites");
   }
-  if (s.model.kernel_cpp.empty() || s.model.shared_object.empty()) {
+  // A CUDA package's Triton kernels are cubins the library loads from the
+  // package at run time: only the wrapper is recompiled (with the recorded
+  // command, which names the CUDA include paths). Its kernel.cpp, where
+  // there is one, holds no more than the CPU kernels.
+  if ((env.device_key == "cpu" && s.model.kernel_cpp.empty()) || s.model.shared_object.empty()) {
     return std::string("the package has no kernel source or no library to rebuild");
   }
-  if (env.device_key != "cpu") {
-    return std::string("rewriting a CUDA package is not implemented yet");
+  if (env.device_key != "cpu" && env.device_key != "cuda") {
+    return "rewriting a " + env.device_key + " package is not implemented";
   }
   auto base = package_model_base(env, s, pred);
   if (auto* why = std::get_if<std::string>(&base)) {
@@ -49,7 +55,8 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   fs::path model_dir = s.original.dir / "data" / "aotinductor" / s.model.name;
   fs::path so = model_dir / fs::path(s.model.shared_object).filename();
   try {
-    LibrarySources src{"", s.pkg.read_entry(s.model.wrapper_cpp), s.pkg.read_entry(s.model.kernel_cpp), so};
+    std::string kernel = s.model.kernel_cpp.empty() ? "" : s.pkg.read_entry(s.model.kernel_cpp);
+    LibrarySources src{"", s.pkg.read_entry(s.model.wrapper_cpp), kernel, so};
     src.wrapper = insert_probes(src.recorded_wrapper, s.wrapper);
     RebuiltLibrary built = rebuild_library(src, env.settings.cache_dir, env.settings.build_timeout_s);
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -98,6 +98,14 @@ HookBinding bind_hooks(const fs::path& hook_library, const std::string& model_li
         *h->real = ::dlsym(RTLD_DEFAULT, slot.symbol.c_str());       // libtorch's shim
       }
       if (*h->real == nullptr) {
+        // A library only the model depends on, loaded into its local scope
+        // (libcuda.so.1 for cuLaunchKernel): the model's own lookup scope.
+        if (void* self = ::dlopen(found.path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+          *h->real = ::dlsym(self, slot.symbol.c_str());
+          ::dlclose(self);
+        }
+      }
+      if (*h->real == nullptr) {
         throw Error(ErrorKind::internal, "the function '" + slot.symbol + "' the model calls cannot be found");
       }
     }
