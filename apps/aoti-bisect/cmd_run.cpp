@@ -122,7 +122,8 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                   "runs per search step (default 1 when the failure is deterministic, else 3)")
       ->check(CLI::Range(1, 100));
   cmd->add_flag("--rebuild-per-step", r.rebuild_per_step,
-                "guide mode: rebuild with the level-2 printer, filtered to the tested kernels, at every search step "
+                "guide mode: a build printing the tested call sites' tensors (level 2) at every search step: the "
+                "package's wrapper with print calls, recompiled, else the exported program rebuilt by Inductor "
                 "(slow; for NaN/Inf and faults where run-time probes cannot work)");
   cmd->add_option("--source", r.source,
                   "where the probes come from: auto (interpose, then rewrite, then exported_program, then guide), "

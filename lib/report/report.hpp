@@ -224,6 +224,10 @@ struct BuildRecord {
   std::string source;                 // "interpose", "exported_program", "guide"
   std::string fidelity;               // how far the instrumented model is the package's own code
   std::vector<PassedOver> passed_over;  // sources not used before this one
+  // A rebuild of the package's own library (search/library_rebuild.hpp):
+  // the objects (wrapper, kernel, weights) compiled this time, the others
+  // from the cache; nullopt for other builds.
+  std::optional<int> objects_compiled = std::nullopt;
 };
 
 struct Builds {

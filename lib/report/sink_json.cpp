@@ -312,7 +312,8 @@ Json builds_json(const Builds& b) {
                          {"key", text_or_null(item.key)},
                          {"cache_hit", item.cache_hit},
                          {"seconds", number(item.seconds)},
-                         {"torch_version", text_or_null(item.torch_version)}});
+                         {"torch_version", text_or_null(item.torch_version)},
+                         {"objects_compiled", value_or_null(item.objects_compiled)}});
   }
   return Json{{"count", b.count},
               {"cache_hits", b.cache_hits},

@@ -1,12 +1,17 @@
+// Guide mode's search: one printing build per tested range, run once, its
+// stdout read (guide_printer.cpp). The build is the package's own wrapper
+// with level-2 print calls around the range's call sites, recompiled with
+// its recorded commands (search/library_rebuild.hpp: each object cached on
+// its own, so after the first step only the wrapper is compiled), or, where
+// that cannot be done, the exported program rebuilt by Inductor with the
+// printer at level 2, filtered to the range's kernel names.
+
 #include "search/guide_mode.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
-#include <limits>
+#include <chrono>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -14,282 +19,33 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
-#include "search/search.hpp"
+#include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
+#include "package/rewrite.hpp"
 #include "process/process.hpp"
+#include "search/library_rebuild.hpp"
+#include "search/search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
 
-// "[  before_launch - cpp_fused_log_2 - buf7  ]:" -> the block's identity.
-std::optional<PrintedTensor> parse_header(std::string_view line) {
-  line = trim(line);
-  if (line.size() < 4 || line.front() != '[' || line.substr(line.size() - 2) != "]:") {
-    return std::nullopt;
-  }
-  std::string_view inner = trim(line.substr(1, line.size() - 3));
-  std::vector<std::string> parts;
-  for (size_t at = 0;;) {
-    size_t sep = inner.find(" - ", at);
-    parts.emplace_back(trim(inner.substr(at, sep == std::string_view::npos ? sep : sep - at)));
-    if (sep == std::string_view::npos) {
-      break;
-    }
-    at = sep + 3;
-  }
-  PrintedTensor t;
-  if (parts.size() == 2 && parts[0] == "aoti_model_inputs") {
-    t.phase = parts[0];
-    t.tensor = parts[1];
-  } else if (parts.size() == 3 && (parts[0] == "before_launch" || parts[0] == "after_launch")) {
-    t.phase = parts[0];
-    t.kernel = parts[1];
-    t.tensor = parts[2];
-  } else {
-    return std::nullopt;
-  }
-  return t;
-}
+using Clock = std::chrono::steady_clock;
 
-// strtod reads "nan", "-nan", "inf" and "-inf" as the printer writes them.
-std::optional<double> parse_number(std::string_view text) {
-  std::string s(trim(text));
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end == s.c_str()) {
-    return std::nullopt;
-  }
-  return v;
-}
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// "[8, 32]" -> {8, 32}; "[]" -> {}.
-std::vector<int64_t> parse_size(std::string_view text) {
-  std::vector<int64_t> dims;
-  std::string s(trim(text));
-  for (char& c : s) {
-    c = (c == '[' || c == ']' || c == ',') ? ' ' : c;
-  }
-  std::istringstream in(s);
-  int64_t d = 0;
-  while (in >> d) {
-    dims.push_back(d);
-  }
-  return dims;
-}
-
-// The printer writes C++ type names ("long int"); the rest of the report
-// speaks torch dtypes.
-std::string normalize_dtype(std::string_view name) {
-  static const std::map<std::string, std::string, std::less<>> names = {
-      {"float", "float32"},       {"double", "float64"},         {"c10::Half", "float16"},
-      {"c10::BFloat16", "bfloat16"}, {"long int", "int64"},      {"long", "int64"},
-      {"int", "int32"},           {"short int", "int16"},        {"short", "int16"},
-      {"signed char", "int8"},    {"unsigned char", "uint8"},    {"bool", "bool"},
-  };
-  auto it = names.find(name);
-  return it == names.end() ? std::string(name) : it->second;
-}
-
-bool finite_or_absent(const std::optional<double>& v) { return !v || std::isfinite(*v); }
-
-// A field line "Name: value" of the current block; others are element values.
-void apply_field(PrintedTensor& t, std::string_view line) {
-  size_t colon = line.find(':');
-  if (colon == std::string_view::npos) {
-    return;
-  }
-  std::string_view key = trim(line.substr(0, colon));
-  std::string_view value = trim(line.substr(colon + 1));
-  if (key == "Number of elements") {
-    t.numel = static_cast<int64_t>(parse_number(value).value_or(0));
-  } else if (key == "Dtype") {
-    t.dtype = normalize_dtype(value);
-  } else if (key == "Mean value") {
-    t.mean = parse_number(value);
-  } else if (key == "Min value") {
-    t.min = parse_number(value);
-  } else if (key == "Max value") {
-    t.max = parse_number(value);
-  } else if (key == "Size") {
-    t.shape = parse_size(value);
-  }
-}
-
-bool is_graph_input(const std::string& tensor) { return is_graph_input_name(tensor); }
-
-}  // namespace
-
-std::vector<PrintedTensor> parse_printer_output(std::string_view text) {
-  std::vector<PrintedTensor> out;
-  bool open = false;
-  auto close = [&] {
-    if (open) {
-      PrintedTensor& t = out.back();
-      t.has_nonfinite = !finite_or_absent(t.min) || !finite_or_absent(t.max) || !finite_or_absent(t.mean);
-    }
-    open = false;
-  };
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t nl = text.find('\n', at);
-    std::string_view line = text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
-    at = nl == std::string_view::npos ? text.size() : nl + 1;
-    if (auto header = parse_header(line)) {
-      close();
-      out.push_back(std::move(*header));
-      open = true;
-    } else if (open && trim(line).empty()) {
-      close();
-    } else if (open) {
-      apply_field(out.back(), line);
-    }
-  }
-  close();
-  return out;
-}
-
-std::vector<std::string> printing_kernels(const std::string& source, const std::vector<CallSite>& sites) {
-  std::vector<std::string_view> lines;
-  std::string_view text(source);
-  for (size_t at = 0; at <= text.size();) {
-    size_t nl = text.find('\n', at);
-    lines.push_back(text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at));
-    if (nl == std::string_view::npos) {
-      break;
-    }
-    at = nl + 1;
-  }
-  std::vector<std::string> out;
-  int previous = 0;  // line of the previous call site
-  for (const auto& site : sites) {
-    if (site.line <= 0) {
-      out.push_back(site.kernel);  // no position known: assume it prints
-      continue;
-    }
-    std::string marker = "\"before_launch - " + site.kernel + " - ";
-    bool prints = false;
-    for (int l = previous + 1; l < site.line && l <= static_cast<int>(lines.size()); ++l) {
-      std::string_view line = lines[l - 1];
-      prints = prints || (line.find("aoti_torch_print_tensor_handle(") != std::string_view::npos &&
-                          line.find(marker) != std::string_view::npos);
-    }
-    out.push_back(prints ? site.kernel : "");
-    previous = site.line;
-  }
-  return out;
-}
-
-SiteMapping map_printed_sites(const std::vector<PrintedTensor>& printed, const std::vector<std::string>& printing) {
-  SiteMapping m;
-  std::map<std::string, std::vector<int>> sites_of;  // kernel -> its printing sites, in order
-  for (size_t i = 0; i < printing.size(); ++i) {
-    if (!printing[i].empty()) {
-      sites_of[printing[i]].push_back(static_cast<int>(i) + 1);
-    }
-  }
-  std::map<std::string, size_t> groups_of;  // kernel -> groups seen
-  std::set<std::string> written;            // tensors printed after some launch
-  auto finish = [&] {
-    if (!m.sites.empty()) {
-      for (const auto& t : m.sites.back().after) {
-        written.insert(t.tensor);
-      }
-    }
-  };
-  for (const auto& t : printed) {
-    if (t.phase == "aoti_model_inputs") {
-      continue;
-    }
-    PrintedSite* cur = m.sites.empty() ? nullptr : &m.sites.back();
-    bool new_group = cur == nullptr || cur->kernel != t.kernel || (t.phase == "before_launch" && !cur->after.empty());
-    if (new_group) {
-      finish();
-      size_t k = groups_of[t.kernel]++;
-      const auto& candidates = sites_of[t.kernel];
-      if (k >= candidates.size()) {
-        m.problem = fmt::format("the run printed {} groups for {}, the wrapper launches it from {} printing sites",
-                                k + 1, t.kernel, candidates.size());
-        return m;
-      }
-      m.sites.push_back(PrintedSite{candidates[k], t.kernel, {}, {}, {}});
-      cur = &m.sites.back();
-    }
-    if (t.phase == "before_launch") {
-      if (is_graph_input(t.tensor) || written.count(t.tensor)) {
-        cur->initialized.insert(t.tensor);
-      }
-      cur->before.push_back(t);
-    } else {
-      cur->after.push_back(t);
-    }
-  }
-  return m;
-}
-
-RunTrace trace_from_printer(const SiteMapping& mapping) {
-  RunTrace t;
-  t.counts_are_flags = true;
-  for (const auto& ps : mapping.sites) {
-    SiteTrace& st = t.sites[ps.site];
-    st.site = ps.site;
-    st.kernel = ps.kernel;
-    st.began = true;
-    st.ended = !ps.after.empty();
-    for (const auto& b : ps.before) {
-      st.tensors.push_back(ProbeStats{b.tensor, ps.initialized.count(b.tensor) > 0, stats_of(b), std::nullopt});
-    }
-    for (const auto& a : ps.after) {
-      st.touched.push_back(a.tensor);
-      auto it = std::find_if(st.tensors.begin(), st.tensors.end(), [&](const ProbeStats& p) { return p.tensor == a.tensor; });
-      if (it == st.tensors.end()) {
-        st.tensors.push_back(ProbeStats{a.tensor, false, std::nullopt, stats_of(a)});
-      } else {
-        it->after = stats_of(a);
-      }
-    }
-  }
-  if (!mapping.sites.empty() && mapping.sites.back().after.empty() && !mapping.sites.back().before.empty()) {
-    t.unfinished = mapping.sites.back().site;
-  }
-  return t;
-}
-
-TensorStats stats_of(const PrintedTensor& t) {
-  TensorStats s;
-  s.name = t.tensor;
-  s.dtype = t.dtype;
-  s.shape = t.shape;
-  s.numel = t.numel;
-  s.min = t.min;
-  s.max = t.max;
-  s.mean = t.mean;
-  // The printer gives no counts: these are flags (1 = some element is NaN,
-  // resp. +-Inf, as far as min/max/mean show), not counts.
-  auto any = [&](auto pred) { return (t.min && pred(*t.min)) || (t.max && pred(*t.max)) || (t.mean && pred(*t.mean)); };
-  s.nan_count = any([](double v) { return std::isnan(v); }) ? 1 : 0;
-  s.inf_count = any([](double v) { return std::isinf(v); }) ? 1 : 0;
-  return s;
-}
-
-Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
-                   int lo, int hi) {
-  if (!mapping.problem.empty() && !cls.internal && !cls.cannot_test) {
-    return Probe{StepVerdict::error, std::nullopt, 1, 1, mapping.problem};
-  }
-  return answer_step(pred, expected, cls, trace_from_printer(mapping), lo, hi);
-}
-
-namespace {
-
-// One rebuilt package, ready to run: extracted, its sites checked against the
-// original wrapper's.
+// One printing package, ready to run: extracted, its sites checked against
+// the original wrapper's.
 struct GuideBuild {
   ModelDir dir;
-  std::vector<std::string> printing;
-  std::string problem;  // why its printed output cannot be mapped; "" when it can
+  std::vector<std::string> printing;  // per call site: the kernel whose blocks it prints, or ""
+  std::string problem;                // why its printed output cannot be mapped; "" when it can
+  bool rewrite = false;               // the package's own wrapper, rewritten
+  bool failed_to_build = false;
+  std::string fidelity;               // its build record's text, before the outputs were compared
+  double seconds = 0;
 };
 
 // The evidence one run left about the sites it printed.
@@ -298,42 +54,69 @@ struct RunEvidence {
   std::string first_line;
 };
 
+fs::path package_library(const BisectSetup& s) {
+  return s.original.dir / "data" / "aotinductor" / s.model.name / fs::path(s.model.shared_object).filename();
+}
+
+// Why the package's own wrapper cannot be rewritten with print calls (the
+// same needs as the rewrite source's); "" when it can.
+std::string rewrite_unusable(const JobEnv& env, const BisectSetup& s) {
+  if (env.device_key != "cpu") {
+    return "rewriting a CUDA package's wrapper is not implemented yet";
+  }
+  if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty() || s.model.wrapper_cpp.empty()) {
+    return "the package has no wrapper source listing its call sites";
+  }
+  if (s.model.kernel_cpp.empty() || s.model.shared_object.empty()) {
+    return "the package has no kernel source or no library to rebuild";
+  }
+  try {
+    std::string wrapper = s.pkg.read_entry(s.model.wrapper_cpp);
+    std::string kernel = s.pkg.read_entry(s.model.kernel_cpp);
+    if (!recorded_command(wrapper, "Compile cmd") || !recorded_command(wrapper, "Link cmd") ||
+        !recorded_command(kernel, "Compile cmd")) {
+      return "the package's sources do not record their compile and link commands";
+    }
+    ElfFacts elf = read_elf_facts(package_library(s));
+    if (!elf.blobs.count("_binary_constants_bin_start") || !elf.blobs.count("_binary_constants_bin_end")) {
+      return "the package's library holds no weights blob to relink";
+    }
+  } catch (const Error& e) {
+    return redact_paths(e.what());
+  }
+  return "";
+}
+
+std::string range_text(int lo, int hi) {
+  return lo == hi ? fmt::format("call site {}", lo) : fmt::format("call sites {}-{}", lo, hi);
+}
+
 class GuideSearch {
  public:
-  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats)
-      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats) {}
-
-  // The rebuilt package printing the kernels of [lo, hi]; one build per
-  // distinct kernel set in a job.
-  const GuideBuild& build_for(int lo, int hi) {
-    std::vector<std::string> kernels;
-    for (int i = lo; i <= hi; ++i) {
-      kernels.push_back(m_s.wrapper.call_sites[i - 1].kernel);
-    }
-    std::sort(kernels.begin(), kernels.end());
-    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-    auto [it, fresh] = m_builds.try_emplace(kernels);
-    if (fresh) {
-      it->second = rebuild(kernels);
-    }
-    return it->second;
-  }
+  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats, std::string rewrite_why)
+      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats), m_rewrite_why(std::move(rewrite_why)) {}
 
   Probe ask(int lo, int hi) {
-    const GuideBuild& b = build_for(lo, hi);
-    if (!b.problem.empty()) {
-      return Probe{StepVerdict::error, std::nullopt, 0, 0, b.problem};
+    auto [b, fresh] = build_for(lo, hi);
+    if (!b->problem.empty()) {
+      return Probe{StepVerdict::error, std::nullopt, 0, 0, b->problem};
     }
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
-      ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b.dir,
+      ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
                         std::nullopt, {}, true};
       ChildResult res = m_env.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
       }
       m_last_ok = res.cls.kind == OutcomeKind::ok;
-      SiteMapping mapping = map_printed_sites(parse_printer_output(res.stdout_text), b.printing);
+      if (b->rewrite) {
+        std::string untrusted = compare_outputs(res, *b, fresh && r == 0, lo, hi);
+        if (!untrusted.empty()) {
+          return Probe{StepVerdict::error, std::nullopt, r + 1, 0, untrusted};
+        }
+      }
+      SiteMapping mapping = map_printed_sites(parse_printer_output(res.stdout_text), b->printing);
       auto ev = std::make_shared<RunEvidence>(RunEvidence{trace_from_printer(mapping), res.cls.first_line});
       for (const auto& [site, st] : ev->trace.sites) {
         if (site >= lo && site <= hi) {
@@ -350,10 +133,100 @@ class GuideSearch {
     return it == m_evidence.end() ? nullptr : it->second.get();
   }
   bool last_run_ok() const { return m_last_ok; }
+  // Why the package's wrapper was not rewritten; "" when it was.
+  const std::string& rewrite_why() const { return m_rewrite_why; }
+  // Seconds of each rewritten build, in order (cache hits included).
+  const std::vector<double>& rewrite_seconds() const { return m_rewrite_seconds; }
+  int rewrite_hits() const { return m_rewrite_hits; }
 
  private:
-  GuideBuild rebuild(const std::vector<std::string>& kernels) {
+  // The build printing the sites of [lo, hi] (rewrite), or the kernels of
+  // [lo, hi] (Inductor); one per distinct range or kernel set in a job.
+  std::pair<GuideBuild*, bool> build_for(int lo, int hi) {
+    if (m_rewrite_why.empty()) {
+      auto [it, fresh] = m_builds.try_emplace(range_text(lo, hi));
+      if (!fresh) {
+        return {&it->second, false};
+      }
+      it->second = rewrite(lo, hi);
+      if (!it->second.failed_to_build || !m_rewrite_seconds.empty()) {
+        return {&it->second, true};
+      }
+      // The first rewrite did not build: the exported program's rebuilds
+      // take over for the whole search.
+      m_rewrite_why = it->second.problem;
+      m_builds.erase(it);
+      m_env.recorder.progress().note("guide mode: the package's wrapper did not rebuild, using Inductor rebuilds: " +
+                                     m_rewrite_why);
+    }
+    std::vector<std::string> kernels;
+    for (int i = lo; i <= hi; ++i) {
+      kernels.push_back(m_s.wrapper.call_sites[i - 1].kernel);
+    }
+    std::sort(kernels.begin(), kernels.end());
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    auto [it, fresh] = m_builds.try_emplace("kernels " + join(kernels, ","));
+    if (fresh) {
+      it->second = inductor_rebuild(kernels);
+    }
+    return {&it->second, fresh};
+  }
+
+  // The package's wrapper with level-2 print calls around the call sites of
+  // [lo, hi] only, recompiled with its recorded commands. Interposition
+  // would need no build at all here (its hooks are switched per call site at
+  // run time by the probe plan); this is for where guide mode is asked for.
+  GuideBuild rewrite(int lo, int hi) {
     GuideBuild g;
+    g.rewrite = true;
+    std::set<int> only;
+    for (int i = lo; i <= hi; ++i) {
+      only.insert(m_s.wrapper.call_sites[i - 1].index);
+    }
+    Recorder& rec = m_env.recorder;
+    auto t0 = Clock::now();
+    try {
+      if (m_sources.recorded_wrapper.empty()) {
+        m_sources = LibrarySources{"", m_s.pkg.read_entry(m_s.model.wrapper_cpp),
+                                   m_s.pkg.read_entry(m_s.model.kernel_cpp), package_library(m_s)};
+      }
+      LibrarySources src = m_sources;
+      src.wrapper = insert_probes(src.recorded_wrapper, m_s.wrapper, ProbeText{&only, true});
+      RebuiltLibrary built = rebuild_library(src, m_env.settings.cache_dir, m_env.settings.build_timeout_s);
+      g.seconds = since(t0);
+      m_rewrite_seconds.push_back(g.seconds);
+      m_rewrite_hits += built.cache_hit ? 1 : 0;
+      g.fidelity = fmt::format("the package's wrapper recompiled with level-2 print calls around {}", range_text(lo, hi));
+      BuildRecord record{"guide " + range_text(lo, hi), built.library.parent_path().filename().string(),
+                         built.cache_hit, g.seconds, m_s.runner_torch_version, "guide", g.fidelity, {}};
+      record.objects_compiled = built.compiled;
+      rec.build(record, true);
+      rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", record.purpose)
+                                          : fmt::format("{}: rebuilt in {:.1f} s ({} of 3 objects compiled)",
+                                                        record.purpose, g.seconds, built.compiled));
+      WrapperInfo w = parse_wrapper(src.wrapper);
+      g.problem = compare_sites(w, false);
+      if (!g.problem.empty()) {
+        return g;
+      }
+      g.printing = range_printing(m_s.wrapper, only);
+      fs::path dir = m_env.work_dir / fmt::format("guide-{}", m_builds.size());
+      g.dir = ModelDir{copy_package_with(m_s.original.dir, m_s.model.name, built.library, m_s.model.wrapper_cpp,
+                                         src.wrapper, dir),
+                       write_model_facts(w, dir.string() + "-facts.json"), {}};
+    } catch (const Error& e) {
+      g.problem = redact_paths(e.what());
+      g.failed_to_build = true;
+    }
+    return g;
+  }
+
+  GuideBuild inductor_rebuild(const std::vector<std::string>& kernels) {
+    GuideBuild g;
+    if (m_s.exported_program.empty()) {
+      g.problem = needs_exported_program();
+      return g;
+    }
     BuildResult built;
     try {
       built = build_from_exported_program(m_env, m_s, 2, kernels);
@@ -366,7 +239,9 @@ class GuideSearch {
     Recorder& rec = m_env.recorder;
     std::string purpose = "guide " + join(kernels, ",");
     rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, "guide",
-               "an Inductor rebuild with the level-2 printer", {}},
+               "an Inductor rebuild with the level-2 printer (the package's wrapper was not rewritten: " +
+                   m_rewrite_why + ")",
+               {}},
               true);
     rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", purpose)
                                         : fmt::format("{}: built in {:.1f} s", purpose, built.seconds));
@@ -374,7 +249,7 @@ class GuideSearch {
       Package pkg = Package::open(built.package);
       const ModelFiles& model = pkg.select_model(pkg.models().size() == 1 ? "" : m_s.model.name);
       WrapperInfo w = pkg.wrapper_info(model);
-      g.problem = compare_sites(w);
+      g.problem = compare_sites(w, true);
       if (!g.problem.empty()) {
         rec.call_sites_match(false, g.problem);
         return g;
@@ -392,10 +267,10 @@ class GuideSearch {
   }
 
   // Printed blocks are mapped by occurrence in the original call-site list:
-  // the rebuilt wrapper must launch the same kernels in the same order.
-  std::string compare_sites(const WrapperInfo& w) const {
+  // the build's wrapper must launch the same kernels in the same order.
+  std::string compare_sites(const WrapperInfo& w, bool inductor) const {
     const auto& orig = m_s.wrapper.call_sites;
-    if (w.printer_level != 2) {
+    if (inductor && w.printer_level != 2) {
       return "the rebuilt package has no level-2 printer calls";
     }
     for (size_t i = 0; i < std::min(orig.size(), w.call_sites.size()); ++i) {
@@ -411,29 +286,99 @@ class GuideSearch {
     return "";
   }
 
+  // Print calls do not change what the model computes: a rewritten build's
+  // run that returns outputs must return the package's first run's bit for
+  // bit (checksums), else the build is not trusted. Compared only when the
+  // failure reproduced on every run and this run ended as the package's
+  // first run did (else outputs may differ by nature; a failure that went
+  // away is the search's to report).
+  // `record`: this is the build's first run, its record the latest.
+  std::string compare_outputs(const ChildResult& res, const GuideBuild& b, bool record, int lo, int hi) {
+    const auto& runs = m_env.recorder.report().runs;
+    auto base = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.variant == m_s.variant; });
+    auto sums = [](const std::vector<TensorStats>& outputs) {
+      std::vector<std::string> out;
+      for (const auto& t : outputs) {
+        out.push_back(t.checksum);
+      }
+      return out;
+    };
+    std::string note;
+    std::string untrusted;
+    if (base == runs.end() || base->outputs.empty() || res.cls.outputs.empty()) {
+      note = "outputs not compared (the runs returned none)";
+    } else if (base->outcome != res.cls.kind) {
+      note = fmt::format("outputs not compared (the run ended {}, the package's first run {})",
+                         outcome_name(res.cls.kind), outcome_name(base->outcome));
+    } else if (!m_s.deterministic) {
+      note = "outputs not compared (the failure does not reproduce on every run)";
+    } else if (sums(base->outputs) == sums(res.cls.outputs)) {
+      note = "outputs bit-identical to the package's first run (checksums)";
+    } else {
+      note = "outputs differ from the package's: not trusted";
+      untrusted = fmt::format(
+          "the guide-mode build printing {} returned outputs that differ from the package's (checksums): it is not "
+          "trusted",
+          range_text(lo, hi));
+    }
+    if (record || !untrusted.empty()) {
+      m_env.recorder.fidelity(b.fidelity + "; " + note);
+    }
+    return untrusted;
+  }
+
   JobEnv& m_env;
   const BisectSetup& m_s;
   Predicate m_pred;
   int m_repeats = 1;
-  std::map<std::vector<std::string>, GuideBuild> m_builds;
+  std::string m_rewrite_why;
+  LibrarySources m_sources;
+  std::vector<double> m_rewrite_seconds;
+  int m_rewrite_hits = 0;
+  std::map<std::string, GuideBuild> m_builds;
   std::map<int, std::shared_ptr<RunEvidence>> m_evidence;
   int m_run_no = 0;
   bool m_last_ok = false;
 };
+
+// "guide mode: ..., 4 builds (0 from the cache), 6.1 s first, then 3.2 s each
+// on average (...)".
+std::string rewrite_summary(const std::vector<double>& seconds, int hits) {
+  std::string out = fmt::format("guide mode: the package's wrapper with level-2 print calls per range, {} builds ({} "
+                                "from the cache)",
+                                seconds.size(), hits);
+  if (!seconds.empty()) {
+    out += fmt::format(", {:.1f} s first", seconds.front());
+  }
+  if (seconds.size() > 1) {
+    double rest = 0;
+    for (size_t i = 1; i < seconds.size(); ++i) {
+      rest += seconds[i];
+    }
+    out += fmt::format(", then {:.1f} s each on average (the kernel and weights objects from the cache)",
+                       rest / static_cast<double>(seconds.size() - 1));
+  }
+  return out;
+}
 
 }  // namespace
 
 BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis) {
   Recorder& rec = env.recorder;
   int n = static_cast<int>(s.wrapper.call_sites.size());
-  if (s.exported_program.empty() && m_fallback_reason.empty()) {
-    return {Verdict::not_isolated, needs_exported_program(), ""};
+  // With the package's wrapper rewritten, no exported program is needed.
+  std::string why_not_rewrite = rewrite_unusable(env, s);
+  bool can_build = why_not_rewrite.empty() || !s.exported_program.empty();
+  std::string needs =
+      needs_exported_program() + " (guide mode cannot print from the package's own wrapper: " + why_not_rewrite + ")";
+  if (!can_build && m_fallback_reason.empty()) {
+    return {Verdict::not_isolated, needs, ""};
   }
   std::string prefix = m_fallback_reason.empty() ? "" : m_fallback_reason + "; fell back to guide mode; ";
-  if (n == 0 || s.exported_program.empty()) {
+  if (n == 0 || !can_build) {
     bis.status = "error";
-    bis.message = prefix + (n == 0 ? "guide mode needs the package wrapper's call-site list, and none was found"
-                                   : needs_exported_program());
+    bis.message =
+        prefix + (n == 0 ? "guide mode needs the package wrapper's call-site list, and none was found" : needs);
     rec.bisection(bis);
     return {Verdict::not_isolated, bis.message, ""};
   }
@@ -454,13 +399,23 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
   }
   bis.planned_runs += planned * repeats;
   rec.bisection(bis);
-  rec.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 rebuilds and {} runs",
-                                        n, bis.strategy, planned, planned * repeats));
+  rec.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 {} and {} runs", n,
+                                        bis.strategy, planned,
+                                        why_not_rewrite.empty() ? "wrapper rebuilds" : "Inductor rebuilds",
+                                        planned * repeats));
+  if (!why_not_rewrite.empty()) {
+    rec.progress().note("guide mode: Inductor rebuilds, the package's wrapper cannot be rewritten: " +
+                        why_not_rewrite);
+  }
 
-  GuideSearch search(env, s, pred, repeats);
+  GuideSearch search(env, s, pred, repeats, why_not_rewrite);
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
-  bis.message = prefix + fmt::format("guide mode: {} level-2 builds ({} from the cache)", rec.report().builds.count,
-                                     rec.report().builds.cache_hits) +
+  bis.message = prefix +
+                (search.rewrite_why().empty()
+                     ? rewrite_summary(search.rewrite_seconds(), search.rewrite_hits())
+                     : fmt::format("guide mode: the package's wrapper was not rewritten ({}); {} Inductor level-2 "
+                                   "builds ({} from the cache)",
+                                   search.rewrite_why(), rec.report().builds.count, rec.report().builds.cache_hits)) +
                 (sr.message.empty() ? "" : "; " + sr.message);
   record_search(bis, sr);
   rec.bisection(bis);

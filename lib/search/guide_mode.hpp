@@ -1,11 +1,15 @@
 #pragma once
 // Guide mode (--rebuild-per-step): the manual debugging guide done
 // literally, for where the runner cannot receive probe calls and as the
-// baseline the benchmark compares against. Each search step rebuilds the
-// model from its exported program with the intermediate-value printer at
-// level 2, filtered to the kernel names of the sites in the tested range,
-// runs it once (no probe plan), and reads what the printer wrote to the
-// child's stdout. Only for NaN/Inf and faults.
+// baseline the benchmark compares against. Each search step builds a model
+// that prints (level 2) the tensors of the sites in the tested range, runs
+// it once (no probe plan), and reads what it wrote to the child's stdout.
+// Only for NaN/Inf and faults. The build is, where it can be, the package's
+// own wrapper.cpp with print calls around the range's call sites,
+// recompiled with its recorded commands (only the wrapper object changes
+// from step to step); else the exported program rebuilt by Inductor with
+// the printer at level 2, filtered to the range's kernel names
+// (guide_mode.cpp). Parsing of the printed output: guide_printer.cpp.
 
 #include <optional>
 #include <set>
@@ -52,6 +56,13 @@ std::vector<PrintedTensor> parse_printer_output(std::string_view text);
 // its kernel name when printer calls for that kernel precede its launch,
 // else "" (not in the filter, or no argument the printer takes).
 std::vector<std::string> printing_kernels(const std::string& source, const std::vector<CallSite>& sites);
+
+// The same for the package's own wrapper rewritten with level-2 print calls
+// around the call sites in `only` (insert_probes with ProbeText{&only,
+// true}): a site's kernel name when the rewrite prints its tensors, else ""
+// (outside `only`, or no tensor argument). One entry per call site of
+// `wrapper`, in its order.
+std::vector<std::string> range_printing(const WrapperInfo& wrapper, const std::set<int>& only);
 
 // The printed blocks of one call site.
 struct PrintedSite {

@@ -141,7 +141,11 @@ class ExportedProgramSource : public RunTimeProbeSource {
 };
 
 // Guide mode (--rebuild-per-step, or the fallback when probe calls cannot
-// reach the runner): one level-2 rebuild per search step (guide_mode.cpp).
+// reach the runner): one level-2 build per search step (guide_mode.cpp):
+// the package's own wrapper with print calls around the range's call sites
+// (the rewrite, B; no exported program needed), else the exported program
+// rebuilt by Inductor. Interposition (A) has no use for a build per range:
+// its hooks are switched per call site at run time by the probe plan.
 class GuideSource : public InstrumentationSource {
  public:
   explicit GuideSource(std::string fallback_reason = "") : m_fallback_reason(std::move(fallback_reason)) {}

@@ -223,6 +223,10 @@ TEST_CASE("job flow: probe calls that never reach the runner fall back to guide 
   CHECK(message.rfind("the instrumented model's probe calls did not reach the runner", 0) == 0);
   CHECK(message.find("fell back to guide mode") != std::string::npos);
   CHECK(message.find("needs the exported program") != std::string::npos);
+  // Guide mode would print from the package's own wrapper where it could,
+  // without the exported program; the fixture's kernel.cpp records no command.
+  CHECK(message.find("(guide mode cannot print from the package's own wrapper: the package's sources do not record "
+                     "their compile and link commands)") != std::string::npos);
 }
 
 TEST_CASE("job flow: an interrupt in each phase ends interrupted (130) with the report on disk") {
