@@ -187,6 +187,11 @@ void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWrit
     ab::torchside::load_node_reference(opt.node_reference);
   }
   ab::torchside::set_buffer_moves(facts.moves, facts.constants, facts.reuse);
+  if (opt.hooks.empty()) {
+    // Probe calls in the model's own code name their kernel and tensors: the
+    // runner tells which of the wrapper's call sites ran from them.
+    ab::torchside::set_hook_names(facts.sites, facts.constants);
+  }
   ab::torchside::install_probes(
       plan, [&events](ab::EventKind kind, nlohmann::json fields) { events.emit(kind, std::move(fields)); },
       opt.device_key, std::set<std::string>(facts.returned.begin(), facts.returned.end()));

@@ -3,6 +3,7 @@
 // and one eager run of the exported program node by node.
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,8 @@
 #include "search/instrumentation.hpp"
 #include "search/search.hpp"
 #include "package/facts.hpp"
+#include "package/rewrite.hpp"
+#include "search/library_rebuild.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -51,6 +54,66 @@ void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& buil
   compute_eager_reference(er);
   m.node_values = er.node_values_out;
   m.node_info = nlohmann::json::parse(read_file(er.node_info_out, "node info"), nullptr, false);
+}
+
+// The printer leaves call sites inside control flow (torch.cond branches)
+// without probes. Its build's own wrapper gets probe calls there, the
+// printer's level-1 text, and is recompiled with the commands it recorded
+// (kernel and weights objects as built); the search then sees every call
+// site that runs. Where that cannot be done, the blind spots stay and the
+// search never isolates past them (the reason is in builds.note).
+void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Package& inst, const ModelFiles& im,
+                      ProbedModel& m) {
+  auto spots = blind_spots(m.wrapper);
+  if (spots.empty()) {
+    return;
+  }
+  std::set<int> unprobed;
+  for (const auto& site : m.wrapper.call_sites) {
+    if (!site.probed) {
+      unprobed.insert(site.index);
+    }
+  }
+  Recorder& rec = env.recorder;
+  std::string where = describe(spots.front());
+  if (env.device_key != "cpu" || im.kernel_cpp.empty() || im.shared_object.empty()) {
+    rec.builds_note(fmt::format("the printer left {} call sites without probes ({}); they cannot be filled in for "
+                                "this build, so the search stops there",
+                                unprobed.size(), where));
+    return;
+  }
+  rec.begin_phase("build", fmt::format("probes for the {} call sites the printer left out (inside control flow)",
+                                       unprobed.size()));
+  try {
+    fs::path model_dir = m.model.dir / "data" / "aotinductor" / im.name;
+    LibrarySources src{"", inst.read_entry(im.wrapper_cpp), inst.read_entry(im.kernel_cpp),
+                       model_dir / fs::path(im.shared_object).filename()};
+    src.wrapper = insert_probes(src.recorded_wrapper, m.wrapper, ProbeText{&unprobed, false});
+    RebuiltLibrary built = rebuild_library(src, env.settings.cache_dir, env.settings.build_timeout_s);
+    WrapperInfo filled = parse_wrapper(src.wrapper);
+    if (!blind_spots(filled).empty() || filled.call_sites.size() != m.wrapper.call_sites.size()) {
+      rec.builds_note("probe calls inserted inside control flow did not cover every call site; the search stops at "
+                      "the blind spot " + where);
+      return;
+    }
+    fs::path dest = copy_package_with(m.model.dir, im.name, built.library, im.wrapper_cpp, src.wrapper,
+                                      env.work_dir / "instrumented-filled");
+    rec.build({"instrumented, probes inside control flow", built.library.parent_path().filename().string(),
+               built.cache_hit, built.seconds, torch_version, "exported_program",
+               fmt::format("the instrumented build's wrapper with the printer's probe calls added at {} call sites "
+                           "it left out ({}), recompiled with its recorded commands",
+                           unprobed.size(), where),
+               {}},
+              true);
+    rec.progress().note(fmt::format("{} call sites inside control flow probed: {} in {:.1f} s", unprobed.size(),
+                                    built.cache_hit ? "found in the cache" : "wrapper recompiled", built.seconds));
+    m.wrapper = std::move(filled);
+    m.model = ModelDir{dest, write_model_facts(m.wrapper, env.work_dir / "instrumented-filled-facts.json")};
+  } catch (const Error& e) {
+    rec.builds_note(fmt::format("the call sites the printer left out ({}) could not be probed: {}; the search stops "
+                                "there",
+                                where, redact_paths(e.what())));
+  }
 }
 
 }  // namespace
@@ -129,6 +192,7 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
   }
   m.model = ModelDir{inst.extract(env.work_dir / "instrumented"),
                      write_model_facts(m.wrapper, env.work_dir / "instrumented-facts.json")};
+  fill_blind_spots(env, built.torch_version, inst, im, m);
   return m;
 }
 

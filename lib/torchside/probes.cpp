@@ -267,6 +267,30 @@ void* handle_of(const ProbeState& s, const void* pointer) {
   return p < end ? it->second : nullptr;
 }
 
+// The wrapper's call site this call is: the next one from the cursor with
+// this kernel and, when a probe names one, this tensor among its arguments
+// (a torch.cond branch's tensors carry its subgraph's prefix, so a kernel
+// that appears in both branches is told apart). Sites inside branches that
+// did not run are skipped.
+void match_static(ProbeState& s, const std::string& kernel, const std::string& tensor) {
+  s.static_site = nullptr;
+  auto fits = [&](const ModelFacts::Site& site, bool by_tensor) {
+    return site.kernel == kernel &&
+           (!by_tensor || std::find(site.args.begin(), site.args.end(), tensor) != site.args.end());
+  };
+  for (int by_tensor = tensor.empty() ? 0 : 1; by_tensor >= 0 && !s.static_site; --by_tensor) {
+    for (size_t pass = 0; pass < 2 && !s.static_site; ++pass) {
+      for (size_t i = pass == 0 ? s.cursor : 0; i < s.hook_sites.size(); ++i) {
+        if (fits(s.hook_sites[i], by_tensor == 1)) {
+          s.static_site = &s.hook_sites[i];
+          s.cursor = i + 1;
+          break;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string> constants) {
@@ -302,19 +326,8 @@ int hook_enter(const char* kernel) {
   if (!s.installed || kernel == nullptr) {
     return 0;
   }
-  // The static site this call is: the next one with this kernel, in order
-  // (sites inside branches that did not run are skipped).
   std::string k(kernel);
-  s.static_site = nullptr;
-  for (size_t pass = 0; pass < 2 && !s.static_site; ++pass) {
-    for (size_t i = pass == 0 ? s.cursor : 0; i < s.hook_sites.size(); ++i) {
-      if (s.hook_sites[i].kernel == k) {
-        s.static_site = &s.hook_sites[i];
-        s.cursor = i + 1;
-        break;
-      }
-    }
-  }
+  match_static(s, k, "");
   begin_site(s, k);
   return static_cast<int>(s.mode);
 }
@@ -435,10 +448,9 @@ void on_probe_call(void* handle, const char* tensor_name, const char* phase, con
   std::string k(kernel);
   std::string name = plain_name(tensor_name ? tensor_name : "");
   bool before = std::string_view(phase).find("before") != std::string_view::npos;
-  if (before && (s.site == 0 || s.launched || k != s.kernel)) {
-    begin_site(s, k);
-  } else if (!before && s.site == 0) {
-    begin_site(s, k);  // a site probed only after launch
+  if ((before && (s.site == 0 || s.launched || k != s.kernel)) || (!before && s.site == 0)) {
+    match_static(s, k, name);
+    begin_site(s, k);  // (after launch only: a site probed only after its launch)
   }
   if (!before && !s.launched) {
     finish_launch(s);

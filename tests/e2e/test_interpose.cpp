@@ -238,11 +238,9 @@ TEST_CASE("a package without its wrapper.cpp: both package-level sources say why
 }
 
 TEST_CASE("torch.cond: NaN made inside the taken branch, either one, is isolated from the package alone") {
-  // The printer puts no probes inside the branches, so the exported
-  // program's build must stop at the blind spot; interposition and the
-  // rewrite probe the branch's kernels. Call sites are numbered by
-  // occurrence in the run: with the false branch taken, the true branch's
-  // two call sites (listed first in the wrapper) do not count.
+  // Call sites are numbered by occurrence in the run: with the false branch
+  // taken, the true branch's two call sites (listed first in the wrapper)
+  // do not count.
   for (std::string name : {"cond_nan_true", "cond_nan_false"}) {
     auto meta = meta_of(name);
     int skipped = name == "cond_nan_false" ? 2 : 0;
@@ -254,15 +252,36 @@ TEST_CASE("torch.cond: NaN made inside the taken branch, either one, is isolated
       REQUIRE(r.report["culprit"].is_object());
       CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
       CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1 - skipped);
+      CHECK(r.report["culprit"]["branch"] == (skipped ? "false_graph_0" : "true_graph_0"));
       CHECK(r.report["bisection"]["source"] == source);
     }
   }
-  auto ep = run_tool(package_only(example("cond_nan_true.pt2").string(), "cond_nan_true",
-                                  {"--exported-program", example("cond_nan_true.ep.pt2").string(), "--source",
-                                   "exported_program"}),
-                     "out-ep", warm_inductor());
-  CHECK(ep.code() == 3);
-  CHECK(ep.report["bisection"]["status"] == "blind_spot");
+}
+
+TEST_CASE("torch.cond through the exported program: the printer's blind spots are filled, the branch's kernel named") {
+  // The printer puts no probes inside the branches; the instrumented
+  // build's wrapper gets them there and is recompiled, so the search sees
+  // the branch's kernels instead of stopping at the blind spot.
+  for (std::string name : {"cond_nan_true", "cond_nan_false", "cond_fault"}) {
+    CAPTURE(name);
+    auto meta = meta_of(name);
+    int skipped = name == "cond_nan_false" ? 2 : 0;
+    auto r = run_tool(package_only(example(name + ".pt2").string(), name,
+                                   {"--exported-program", example(name + ".ep.pt2").string(), "--source",
+                                    "exported_program"}),
+                      "out-" + name, warm_inductor());
+    CHECK(r.code() == 1);
+    CHECK(r.report["bisection"]["source"] == "exported_program");
+    CHECK(r.report["bisection"]["status"] == "found");
+    REQUIRE(r.report["culprit"].is_object());
+    CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1 - skipped);
+    CHECK(r.report["culprit"]["branch"] == (name == "cond_nan_false" ? "false_graph_0" : "true_graph_0"));
+    const auto& items = r.report["builds"]["items"];
+    REQUIRE(items.size() == 2);
+    CHECK(items[1]["purpose"] == "instrumented, probes inside control flow");
+    CHECK(items[1]["fidelity"].get<std::string>().find("call sites it left out") != std::string::npos);
+  }
 }
 
 TEST_CASE("a truncated model library: one line and exit 4, with a report") {
