@@ -6,6 +6,7 @@
 // and share one search (RunTimeProbeSource); guide mode rebuilds per range.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -43,6 +44,7 @@ struct BisectOutcome {
   Verdict verdict = Verdict::not_isolated;
   std::string reason;        // one line, appended to the verdict reason
   std::string fall_back;     // a source that cannot probe says why; the next source takes over
+  bool untrusted = false;    // the fidelity guard refused the instrumented model
 };
 
 // An Inductor build of the setup's exported program at `printer_level`
@@ -101,6 +103,9 @@ class RunTimeProbeSource : public InstrumentationSource {
                                                          Predicate predicate) = 0;
   // Whether a source that cannot prepare lets the next one try.
   virtual bool next_may_try() const { return false; }
+  // After the fidelity guard refused the model: whether to prepare another
+  // way (one line saying how) and search again.
+  virtual std::optional<std::string> retry_untrusted() { return std::nullopt; }
 };
 
 // Interposition, the package alone: a hook library generated from the
@@ -130,6 +135,11 @@ class RewriteSource : public RunTimeProbeSource {
  protected:
   std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
   bool next_may_try() const override { return true; }
+  // The wrapper at -O0 first; refused by the guard, once more as recorded.
+  std::optional<std::string> retry_untrusted() override;
+
+ private:
+  bool m_recorded_flags = false;
 };
 
 class ExportedProgramSource : public RunTimeProbeSource {

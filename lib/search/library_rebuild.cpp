@@ -137,6 +137,13 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
   if (start == elf.blobs.end() || end == elf.blobs.end() || end->second.file_offset < start->second.file_offset) {
     throw Error(ErrorKind::cannot_test, "the package's library holds no weights blob to relink");
   }
+  if (src.wrapper_at_O0) {
+    for (auto& a : *wrapper_cmd) {
+      if (a.size() == 3 && a.rfind("-O", 0) == 0) {
+        a = "-O0";
+      }
+    }
+  }
   fs::path root = fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "rewrite";
   auto key = [](const std::string& text) { return sha256_hex(text).substr(0, 24); };
   std::string wrapper_key = key(src.wrapper + "\n" + join(*wrapper_cmd, " "));

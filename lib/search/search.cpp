@@ -123,7 +123,7 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
   }
   m_env.recorder.fidelity("outputs differ from the package's: not trusted");
   return BisectOutcome{Verdict::not_isolated, "",
-                       "the rebuilt library's outputs differ from the package's (checksums): it is not trusted"};
+                       "the rebuilt library's outputs differ from the package's (checksums): it is not trusted", true};
 }
 
 // Where the buffers extern calls create are first shown (static call-site
@@ -452,11 +452,23 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
 
 BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate,
                                           Bisection& bis) {
-  auto prepared = prepare(env, setup, predicate);
-  if (auto* why = std::get_if<std::string>(&prepared)) {
-    return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
+  const Bisection before = bis;
+  for (;;) {
+    auto prepared = prepare(env, setup, predicate);
+    if (auto* why = std::get_if<std::string>(&prepared)) {
+      return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
+    }
+    BisectOutcome out = ProbedSearch(env, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
+    if (!out.untrusted) {
+      return out;
+    }
+    auto again = retry_untrusted();
+    if (!again) {
+      return out;
+    }
+    env.recorder.progress().note(out.fall_back + "; " + *again);
+    bis = before;
   }
-  return ProbedSearch(env, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
 }
 
 }  // namespace aoti_bisect

@@ -56,14 +56,15 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   fs::path so = model_dir / fs::path(s.model.shared_object).filename();
   try {
     std::string kernel = s.model.kernel_cpp.empty() ? "" : s.pkg.read_entry(s.model.kernel_cpp);
-    LibrarySources src{"", s.pkg.read_entry(s.model.wrapper_cpp), kernel, so};
+    LibrarySources src{"", s.pkg.read_entry(s.model.wrapper_cpp), kernel, so, !m_recorded_flags};
     src.wrapper = insert_probes(src.recorded_wrapper, s.wrapper);
     RebuiltLibrary built = rebuild_library(src, env.settings.cache_dir, env.settings.build_timeout_s);
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     BuildRecord record;
     record.purpose = "rewrite";
     record.source = "rewrite";
-    record.fidelity = "not yet checked";
+    record.fidelity = m_recorded_flags ? "not yet checked (the wrapper at its recorded flags)"
+                                       : "not yet checked (the wrapper at -O0, the kernels at their recorded flags)";
     record.key = built.library.parent_path().filename().string();
     record.cache_hit = built.cache_hit;
     record.seconds = seconds;
@@ -81,6 +82,14 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
+}
+
+std::optional<std::string> RewriteSource::retry_untrusted() {
+  if (m_recorded_flags) {
+    return std::nullopt;
+  }
+  m_recorded_flags = true;
+  return "rebuilding its wrapper with the recorded flags instead of -O0";
 }
 
 }  // namespace aoti_bisect

@@ -152,39 +152,95 @@ TEST_CASE("the rewrite's fidelity guard: a rebuilt library with one weight byte 
                                    "--exported-program", example("relu_accuracy.ep.pt2").string(),
                                    "--source",         "rewrite"};
   auto meta = meta_of("relu_accuracy");
+  int culprit = meta["culprit"]["call_index"].get<int>() + 1;
   auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
                     "out", warm_inductor());
   CHECK(r.code() == 1);
   CHECK(r.report["bisection"]["source"] == "rewrite");
   REQUIRE(r.report["culprit"].is_object());
-  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
-  // Tamper with the cached rebuild: the exponent byte of its first weight.
-  int tampered = 0;
-  for (const auto& e : fs::recursive_directory_iterator(fs::absolute("fidelity-cache") / "rewrite")) {
-    if (e.path().extension() != ".so") {
-      continue;
+  CHECK(r.report["culprit"]["call_index"] == culprit);
+  // The builds of the rewrite source (the exported program's build, for the
+  // map from buffers to graph nodes, comes first).
+  auto rewrites = [](const nlohmann::json& report) {
+    std::vector<nlohmann::json> out;
+    for (const auto& item : report["builds"]["items"]) {
+      if (item["source"] == "rewrite") {
+        out.push_back(item);
+      }
     }
-    auto facts = aoti_bisect::read_elf_facts(e.path());
-    uint64_t at = facts.blobs.at("_binary_constants_bin_start").file_offset + 3;
-    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(at));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x20);
-    f.seekp(static_cast<std::streamoff>(at));
-    f.write(&c, 1);
-    ++tampered;
+    return out;
+  };
+  REQUIRE(rewrites(r.report).size() == 1);
+  CHECK(rewrites(r.report)[0]["fidelity"] == "outputs bit-identical to the package's first run (checksums)");
+  fs::path cache = fs::absolute("fidelity-cache") / "rewrite";
+  // Flips the exponent byte of the first weight in `file`, found by the
+  // blob's first bytes as the package's library holds them.
+  fs::path package_so;
+  {
+    fs::path x = fs::absolute("extracted");
+    e2e::rewrite_package(example("relu_accuracy.pt2"), fs::absolute("copy.pt2"),
+                         [&](const std::string& name, std::string& bytes) {
+                           if (ends_with(name, ".so")) {
+                             fs::create_directories(x);
+                             package_so = x / "model.so";
+                             std::ofstream(package_so, std::ios::binary) << bytes;
+                           }
+                           return true;
+                         });
+  }
+  REQUIRE(!package_so.empty());
+  auto facts = aoti_bisect::read_elf_facts(package_so);
+  std::string so_bytes = e2e::read_text(package_so);
+  std::string head = so_bytes.substr(facts.blobs.at("_binary_constants_bin_start").file_offset, 64);
+  auto flip = [&](const fs::path& file) {
+    std::string bytes = e2e::read_text(file);
+    size_t at = bytes.find(head);
+    if (at == std::string::npos) {
+      return false;
+    }
+    bytes[at + 3] = static_cast<char>(bytes[at + 3] ^ 0x20);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+    return true;
+  };
+  // 1. The cached rebuild (its wrapper at -O0) tampered: the guard refuses
+  //    it, and the wrapper is rebuilt with its recorded flags, which is trusted.
+  int tampered = 0;
+  for (const auto& e : fs::recursive_directory_iterator(cache)) {
+    tampered += e.path().extension() == ".so" && flip(e.path());
   }
   REQUIRE(tampered == 1);
   auto t = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
                     "out2", warm_inductor());
-  CHECK(t.code() == 3);
-  CHECK(t.report["verdict"] == "not_isolated");
-  CHECK(t.report["culprit"].is_null());
-  CHECK(t.report["verdict_reason"].get<std::string>().find("rewrite: the rebuilt library's outputs differ from the "
+  CHECK(t.code() == 1);
+  REQUIRE(t.report["culprit"].is_object());
+  CHECK(t.report["culprit"]["call_index"] == culprit);
+  auto items = rewrites(t.report);
+  REQUIRE(items.size() == 2);
+  CHECK(items[0]["fidelity"] == "outputs differ from the package's: not trusted");
+  CHECK(items[1]["fidelity"] == "outputs bit-identical to the package's first run (checksums)");
+  // 2. The weights object both rebuilds link tampered: neither is trusted.
+  int objects = 0;
+  for (const auto& e : fs::directory_iterator(cache / "objects")) {
+    objects += e.path().filename().string().rfind("weights-", 0) == 0 && flip(e.path());
+  }
+  REQUIRE(objects == 1);
+  for (const auto& e : fs::directory_iterator(cache)) {
+    if (e.path().filename() != "objects") {
+      fs::remove_all(e.path());
+    }
+  }
+  auto u = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
+                    "out3", warm_inductor());
+  CHECK(u.code() == 3);
+  CHECK(u.report["verdict"] == "not_isolated");
+  CHECK(u.report["culprit"].is_null());
+  CHECK(u.report["verdict_reason"].get<std::string>().find("rewrite: the rebuilt library's outputs differ from the "
                                                            "package's") != std::string::npos);
-  CHECK(t.report["builds"]["items"].back()["source"] == "rewrite");
-  CHECK(t.report["builds"]["items"].back()["fidelity"] == "outputs differ from the package's: not trusted");
+  auto both = rewrites(u.report);
+  REQUIRE(both.size() == 2);
+  for (const auto& item : both) {
+    CHECK(item["fidelity"] == "outputs differ from the package's: not trusted");
+  }
 }
 
 TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interposition says why; the rewrite takes over") {
