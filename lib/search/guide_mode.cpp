@@ -294,25 +294,17 @@ class GuideSearch {
   // away is the search's to report).
   // `record`: this is the build's first run, its record the latest.
   std::string compare_outputs(const ChildResult& res, const GuideBuild& b, bool record, int lo, int hi) {
-    const auto& runs = m_env.recorder.report().runs;
-    auto base = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.variant == m_s.variant; });
-    auto sums = [](const std::vector<TensorStats>& outputs) {
-      std::vector<std::string> out;
-      for (const auto& t : outputs) {
-        out.push_back(t.checksum);
-      }
-      return out;
-    };
+    const RunRecord* base = first_run_with_outputs(m_env.recorder.report(), m_s.variant);
     std::string note;
     std::string untrusted;
-    if (base == runs.end() || base->outputs.empty() || res.cls.outputs.empty()) {
+    if (base == nullptr || res.cls.outputs.empty()) {
       note = "outputs not compared (the runs returned none)";
     } else if (base->outcome != res.cls.kind) {
       note = fmt::format("outputs not compared (the run ended {}, the package's first run {})",
                          outcome_name(res.cls.kind), outcome_name(base->outcome));
     } else if (!m_s.deterministic) {
       note = "outputs not compared (the failure does not reproduce on every run)";
-    } else if (sums(base->outputs) == sums(res.cls.outputs)) {
+    } else if (same_outputs(base->outputs, res.cls.outputs)) {
       note = "outputs bit-identical to the package's first run (checksums)";
     } else {
       note = "outputs differ from the package's: not trusted";

@@ -99,21 +99,13 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
   if (m_model.fidelity == ProbedModel::Fidelity::not_checked) {
     return std::nullopt;
   }
-  const auto& runs = m_env.recorder.report().runs;
-  auto base = std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.variant == m_s.variant; });
-  auto sums = [](const std::vector<TensorStats>& outputs) {
-    std::vector<std::string> out;
-    for (const auto& t : outputs) {
-      out.push_back(t.checksum);
-    }
-    return out;
-  };
+  const RunRecord* base = first_run_with_outputs(m_env.recorder.report(), m_s.variant);
   bool required = m_model.fidelity == ProbedModel::Fidelity::required;
-  if (base == runs.end() || base->outputs.empty() || trace.cls.outputs.empty()) {
+  if (base == nullptr || trace.cls.outputs.empty()) {
     m_env.recorder.fidelity("outputs not compared (the runs returned none)");
     return std::nullopt;
   }
-  if (sums(base->outputs) == sums(trace.cls.outputs)) {
+  if (same_outputs(base->outputs, trace.cls.outputs)) {
     m_env.recorder.fidelity("outputs bit-identical to the package's first run (checksums)");
     return std::nullopt;
   }
@@ -449,6 +441,17 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
 }
 
 }  // namespace
+
+const RunRecord* first_run_with_outputs(const Report& report, const std::string& variant) {
+  auto base = std::find_if(report.runs.begin(), report.runs.end(),
+                           [&](const RunRecord& r) { return r.variant == variant; });
+  return base == report.runs.end() || base->outputs.empty() ? nullptr : &*base;
+}
+
+bool same_outputs(const std::vector<TensorStats>& a, const std::vector<TensorStats>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const TensorStats& x, const TensorStats& y) { return x.checksum == y.checksum; });
+}
 
 BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate,
                                           Bisection& bis) {
