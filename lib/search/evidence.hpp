@@ -56,6 +56,16 @@ struct RunTrace {
 // From the runner's events (run-time probes).
 RunTrace trace_from_events(const std::vector<nlohmann::json>& events);
 
+// Which wrapper call site each site of a run was (SiteTrace::wrapper_site),
+// settled with what the whole run shows: a kernel that appears once in the
+// wrapper names the torch.cond branch that ran, so its sibling did not, and
+// a kernel that appears in both (an extern call, `aoti_torch_cpu_addmm_out`)
+// is matched, in order, among the sites outside the branches that did not
+// run. The runner matches each call as it comes, by kernel (and, for probe
+// calls, tensor names), and cannot know that yet. Unchanged when no branch
+// is known to have run.
+void settle_branches(RunTrace& trace, const WrapperInfo& wrapper);
+
 // Buffer -> the extern call site that created what it holds (returned
 // handles and the names they were moved to). Such a buffer is never shown
 // at the call that made it; the first later probed site that reads it shows

@@ -222,6 +222,11 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   m_bis.runs += 1;
   const RunTrace& history = m_trace;
   RunTrace ev = trace_from_events(evidence.events);
+  for (auto& [site, st] : ev.sites) {  // the same run order: the trace run's settled call sites
+    if (const SiteTrace* h = m_trace.site(site); h && h->kernel == st.kernel) {
+      st.wrapper_site = h->wrapper_site;
+    }
+  }
   if (auto failed = self_check(k, ev)) {
     m_env.recorder.bisection(m_bis);
     return {Verdict::not_isolated, *failed, ""};
@@ -283,6 +288,7 @@ BisectOutcome ProbedSearch::run() {
   m_bis.runs = 1;
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
+  settle_branches(m_trace, m_model.wrapper);
   for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
     if (k > 0 && site.began) {
       const auto& ws = m_model.wrapper.call_sites;

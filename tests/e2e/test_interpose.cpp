@@ -310,6 +310,15 @@ TEST_CASE("torch.cond: NaN made inside the taken branch, either one, is isolated
       CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1 - skipped);
       CHECK(r.report["culprit"]["branch"] == (skipped ? "false_graph_0" : "true_graph_0"));
       CHECK(r.report["bisection"]["source"] == source);
+      // Both branches begin with an addmm: the one that ran is placed in
+      // the branch that ran, never in the other.
+      int in_taken = 0;
+      for (const auto& site : r.report["bisection"]["sites"]) {
+        CAPTURE(site.dump());
+        CHECK(site.value("branch", "") != (skipped ? "true_graph_0" : "false_graph_0"));
+        in_taken += site.value("branch", "") == (skipped ? "false_graph_0" : "true_graph_0");
+      }
+      CHECK(in_taken == 2);
     }
   }
 }

@@ -88,6 +88,50 @@ TEST_CASE("blind_spots: unprobed call sites, by the probed site they follow") {
   }
 }
 
+TEST_CASE("settle_branches: an extern call in the branch that ran is not taken for its twin in the other branch") {
+  // Wrapper: addmm, then torch.cond with addmm + a in the true branch and
+  // addmm + b in the false branch, then c. The false branch ran; the
+  // runner, matching each call as it came, took the run's second addmm for
+  // the true branch's (site 2).
+  WrapperInfo w;
+  auto site = [](int i, const std::string& k, const std::string& branch) {
+    CallSite c{i, k, k.rfind("aoti_", 0) == 0 ? KernelKind::extern_call : KernelKind::cpp, 0, "", {}, true};
+    c.branch = branch;
+    return c;
+  };
+  w.call_sites = {site(1, "aoti_torch_cpu_addmm_out", ""), site(2, "aoti_torch_cpu_addmm_out", "true_graph_0"),
+                  site(3, "cpp_a", "true_graph_0"),          site(4, "aoti_torch_cpu_addmm_out", "false_graph_0"),
+                  site(5, "cpp_b", "false_graph_0"),         site(6, "cpp_c", "")};
+  RunTrace t;
+  auto ran = [&](int k, const std::string& kernel, int at) {
+    SiteTrace s;
+    s.site = k;
+    s.kernel = kernel;
+    s.wrapper_site = at;
+    t.sites[k] = s;
+  };
+  ran(1, "aoti_torch_cpu_addmm_out", 1);
+  ran(2, "aoti_torch_cpu_addmm_out", 2);
+  ran(3, "cpp_b", 5);
+  ran(4, "cpp_c", 6);
+  settle_branches(t, w);
+  CHECK(t.sites[1].wrapper_site == 1);
+  CHECK(t.sites[2].wrapper_site == 4);
+  CHECK(t.sites[3].wrapper_site == 5);
+  CHECK(t.sites[4].wrapper_site == 6);
+  SUBCASE("no kernel of its own tells which branch ran: left as the runner matched it") {
+    w.call_sites[4].kernel = "cpp_a";  // both branches: addmm, cpp_a
+    RunTrace u;
+    std::swap(u, t);
+    u.sites[2].wrapper_site = 2;
+    u.sites[3].kernel = "cpp_a";
+    u.sites[3].wrapper_site = 3;
+    settle_branches(u, w);
+    CHECK(u.sites[2].wrapper_site == 2);
+    CHECK(u.sites[3].wrapper_site == 3);
+  }
+}
+
 TEST_CASE("build_culprit: the wrapper's call site that ran gives kind and source nodes, not the run's number") {
   // A branch skipped the wrapper's sites 2 and 3: the run's site 2 is the
   // wrapper's site 4 (interposition reports it as "static").
