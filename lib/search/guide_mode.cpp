@@ -12,6 +12,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -19,7 +21,6 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
-#include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
 #include "package/rewrite.hpp"
@@ -58,33 +59,24 @@ fs::path package_library(const BisectSetup& s) {
   return s.original.dir / "data" / "aotinductor" / s.model.name / fs::path(s.model.shared_object).filename();
 }
 
-// Why the package's own wrapper cannot be rewritten with print calls (the
-// same needs as the rewrite source's); "" when it can.
-std::string rewrite_unusable(const JobEnv& env, const BisectSetup& s) {
+// The plan for rebuilding the package's own wrapper with print calls (the
+// same needs as the rewrite source's), or why it cannot be rewritten.
+std::variant<RebuildPlan, std::string> rewrite_plan(const JobEnv& env, const BisectSetup& s) {
   if (env.device_key != "cpu") {
-    return "rewriting a CUDA package's wrapper is not implemented yet";
+    return std::string("rewriting a CUDA package's wrapper is not implemented yet");
   }
   if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty() || s.model.wrapper_cpp.empty()) {
-    return "the package has no wrapper source listing its call sites";
+    return std::string("the package has no wrapper source listing its call sites");
   }
   if (s.model.kernel_cpp.empty() || s.model.shared_object.empty()) {
-    return "the package has no kernel source or no library to rebuild";
+    return std::string("the package has no kernel source or no library to rebuild");
   }
   try {
-    std::string wrapper = s.pkg.read_entry(s.model.wrapper_cpp);
-    std::string kernel = s.pkg.read_entry(s.model.kernel_cpp);
-    if (!recorded_command(wrapper, "Compile cmd") || !recorded_command(wrapper, "Link cmd") ||
-        !recorded_command(kernel, "Compile cmd")) {
-      return "the package's sources do not record their compile and link commands";
-    }
-    ElfFacts elf = read_elf_facts(package_library(s));
-    if (!elf.blobs.count("_binary_constants_bin_start") || !elf.blobs.count("_binary_constants_bin_end")) {
-      return "the package's library holds no weights blob to relink";
-    }
+    return plan_rebuild(LibrarySources{"", s.pkg.read_entry(s.model.wrapper_cpp), s.pkg.read_entry(s.model.kernel_cpp),
+                                       package_library(s)});
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
-  return "";
 }
 
 std::string range_text(int lo, int hi) {
@@ -93,8 +85,15 @@ std::string range_text(int lo, int hi) {
 
 class GuideSearch {
  public:
-  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats, std::string rewrite_why)
-      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats), m_rewrite_why(std::move(rewrite_why)) {}
+  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats,
+              std::variant<RebuildPlan, std::string> plan)
+      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats) {
+    if (auto* p = std::get_if<RebuildPlan>(&plan)) {
+      m_plan = std::move(*p);
+    } else {
+      m_rewrite_why = std::get<std::string>(plan);
+    }
+  }
 
   Probe ask(int lo, int hi) {
     auto [b, fresh] = build_for(lo, hi);
@@ -186,13 +185,9 @@ class GuideSearch {
     Recorder& rec = m_env.recorder;
     auto t0 = Clock::now();
     try {
-      if (m_sources.recorded_wrapper.empty()) {
-        m_sources = LibrarySources{"", m_s.pkg.read_entry(m_s.model.wrapper_cpp),
-                                   m_s.pkg.read_entry(m_s.model.kernel_cpp), package_library(m_s)};
-      }
-      LibrarySources src = m_sources;
-      src.wrapper = insert_probes(src.recorded_wrapper, m_s.wrapper, ProbeText{&only, true});
-      RebuiltLibrary built = rebuild_library(src, m_env.settings.cache_dir, m_env.settings.build_timeout_s);
+      std::string wrapper = insert_probes(m_plan->src.recorded_wrapper, m_s.wrapper, ProbeText{&only, true});
+      RebuiltLibrary built =
+          rebuild_library(*m_plan, wrapper, m_env.settings.cache_dir, m_env.settings.build_timeout_s);
       g.seconds = since(t0);
       m_rewrite_seconds.push_back(g.seconds);
       m_rewrite_hits += built.cache_hit ? 1 : 0;
@@ -204,7 +199,7 @@ class GuideSearch {
       rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", record.purpose)
                                           : fmt::format("{}: rebuilt in {:.1f} s ({} of 3 objects compiled)",
                                                         record.purpose, g.seconds, built.compiled));
-      WrapperInfo w = parse_wrapper(src.wrapper);
+      WrapperInfo w = parse_wrapper(wrapper);
       g.problem = compare_sites(w, false);
       if (!g.problem.empty()) {
         return g;
@@ -212,7 +207,7 @@ class GuideSearch {
       g.printing = range_printing(m_s.wrapper, only);
       fs::path dir = m_env.work_dir / fmt::format("guide-{}", m_builds.size());
       g.dir = ModelDir{copy_package_with(m_s.original.dir, m_s.model.name, built.library, m_s.model.wrapper_cpp,
-                                         src.wrapper, dir),
+                                         wrapper, dir),
                        write_model_facts(w, dir.string() + "-facts.json"), {}};
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
@@ -323,8 +318,8 @@ class GuideSearch {
   const BisectSetup& m_s;
   Predicate m_pred;
   int m_repeats = 1;
-  std::string m_rewrite_why;
-  LibrarySources m_sources;
+  std::string m_rewrite_why;        // why the package's wrapper is not rewritten; "" while it is
+  std::optional<RebuildPlan> m_plan;
   std::vector<double> m_rewrite_seconds;
   int m_rewrite_hits = 0;
   std::map<std::string, GuideBuild> m_builds;
@@ -359,7 +354,8 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
   Recorder& rec = env.recorder;
   int n = static_cast<int>(s.wrapper.call_sites.size());
   // With the package's wrapper rewritten, no exported program is needed.
-  std::string why_not_rewrite = rewrite_unusable(env, s);
+  auto plan = rewrite_plan(env, s);
+  std::string why_not_rewrite = std::holds_alternative<std::string>(plan) ? std::get<std::string>(plan) : "";
   bool can_build = why_not_rewrite.empty() || !s.exported_program.empty();
   std::string needs =
       needs_exported_program() + " (guide mode cannot print from the package's own wrapper: " + why_not_rewrite + ")";
@@ -400,7 +396,7 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
                         why_not_rewrite);
   }
 
-  GuideSearch search(env, s, pred, repeats, why_not_rewrite);
+  GuideSearch search(env, s, pred, repeats, std::move(plan));
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
   bis.message = prefix +
                 (search.rewrite_why().empty()

@@ -88,6 +88,8 @@ void publish(const fs::path& from, const fs::path& to) {
 
 namespace {
 
+std::string content_key(const std::string& text) { return sha256_hex(text).substr(0, 24); }
+
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -121,8 +123,9 @@ void check_link_objects(const std::vector<std::string>& link_cmd, bool has_kerne
 
 }  // namespace
 
-RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_dir, double timeout_s) {
-  auto t0 = Clock::now();
+RebuildPlan plan_rebuild(const LibrarySources& src) {
+  RebuildPlan plan;
+  plan.src = src;
   auto wrapper_cmd = recorded_command(src.recorded_wrapper, "Compile cmd");
   auto link_cmd = recorded_command(src.recorded_wrapper, "Link cmd");
   const bool has_kernel = !src.kernel.empty();
@@ -144,13 +147,32 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
       }
     }
   }
+  plan.wrapper_cmd = std::move(*wrapper_cmd);
+  plan.link_cmd = std::move(*link_cmd);
+  if (has_kernel) {
+    plan.kernel_cmd = std::move(*kernel_cmd);
+  }
+  plan.blob_start = start->second.file_offset;
+  plan.blob_end = end->second.file_offset;
+  plan.writable = start->second.writable;
+  plan.kernel_key = has_kernel ? content_key(src.kernel + "\n" + join(plan.kernel_cmd, " ")) : "none";
+  plan.weights_key = content_key(sha256_file(src.library) + (plan.writable ? " w" : " r"));
+  return plan;
+}
+
+RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_dir, double timeout_s) {
+  return rebuild_library(plan_rebuild(src), src.wrapper, cache_dir, timeout_s);
+}
+
+RebuiltLibrary rebuild_library(const RebuildPlan& plan, const std::string& wrapper, const fs::path& cache_dir,
+                               double timeout_s) {
+  auto t0 = Clock::now();
+  const LibrarySources& src = plan.src;
+  const bool has_kernel = !src.kernel.empty();
   fs::path root = fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "rewrite";
-  auto key = [](const std::string& text) { return sha256_hex(text).substr(0, 24); };
-  std::string wrapper_key = key(src.wrapper + "\n" + join(*wrapper_cmd, " "));
-  std::string kernel_key = has_kernel ? key(src.kernel + "\n" + join(*kernel_cmd, " ")) : "none";
-  std::string weights_key = key(sha256_file(src.library) + (start->second.writable ? " w" : " r"));
+  std::string wrapper_key = content_key(wrapper + "\n" + join(plan.wrapper_cmd, " "));
   std::string so_name = src.library.filename().string();
-  fs::path lib_dir = root / key(wrapper_key + kernel_key + weights_key + join(*link_cmd, " "));
+  fs::path lib_dir = root / content_key(wrapper_key + plan.kernel_key + plan.weights_key + join(plan.link_cmd, " "));
   RebuiltLibrary out;
   out.library = lib_dir / so_name;
   std::error_code ec;
@@ -161,28 +183,28 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
   }
   fs::path objects = root / "objects";
   fs::path wrapper_o = objects / ("wrapper-" + wrapper_key + ".o");
-  fs::path kernel_o = objects / ("kernel-" + kernel_key + ".o");
-  fs::path weights_o = objects / ("weights-" + weights_key + ".o");
+  fs::path kernel_o = objects / ("kernel-" + plan.kernel_key + ".o");
+  fs::path weights_o = objects / ("weights-" + plan.weights_key + ".o");
   fs::path tmp = root / fmt::format("tmp.{}.{}", ::getpid(), wrapper_key);
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   std::vector<Job> jobs;
   if (!fs::is_regular_file(wrapper_o, ec)) {
-    write_file_atomic(tmp / "wrapper.cpp", src.wrapper);
-    jobs.push_back({"wrapper", adapt_compile(*wrapper_cmd, "wrapper.cpp", "wrapper.o")});
+    write_file_atomic(tmp / "wrapper.cpp", wrapper);
+    jobs.push_back({"wrapper", adapt_compile(plan.wrapper_cmd, "wrapper.cpp", "wrapper.o")});
   }
   if (has_kernel && !fs::is_regular_file(kernel_o, ec)) {
     write_file_atomic(tmp / "kernel.cpp", src.kernel);
-    jobs.push_back({"kernel", adapt_compile(*kernel_cmd, "kernel.cpp", "kernel.o")});
+    jobs.push_back({"kernel", adapt_compile(plan.kernel_cmd, "kernel.cpp", "kernel.o")});
   }
   if (!fs::is_regular_file(weights_o, ec)) {
     std::ifstream in(src.library, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(start->second.file_offset));
-    std::string blob(end->second.file_offset - start->second.file_offset, '\0');
+    in.seekg(static_cast<std::streamoff>(plan.blob_start));
+    std::string blob(plan.blob_end - plan.blob_start, '\0');
     in.read(blob.data(), static_cast<std::streamsize>(blob.size()));
     write_file_atomic(tmp / "constants.bin", blob);
-    write_file_atomic(tmp / "weights.S", weights_assembly("constants.bin", start->second.writable));
-    jobs.push_back({"weights", {wrapper_cmd->front(), "-c", "weights.S", "-o", "weights.o"}});
+    write_file_atomic(tmp / "weights.S", weights_assembly("constants.bin", plan.writable));
+    jobs.push_back({"weights", {plan.wrapper_cmd.front(), "-c", "weights.S", "-o", "weights.o"}});
   }
   try {
     run_all(jobs, tmp, timeout_s);
@@ -195,10 +217,10 @@ RebuiltLibrary rebuild_library(const LibrarySources& src, const fs::path& cache_
     if (has_kernel) {
       linked[".kernel.o"] = kernel_o.string();
     }
-    run_all({{"link", adapt_link(*link_cmd, linked, so_name)}}, tmp, timeout_s);
+    run_all({{"link", adapt_link(plan.link_cmd, linked, so_name)}}, tmp, timeout_s);
     fs::create_directories(lib_dir, ec);
     publish(tmp / so_name, out.library);
-    write_file_atomic(lib_dir / "wrapper.cpp", src.wrapper);
+    write_file_atomic(lib_dir / "wrapper.cpp", wrapper);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -8,8 +8,10 @@
 // wrapper. Used by the rewrite source, by the exported program's build where
 // its printer left call sites unprobed, and by guide mode.
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace aoti_bisect {
 
@@ -38,6 +40,22 @@ struct RebuiltLibrary {
 // error). A CUDA package's cubins stay in the package, loaded at run time:
 // only its wrapper (and its kernel.cpp, where it has one) is compiled.
 RebuiltLibrary rebuild_library(const LibrarySources& src, const std::filesystem::path& cache_dir, double timeout_s);
+
+// What a rebuild needs that does not change with the wrapper text: the
+// recorded commands, checked, and the weights blob, located and keyed (the
+// library hashed once). Made once per package where many wrappers are
+// rebuilt (guide mode), and as the check whether the library can be rebuilt
+// at all: throws Error(cannot_test) as above, before anything is compiled.
+struct RebuildPlan {
+  LibrarySources src;  // its `wrapper` is not used
+  std::vector<std::string> wrapper_cmd, link_cmd, kernel_cmd;
+  uint64_t blob_start = 0, blob_end = 0;  // file offsets of the weights blob in src.library
+  bool writable = false;
+  std::string kernel_key, weights_key;
+};
+RebuildPlan plan_rebuild(const LibrarySources& src);
+RebuiltLibrary rebuild_library(const RebuildPlan& plan, const std::string& wrapper,
+                               const std::filesystem::path& cache_dir, double timeout_s);
 
 // A copy of the extracted package `root` (hard links) at `dest` whose model
 // `model_name` has `library` as its library and `wrapper_text` as its
