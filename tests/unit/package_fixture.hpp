@@ -30,6 +30,7 @@ inline std::string error_of(const std::function<void()>& f) {
 
 inline std::string text(const std::string& name) {
   std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
+  REQUIRE(in.good());
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -15,18 +15,14 @@
 #include "package/hooks.hpp"
 #include "package/rewrite.hpp"
 #include "package/triton_launch.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string cuda_fixture() {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/cuda_plain.wrapper.cpp");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string cuda_fixture() { return fixture::text("cuda_plain.wrapper.cpp"); }
 
 const char* k_cuda_shims = R"(
 AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);

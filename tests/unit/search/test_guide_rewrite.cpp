@@ -10,19 +10,12 @@
 #include <sstream>
 
 #include "package/rewrite.hpp"
+#include "package_fixture.hpp"
 #include "search/guide_mode.hpp"
 
 using namespace aoti_bisect;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -53,7 +46,7 @@ PrintedTensor block(const std::string& phase, const std::string& kernel, const s
 TEST_SUITE_BEGIN("search/guide_rewrite");
 
 TEST_CASE("insert_probes, print=true with `only`: level-2 print calls around the range's call sites, none elsewhere") {
-  std::string plain = fixture("nan_plain.wrapper.cpp");
+  std::string plain = fixture::text("nan_plain.wrapper.cpp");
   WrapperInfo w = parse_wrapper(plain);
   REQUIRE(w.call_sites.size() == 4);
   std::set<int> only = {2, 3};
@@ -104,7 +97,7 @@ TEST_CASE("insert_probes, print=true with `only`: level-2 print calls around the
 }
 
 TEST_CASE("range printing: blocks map to the range's sites, not to an earlier site of the same kernel") {
-  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
   std::set<int> only = {2, 3};
   std::vector<std::string> printing = range_printing(w, only);
   // What the rewritten build of sites 2-3 prints: site 2 turns buf2 into
