@@ -9,35 +9,10 @@
 
 #include "common/text.hpp"
 #include "package/hooks_cuda.hpp"
+#include "package/wrapper_text.hpp"
 
 namespace aoti_bisect {
 namespace {
-
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-std::string strip_comments(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 2, "//") == 0) {
-      i = text.find('\n', i);
-      if (i == std::string::npos) {
-        break;
-      }
-      out += '\n';
-    } else if (text.compare(i, 2, "/*") == 0) {
-      i = text.find("*/", i + 2);
-      if (i == std::string::npos) {
-        break;
-      }
-      ++i;
-      out += ' ';
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 size_t skip_space(const std::string& s, size_t p) {
   while (p < s.size() && std::isspace(static_cast<unsigned char>(s[p]))) {
@@ -48,7 +23,7 @@ size_t skip_space(const std::string& s, size_t p) {
 
 std::string ident_at(const std::string& s, size_t p) {
   size_t e = p;
-  while (e < s.size() && ident_char(s[e])) {
+  while (e < s.size() && wrapper_text::is_ident_char(s[e])) {
     ++e;
   }
   return s.substr(p, e - p);
@@ -74,7 +49,7 @@ std::optional<std::vector<HookParam>> parse_params(std::string_view list) {
     start = i + 1;
     size_t e = p.size();
     size_t b = e;
-    while (b > 0 && ident_char(p[b - 1])) {
+    while (b > 0 && wrapper_text::is_ident_char(p[b - 1])) {
       --b;
     }
     std::string type(trim(std::string_view(p).substr(0, b)));
@@ -89,10 +64,10 @@ std::optional<std::vector<HookParam>> parse_params(std::string_view list) {
 // Declarations `<marker> NAME(params)` followed by one of `ends`.
 std::map<std::string, std::vector<HookParam>> declarations(const std::string& raw, std::string_view marker,
                                                            std::string_view ends) {
-  std::string text = strip_comments(raw);
+  std::string text = wrapper_text::without_comments(raw);
   std::map<std::string, std::vector<HookParam>> out;
   for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
-    if (p > 0 && ident_char(text[p - 1])) {
+    if (p > 0 && wrapper_text::is_ident_char(text[p - 1])) {
       continue;
     }
     size_t q = skip_space(text, p + marker.size());
@@ -119,7 +94,7 @@ std::map<std::string, std::vector<HookParam>> declarations(const std::string& ra
 std::vector<std::string> identifiers(const std::string& type) {
   std::vector<std::string> ids;
   for (size_t i = 0; i < type.size();) {
-    if (ident_char(type[i])) {
+    if (wrapper_text::is_ident_char(type[i])) {
       std::string id = ident_at(type, i);
       ids.push_back(id);
       i += id.size();
@@ -263,11 +238,11 @@ std::map<std::string, std::vector<HookParam>> kernel_declarations(const std::str
   // `extern "C"  void  cpp_fused_x(float* in_out_ptr0, ...)`, ended by ';'
   // (a declaration) or '{' (the definition in kernel.cpp).
   std::map<std::string, std::vector<HookParam>> out;
-  std::string text = strip_comments(source);
+  std::string text = wrapper_text::without_comments(source);
   constexpr std::string_view marker = "extern \"C\"";
   for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
     size_t q = skip_space(text, p + marker.size());
-    if (text.compare(q, 4, "void") != 0 || q + 4 >= text.size() || ident_char(text[q + 4])) {
+    if (text.compare(q, 4, "void") != 0 || q + 4 >= text.size() || wrapper_text::is_ident_char(text[q + 4])) {
       continue;
     }
     q = skip_space(text, q + 4);

@@ -9,64 +9,10 @@
 namespace aoti_bisect {
 namespace {
 
+using wrapper_text::closing_bracket;
 using wrapper_text::ident_at;
+using wrapper_text::without_comments;
 using wrapper_text::is_ident_char;
-
-// The text without comments (the Triton source sits in a /* */ block above
-// each launch); string literals are kept as they are.
-std::string without_comments(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '"' || c == '\'') {
-      size_t j = i + 1;
-      while (j < text.size() && text[j] != c && text[j] != '\n') {
-        j += text[j] == '\\' ? 2 : 1;
-      }
-      j = std::min(j, text.size() - 1);
-      out.append(text, i, j - i + 1);
-      i = j;
-    } else if (text.compare(i, 2, "//") == 0) {
-      i = text.find('\n', i);
-      if (i == std::string::npos) {
-        break;
-      }
-      out += '\n';
-    } else if (text.compare(i, 2, "/*") == 0) {
-      size_t e = text.find("*/", i + 2);
-      if (e == std::string::npos) {
-        break;
-      }
-      out.append(static_cast<size_t>(std::count(text.begin() + static_cast<long>(i), text.begin() + static_cast<long>(e), '\n')),
-                 '\n');
-      i = e + 1;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-// The position of the bracket that closes the one at `open`, or npos.
-size_t matching(const std::string& s, size_t open) {
-  const char o = s[open];
-  const char c = o == '(' ? ')' : o == '{' ? '}' : ']';
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
-    if (s[i] == '"') {
-      i = s.find('"', i + 1);
-      if (i == std::string::npos) {
-        return i;
-      }
-    } else if (s[i] == o) {
-      ++depth;
-    } else if (s[i] == c && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string::npos;
-}
 
 // "const in_ptr0_type_& in_ptr0" -> "in_ptr0"; a default value is dropped.
 std::string param_name(std::string p) {
@@ -123,7 +69,7 @@ std::vector<std::string> first_call_args(const std::string& body, std::string_vi
     if ((p > 0 && is_ident_char(body[p - 1])) || body.compare(p + fn.size(), 1, "(") != 0) {
       continue;
     }
-    size_t close = matching(body, p + fn.size());
+    size_t close = closing_bracket(body, p + fn.size());
     if (close == std::string::npos) {
       return {};
     }
@@ -139,7 +85,7 @@ std::optional<TritonLaunch> read_definition(const std::string& text, size_t name
   if (open >= text.size() || text[open] != '(') {
     return std::nullopt;
   }
-  size_t close = matching(text, open);
+  size_t close = closing_bracket(text, open);
   if (close == std::string::npos) {
     return std::nullopt;
   }
@@ -147,7 +93,7 @@ std::optional<TritonLaunch> read_definition(const std::string& text, size_t name
   if (brace >= text.size() || text[brace] != '{') {
     return std::nullopt;  // a declaration, or a call
   }
-  size_t end = matching(text, brace);
+  size_t end = closing_bracket(text, brace);
   if (end == std::string::npos) {
     return std::nullopt;
   }
@@ -165,7 +111,7 @@ std::optional<TritonLaunch> read_definition(const std::string& text, size_t name
     return std::nullopt;
   }
   size_t lb = l + list.size() - 1;
-  size_t le = matching(body, lb);
+  size_t le = closing_bracket(body, lb);
   if (le == std::string::npos) {
     return std::nullopt;
   }

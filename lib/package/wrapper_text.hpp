@@ -14,6 +14,13 @@
 namespace aoti_bisect::wrapper_text {
 
 bool is_ident_char(char c);
+// The text without comments: a `//` comment is dropped up to its line's end,
+// a `/* */` block becomes its newlines (one space when it has none); string
+// literals are kept as they are.
+std::string without_comments(const std::string& text);
+// The position of the bracket that closes the one at `open` ('(', '{' or
+// '['; string literals skipped), or npos.
+size_t closing_bracket(const std::string& s, size_t open);
 // The identifier that starts at `pos` (empty if none).
 std::string ident_at(std::string_view s, size_t pos);
 // `prefix` + an identifier directly followed by '(' in `line`: that identifier.

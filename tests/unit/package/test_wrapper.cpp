@@ -220,3 +220,16 @@ TEST_CASE("graph input and buffer names, also inside subgraphs") {
   CHECK_FALSE(is_tensor_variable_name("mybuf3"));
   CHECK_FALSE(is_tensor_variable_name("view of true_graph_0_arg1_1"));
 }
+
+#include "package/wrapper_text.hpp"
+
+TEST_CASE("wrapper_text: comments dropped, strings kept; the closing bracket skips strings") {
+  using namespace aoti_bisect::wrapper_text;
+  CHECK(without_comments("a(x); // c\nb(\"//y\");") == "a(x); \nb(\"//y\");");
+  CHECK(without_comments("int/*c*/x;") == "int x;");
+  CHECK(without_comments("f(/*a\nb*/1)") == "f(\n1)");
+  std::string call = "k(a, \")\", g(b), {1, 2});";
+  CHECK(closing_bracket(call, 1) == call.size() - 2);
+  CHECK(closing_bracket(call, call.find('{')) == call.find('}'));
+  CHECK(closing_bracket("k(a", 1) == std::string::npos);
+}
