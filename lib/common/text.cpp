@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,19 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
+}
+
+std::string last_nonempty_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    auto end = line.find_last_not_of(" \t\r");
+    if (end != std::string::npos) {
+      last = line.substr(0, end + 1);
+      last.erase(0, last.find_first_not_of(" \t"));
+    }
+  }
+  return last;
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

@@ -11,6 +11,9 @@ namespace aoti_bisect {
 // Without leading and trailing white space (spaces, tabs, CR, LF).
 std::string_view trim(std::string_view s);
 
+// The last line of `text` that holds more than white space, trimmed ("" if none).
+std::string last_nonempty_line(const std::string& text);
+
 std::string join(const std::vector<std::string>& items, std::string_view sep);
 
 std::string lower(std::string s);
