@@ -129,7 +129,10 @@ std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view
     return std::nullopt;
   }
   std::string from = ident_at(t, m + 12);
-  if (from.empty()) {
+  // "arg7_1 = std::move(RAIIAtenTensorHandle(arg7_1_aligned));": a CUDA
+  // wrapper's copy of a misaligned input (torch 2.11, cpp_wrapper_gpu.py
+  // codegen_inputs) moves a new handle, not a buffer, into the name.
+  if (from.empty() || t.substr(m + 12 + from.size(), 1) == "(") {
     return std::nullopt;
   }
   return std::make_pair(to, from);
