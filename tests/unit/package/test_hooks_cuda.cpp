@@ -306,7 +306,7 @@ TEST_CASE("insert_probes on a CUDA wrapper: the printer's level-1 lines around T
   }
 }
 
-TEST_CASE("the rewritten CUDA fixture compiles against the installed torch's AOTI headers and the CUDA toolkit's "
+TEST_CASE("the rewritten CUDA fixture compiles against the installed torch 2.13's AOTI headers and the CUDA toolkit's "
           "(skipped without them)") {
   // Where python3 has torch and /usr/local/cuda (or $CUDA_HOME) has cuda.h:
   // the fixture's shape and the probe lines (a ConstantHandle passed to
@@ -314,14 +314,20 @@ TEST_CASE("the rewritten CUDA fixture compiles against the installed torch's AOT
   fs::path dir = scratch_dir("rewrite-cuda");
   const char* cuda_home = std::getenv("CUDA_HOME");
   fs::path cuda = cuda_home != nullptr && *cuda_home ? fs::path(cuda_home) : fs::path("/usr/local/cuda");
-  int has_torch = std::system(("python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))' > " +
-                               (dir / "torch.txt").string() + " 2>/dev/null")
-                                  .c_str());
-  std::string torch_dir = read(dir / "torch.txt");
-  torch_dir = torch_dir.substr(0, torch_dir.find('\n'));
-  if (has_torch != 0 || torch_dir.empty() || !fs::exists(cuda / "include" / "cuda.h") ||
+  int has_torch = std::system(("python3 -c 'import os, torch; print(os.path.dirname(torch.__file__)); "
+                                "print(torch.__version__)' > " +
+                                (dir / "torch.txt").string() + " 2>/dev/null")
+                                   .c_str());
+  std::string torch_txt = read(dir / "torch.txt");
+  std::string torch_dir = torch_txt.substr(0, torch_txt.find('\n'));
+  std::string torch_version = torch_txt.substr(std::min(torch_txt.size(), torch_dir.size() + 1));
+  // The fixture follows torch 2.13's codegen (loadKernel takes the loaded
+  // modules, which 2.11's AOTInductorModelKernels lacks); test_cuda211.cpp
+  // checks 2.11's own wrappers against 2.11's headers.
+  if (has_torch != 0 || torch_dir.empty() || torch_version.rfind("2.13", 0) != 0 ||
+      !fs::exists(cuda / "include" / "cuda.h") ||
       !fs::exists(fs::path(torch_dir) / "include" / "torch" / "csrc" / "inductor" / "aoti_runtime" / "utils_cuda.h")) {
-    MESSAGE("skipped: no torch for python3 or no CUDA toolkit");
+    MESSAGE("skipped: python3 has no torch 2.13 (the fixture's codegen), or there is no CUDA toolkit");
     fs::remove_all(dir);
     return;
   }
