@@ -32,7 +32,10 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   f.instrumented = w.instrumented;
   f.printer_level = w.printer_level;
   f.call_sites = static_cast<int>(w.call_sites.size());
-  for (const auto& [name, site] : returned_buffers(w)) {
+  // Names that hold an extern call's output as their own value (a reuse's
+  // new name holds the next in-place kernel's node; the runner reaches the
+  // memory it reads through `reuse` below).
+  for (const auto& [name, site] : returned_buffers(w, false)) {
     f.returned.push_back(name);
   }
   for (const auto& site : w.call_sites) {

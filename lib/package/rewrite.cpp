@@ -112,7 +112,12 @@ std::string insert_probes(const std::string& source, const WrapperInfo& wrapper,
         continue;
       }
     }
-    for (const auto& name : site.args) {
+    for (const auto& arg : site.args) {
+      // A view's buffer (`reinterpret_tensor_wrapper(buf5, ...)`), alive at
+      // the call, is probed under its own name: an extern call whose tensor
+      // arguments are all views (scaled_dot_product_attention's q, k, v)
+      // would otherwise show nothing before its launch.
+      std::string name = arg.rfind("view of ", 0) == 0 ? arg.substr(8) : arg;
       if (!probe_worthy(name) || !seen.insert(name).second) {
         continue;
       }

@@ -124,6 +124,26 @@ std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view
   }
   size_t start = t.rfind("auto ", 0) == 0 ? 5 : 0;
   std::string to = ident_at(t, start);
+  // "auto buf37 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf36, ...)); buf36.reset();  // reuse":
+  // a view of a dead buffer's memory under a new name, which an in-place
+  // kernel (in_out_ptr) then reads: a reuse like `std::move`.
+  constexpr std::string_view view = "reinterpret_tensor_wrapper(";
+  if (start == 5 && !to.empty() && is_tensor_variable_name(to) && t.size() > start + to.size() + 3 &&
+      t.substr(start + to.size(), 3) == " = ") {
+    std::string_view rhs = t.substr(start + to.size() + 3);
+    constexpr std::string_view wrap = "wrap_with_raii_handle_if_needed(";
+    if (rhs.rfind(wrap, 0) == 0) {
+      rhs.remove_prefix(wrap.size());
+    }
+    if (rhs.rfind(view, 0) == 0) {
+      std::string from = ident_at(rhs, view.size());
+      if (!from.empty() && rhs.size() > view.size() + from.size() && rhs[view.size() + from.size()] == ',' &&
+          from != to) {
+        return std::make_pair(to, from);
+      }
+      return std::nullopt;
+    }
+  }
   size_t m = t.find("= std::move(");
   if (to.empty() || m != start + to.size() + 1 || !is_tensor_variable_name(to)) {
     return std::nullopt;
@@ -194,6 +214,12 @@ std::string arg_name(std::string_view a) {
       --b;
     }
     return std::string(a.substr(b, p - b));
+  }
+  // "&temporary_reference(buf8.get())": an optional tensor argument (an
+  // attention mask) passed as a pointer to a handle of buf8 itself.
+  if (size_t p = a.find("temporary_reference("); p != std::string_view::npos) {
+    std::string id = ident_at(a, p + 20);
+    return id;
   }
   if (a.front() == '&') {
     std::string id = ident_at(a, 1);
@@ -313,9 +339,9 @@ std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites) 
   return out;
 }
 
-std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper) {
+std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper, bool through_reuse) {
   std::map<std::string, int> out = returned_buffers(wrapper.call_sites);
-  for (const auto& [to, from] : wrapper.moves) {
+  for (const auto& [to, from] : through_reuse ? wrapper.moves : wrapper.value_moves) {
     if (auto it = out.find(from); it != out.end()) {
       out[to] = it->second;
     }

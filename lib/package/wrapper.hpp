@@ -63,7 +63,9 @@ struct WrapperInfo {
   std::optional<int> num_inputs;        // from steal_from_raw_handles_to_raii_handles
   std::vector<InputSpec> inputs;        // from the generated check_input_<i> functions
   // `auto bufA = std::move(bufB);` in run_impl, in order, as (bufA, bufB):
-  // bufA holds what bufB held (buffer reuse).
+  // bufA holds what bufB held (buffer reuse); also `auto bufA =
+  // wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(bufB, ...));
+  // bufB.reset();  // reuse` (a view of bufB's memory under a new name).
   std::vector<std::pair<std::string, std::string>> moves;
   // The moves that carry a value on (not `auto bufA = std::move(bufB);  // reuse`
   // of a dead buffer's memory): a torch.cond branch's result
@@ -94,8 +96,14 @@ bool is_graph_input_name(const std::string& name);
 bool is_tensor_variable_name(const std::string& name);
 
 // Buffer name -> the call site that created what it holds: the buffers
-// extern calls return, and the names they are moved to afterwards.
-std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper);
+// extern calls return, and the names they are moved to afterwards. With
+// `through_reuse` (the default), also the names a reuse gives their memory
+// (`auto bufA = std::move(bufB);  // reuse`, or a reinterpret_tensor_wrapper
+// view of it): what an in-place kernel reads there before its launch is the
+// extern call's output, but the name holds another graph node's value once
+// that kernel ran. Without it, only moves that carry the value on
+// (WrapperInfo::value_moves): the names whose graph node the call computed.
+std::map<std::string, int> returned_buffers(const WrapperInfo& wrapper, bool through_reuse = true);
 
 WrapperInfo parse_wrapper(const std::string& source);
 

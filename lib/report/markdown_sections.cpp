@@ -151,11 +151,18 @@ std::string culprit_section(const Culprit& c) {
       if (!p.tensor.empty()) {
         out += ", which wrote " + code(p.tensor);
       }
-    } else if (p.why.rfind("graph input", 0) != 0) {
+    }
+    // A graph input or a constant (`parameter bn.weight (bn_weight) holds ...`)
+    // is named by its why; a bare tensor name is taken for a graph input.
+    bool named_by_why = false;
+    for (std::string_view lead : {"graph input", "parameter ", "buffer ", "constant "}) {
+      named_by_why = named_by_why || p.why.rfind(lead, 0) == 0;
+    }
+    if (!p.call_index && !named_by_why) {
       out += "graph input " + code(p.tensor);
     }
     if (!p.why.empty()) {
-      out += (p.call_index || p.why.rfind("graph input", 0) != 0 ? ": " : "") + plain(p.why);
+      out += (p.call_index || !named_by_why ? ": " : "") + plain(p.why);
     }
     out += "  \n";
   }

@@ -9,6 +9,8 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "classify/signature.hpp"
+#include "package/wrapper_text.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
 
@@ -169,11 +171,22 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
   return std::nullopt;
 }
 
+// Whether some tensor the site touches has more NaN after its launch than before.
+bool nan_grew(const SiteTrace& s) {
+  return std::any_of(s.tensors.begin(), s.tensors.end(), [](const ProbeStats& p) {
+    int64_t before = p.initialized && p.before ? p.before->nan_count : 0;
+    return p.after && p.after->nan_count > before;
+  });
+}
+
 std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by,
-                                    bool constant_sources) {
+                                    bool constant_sources, const std::set<std::string>& inf_by_design) {
   for (auto it = trace.sites.lower_bound(lo); it != trace.sites.end() && it->first <= hi; ++it) {
     if (inputs_already_bad(it->second, constant_sources)) {
       continue;
+    }
+    if (inf_by_design.count(it->second.kernel) > 0 && !nan_grew(it->second)) {
+      continue;  // -inf of a mask: the kernel's own literal, not an overflow
     }
     if (worst_increase(it->second).second > 0 || created_bad(trace, it->first, returned_by)) {
       return it->first;
@@ -182,8 +195,34 @@ std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const
   return std::nullopt;
 }
 
+bool writes_infinity_literal(const std::string& kernel_definition) {
+  for (std::string_view line : wrapper_text::split_lines(kernel_definition)) {
+    bool literal = line.find("::infinity()") != std::string_view::npos ||
+                   line.find("INFINITY") != std::string_view::npos;
+    if (literal && line.find("_acc") == std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::vector<CallSite>& sites) {
+  std::set<std::string> out;
+  if (kernel_source.empty()) {
+    return out;
+  }
+  for (const auto& site : sites) {
+    if (site.kind == KernelKind::cpp && !out.count(site.kernel) &&
+        writes_infinity_literal(kernel_definition(kernel_source, site.kernel))) {
+      out.insert(site.kernel);
+    }
+  }
+  return out;
+}
+
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi, const ReturnedBy& returned_by, bool constant_sources) {
+                  int hi, const ReturnedBy& returned_by, bool constant_sources,
+                  const std::set<std::string>& inf_by_design) {
   Probe p;
   p.runs = 1;
   p.agreeing = 1;
@@ -197,7 +236,7 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
                                                  cls.first_line)
                                    : "the failure did not reproduce in this run";
   if (pred == Predicate::nonfinite) {
-    if (auto site = first_introducer(trace, lo, hi, returned_by, constant_sources)) {
+    if (auto site = first_introducer(trace, lo, hi, returned_by, constant_sources, inf_by_design)) {
       p.verdict = StepVerdict::reproduces;
       p.exact = site;
     } else if (cls.kind == OutcomeKind::nonfinite) {
@@ -355,6 +394,7 @@ std::vector<BlindSpot> blind_spots(const WrapperInfo& w) {
       out.push_back(BlindSpot{probed, {}});
     }
     out.back().kernels.push_back(site.kernel);
+    out.back().outside_control_flow = out.back().outside_control_flow || site.branch.empty();
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,8 +82,19 @@ using ReturnedBy = std::map<std::string, int>;
 // buffers) hold do not disqualify a site: the first site reading a bad
 // constant introduces its values into the run. The search asks this only
 // when no site introduced them from finite inputs and constants.
+// Kernels in `inf_by_design` write an infinity literal of their own code (an
+// attention mask's `where(causal, 0, -inf)`): Inf they introduce, with no new
+// NaN, is by intent and does not make them the introducer.
 std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by = {},
-                                    bool constant_sources = false);
+                                    bool constant_sources = false, const std::set<std::string>& inf_by_design = {});
+
+// Whether a cpp kernel's definition (package/kernel.cpp) computes with an
+// infinity literal (`auto tmp8 = -std::numeric_limits<float>::infinity();`),
+// not counting a reduction's initial value (`tmp_acc0 = -...infinity()`).
+bool writes_infinity_literal(const std::string& kernel_definition);
+// The cpp kernels among `sites` whose definition in `kernel_source` (the
+// package's kernel.cpp) writes an infinity literal.
+std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::vector<CallSite>& sites);
 
 // The buffer `site` created that first shows NaN/Inf at a later site: that
 // later site and the tensor's probe there.
@@ -95,7 +107,8 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
 // One run's answer to "is the first bad site in [lo, hi]?" for the fault and
 // nonfinite predicates (mismatch: job/divergence.hpp).
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
-                  int hi, const ReturnedBy& returned_by = {}, bool constant_sources = false);
+                  int hi, const ReturnedBy& returned_by = {}, bool constant_sources = false,
+                  const std::set<std::string>& inf_by_design = {});
 
 // One step's verdict from its repeated runs: an error if any run erred, the
 // common answer if all agree, else inconclusive.
@@ -114,6 +127,7 @@ std::string kind_of_kernel(const std::string& kernel);
 struct BlindSpot {
   int after = 0;                     // the probed call site it follows (0: before the first)
   std::vector<std::string> kernels;  // the unprobed call sites, in source order
+  bool outside_control_flow = false;  // one of them lies outside every torch.cond branch
 };
 std::vector<BlindSpot> blind_spots(const WrapperInfo& instrumented);
 // "call sites 3 and 4 (aoti_torch_cpu_addmm_out, cpp_fused_log_2)"

@@ -93,6 +93,13 @@ class GuideSearch {
     } else {
       m_rewrite_why = std::get<std::string>(plan);
     }
+    if (m_pred == Predicate::nonfinite && !m_s.model.kernel_cpp.empty()) {
+      try {
+        m_inf_by_design = inf_by_design_kernels(m_s.pkg.read_entry(m_s.model.kernel_cpp), m_s.wrapper.call_sites);
+      } catch (const std::exception&) {
+        m_inf_by_design.clear();  // no source: every Inf counts
+      }
+    }
   }
 
   Probe ask(int lo, int hi) {
@@ -122,7 +129,7 @@ class GuideSearch {
           m_evidence[site] = ev;
         }
       }
-      answers.push_back(guide_answer(m_pred, m_s.kind, res.cls, mapping, lo, hi));
+      answers.push_back(guide_answer(m_pred, m_s.kind, res.cls, mapping, lo, hi, m_inf_by_design));
     }
     return aggregate_answers(answers);
   }
@@ -326,6 +333,7 @@ class GuideSearch {
   std::map<int, std::shared_ptr<RunEvidence>> m_evidence;
   int m_run_no = 0;
   bool m_last_ok = false;
+  std::set<std::string> m_inf_by_design;  // cpp kernels that write an infinity literal (masks)
 };
 
 // "guide mode: ..., 4 builds (0 from the cache), 6.1 s first, then 3.2 s each

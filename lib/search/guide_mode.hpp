@@ -95,7 +95,8 @@ RunTrace trace_from_printer(const SiteMapping& mapping);
 TensorStats stats_of(const PrintedTensor& t);
 
 // One guide-mode run's answer to "is the first bad site in [lo, hi]?".
+// `inf_by_design`: as first_introducer's.
 Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
-                   int lo, int hi);
+                   int lo, int hi, const std::set<std::string>& inf_by_design = {});
 
 }  // namespace aoti_bisect

@@ -269,11 +269,11 @@ TensorStats stats_of(const PrintedTensor& t) {
 }
 
 Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
-                   int lo, int hi) {
+                   int lo, int hi, const std::set<std::string>& inf_by_design) {
   if (!mapping.problem.empty() && !cls.internal && !cls.cannot_test) {
     return Probe{StepVerdict::error, std::nullopt, 1, 1, mapping.problem};
   }
-  return answer_step(pred, expected, cls, trace_from_printer(mapping), lo, hi);
+  return answer_step(pred, expected, cls, trace_from_printer(mapping), lo, hi, {}, false, inf_by_design);
 }
 
 std::vector<std::string> range_printing(const WrapperInfo& wrapper, const std::set<int>& only) {

@@ -47,6 +47,7 @@ class ProbedSearch {
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   std::optional<std::string> self_check(int k, const RunTrace& ev);
   void explain_root_cause(Culprit& c);
+  void note_inf_by_design();
 
   JobEnv& m_env;
   const BisectSetup& m_s;
@@ -56,9 +57,11 @@ class ProbedSearch {
   RunTrace m_trace;  // the trace run, parsed once
   int m_run_no = 0;
   int m_repeats = 1;
-  std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it
+  std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it (also reuse names)
+  std::map<std::string, int> m_returned_value;  // ... only names whose graph node is that call's output
   std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
   bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
+  std::set<std::string> m_inf_by_design;     // cpp kernels that compute with an infinity literal (masks)
 };
 
 ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& plan) {
@@ -123,6 +126,7 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
 void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
   if (m_trace.launched == n_static) {
     m_returned_by = returned_buffers(m_model.wrapper);
+    m_returned_value = returned_buffers(m_model.wrapper, false);
     m_consumers = consumer_sites(trace.events, m_returned_by);
   }
 }
@@ -131,7 +135,7 @@ void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
 void ProbedSearch::map_sites(const ChildResult& trace) {
   int launched = m_trace.launched;
   int mapped = 0;
-  m_bis.unmapped = unmapped_sites(trace.events, m_model.node_map, mapped, m_returned_by);
+  m_bis.unmapped = unmapped_sites(trace.events, m_model.node_map, mapped, m_returned_value);
   m_bis.mapped_sites = mapped;
   for (auto& u : m_bis.unmapped) {
     u.why = redact_paths(u.why);
@@ -167,11 +171,11 @@ Probe ProbedSearch::ask(int lo, int hi) {
       return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
     }
     if (m_pred == Predicate::mismatch) {
-      answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_by), lo, hi));
-      note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_by));
+      answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_value), lo, hi));
+      note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_value));
     } else {
       answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
-                                    m_constant_sources));
+                                    m_constant_sources, m_inf_by_design));
     }
   }
   return aggregate_answers(answers);
@@ -240,9 +244,9 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   explain_root_cause(c);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
-    explain_divergence(c, compare_sites(evidence.events, tol, m_returned_by), trace.events, m_model.node_map,
-                       m_model.node_info, m_returned_by);
-    note_honest_error(m_bis, compare_sites(evidence.events, tol, m_returned_by));
+    explain_divergence(c, compare_sites(evidence.events, tol, m_returned_value), trace.events, m_model.node_map,
+                       m_model.node_info, m_returned_value);
+    note_honest_error(m_bis, compare_sites(evidence.events, tol, m_returned_value));
   }
   m_env.recorder.bisection(m_bis);
   Reproducer repro;
@@ -314,6 +318,9 @@ BisectOutcome ProbedSearch::run() {
   }
   int n = std::max(m_trace.launched, 1);
   link_returned(trace, n_static);
+  if (m_pred == Predicate::nonfinite) {
+    note_inf_by_design();
+  }
   if (m_pred == Predicate::mismatch) {
     map_sites(trace);
   }
@@ -351,6 +358,27 @@ BisectOutcome ProbedSearch::run() {
     return blind_spot(*sr.first, blind.front());
   }
   return culprit(*sr.first, trace);
+}
+
+// The cpp kernels whose own code computes with an infinity literal (an
+// attention mask's -inf): the Inf they write is by intent, so they are not
+// taken for the site that introduced it (from the package's kernel.cpp).
+void ProbedSearch::note_inf_by_design() {
+  if (m_s.model.kernel_cpp.empty()) {
+    return;
+  }
+  std::string source;
+  try {
+    source = m_s.pkg.read_entry(m_s.model.kernel_cpp);
+  } catch (const std::exception&) {
+    return;
+  }
+  m_inf_by_design = inf_by_design_kernels(source, m_model.wrapper.call_sites);
+  if (!m_inf_by_design.empty()) {
+    m_env.recorder.progress().note(fmt::format(
+        "{} writes -inf/inf from its own code (a mask): Inf it makes does not count as introduced, NaN does",
+        join(std::vector<std::string>(m_inf_by_design.begin(), m_inf_by_design.end()), ", ")));
+  }
 }
 
 // Names constants and graph inputs as the user knows them, compares an
@@ -400,7 +428,7 @@ std::optional<std::string> ProbedSearch::self_check(int k, const RunTrace& ev) {
   }
   std::optional<int> first;
   if (m_pred == Predicate::nonfinite) {
-    first = first_introducer(ev, 1, k, m_returned_by, m_constant_sources);
+    first = first_introducer(ev, 1, k, m_returned_by, m_constant_sources, m_inf_by_design);
   } else if (ev.sync_error) {
     first = ev.sync_error;
   } else if (ev.unfinished) {
@@ -434,9 +462,12 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
   std::string kernel = m_trace.site(k) ? m_trace.site(k)->kernel : "";
   m_bis.status = "blind_spot";
   m_bis.message = fmt::format(
-      "the first bad probed site is call site {} {}, but call sites without probes lie before it, {}: the printer "
-      "does not probe inside control flow such as torch.cond branches",
-      k, kernel, describe(spot));
+      "the first bad probed site is call site {} {}, but call sites without probes lie before it, {}: {}", k, kernel,
+      describe(spot),
+      spot.outside_control_flow
+          ? "the printer probes nothing of theirs before the launch (an extern call whose tensor arguments are all "
+            "views gets probes only after it, on the outputs it creates), so what they read is unseen"
+          : "the printer does not probe inside control flow such as torch.cond branches");
   m_env.recorder.bisection(m_bis);
   m_env.recorder.builds_note("unprobed call sites " + describe(spot));
   return {Verdict::not_isolated,

@@ -77,6 +77,29 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   CHECK(out == expected);
 }
 
+TEST_CASE("insert_probes: an extern call whose tensor arguments are views and an optional mask is probed before it") {
+  // torch 2.13's scaled_dot_product_attention on the CPU: q, k, v are views,
+  // the mask an optional argument; Inductor's printer probes only the
+  // outputs it creates, after the call (a blind spot for the search).
+  std::string src = R"(void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf5, 4, int_array_12, int_array_13, 0L)), wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(w_k, 4, int_array_12, int_array_13, 0L)), 0.0, 0, &temporary_reference(buf8.get()), &var_0, &buf10_handle, &buf11_handle));
+}
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 1);
+  CHECK(w.call_sites[0].args ==
+        std::vector<std::string>{"view of buf5", "view of w_k", "", "", "buf8", "var_0", "buf10", "buf11"});
+  std::string out = insert_probes(src, w);
+  CHECK(out.find(R"(aoti_torch_save_tensor_handle(buf5, "buf5", "before_launch", )") != std::string::npos);
+  CHECK(out.find(R"(aoti_torch_save_tensor_handle(buf8, "buf8", "before_launch", )") != std::string::npos);
+  CHECK(out.find(R"(aoti_torch_save_tensor_handle(buf10_handle, "buf10", "after_launch", )") != std::string::npos);
+  CHECK(out.find("w_k, \"w_k\"") == std::string::npos);  // a constant, as the printer leaves them
+  WrapperInfo probed = parse_wrapper(out);
+  REQUIRE(probed.call_sites.size() == 1);
+  CHECK(probed.call_sites[0].probed);
+  CHECK(blind_spots(probed).empty());
+}
+
 TEST_CASE("insert_probes: a torch.cond wrapper is probed inside its branches, where the printer left blind spots") {
   // The plain wrapper of the cond fixture: its level-1 build without the
   // printer's lines.

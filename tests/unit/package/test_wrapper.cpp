@@ -172,6 +172,34 @@ void AOTInductorModel::run_impl(
   CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf9", 1}});
 }
 
+TEST_CASE("parse_wrapper: a reinterpret_tensor_wrapper view of a dead buffer is a reuse, not a value move") {
+  // torch 2.13, BERT's layer: addmm writes buf36; gelu runs in place on a
+  // view of it under a new name. What gelu reads is buf36's value.
+  std::string src = R"(
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles) {
+    AtenTensorHandle buf7_handle;
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_convolution(buf4, buf5, nullptr, 1L, &buf7_handle));
+    RAIIAtenTensorHandle buf7(buf7_handle);
+    auto buf8 = std::move(buf7);  // reuse
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_addmm_out(buf36, bias, buf8, weight, 1L, 1L));
+    auto buf37 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf36, 3, int_array_17, int_array_18, 0L)); buf36.reset();  // reuse
+    cpp_fused_gelu_view_3((float*)(buf37.data_ptr()));
+    auto buf40 = reinterpret_tensor_wrapper(buf8, 2, int_array_1, int_array_2, 0L);
+    auto tmp_tensor_handle_0 = reinterpret_tensor_wrapper(buf37, 2, int_array_1, int_array_2, 0L);
+} // AOTInductorModel::run_impl
+)";
+  WrapperInfo w = parse_wrapper(src);
+  CHECK(w.moves == std::vector<std::pair<std::string, std::string>>{
+                       {"buf8", "buf7"}, {"buf37", "buf36"}, {"buf40", "buf8"}});
+  CHECK(w.value_moves.empty());
+  // Through reuse: what an in-place kernel reads under buf8 is the call's output.
+  CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf40", 1}});
+  // The names whose graph node the call computed: buf7 alone (buf8 holds the
+  // next in-place kernel's node once it ran).
+  CHECK(returned_buffers(w, false) == std::map<std::string, int>{{"buf7", 1}});
+}
+
 TEST_CASE("parse_wrapper: what each call-site argument names, and the constants' names") {
   WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
   REQUIRE(w.call_sites.size() == 4);

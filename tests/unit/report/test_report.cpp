@@ -530,6 +530,19 @@ TEST_CASE("report_to_json: without a search, culprit and bisection are null and 
   CHECK(k["culprit"]["producer"]["kernel"] == "triton_poi_fused_0");
 }
 
+TEST_CASE("report_to_markdown: a bad parameter is named as one, not as a graph input") {
+  Report r = culprit_report();
+  r.culprit->producer->call_index.reset();
+  r.culprit->producer->tensor = "ln_weight";
+  r.culprit->producer->why = "parameter ln.weight (ln_weight) holds 1 NaN and 0 Inf before the launch";
+  std::string md = report_to_markdown(r);
+  CHECK(md.find("**Bad input from:** parameter ln.weight (ln_weight) holds 1 NaN") != std::string::npos);
+  CHECK(md.find("graph input `ln_weight`") == std::string::npos);
+  r.culprit->producer->why = "holds 7, outside 5 rows";
+  CHECK(report_to_markdown(r).find("**Bad input from:** graph input `ln_weight`: holds 7, outside 5 rows") !=
+        std::string::npos);
+}
+
 TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
   std::string md = report_to_markdown(culprit_report());
   CHECK(md.rfind("# aoti-bisect: `nonfinite`, isolated\n", 0) == 0);

@@ -53,6 +53,36 @@ TEST_CASE("first_introducer: an initialized tensor that gains Inf is introduced 
   CHECK(first_introducer(trace_from_events(events), 1, 3) == 2);
 }
 
+TEST_CASE("first_introducer: the -inf an attention mask writes from its own literal is not introduced there") {
+  // Site 3 writes the causal mask (where(le, 0, -inf)) into buf7: Inf by
+  // design. Site 19 makes NaN from finite inputs (sqrt of negatives).
+  std::vector<json> events = {
+      begin(3), probe(3, "before", "buf4", true, 0), probe(3, "before", "buf7", false, 0), end(3),
+      probe(3, "after", "buf7", true, 0, 240),
+      begin(19), probe(19, "before", "buf30", true, 0), end(19), probe(19, "after", "buf30", true, 2048)};
+  RunTrace t = trace_from_events(events);
+  CHECK(first_introducer(t, 1, 19) == 3);
+  std::set<std::string> masks = {"k3"};
+  CHECK(first_introducer(t, 1, 19, {}, false, masks) == 19);
+  CHECK_FALSE(first_introducer(t, 3, 3, {}, false, masks).has_value());
+  SUBCASE("NaN from such a kernel still counts") {
+    std::vector<json> nan = {begin(3), probe(3, "before", "buf4", true, 0), end(3), probe(3, "after", "buf4", true, 5, 240)};
+    CHECK(first_introducer(trace_from_events(nan), 1, 3, {}, false, masks) == 3);
+  }
+}
+
+TEST_CASE("writes_infinity_literal: a value computed from an infinity literal, not a reduction's initial value") {
+  CHECK(writes_infinity_literal("extern \"C\" void k(const float* in_ptr0, float* out_ptr0) {\n"
+                                "  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
+                                "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n}\n"));
+  CHECK(writes_infinity_literal("auto tmp3 = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());"));
+  CHECK_FALSE(writes_infinity_literal("  float tmp_acc0 = -std::numeric_limits<float>::infinity();\n"
+                                      "  at::vec::Vectorized<float> tmp_acc0_vec = "
+                                      "at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
+                                      "  auto tmp1 = std::exp(tmp0);\n"));
+  CHECK_FALSE(writes_infinity_literal(""));
+}
+
 TEST_CASE("trace_from_events: the site whose sync found the device error") {
   json err = {{"event", "sync_error"}, {"site", 7}, {"kernel", "k7"}, {"message", "CUDA error"}};
   auto ev = trace_from_events({begin(7), err});
