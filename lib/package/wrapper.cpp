@@ -39,14 +39,35 @@ std::set<std::string> declared_cpp_kernels(const std::vector<std::string_view>& 
 }
 
 // The kernel a printer line names as about to launch ("before_launch"), or "".
+// An extern fallback op is named by its ATen op (`at::_ops::OP::call`, e.g.
+// CPU scaled_dot_product_attention): returned as "at::_ops::OP".
 std::string printed_before(std::string_view line) {
   for (std::string_view marker : {"\"before_launch\", \"", "\"before_launch - ", "[ before_launch: "}) {
     size_t p = line.find(marker);
     if (p != std::string_view::npos) {
+      constexpr std::string_view aten = "at::_ops::";
+      if (line.substr(p + marker.size(), aten.size()) == aten) {
+        std::string op = ident_at(line, p + marker.size() + aten.size());
+        return op.empty() ? "" : std::string(aten) + op;
+      }
       return ident_at(line, p + marker.size());
     }
   }
   return "";
+}
+
+// Whether the printer's label names this call site's kernel: its own name,
+// or for a C-shim call `aoti_torch_<device>_OP` the ATen op `at::_ops::OP`.
+bool printed_for(const std::set<std::string>& printed, const std::string& kernel) {
+  if (printed.count(kernel) > 0) {
+    return true;
+  }
+  constexpr std::string_view shim = "aoti_torch_";
+  if (kernel.rfind(shim, 0) != 0) {
+    return false;
+  }
+  size_t device_end = kernel.find('_', shim.size());
+  return device_end != std::string::npos && printed.count("at::_ops::" + kernel.substr(device_end + 1)) > 0;
 }
 
 void note_printer(std::string_view line, WrapperInfo& info) {
@@ -421,7 +442,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;
-      site->probed = printed.count(site->kernel) > 0;
+      site->probed = printed_for(printed, site->kernel);
       pending_nodes.clear();
       printed.clear();
       info.call_sites.push_back(std::move(*site));

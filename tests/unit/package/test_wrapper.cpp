@@ -200,6 +200,25 @@ void AOTInductorModel::run_impl(
   CHECK(returned_buffers(w, false) == std::map<std::string, int>{{"buf7", 1}});
 }
 
+TEST_CASE("parse_wrapper: an extern call the printer labels with its ATen op (at::_ops::OP::call) is probed") {
+  // Inductor's level-1 printer on CPU scaled_dot_product_attention (torch 2.13).
+  std::string src = R"(
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles) {
+    aoti_torch_save_tensor_handle(buf11, "buf11", "before_launch", "at::_ops::_scaled_dot_product_flash_attention_for_cpu::call");
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(buf11, buf12, buf13, 0.0, 0, &temporary_reference(buf14.get()), &var_0, &buf16_handle, &buf17_handle));
+    aoti_torch_save_tensor_handle(buf11, "buf11", "after_launch", "at::_ops::_scaled_dot_product_flash_attention_for_cpu::call");
+    aoti_torch_save_tensor_handle(buf16, "buf16", "before_launch", "at::_ops::addmm::call");
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_cpu_mm_out(buf18, buf16, w0));
+} // AOTInductorModel::run_impl
+)";
+  WrapperInfo w = parse_wrapper(src);
+  REQUIRE(w.call_sites.size() == 2);
+  CHECK(w.call_sites[0].kernel == "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu");
+  CHECK(w.call_sites[0].probed);
+  CHECK_FALSE(w.call_sites[1].probed);  // another op's label
+}
+
 TEST_CASE("parse_wrapper: what each call-site argument names, and the constants' names") {
   WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
   REQUIRE(w.call_sites.size() == 4);
