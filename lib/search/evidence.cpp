@@ -261,9 +261,7 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
     // range, the fault is later than hi.
     p.verdict = hi < trace.launched ? StepVerdict::clean : StepVerdict::error;
     if (p.verdict == StepVerdict::error) {
-      p.note = "the run failed after its last call site returned (on the CPU, likely memory corruption: a write "
-               "past a buffer's end shows only when the heap is next used; the guard_pages variant catches it "
-               "inside the kernel)";
+      p.note = fmt::format("the run failed after its last call site returned ({})", k_memory_corruption_hint);
     }
   } else if (cls.kind == expected) {
     p.verdict = StepVerdict::clean;  // it stopped at a site the probes left out

@@ -31,6 +31,11 @@ struct PredicateInfo {
 };
 const std::vector<PredicateInfo>& predicate_table();
 std::string_view predicate_name(Predicate p);
+
+// Why a CPU crash may show only after the last call site returned.
+inline constexpr std::string_view k_memory_corruption_hint =
+    "on the CPU, likely memory corruption: a write past a buffer's end shows only when the heap is next used; the "
+    "guard_pages variant catches it inside the kernel";
 Predicate predicate_for(OutcomeKind kind);
 
 struct SiteTrace {

@@ -451,9 +451,14 @@ std::optional<std::string> ProbedSearch::self_check(int k, const RunTrace& ev) {
   m_bis.self_check = first ? fmt::format("failed: with every site up to {} probed, call site {} {} first", k, *first, what)
                            : fmt::format("failed: with every site up to {} probed, no site {}", k, what);
   m_bis.message = m_bis.self_check;
+  std::string seen = first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it";
+  if (!first && m_pred == Predicate::fault && m_env.device_key == "cpu") {
+    // A crash that moves with the probes' allocations: the heap, not a kernel, showed it.
+    seen += fmt::format(" inside a call site ({})", k_memory_corruption_hint);
+  }
   return fmt::format("not isolated: the search named call site {}, but the self-check run, probing every call site up "
                      "to it, {}",
-                     k, first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it");
+                     k, seen);
 }
 
 // The first bad probed site comes after code that ran without probes: what

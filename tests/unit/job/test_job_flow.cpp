@@ -138,6 +138,36 @@ TEST_CASE("job flow: a segfault at call site 3 on the CPU is named by the trace 
   CHECK(r.report.bisection->strategy == "all");
 }
 
+TEST_CASE("job flow: a CPU crash the self-check run sees only after its last site returned is not isolated, "
+          "with the memory-corruption hint") {
+  // A heap overrun shows where glibc next looks: at site 3 in the runs
+  // before, but after every probed site in the evidence run.
+  Harness h;
+  FakeModel model;
+  model.bad = 3;
+  model.fault = true;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    if (req.id.find("evidence") == std::string::npos) {
+      return model.answer(req);
+    }
+    FakeModel late;
+    late.bad = 0;
+    bool crashed = false;
+    ChildOutput out;
+    out.events = late.run_events(req, crashed);
+    out.events.resize(out.events.size() - 2);  // no outputs, no done
+    out.status = fake::killed(6);
+    return out;
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(r.report.verdict == Verdict::not_isolated);
+  CHECK_FALSE(r.report.culprit.has_value());
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->status == "self_check_failed");
+  CHECK(r.report.verdict_reason.find("did not reproduce it inside a call site (on the CPU, likely memory corruption") !=
+        std::string::npos);
+}
+
 TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, three runs per step") {
   Harness h;
   FakeModel model;
