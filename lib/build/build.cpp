@@ -459,8 +459,12 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
                                  [&](const auto& p) { return fs::is_regular_file(p.first, ec); });
   if (!status.ok() || !all_written) {
     throw_if_refused(status, work.path() / "result.json");
-    throw Error(ErrorKind::cannot_test, fmt::format("the eager run of the exported program failed: {}",
-                                                    failure_line(status, work.path() / "result.json")));
+    std::string message = fmt::format("the eager run of the exported program failed: {}",
+                                      failure_line(status, work.path() / "result.json"));
+    if (auto result = read_entry(work.path() / "result.json"); result && (*result)["error_kind"] == "eager") {
+      throw EagerRunFailed(message);
+    }
+    throw Error(ErrorKind::cannot_test, message);
   }
   for (const auto& [from, to] : products) {
     fs::create_directories(fs::absolute(to).parent_path(), ec);

@@ -46,6 +46,14 @@ class ProgramRefused : public Error {
   explicit ProgramRefused(const std::string& message) : Error(ErrorKind::cannot_test, message) {}
 };
 
+// The exported program loaded, but running it eagerly on the inputs raised
+// (an index out of range, a shape check): the inputs may be the bug. The
+// job carries on without an eager reference and says so.
+class EagerRunFailed : public Error {
+ public:
+  explicit EagerRunFailed(const std::string& message) : Error(ErrorKind::cannot_test, message) {}
+};
+
 // $XDG_CACHE_HOME/aoti-bisect/builds, else ~/.cache/aoti-bisect/builds.
 std::filesystem::path default_cache_dir();
 
@@ -66,8 +74,8 @@ void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_
 
 // --against-eager: the exported program run eagerly (by the same Python
 // helper) on the inputs; its outputs, flattened, saved to `out` with
-// torch.save. Throws Error(cannot_test) with one line when Python, torch, the
-// exported program or the run fails.
+// torch.save. Throws Error(cannot_test) with one line when Python, torch or
+// the exported program fails, EagerRunFailed when the program itself raised.
 //
 // With node_map set (a build's node map), the same run also saves each mapped
 // buffer's eager values ({buffer: [tensor per candidate node]}, torch.save)

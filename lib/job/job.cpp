@@ -131,6 +131,12 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   req.cache_dir = s.cache_dir;
   try {
     compute_eager_reference(req);
+  } catch (const EagerRunFailed& e) {
+    // Eager fails on these inputs too: the package's run may still fault or
+    // make NaN/Inf, which needs no reference.
+    rec.note(fmt::format("{} (output values are not compared with eager; faults and NaN/Inf are still searched)",
+                         e.what()));
+    return fs::path();
   } catch (const Error& e) {
     return stop_of(e);
   }
@@ -423,10 +429,13 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env));
   if (!m.failure) {
     size_t n = m_rec.report().runs.size();
-    std::string unchecked = s.reference.empty() && !s.against_eager
-                                ? " (no crash, no NaN/Inf); output values were not checked against a reference: give "
-                                  "--reference EXPECTED.pt or --against-eager to check them"
-                                : "";
+    std::string unchecked;
+    if (s.reference.empty() && m_rec.report().reference_path.empty()) {
+      unchecked = s.against_eager ? " (no crash, no NaN/Inf); output values were not checked: the exported program "
+                                    "failed when run eagerly on these inputs (see notes)"
+                                  : " (no crash, no NaN/Inf); output values were not checked against a reference: "
+                                    "give --reference EXPECTED.pt or --against-eager to check them";
+    }
     return finish(Verdict::clean, fmt::format("no failure in {} run{}{}", n, n == 1 ? "" : "s", unchecked));
   }
   const Failure& f = *m.failure;

@@ -96,6 +96,27 @@ TEST_CASE("class index outside [0, C): device_assert whose first line names the 
   CHECK(r.report["failure"]["first_check"] == "inputs, targets, operator preconditions");
 }
 
+TEST_CASE("class index outside [0, C) with --against-eager: eager raises too, the run goes on without a reference "
+          "and isolates the index check") {
+  auto meta = e2e::meta_of("class_index");
+  auto r = run_tool({"run", example("class_index.pt2").string(), "--inputs", example("class_index.inputs.pt").string(),
+                     "--against-eager", "--exported-program", example("class_index.ep.pt2").string(), "--no-matrix"},
+                    "out");
+  CHECK(r.code() == 1);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["reference"].is_null());
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  bool noted = false;
+  for (const auto& n : r.report["notes"]) {
+    std::string text = n.get<std::string>();
+    noted = noted || (text.find("the eager run of the exported program failed: IndexError") == 0 &&
+                      text.find("output values are not compared with eager") != std::string::npos);
+  }
+  CHECK(noted);
+}
+
 // LibTorch's loader, given a .pt2, extracts it into a fresh /tmp/XXXXXX and
 // leaks that folder when the process crashes. Such folders hold data/aotinductor.
 int leaked_loader_dirs() {
