@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <functional>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
+#include <unistd.h>
 #include <zip.h>
 
 #include "common/error.hpp"
@@ -31,6 +33,36 @@ inline std::string error_of(const std::function<void()>& f) {
 inline std::string text(const std::string& name) {
   std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
   REQUIRE(in.good());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh folder under the temp directory, named for the test and this process.
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  std::filesystem::path d =
+      std::filesystem::temp_directory_path() / ("aoti-bisect-unit-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// $CXX, else c++ (or g++) from PATH.
+inline std::string compiler() {
+  const char* cxx = std::getenv("CXX");
+  if (cxx != nullptr && *cxx) {
+    return cxx;
+  }
+  return std::system("command -v c++ >/dev/null 2>&1") == 0 ? "c++" : "g++";
+}
+
+inline void write(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+}
+
+inline std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -26,6 +26,10 @@
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
+using fixture::compiler;
+using fixture::read;
+using fixture::scratch_dir;
+using fixture::write;
 
 namespace {
 
@@ -66,33 +70,6 @@ AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, At
 
 const std::vector<std::string> k_all = {"gather_oob",    "gather_assert",  "nan_triton",
                                         "fp16_overflow", "relu_accuracy", "cond"};
-
-fs::path scratch_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("aoti-bisect-unit-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string compiler() {
-  const char* cxx = std::getenv("CXX");
-  if (cxx != nullptr && *cxx) {
-    return cxx;
-  }
-  return std::system("command -v c++ >/dev/null 2>&1") == 0 ? "c++" : "g++";
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
