@@ -46,8 +46,13 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
   Bisection bis;
   if (env.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
-      return {Verdict::not_isolated, "--rebuild-per-step prints kernel inputs; comparing kernels with eager needs "
-                                     "the probes of one instrumented build (drop --rebuild-per-step)", ""};
+      // Settings set rebuild_per_step for either spelling; name the one given.
+      std::string given = env.settings.source == "guide" ? "--source guide" : "--rebuild-per-step";
+      return {Verdict::not_isolated,
+              fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
+                          "one instrumented build (drop {})",
+                          given, given),
+              ""};
     }
     bis.source = "guide";
     return GuideSource().isolate(env, s, pred, bis);

@@ -184,4 +184,17 @@ TEST_CASE("a tolerance override that admits the bug: the search finds no diverge
   CHECK(r.report["runs"][0]["comparison"]["atol"] == 10.0);
 }
 
+TEST_CASE("wrong values with --source guide: not isolated, and the reason names the option given") {
+  // Guide mode prints kernel inputs; it has no comparison with eager.
+  auto r = run_tool(mismatch_args("log1p_accuracy", {"--against-eager", "--source", "guide", "--no-matrix"}), "out",
+                    warm_inductor());
+  CHECK(r.code() == 3);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  CHECK(r.report["verdict"] == "not_isolated");
+  CHECK(r.report["verdict_reason"].get<std::string>().find(
+            "guide mode (--source guide) prints kernel inputs; comparing kernels with eager needs the probes of one "
+            "instrumented build (drop --source guide)") != std::string::npos);
+}
+
 TEST_SUITE_END();
