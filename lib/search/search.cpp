@@ -171,8 +171,9 @@ Probe ProbedSearch::ask(int lo, int hi) {
       return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
     }
     if (m_pred == Predicate::mismatch) {
-      answers.push_back(mismatch_answer(res.cls, compare_sites(res.events, tol, m_returned_value), lo, hi));
-      note_honest_error(m_bis, compare_sites(res.events, tol, m_returned_value));
+      auto sites = compare_sites(res.events, tol, m_returned_value);
+      answers.push_back(mismatch_answer(res.cls, sites, lo, hi));
+      note_honest_error(m_bis, sites);
     } else {
       answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
                                     m_constant_sources, m_inf_by_design));
@@ -244,9 +245,9 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
   explain_root_cause(c);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
-    explain_divergence(c, compare_sites(evidence.events, tol, m_returned_value), trace.events, m_model.node_map,
-                       m_model.node_info, m_returned_value);
-    note_honest_error(m_bis, compare_sites(evidence.events, tol, m_returned_value));
+    auto sites = compare_sites(evidence.events, tol, m_returned_value);
+    explain_divergence(c, sites, trace.events, m_model.node_map, m_model.node_info, m_returned_value);
+    note_honest_error(m_bis, sites);
   }
   m_env.recorder.bisection(m_bis);
   Reproducer repro;
