@@ -67,9 +67,12 @@ TEST_CASE("NaN midway: guide mode's Inductor rebuilds name the call site the def
   fs::path pkg = fs::absolute("no-kernel-cmd.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [](const std::string& name, std::string& bytes) {
     if (ends_with(name, ".kernel.cpp")) {
-      size_t at = bytes.rfind("// Compile cmd");
-      REQUIRE(at != std::string::npos);
-      bytes.replace(at, 14, "// (no command)");
+      // Every one: a package built on a warm Inductor cache records its
+      // commands twice (the cached source already held them).
+      REQUIRE(bytes.find("// Compile cmd") != std::string::npos);
+      for (size_t at; (at = bytes.find("// Compile cmd")) != std::string::npos;) {
+        bytes.replace(at, 14, "// (no command)");
+      }
     }
     return true;
   });
