@@ -386,6 +386,11 @@ WrapperInfo parse_wrapper(const std::string& source) {
   }
   auto lines = split_lines(source);
   auto cpp_kernels = declared_cpp_kernels(lines);
+  // CPP GEMM templates (max_autotune on the CPU) are declared over two lines,
+  // `extern "C" \nvoid cpp_fused_addmm_0(const float* X, ...)`.
+  for (const auto& [name, params] : kernel_declarations(source)) {
+    cpp_kernels.insert(name);
+  }
   auto [first, last] = function_range(lines, "::run_impl(");
   if (first == last) {
     first = 0;
@@ -395,8 +400,19 @@ WrapperInfo parse_wrapper(const std::string& source) {
   }
   std::string pending_nodes;
   std::set<std::string> printed;  // kernels printed before launch since the previous call site
+  std::map<std::string, std::string> views;  // name -> the tensor it is a view of
   for (size_t i = first; i < last; ++i) {
     auto t = trim(lines[i]);
+    if (auto out = output_release(t, views)) {
+      if (info.outputs.size() <= out->first) {
+        info.outputs.resize(out->first + 1);
+      }
+      info.outputs[out->first] = out->second;
+      continue;
+    }
+    if (auto v = view_declaration(t)) {
+      views[v->first] = v->second;
+    }
     if (t.rfind("//", 0) == 0) {
       size_t p = t.find("Source Nodes: ");
       if (p != std::string_view::npos) {

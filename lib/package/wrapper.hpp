@@ -78,6 +78,11 @@ struct WrapperInfo {
   // The constructor's constants_info_: each constant's original module path
   // ("bn.running_var") and kind (parameter, buffer).
   std::vector<ConstantInfo> constant_info;
+  // What each output handle is released from, by output index
+  // (`output_handles[0] = buf4.release();`): the buffer, graph input or
+  // constant name, a view (`auto var_0 = ...reinterpret_tensor_wrapper(buf5,
+  // ...)`) resolved to its buffer; "" where the text says nothing plain.
+  std::vector<std::string> outputs;
 };
 
 // The arguments of a call's parenthesized text, "(buf3, f(a, b),

@@ -249,4 +249,47 @@ void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, 
   }
 }
 
+// "output_handles[2] = buf4.release();" -> (2, "buf4"); a name declared as a
+// view of another (`auto var_0 = ...reinterpret_tensor_wrapper(buf5, ...)`)
+// is resolved through `views`.
+std::optional<std::pair<size_t, std::string>> output_release(std::string_view t,
+                                                             const std::map<std::string, std::string>& views) {
+  constexpr std::string_view head = "output_handles[";
+  if (t.rfind(head, 0) != 0) {
+    return std::nullopt;
+  }
+  auto index = parse_int(t.substr(head.size(), t.find(']') - head.size()));
+  size_t eq = t.find("= ");
+  if (!index || *index < 0 || eq == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string name = ident_at(t, eq + 2);
+  if (name.empty() || t.substr(eq + 2 + name.size()).rfind(".release()", 0) != 0) {
+    return std::make_pair(static_cast<size_t>(*index), std::string());
+  }
+  for (int hops = 0; hops < 8; ++hops) {
+    auto v = views.find(name);
+    if (v == views.end()) {
+      break;
+    }
+    name = v->second;
+  }
+  return std::make_pair(static_cast<size_t>(*index), name);
+}
+
+// "auto var_0 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf5, 3, ...));" -> (var_0, buf5).
+std::optional<std::pair<std::string, std::string>> view_declaration(std::string_view t) {
+  if (t.rfind("auto ", 0) != 0) {
+    return std::nullopt;
+  }
+  std::string to = ident_at(t, 5);
+  constexpr std::string_view view = "reinterpret_tensor_wrapper(";
+  size_t v = t.find(view);
+  if (to.empty() || v == std::string_view::npos || t.find(" = ") != 5 + to.size()) {
+    return std::nullopt;
+  }
+  std::string from = ident_at(t, v + view.size());
+  return from.empty() ? std::nullopt : std::optional(std::make_pair(to, from));
+}
+
 }  // namespace aoti_bisect::wrapper_text

@@ -3,6 +3,7 @@
 // the parser of the generated input checks. Internal to lib/package.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,13 @@ std::optional<int64_t> parse_int(std::string_view s);
 std::vector<std::string_view> split_lines(const std::string& source);
 // The lines [first, last) of the body of the function whose header line holds `marker`.
 std::pair<size_t, size_t> function_range(const std::vector<std::string_view>& lines, std::string_view marker);
+// "output_handles[2] = buf4.release();" -> (2, "buf4"); a name declared as a
+// view of another (`auto var_0 = ...reinterpret_tensor_wrapper(buf5, ...)`)
+// is resolved through `views`; "" where the handle is released from no plain name.
+std::optional<std::pair<size_t, std::string>> output_release(std::string_view t,
+                                                             const std::map<std::string, std::string>& views);
+// "auto var_0 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf5, 3, ...));" -> (var_0, buf5).
+std::optional<std::pair<std::string, std::string>> view_declaration(std::string_view t);
 // The model's inputs from steal_from_raw_handles_to_raii_handles and the generated check_input_<i> functions.
 void parse_inputs(const std::vector<std::string_view>& lines, size_t run_first, size_t run_last, WrapperInfo& info);
 

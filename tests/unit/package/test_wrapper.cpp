@@ -280,3 +280,44 @@ TEST_CASE("wrapper_text: comments dropped, strings kept; the closing bracket ski
   CHECK(closing_bracket(call, call.find('{')) == call.find('}'));
   CHECK(closing_bracket("k(a", 1) == std::string::npos);
 }
+
+TEST_CASE("parse_wrapper: what each output is released from") {
+  SUBCASE("a buffer") {
+    WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+    REQUIRE(w.outputs.size() == 1);
+    CHECK(w.outputs[0] == "buf4");
+  }
+  SUBCASE("a view of a buffer, a graph input, and text that names nothing plain") {
+    WrapperInfo w = parse_wrapper(
+        "void AOTInductorModel::run_impl(\n"
+        "    AtenTensorHandle* input_handles) {\n"
+        "    auto var_0 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf5, 3, int_array_12, "
+        "int_array_13, 0L));\n"
+        "    output_handles[0] = var_0.release();\n"
+        "    output_handles[2] = arg3_1.release();\n"
+        "    output_handles[1] = wrap_with_raii_handle_if_needed(x).release();\n"
+        "} // AOTInductorModel::run_impl\n");
+    REQUIRE(w.outputs.size() == 3);
+    CHECK(w.outputs[0] == "buf5");
+    CHECK(w.outputs[1].empty());
+    CHECK(w.outputs[2] == "arg3_1");
+  }
+}
+
+TEST_CASE("parse_wrapper: CPP GEMM template kernels, declared over two lines, are call sites") {
+  WrapperInfo w = parse_wrapper(
+      "extern \"C\" \nvoid cpp_fused_addmm_log_0(const float* X, const float* W, const float* inp, float* Y);\n"
+      "extern \"C\"  void  cpp_fused_mean_1(float* in_out_ptr0, const float* in_ptr0);\n"
+      "void AOTInductorModel::run_impl(\n"
+      "    AtenTensorHandle* input_handles) {\n"
+      "    cpp_fused_addmm_log_0((const float*)(arg7_1.data_ptr()), (const float*)(constant6.data_ptr()), "
+      "(const float*)(fc0_bias.data_ptr()), (float*)(buf1.data_ptr()));\n"
+      "    cpp_fused_mean_1((float*)(buf2.data_ptr()), (const float*)(buf1.data_ptr()));\n"
+      "    output_handles[0] = buf2.release();\n"
+      "} // AOTInductorModel::run_impl\n");
+  REQUIRE(w.call_sites.size() == 2);
+  CHECK(w.call_sites[0].kernel == "cpp_fused_addmm_log_0");
+  CHECK(w.call_sites[0].kind == KernelKind::cpp);
+  CHECK(w.call_sites[0].args == std::vector<std::string>{"arg7_1", "constant6", "fc0_bias", "buf1"});
+  CHECK(w.call_sites[1].kernel == "cpp_fused_mean_1");
+}
