@@ -239,6 +239,77 @@ EXAMPLES = {
         culprit_pattern=r"embedding",
         expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
     ),
+    "healed_nan": dict(
+        description="an early log() makes NaN that nan_to_num cleans after an extern mm; a later, independent sqrt "
+        "makes the NaN that reaches both outputs",
+        outcome="nonfinite",
+        bug="log(Linear(x)) makes NaN (cpp_fused_log_*), the extern mm after it spreads them, and nan_to_num cleans "
+        "them: they never reach the outputs. sqrt(tanh(Linear(h)) - 0.5) then makes NaN from finite inputs "
+        "(cpp_fused_sqrt_*), which reach output 0 (through the head addmm) and output 1 (a mean). The first kernel "
+        "to make NaN is not the one whose NaN the user sees.",
+        culprit_pattern=r"sqrt",
+        healed_pattern=r"_log_",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "healed_log_zero": dict(
+        description="log of exact zeros gives -inf by design, carried by an extern mm and healed to 0 by exp; a later "
+        "u / u.sum() divides 0 by 0",
+        outcome="nonfinite",
+        bug="log(relu(Linear(x))) is -inf wherever relu is 0 (cpp_fused_log_relu_*); mm with positive weights "
+        "carries the -inf to every element; exp turns it into 0; the sum (an extern mm with ones) is then 0, and "
+        "u / u.sum() is 0/0 = NaN (cpp_fused_div_*), which reaches the output.",
+        culprit_pattern=r"div",
+        healed_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "masked_row_nan": dict(
+        description="attention with a -inf mask (masked_fill, added by baddbmm) where one query row is fully "
+        "masked: the softmax kernel makes NaN from the mask's -inf",
+        outcome="nonfinite",
+        bug="zeros.masked_fill(~keep, -inf) writes -inf by design (cpp_fused_*masked_fill*, an infinity literal in "
+        "its code); baddbmm adds it to the scores; softmax of the one row of keep that is all False is 0/0 = NaN "
+        "(cpp_fused__softmax_*), which reaches the output. The mask's -inf is intended: the softmax is where the "
+        "NaN is made.",
+        culprit_pattern=r"_softmax",
+        healed_pattern=r"masked_fill",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "index_passthrough_fault": dict(
+        description="a wild index (1 << 40) in the data passes through a kernel that adds 0 to it (its output "
+        "feeds a sort as well), then an unchecked embedding gather reads with it and faults",
+        outcome="crash",
+        bug="idx[3] = 1 << 40 (inputs[1]); i2 = idx + (h.sum(1) > 1e30) is materialized by the first cpp kernel "
+        "(a sort reads it too) and holds the same wild value; the embedding gather (assert_indirect_indexing=False) "
+        "faults on it. The bad index's producer is the graph input, passed on by that kernel, not the kernel.",
+        culprit_pattern=r"embedding",
+        producer_input=1,
+        expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
+    "index_clamped_fault": dict(
+        description="a wild index in the data is clamped into range, then scaled by 2^38 in the same kernel: the "
+        "scaled index, not the clamped input, makes the gather fault",
+        outcome="crash",
+        bug="idx[3] = 1 << 41 (inputs[1]) is clamped to [0, 49] and multiplied by 2^38 (up to about 1.3e13) in the "
+        "first cpp kernel, which writes i2 (a sort reads it too); the embedding gather faults on i2. The first "
+        "kernel made the bad index (its input's wild value was clamped before use): it is the producer, not the "
+        "graph input.",
+        culprit_pattern=r"embedding",
+        producer_pattern=r"sum",
+        expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
+    "healed_gemm_template": dict(
+        description="healed_nan compiled as CPU inference usually is (freezing, max_autotune with the CPP GEMM "
+        "backend): the log and the sqrt sit in GEMM templates' epilogues",
+        outcome="nonfinite",
+        bug="the healed_nan model with freezing=True, max_autotune=True, max_autotune_gemm_backends='CPP': each "
+        "Linear becomes a CPP GEMM template kernel (declared `extern \"C\" \\n void cpp_fused_addmm_log_0(const "
+        "float* X, const float* W, const float* inp, float* Y)`) with the pointwise ops fused into its epilogue. "
+        "The log's NaN (the first template) are cleaned by nan_to_num (in the next one); the sqrt in the third "
+        "template's epilogue makes the NaN the outputs hold.",
+        culprit_pattern=r"sqrt",
+        healed_pattern=r"addmm_log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -635,6 +706,81 @@ def build_cond_fault():
     return CondGather(), (torch.randn(B, D), idx), {"assert_indirect_indexing": False}
 
 
+def build_healed_nan(configs=None):
+    class HealedNan(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc0 = nn.Linear(D, H)
+            self.w = nn.Parameter(torch.randn(H, H))
+            self.fc1 = nn.Linear(H, H)
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x):
+            a = torch.log(self.fc0(x))  # addmm, cpp_fused_log: NaN where the Linear is negative
+            c = torch.nan_to_num(a @ self.w, nan=0.0)  # mm spreads the NaN, cpp_fused_nan_to_num cleans it
+            e = torch.sqrt(torch.tanh(self.fc1(c)) - 0.5)  # addmm, cpp_fused_sqrt: NaN from finite values
+            return self.head(e), e.mean(dim=0)  # addmm; a mean kernel
+
+    return HealedNan(), (torch.randn(B, D),), dict(configs or {})
+
+
+def build_healed_log_zero():
+    class HealedLogZero(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc0 = nn.Linear(D, H)
+            self.w = nn.Parameter(torch.rand(H, H) + 0.1)  # positive: -inf stays -inf through the mm
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x):
+            lp = torch.log(F.relu(self.fc0(x)))  # addmm, cpp_fused_log_relu: -inf where relu is 0
+            u = torch.exp(lp @ self.w)  # mm carries -inf, exp makes it 0
+            s = u @ torch.ones(H, 1)  # mm: row sums, all 0
+            return (self.head(u / s),)  # cpp_fused_div: 0/0 = NaN; addmm
+
+    return HealedLogZero(), (torch.randn(B, D),), {}
+
+
+def build_masked_row_nan():
+    class MaskedRow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(D, 3 * D)
+            self.proj = nn.Linear(D, D)
+
+        def forward(self, x, keep):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).chunk(3, dim=-1)  # addmm
+            mask = torch.zeros(b, t, t).masked_fill(~keep, float("-inf"))  # cpp kernel: -inf by design
+            s = torch.baddbmm(mask, q, k.transpose(1, 2), alpha=D**-0.5)  # baddbmm: scores + mask
+            return (self.proj(torch.softmax(s, dim=-1) @ v),)  # softmax kernel (NaN for the masked row), bmm, addmm
+
+    keep = torch.rand(2, 8, 8) > 0.3
+    keep[:, :, 0] = True
+    keep[1, 5, :] = False  # one query row sees nothing
+    return MaskedRow(), (torch.randn(2, 8, D), keep), {}
+
+
+def _index_chain(clamp):
+    class IndexChain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, H)
+            self.emb = nn.Embedding(VOCAB, H)
+
+        def forward(self, x, idx):
+            h = self.fc(x)  # addmm
+            off = (h.sum(1) > 1e30).long()  # 0: keeps i2 one kernel's output
+            i2 = (idx.clamp(0, VOCAB - 1) * 2**38 if clamp else idx) + off  # cpp kernel writes i2
+            s = torch.sort(i2).values  # extern sort: i2 is materialized
+            return (self.emb(i2) + h + s.unsqueeze(1).float(),)  # unchecked gather kernel
+
+    x = torch.randn(B, D)
+    idx = torch.randint(0, VOCAB, (B,), dtype=torch.int64)
+    idx[3] = (1 << 41) if clamp else WILD_INDEX
+    return IndexChain(), (x, idx), {"assert_indirect_indexing": False}
+
+
 def build_rounding_healthy():
     W = 1024
 
@@ -682,6 +828,14 @@ BUILDERS = {
     "inf_parameter": build_inf_parameter,
     "cond_fault": build_cond_fault,
     "rounding_healthy": build_rounding_healthy,
+    "healed_nan": build_healed_nan,
+    "healed_gemm_template": lambda: build_healed_nan(
+        {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP"}
+    ),
+    "healed_log_zero": build_healed_log_zero,
+    "masked_row_nan": build_masked_row_nan,
+    "index_passthrough_fault": lambda: _index_chain(clamp=False),
+    "index_clamped_fault": lambda: _index_chain(clamp=True),
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -885,7 +1039,10 @@ def build_one(name, out_dir):
         if name == "healthy":
             # Inputs and a reference that do not fit, for the tool's bad-input tests.
             x = inputs[0]
+            x_nan = x.clone()
+            x_nan[2, 5] = float("nan")  # the data, not the model: one NaN in the batch
             broken = {
+                "nan_data_inputs": ((x_nan,) + inputs[1:], f"{name}.nan_data.inputs.pt"),
                 "bad_count_inputs": (inputs + (x,), f"{name}.bad_count.inputs.pt"),
                 "bad_dtype_inputs": ((x.double(),) + inputs[1:], f"{name}.bad_dtype.inputs.pt"),
                 "bad_shape_inputs": ((_plain(x[:3]),) + inputs[1:], f"{name}.bad_shape.inputs.pt"),
@@ -898,6 +1055,14 @@ def build_one(name, out_dir):
 
         calls, wrapper = kernel_call_order(stage.path(files["package"]))
         culprit = find_culprit(spec, calls)
+        # A site that makes NaN/Inf which never reach the outputs: the tool passes over it.
+        healed = find_culprit({"culprit_pattern": spec["healed_pattern"]}, calls) if spec.get("healed_pattern") else None
+        # Where a culprit's bad input comes from: a graph input (its index) or a call site.
+        producer = None
+        if spec.get("producer_input") is not None:
+            producer = {"graph_input": spec["producer_input"]}
+        elif spec.get("producer_pattern"):
+            producer = find_culprit({"culprit_pattern": spec["producer_pattern"]}, calls)
 
         meta = {
             "name": name,
@@ -905,6 +1070,8 @@ def build_one(name, out_dir):
             "expected_outcome": spec["outcome"],
             "bug": spec["bug"],
             "culprit": culprit,
+            "healed": healed,
+            "producer": producer,
             "files": files,
             "expected_note": expected_note,
             "inputs": [_tensor_desc(t) for t in inputs],

@@ -125,9 +125,11 @@ void classify_finished(Classification& c) {
   for (const auto& s : c.input_stats) {
     in_bad += s.nan_count + s.inf_count;
   }
-  // Non-finite outputs from finite inputs are a failure even when the
-  // reference holds the same NaN (eager computes the same bad value).
-  if (out_bad > 0 && in_bad == 0) {
+  // Non-finite outputs are a failure even when the reference holds the
+  // same NaN (eager computes the same bad value), and when the inputs hold
+  // NaN/Inf themselves: the user's run is broken either way; the data is
+  // then the first thing to check.
+  if (out_bad > 0) {
     c.kind = OutcomeKind::nonfinite;
     std::vector<std::string> parts;
     for (const auto& s : c.outputs) {
@@ -135,7 +137,9 @@ void classify_finished(Classification& c) {
         parts.push_back(fmt::format("{}: {} NaN, {} Inf of {}", s.name, s.nan_count, s.inf_count, s.numel));
       }
     }
-    c.first_line = fmt::format("non-finite outputs from finite inputs ({})", fmt::join(parts, "; "));
+    c.first_line = in_bad == 0 ? fmt::format("non-finite outputs from finite inputs ({})", fmt::join(parts, "; "))
+                               : fmt::format("non-finite outputs ({}); the inputs hold NaN/Inf: {}",
+                                             fmt::join(parts, "; "), bad_inputs_text(c.input_stats));
     return;
   }
   if (c.comparison && !c.comparison->within_tolerance) {
@@ -305,6 +309,20 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
   std::string line = most_useful_line(status.stderr_tail, message);
   c.first_line = line.empty() ? fmt::format("the model ended the process with {}", status.describe()) : line;
   return c;
+}
+
+// "input1 holds 1 NaN and 0 Inf (first at [2, 5])", for each input that holds any.
+std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& s : inputs) {
+    if (s.nan_count + s.inf_count > 0) {
+      parts.push_back(fmt::format("{} holds {} NaN and {} Inf{}", s.name, s.nan_count, s.inf_count,
+                                  s.first_nonfinite.empty()
+                                      ? ""
+                                      : fmt::format(" (first at [{}])", fmt::join(s.first_nonfinite, ", "))));
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
 }
 
 }  // namespace aoti_bisect

@@ -38,6 +38,10 @@ struct Classification {
 // failure), is the tool's failure: `internal`, with the first error line.
 Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events);
 
+// "input1 holds 1 NaN and 0 Inf (first at [2, 5])" for each input that holds
+// NaN/Inf, joined with "; "; "" when none does.
+std::string bad_inputs_text(const std::vector<TensorStats>& inputs);
+
 // The first line of `stderr_tail` that says error (or cannot), as a dynamic
 // loader writes it; else the most useful line.
 std::string first_error_line(const std::string& stderr_tail);

@@ -51,10 +51,14 @@ nlohmann::json to_json(const TensorInfo& t) {
 }
 
 nlohmann::json to_json(const TensorStats& s) {
-  return {{"name", s.name},          {"dtype", s.dtype},         {"shape", s.shape},
-          {"numel", s.numel},        {"nan", s.nan_count},       {"inf", s.inf_count},
-          {"min", optional_number(s.min)}, {"max", optional_number(s.max)}, {"mean", optional_number(s.mean)},
-          {"checksum", s.checksum}};
+  nlohmann::json j = {{"name", s.name},          {"dtype", s.dtype},         {"shape", s.shape},
+                      {"numel", s.numel},        {"nan", s.nan_count},       {"inf", s.inf_count},
+                      {"min", optional_number(s.min)}, {"max", optional_number(s.max)},
+                      {"mean", optional_number(s.mean)}, {"checksum", s.checksum}};
+  if (!s.first_nonfinite.empty()) {
+    j["first_nonfinite"] = s.first_nonfinite;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const Comparison& c) {
@@ -92,6 +96,7 @@ TensorStats tensor_stats_from_json(const nlohmann::json& j) {
   s.max = optional_from(j, "max");
   s.mean = optional_from(j, "mean");
   s.checksum = j.value("checksum", "");
+  s.first_nonfinite = j.value("first_nonfinite", std::vector<int64_t>{});
   return s;
 }
 

@@ -22,6 +22,9 @@ struct TensorInfo {           // an input: what it is, never what it holds
   std::vector<int64_t> strides;
   std::string device;         // "cpu", "cuda:0"
   std::string sha256;         // of the contiguous bytes
+  int64_t nan_count = 0;      // NaN and Inf it holds (counted before any run)
+  int64_t inf_count = 0;
+  std::vector<int64_t> first_nonfinite;  // where the first of them sits; empty when none
 };
 
 struct TensorStats {          // statistics of one output (or probed) tensor
@@ -35,6 +38,7 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   std::optional<double> max;
   std::optional<double> mean;
   std::string checksum;       // sha256 of the bytes, first 16 hex digits
+  std::vector<int64_t> first_nonfinite;  // inputs only: the index of the first NaN/Inf; empty when none
 };
 
 struct Comparison {           // outputs against the reference

@@ -298,6 +298,12 @@ std::string search_section(const Report& r) {
     if (!b.self_check.empty()) {
       item(out, "Self-check", plain(b.self_check));
     }
+    if (!b.reach.empty()) {
+      item(out, "Reaches the outputs", plain(b.reach));
+    }
+    for (const auto& h : b.healed) {
+      item(out, "Passed over", plain(h.note));
+    }
     if (b.mapped_sites) {
       std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
                                        *b.mapped_sites, b.call_sites);

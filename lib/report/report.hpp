@@ -194,6 +194,22 @@ struct SiteSummary {
   std::string branch;                 // the subgraph (torch.cond branch) it ran in, "" at top level
 };
 
+// A call site whose NaN/Inf never reached the outputs: made and healed (or
+// made on purpose and consumed), so not the culprit. The search names them
+// because they are worth knowing.
+struct HealedSite {
+  int call_index = 0;
+  std::string kernel;
+  std::string tensor;                 // what it wrote them into
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  bool by_design = false;             // Inf from its own code's infinity literal (a mask)
+  std::optional<int> last_read_by;    // the last site that read them
+  std::string last_read_kernel;
+  bool cleaned = false;               // that site wrote none of them on
+  std::string note;                   // "call site 2 cpp_fused_log_0 made 12 NaN in buf1, which call site 4 ... cleaned: not the cause"
+};
+
 struct Bisection {
   std::string source;                 // where the probes came from: "interpose", "exported_program", "guide"
   std::vector<PassedOver> passed_over;  // sources tried before it
@@ -208,6 +224,11 @@ struct Bisection {
   std::vector<SiteSummary> sites;     // every call site that ran, in launch order (from the trace run)
   std::string message;
   std::string self_check;             // the evidence run, with every site up to the culprit probed: what it showed
+  // nonfinite: where the outputs' NaN/Inf come from, traced from the outputs
+  // back to the site that made them ("" when not traced), and the sites
+  // passed over because what they made never reached an output.
+  std::string reach;
+  std::vector<HealedSite> healed;
   // mismatch: call sites with mapped outputs, those without, and the largest
   // difference seen that was within tolerance (how close honest rounding came)
   std::optional<int> mapped_sites;

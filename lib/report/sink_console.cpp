@@ -90,6 +90,9 @@ std::string report_to_console(const Report& r, bool color) {
   }
   if (r.bisection) {
     out += fmt::format("  bisection:   {}\n", bisection_summary(*r.bisection, r.builds));
+    for (const auto& h : r.bisection->healed) {
+      out += fmt::format("  passed over: {}\n", one_line(h.note));
+    }
   }
   if (r.failure && r.verdict != Verdict::clean) {
     out += failure_lines(*r.failure, paint);

@@ -79,7 +79,10 @@ Json inputs_json(const Report& r) {
                            {"shape", t.shape},
                            {"strides", t.strides},
                            {"device", t.device},
-                           {"sha256", text_or_null(t.sha256)}});
+                           {"sha256", text_or_null(t.sha256)},
+                           {"nan_count", t.nan_count},
+                           {"inf_count", t.inf_count},
+                           {"first_nonfinite", t.first_nonfinite.empty() ? Json(nullptr) : Json(t.first_nonfinite)}});
   }
   return Json{{"path", text_or_null(r.inputs_path)},
               {"sha256", text_or_null(r.inputs_sha256)},
@@ -247,6 +250,23 @@ Json passed_over_json(const std::vector<PassedOver>& items) {
   return out;
 }
 
+Json healed_json(const std::vector<HealedSite>& healed) {
+  Json out = Json::array();
+  for (const auto& h : healed) {
+    out.push_back(Json{{"call_index", h.call_index},
+                       {"kernel", text_or_null(h.kernel)},
+                       {"tensor", text_or_null(h.tensor)},
+                       {"nan_count", h.nan_count},
+                       {"inf_count", h.inf_count},
+                       {"by_design", h.by_design},
+                       {"last_read_by", value_or_null(h.last_read_by)},
+                       {"last_read_kernel", text_or_null(h.last_read_kernel)},
+                       {"cleaned", h.cleaned},
+                       {"note", text_or_null(h.note)}});
+  }
+  return out;
+}
+
 Json bisection_json(const std::optional<Bisection>& b) {
   if (!b) {
     return nullptr;
@@ -298,6 +318,8 @@ Json bisection_json(const std::optional<Bisection>& b) {
               {"runs", b->runs},
               {"message", text_or_null(b->message)},
               {"self_check", text_or_null(b->self_check)},
+              {"reach", text_or_null(b->reach)},
+              {"healed", healed_json(b->healed)},
               {"steps", std::move(steps)},
               {"sites", std::move(sites)}};
 }

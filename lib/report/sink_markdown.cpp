@@ -151,9 +151,22 @@ std::string inputs(const Report& r) {
     out += r.reference_path.empty() ? ".\n\n" : "; reference " + code(r.reference_path) + ".\n\n";
   }
   if (!r.inputs.empty()) {
-    out += table_head({"name", "dtype", "shape", "strides", "device"});
+    bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
+                           [](const TensorInfo& t) { return t.nan_count + t.inf_count > 0; });
+    std::vector<std::string> head = {"name", "dtype", "shape", "strides", "device"};
+    if (bad) {
+      head.push_back("NaN/Inf");
+    }
+    out += table_head(head);
     for (const auto& t : r.inputs) {
-      out += table_row({code(t.name), t.dtype, shape_string(t.shape), shape_string(t.strides), t.device});
+      std::vector<std::string> row = {code(t.name), t.dtype, shape_string(t.shape), shape_string(t.strides), t.device};
+      if (bad) {
+        row.push_back(t.nan_count + t.inf_count == 0
+                          ? "none"
+                          : fmt::format("{} NaN, {} Inf, first at {}", t.nan_count, t.inf_count,
+                                        shape_string(t.first_nonfinite)));
+      }
+      out += table_row(row);
     }
     out += "\n";
   }

@@ -1,6 +1,7 @@
 #include "search/evidence.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <regex>
 #include <set>
@@ -137,13 +138,32 @@ std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
   return worst;
 }
 
-// A site whose written inputs already held NaN/Inf only propagates them.
-// With `constant_sources`, NaN/Inf in the model's constants do not count:
-// the first site that reads a bad parameter is where it enters the run.
-bool inputs_already_bad(const SiteTrace& s, bool constant_sources) {
-  return std::any_of(s.tensors.begin(), s.tensors.end(), [&](const ProbeStats& p) {
-    return p.initialized && p.before && bad_count(*p.before) > 0 && !(constant_sources && p.origin == "constant");
-  });
+// What a site's written inputs already held: NaN, Inf. With
+// `constant_sources`, NaN/Inf in the model's constants do not count: the
+// first site that reads a bad parameter is where it enters the run.
+struct HeldBefore {
+  bool nan = false;
+  bool inf = false;
+};
+HeldBefore held_before(const SiteTrace& s, bool constant_sources) {
+  HeldBefore h;
+  for (const auto& p : s.tensors) {
+    if (p.initialized && p.before && !(constant_sources && p.origin == "constant")) {
+      h.nan = h.nan || p.before->nan_count > 0;
+      h.inf = h.inf || p.before->inf_count > 0;
+    }
+  }
+  return h;
+}
+
+// Whether values with these counts, written by a site whose inputs held
+// `h`, are new: NaN from inputs without NaN (Inf - Inf, 0 * Inf, log of a
+// negative), or Inf from finite inputs. NaN and Inf already there only
+// propagate.
+bool new_nonfinite(const TensorStats& after, int64_t nan_before, int64_t inf_before, HeldBefore h) {
+  bool nan = after.nan_count > nan_before && !h.nan;
+  bool inf = after.inf_count > inf_before && !h.nan && !h.inf;
+  return nan || inf;
 }
 
 std::string nonfinite_name(const TensorStats& s) {
@@ -182,42 +202,25 @@ bool nan_grew(const SiteTrace& s) {
 std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by,
                                     bool constant_sources, const std::set<std::string>& inf_by_design) {
   for (auto it = trace.sites.lower_bound(lo); it != trace.sites.end() && it->first <= hi; ++it) {
-    if (inputs_already_bad(it->second, constant_sources)) {
-      continue;
-    }
-    if (inf_by_design.count(it->second.kernel) > 0 && !nan_grew(it->second)) {
+    const SiteTrace& s = it->second;
+    HeldBefore h = held_before(s, constant_sources);
+    if (inf_by_design.count(s.kernel) > 0 && !nan_grew(s)) {
       continue;  // -inf of a mask: the kernel's own literal, not an overflow
     }
-    if (worst_increase(it->second).second > 0 || created_bad(trace, it->first, returned_by)) {
+    bool made = std::any_of(s.tensors.begin(), s.tensors.end(), [&](const ProbeStats& p) {
+      bool before = p.initialized && p.before;
+      return p.after && new_nonfinite(*p.after, before ? p.before->nan_count : 0, before ? p.before->inf_count : 0, h);
+    });
+    if (!made) {
+      if (auto c = created_bad(trace, it->first, returned_by)) {
+        made = new_nonfinite(*c->probe->before, 0, 0, h);
+      }
+    }
+    if (made) {
       return it->first;
     }
   }
   return std::nullopt;
-}
-
-bool writes_infinity_literal(const std::string& kernel_definition) {
-  for (std::string_view line : wrapper_text::split_lines(kernel_definition)) {
-    bool literal = line.find("::infinity()") != std::string_view::npos ||
-                   line.find("INFINITY") != std::string_view::npos;
-    if (literal && line.find("_acc") == std::string_view::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::vector<CallSite>& sites) {
-  std::set<std::string> out;
-  if (kernel_source.empty()) {
-    return out;
-  }
-  for (const auto& site : sites) {
-    if (site.kind == KernelKind::cpp && !out.count(site.kernel) &&
-        writes_infinity_literal(kernel_definition(kernel_source, site.kernel))) {
-      out.insert(site.kernel);
-    }
-  }
-  return out;
 }
 
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
@@ -322,37 +325,6 @@ std::string kind_of_kernel(const std::string& kernel) {
 
 namespace {
 
-// Among a site's written inputs, one that was already bad: non-finite, or an
-// integer index outside the bound the error names (or negative, or beyond
-// the int32 range, when no bound is known).
-std::optional<std::pair<std::string, std::string>> bad_input(const SiteTrace& s, bool flags,
-                                                             std::optional<int64_t> bound) {
-  for (const auto& p : s.tensors) {
-    if (!p.initialized || !p.before) {
-      continue;
-    }
-    const TensorStats& st = *p.before;
-    if (bad_count(st) > 0) {
-      return std::make_pair(p.tensor, flags ? fmt::format("held {} before the launch", nonfinite_name(st))
-                                            : fmt::format("holds {} NaN and {} Inf before the launch", st.nan_count,
-                                                          st.inf_count));
-    }
-    bool integral = st.dtype.rfind("int", 0) == 0 || st.dtype.rfind("uint", 0) == 0;
-    if (!integral || !st.min || !st.max) {
-      continue;
-    }
-    auto lo = static_cast<int64_t>(*st.min);
-    auto hi = static_cast<int64_t>(*st.max);
-    if (bound && (lo < 0 || hi >= *bound)) {
-      return std::make_pair(p.tensor, fmt::format("holds values in [{}, {}], outside [0, {})", lo, hi, *bound));
-    }
-    if (!bound && (lo < 0 || hi > std::numeric_limits<int32_t>::max())) {
-      return std::make_pair(p.tensor, fmt::format("holds values in [{}, {}]: not a plausible index", lo, hi));
-    }
-  }
-  return std::nullopt;
-}
-
 std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace, const ReturnedBy& returned_by) {
   auto [p, grew] = worst_increase(s);
   if (p == nullptr) {
@@ -375,29 +347,6 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
 }
 
 }  // namespace
-
-Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
-                     const WrapperInfo& wrapper) {
-  Producer prod;
-  prod.tensor = tensor;
-  prod.why = tensor + " " + why;
-  if (tensor.rfind("arg", 0) == 0) {
-    for (const auto& in : wrapper.inputs) {
-      if (in.name == tensor) {
-        prod.why = fmt::format("graph input {} ({}) {}", in.index, tensor, why);
-      }
-    }
-    return prod;
-  }
-  for (auto it = history.sites.begin(); it != history.sites.end() && it->first < site; ++it) {
-    const auto& touched = it->second.touched;
-    if (std::find(touched.begin(), touched.end(), tensor) != touched.end()) {
-      prod.call_index = it->first;
-      prod.kernel = it->second.kernel;
-    }
-  }
-  return prod;
-}
 
 Culprit build_culprit(const CulpritInput& in) {
   Culprit c;
@@ -442,8 +391,9 @@ Culprit build_culprit(const CulpritInput& in) {
     c.why = fmt::format("the launch never returned: {}", redact_paths(in.first_line));
   }
   if (auto bad = bad_input(*ev, flags, index_bound_of(in.first_line))) {
-    c.producer = producer_of(bad->first, bad->second, in.site, in.history ? *in.history : *in.evidence,
-                             *in.wrapper);
+    const RunTrace& history = in.history ? *in.history : *in.evidence;
+    c.producer = walk_producer_back(producer_of(bad->first, bad->second, in.site, history, *in.wrapper),
+                                    index_bound_of(in.first_line), *in.evidence, history, *in.wrapper);
   }
   return c;
 }

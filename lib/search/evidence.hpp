@@ -79,8 +79,11 @@ void settle_branches(RunTrace& trace, const WrapperInfo& wrapper);
 using ReturnedBy = std::map<std::string, int>;
 
 // The first site in [lo, hi] that introduced NaN/Inf: a tensor with more
-// NaN/Inf after its launch than before (before only counts when the tensor
-// was written earlier), while none of its written inputs held any. An
+// NaN after its launch than before (before only counts when the tensor was
+// written earlier) while none of its written inputs held NaN, or more Inf
+// while none held NaN or Inf (a softmax that makes NaN from a mask's -inf
+// introduces the NaN). Whether what it made reaches the outputs is the
+// evidence run's question (search/reach.hpp). An
 // extern call whose inputs were finite introduced them when a buffer it
 // created first shows NaN/Inf where a later site reads it.
 // With `constant_sources`, NaN/Inf that the model's constants (parameters,
@@ -97,9 +100,18 @@ std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const
 // infinity literal (`auto tmp8 = -std::numeric_limits<float>::infinity();`),
 // not counting a reduction's initial value (`tmp_acc0 = -...infinity()`).
 bool writes_infinity_literal(const std::string& kernel_definition);
-// The cpp kernels among `sites` whose definition in `kernel_source` (the
-// package's kernel.cpp) writes an infinity literal.
-std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::vector<CallSite>& sites);
+// The same for a Triton kernel's source (`tmp3 = float("-inf")`), not
+// counting a reduction block's padding (`tl.where(xmask, tmp4,
+// float("-inf"))`) or an accumulator's initial value (`_tmp3 = tl.full(...)`).
+bool triton_writes_infinity_literal(const std::string& triton_source);
+// A Triton kernel's source as the wrapper quotes it
+// (`async_compile.triton('<kernel>', '''...''')`); "" when absent.
+std::string triton_kernel_source(const std::string& wrapper_source, const std::string& kernel);
+// The kernels among `sites` whose own code writes an infinity literal: cpp
+// kernels by their definition in `kernel_source` (the package's
+// kernel.cpp), Triton kernels by their source in `wrapper_source`.
+std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::string& wrapper_source,
+                                            const std::vector<CallSite>& sites);
 
 // The buffer `site` created that first shows NaN/Inf at a later site: that
 // later site and the tensor's probe there.
@@ -153,9 +165,24 @@ struct CulpritInput {
 };
 Culprit build_culprit(const CulpritInput& in);
 
+// Among a site's written inputs, one that was already bad before its launch
+// (non-finite, or an integer index outside `bound`, or negative or beyond the
+// int32 range when no bound is known): its name and why.
+std::optional<std::pair<std::string, std::string>> bad_input(const SiteTrace& s, bool flags,
+                                                             std::optional<int64_t> bound);
+
 // Where a culprit's input `tensor` came from: a graph input, or the last
 // site before `site` in `history` that touched it. `why` follows its name.
 Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
                      const WrapperInfo& wrapper);
+
+// The producer of bad values, followed back: while the site `p` names only
+// passed on what one of its inputs already held (in `probed`, a run with
+// statistics of the sites before the culprit: NaN/Inf from NaN/Inf, an
+// out-of-range index whose extreme is its input's), the producer is that
+// input's. A site whose bad values differ from its inputs' (an index
+// clamped, then scaled past the bound) made them: the walk stops there.
+Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed,
+                            const RunTrace& history, const WrapperInfo& wrapper);
 
 }  // namespace aoti_bisect

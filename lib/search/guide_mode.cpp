@@ -95,7 +95,8 @@ class GuideSearch {
     }
     if (m_pred == Predicate::nonfinite && !m_s.model.kernel_cpp.empty()) {
       try {
-        m_inf_by_design = inf_by_design_kernels(m_s.pkg.read_entry(m_s.model.kernel_cpp), m_s.wrapper.call_sites);
+        m_inf_by_design =
+            inf_by_design_kernels(m_s.pkg.read_entry(m_s.model.kernel_cpp), "", m_s.wrapper.call_sites);
       } catch (const std::exception&) {
         m_inf_by_design.clear();  // no source: every Inf counts
       }

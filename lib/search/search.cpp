@@ -10,7 +10,9 @@
 #include "classify/signature.hpp"
 #include "protocol/runner.hpp"
 #include "repro/replay.hpp"
+#include "search/reach.hpp"
 #include "search/root_cause.hpp"
+#include "search/self_check.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -43,11 +45,11 @@ class ProbedSearch {
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
   Probe ask(int lo, int hi);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
-  BisectOutcome culprit(int k, const ChildResult& trace);
+  BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
-  std::optional<std::string> self_check(int k, const RunTrace& ev);
-  void explain_root_cause(Culprit& c);
+  void explain_root_cause(Culprit& c, const RunTrace& evidence);
   void note_inf_by_design();
+  std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
 
   JobEnv& m_env;
   const BisectSetup& m_s;
@@ -85,6 +87,21 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
     m_bis.status = "not_found";
     m_bis.message = "the failure did not reproduce in the instrumented build";
     return BisectOutcome{Verdict::suppressed_by_instrumentation, m_bis.message, ""};
+  }
+  // The sites every run shows: those outside torch.cond branches (and, in a
+  // printer-instrumented build, only those the printer probes: run-time
+  // numbers count probed sites).
+  bool printed = m_model.wrapper.instrumented || m_model.wrapper.printer_level > 0;
+  int always = static_cast<int>(std::count_if(m_model.wrapper.call_sites.begin(), m_model.wrapper.call_sites.end(),
+                                              [&](const CallSite& c) { return c.branch.empty() && (!printed || c.probed); }));
+  if (m_pred != Predicate::fault && t.launched < always) {
+    // Sites the probes did not see: what they make would be blamed on the next one seen.
+    std::string why = fmt::format("the instrumented run showed {} call sites, but the wrapper runs at least {} (outside "
+                                  "torch.cond branches): the probes do not see them all",
+                                  t.launched, always);
+    m_bis.status = "error";
+    m_bis.message = why;
+    return BisectOutcome{Verdict::not_isolated, why, why};
   }
   if (trace.cls.kind != m_s.kind && m_pred != Predicate::fault) {
     m_bis.status = "error";
@@ -206,12 +223,19 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
 }
 
 // The evidence run: save probes on the culprit, its tensors before and after.
-BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
+// For NaN/Inf every other site is probed too, so that the run shows where
+// the outputs' NaN/Inf come from; when that is another site than `k` (what
+// `k` made was healed), the evidence is taken again there (`moved`).
+BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved) {
   ProbePlan plan;
   if (k > 1 && m_pred != Predicate::mismatch) {
     // The self-check: every site before the culprit probed in the same run.
-    plan.ranges.push_back({1, k - 1, m_pred == Predicate::fault ? ProbeMode::trace : ProbeMode::stats});
+    // Statistics for faults too: the bad index's producer is followed back through them.
+    plan.ranges.push_back({1, k - 1, ProbeMode::stats});
     add_consumers(plan, 1, k - 1);
+  }
+  if (m_pred == Predicate::nonfinite && k < m_trace.launched) {
+    plan.ranges.push_back({k + 1, m_trace.launched, ProbeMode::stats});
   }
   plan.ranges.push_back({k, k, ProbeMode::save});
   add_consumers(plan, k, k);
@@ -232,17 +256,31 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace) {
       st.wrapper_site = h->wrapper_site;
     }
   }
-  if (auto failed = self_check(k, ev)) {
-    m_env.recorder.bisection(m_bis);
-    return {Verdict::not_isolated, *failed, ""};
-  }
   const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
   WrapperInfo sites = m_model.wrapper;
   sites.inputs = names.inputs;
+  std::optional<Reach> reach;
+  if (m_pred == Predicate::nonfinite && !ev.counts_are_flags) {
+    reach = trace_to_outputs({&ev, evidence.cls.outputs, &sites, m_returned_by, m_inf_by_design,
+                              evidence.cls.input_stats});
+    record_reach(m_bis, *reach);
+    if (reach->followed && reach->culprit && *reach->culprit != k && !moved) {
+      m_env.recorder.progress().note(fmt::format(
+          "call site {} made NaN/Inf first, but the outputs' come from call site {}: taking the evidence there", k,
+          *reach->culprit));
+      m_env.recorder.bisection(m_bis);
+      return culprit(*reach->culprit, trace, true);
+    }
+  }
+  if (auto failed = self_check(m_bis, {m_pred, k, &ev, reach ? &*reach : nullptr, m_trace.launched, &m_returned_by,
+                                        m_constant_sources, &m_inf_by_design, m_env.device_key == "cpu"})) {
+    m_env.recorder.bisection(m_bis);
+    return {Verdict::not_isolated, *failed, ""};
+  }
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
                              evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
                              m_returned_by});
-  explain_root_cause(c);
+  explain_root_cause(c, ev);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_env.settings.tolerances;
     auto sites = compare_sites(evidence.events, tol, m_returned_value);
@@ -347,6 +385,9 @@ BisectOutcome ProbedSearch::run() {
   if (auto stop = not_found(sr, n)) {
     return *stop;
   }
+  if (auto data = from_the_data(sr, trace, answered)) {
+    return *data;
+  }
   if (sr.status == SearchResult::Status::inconclusive) {
     return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
   }
@@ -361,20 +402,21 @@ BisectOutcome ProbedSearch::run() {
   return culprit(*sr.first, trace);
 }
 
-// The cpp kernels whose own code computes with an infinity literal (an
+// The kernels whose own code computes with an infinity literal (an
 // attention mask's -inf): the Inf they write is by intent, so they are not
-// taken for the site that introduced it (from the package's kernel.cpp).
+// taken for the site that introduced it, and the outputs' NaN/Inf are not
+// traced back through it (from the package's kernel.cpp and, for Triton
+// kernels, the sources its wrapper quotes).
 void ProbedSearch::note_inf_by_design() {
-  if (m_s.model.kernel_cpp.empty()) {
-    return;
-  }
-  std::string source;
-  try {
-    source = m_s.pkg.read_entry(m_s.model.kernel_cpp);
-  } catch (const std::exception&) {
-    return;
-  }
-  m_inf_by_design = inf_by_design_kernels(source, m_model.wrapper.call_sites);
+  auto read = [&](const std::string& entry) {
+    try {
+      return entry.empty() ? std::string() : m_s.pkg.read_entry(entry);
+    } catch (const std::exception&) {
+      return std::string();  // no source: every Inf counts
+    }
+  };
+  m_inf_by_design = inf_by_design_kernels(read(m_s.model.kernel_cpp), read(m_s.model.wrapper_cpp),
+                                          m_model.wrapper.call_sites);
   if (!m_inf_by_design.empty()) {
     m_env.recorder.progress().note(fmt::format(
         "{} writes -inf/inf from its own code (a mask): Inf it makes does not count as introduced, NaN does",
@@ -382,10 +424,24 @@ void ProbedSearch::note_inf_by_design() {
   }
 }
 
+// NaN/Inf that no call site made, where the inputs hold them: the data.
+std::optional<BisectOutcome> ProbedSearch::from_the_data(const SearchResult& sr, const ChildResult& trace,
+                                                         bool answered) {
+  if (m_pred != Predicate::nonfinite || !answered) {
+    return std::nullopt;
+  }
+  auto why = nonfinite_from_inputs(m_bis, sr, trace.cls.input_stats);
+  if (!why) {
+    return std::nullopt;
+  }
+  m_env.recorder.bisection(m_bis);
+  return BisectOutcome{Verdict::not_isolated, *why, ""};
+}
+
 // Names constants and graph inputs as the user knows them, compares an
 // out-of-range index with the tensor it indexes (from the kernel's own
 // source in the package), and writes the root-cause sentence.
-void ProbedSearch::explain_root_cause(Culprit& c) {
+void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
   const WrapperInfo& w = m_model.wrapper;
   WrapperInfo named = w;
   if (named.constant_info.empty()) {
@@ -410,56 +466,14 @@ void ProbedSearch::explain_root_cause(Culprit& c) {
   }
   auto wild = wild_index(c, definition, site);
   if (wild) {  // the index it reads is the bad input, whatever else looked odd
-    c.producer = producer_of(wild->index_tensor,
-                             fmt::format("holds {}, outside the {} rows of {}", wild->value, wild->bound,
-                                         wild->indexed_tensor),
-                             c.call_index, m_trace, named);
+    c.producer = walk_producer_back(producer_of(wild->index_tensor,
+                                                fmt::format("holds {}, outside the {} rows of {}", wild->value,
+                                                            wild->bound, wild->indexed_tensor),
+                                                c.call_index, m_trace, named),
+                                    wild->bound, evidence, m_trace, named);
   }
   annotate_origins(c, named);
   c.root_cause = root_cause(c, m_pred, wild, named, index_bound_of(m_s.first_line));
-}
-
-// Before claiming isolation: in the evidence run, which probed every site up
-// to the culprit, the culprit must still be the first bad site. Says what
-// was checked in bisection.self_check; returns why not, if it failed.
-std::optional<std::string> ProbedSearch::self_check(int k, const RunTrace& ev) {
-  if (m_pred == Predicate::mismatch) {
-    m_bis.self_check = "not done: the wrong-values search compares each site with eager in its own steps";
-    return std::nullopt;
-  }
-  std::optional<int> first;
-  if (m_pred == Predicate::nonfinite) {
-    first = first_introducer(ev, 1, k, m_returned_by, m_constant_sources, m_inf_by_design);
-  } else if (ev.sync_error) {
-    first = ev.sync_error;
-  } else if (ev.unfinished) {
-    first = ev.unfinished;
-  }
-  std::vector<std::string> unprobed;
-  for (int i = 1; i <= k; ++i) {
-    if (ev.site(i) == nullptr) {
-      unprobed.push_back(std::to_string(i));
-    }
-  }
-  std::string what = m_pred == Predicate::nonfinite ? "introduced NaN/Inf" : "faulted";
-  if (first && *first == k) {
-    m_bis.self_check = unprobed.empty()
-                           ? fmt::format("passed: one run probed call sites 1-{}; the first that {} was {}", k, what, k)
-                           : fmt::format("passed, with call sites {} not seen by the probes", join(unprobed, ", "));
-    return std::nullopt;
-  }
-  m_bis.status = "self_check_failed";
-  m_bis.self_check = first ? fmt::format("failed: with every site up to {} probed, call site {} {} first", k, *first, what)
-                           : fmt::format("failed: with every site up to {} probed, no site {}", k, what);
-  m_bis.message = m_bis.self_check;
-  std::string seen = first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it";
-  if (!first && m_pred == Predicate::fault && m_env.device_key == "cpu") {
-    // A crash that moves with the probes' allocations: the heap, not a kernel, showed it.
-    seen += fmt::format(" inside a call site ({})", k_memory_corruption_hint);
-  }
-  return fmt::format("not isolated: the search named call site {}, but the self-check run, probing every call site up "
-                     "to it, {}",
-                     k, seen);
 }
 
 // The first bad probed site comes after code that ran without probes: what

@@ -393,7 +393,18 @@ std::vector<TensorStats> Session::output_stats() const {
 std::vector<TensorStats> Session::input_stats() const {
   std::vector<TensorStats> out;
   for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
-    out.push_back(tensor_stats("input" + std::to_string(i), m_impl->inputs[i]));
+    const at::Tensor& t = m_impl->inputs[i];
+    TensorStats s = tensor_stats("input" + std::to_string(i), t);
+    if (s.nan_count + s.inf_count > 0) {
+      // Where the first bad value sits (an index, never a value).
+      at::Tensor flat = t.detach().to(at::kCPU).contiguous().reshape({-1});
+      int64_t at = at::logical_not(at::isfinite(flat)).to(at::kByte).argmax().item<int64_t>();
+      for (int64_t d = t.dim() - 1; d >= 0; --d) {
+        s.first_nonfinite.insert(s.first_nonfinite.begin(), at % t.size(d));
+        at /= t.size(d);
+      }
+    }
+    out.push_back(std::move(s));
   }
   return out;
 }

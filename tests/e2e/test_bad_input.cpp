@@ -154,4 +154,25 @@ TEST_CASE("internal error: the runner cannot be started, exit 5 and a report") {
   CHECK(r.report["verdict"] == "internal_error");
 }
 
+TEST_CASE("NaN in the data: never clean; the input is named as where the NaN come from, exit 3") {
+  // A healthy model fed a batch holding one NaN returns NaN outputs: the
+  // user's run is broken, and no kernel made the NaN.
+  auto r = run_healthy_with(example("healthy.nan_data.inputs.pt").string(), {"--no-matrix"});
+  CHECK(r.code() == 3);
+  CHECK(r.report["verdict"] == "not_isolated");
+  REQUIRE(r.report["failure"].is_object());
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  std::string line = r.report["failure"]["first_line"].get<std::string>();
+  CHECK(line.find("the inputs hold NaN/Inf: input0 holds 1 NaN and 0 Inf (first at [2, 5])") != std::string::npos);
+  CHECK(r.report["verdict_reason"].get<std::string>().find(
+            "no call site made the NaN/Inf: they come from the inputs (input0 holds 1 NaN and 0 Inf (first at [2, 5])); "
+            "check the data first") != std::string::npos);
+  CHECK(r.report["culprit"].is_null());
+  const auto& in = r.report["inputs"]["tensors"][0];
+  CHECK(in["nan_count"] == 1);
+  CHECK(in["inf_count"] == 0);
+  CHECK(in["first_nonfinite"] == nlohmann::json::array({2, 5}));
+  CHECK(e2e::read_text("out/report.md").find("1 NaN, 0 Inf, first at [2, 5]") != std::string::npos);
+}
+
 TEST_SUITE_END();

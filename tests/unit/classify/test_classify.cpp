@@ -55,9 +55,17 @@ TEST_CASE("classify_run: NaN outputs from finite inputs are nonfinite, even when
   CHECK(c.first_line == "non-finite outputs from finite inputs (output0: 3 NaN, 0 Inf of 4)");
 }
 
-TEST_CASE("classify_run: NaN inputs that give NaN outputs are not blamed on the model") {
-  Classification c = classify_run(exited(RunnerExit::ran), finished_run(3, 1));
-  CHECK(c.kind == OutcomeKind::ok);
+TEST_CASE("classify_run: NaN inputs that give NaN outputs are never ok; the line names the inputs") {
+  std::vector<json> ev = finished_run(3, 1);
+  ev[1]["tensors"][0]["first_nonfinite"] = {1, 0};
+  Classification c = classify_run(exited(RunnerExit::ran), ev);
+  CHECK(c.kind == OutcomeKind::nonfinite);
+  CHECK(c.first_line ==
+        "non-finite outputs (output0: 3 NaN, 0 Inf of 4); the inputs hold NaN/Inf: input0 holds 1 NaN and 0 Inf "
+        "(first at [1, 0])");
+  SUBCASE("finite outputs from NaN inputs (the model cleans them) are ok") {
+    CHECK(classify_run(exited(RunnerExit::ran), finished_run(0, 1)).kind == OutcomeKind::ok);
+  }
 }
 
 TEST_CASE("classify_run: outside tolerance is a mismatch with the figures") {

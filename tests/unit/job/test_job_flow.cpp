@@ -123,6 +123,20 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   CHECK(h.report_on_disk()["culprit"]["call_index"] == 5);
 }
 
+TEST_CASE("job flow: probes that see fewer call sites than the wrapper runs never name a culprit") {
+  // What an unseen site makes would be blamed on the next one seen (CPP GEMM
+  // templates the wrapper parser once missed).
+  Harness h;
+  FakeModel model;
+  model.sites = 7;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK_FALSE(r.report.culprit.has_value());
+  CHECK(r.report.verdict_reason.find("the instrumented run showed 7 call sites, but the wrapper runs at least 9 "
+                                     "(outside torch.cond branches): the probes do not see them all") !=
+        std::string::npos);
+}
+
 TEST_CASE("job flow: a segfault at call site 3 on the CPU is named by the trace run") {
   Harness h;
   FakeModel model;

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "package/wrapper.hpp"
+#include "package_fixture.hpp"
 #include "search/evidence.hpp"
 
 using namespace aoti_bisect;
@@ -212,6 +214,28 @@ TEST_CASE("first_introducer: an extern call is credited with the Inf in the buff
     REQUIRE(c.args.size() == 2);
     CHECK(c.args[1].tensor == "buf8");
     CHECK(c.args[1].after->inf_count == 64);
+  }
+}
+
+TEST_CASE("inf_by_design_kernels: Triton kernels by the source the wrapper quotes") {
+  std::string wrapper = fixture::text("cuda211_fp16_overflow.wrapper.cpp");
+  WrapperInfo w = parse_wrapper(wrapper);
+  REQUIRE_FALSE(w.call_sites.empty());
+  // The softmax pads its reduction block with -inf (`tl.where(xmask, tmp4,
+  // float("-inf"))`): not a value the kernel writes on purpose.
+  std::string softmax = triton_kernel_source(wrapper, "triton_per_fused__softmax_add_exp_prepare_softmax_online_sub_1");
+  REQUIRE(softmax.find("float(\"-inf\")") != std::string::npos);
+  CHECK_FALSE(triton_writes_infinity_literal(softmax));
+  CHECK(inf_by_design_kernels("", wrapper, w.call_sites).empty());
+  CHECK(triton_writes_infinity_literal("    tmp3 = float(\"-inf\")\n    tmp4 = tl.where(tmp2, tmp3, tmp1)\n"));
+  CHECK_FALSE(triton_writes_infinity_literal("    _tmp3 = tl.full([XBLOCK, R0_BLOCK], float(\"-inf\"), tl.float32)\n"));
+  SUBCASE("a mask kernel quoted in the wrapper") {
+    std::string masked = wrapper;
+    std::string head = "async_compile.triton('triton_poi_fused_mul_sigmoid_0', '''";
+    size_t at = masked.find(head);
+    REQUIRE(at != std::string::npos);
+    masked.insert(at + head.size(), "\n    tmp9 = float(\"-inf\")\n");
+    CHECK(inf_by_design_kernels("", masked, w.call_sites) == std::set<std::string>{"triton_poi_fused_mul_sigmoid_0"});
   }
 }
 

@@ -1,0 +1,466 @@
+#include "search/reach.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "classify/classify.hpp"
+#include "common/text.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+constexpr int k_unknown = 0;  // an origin no probe showed
+
+// Where the NaN and the Inf a value holds come from: call sites (> 0),
+// graph inputs (< 0, -1 - position in ReachWalk::m_inputs), unknown (0).
+struct Taint {
+  std::set<int> nan;
+  std::set<int> inf;
+  bool empty() const { return nan.empty() && inf.empty(); }
+};
+
+struct Written {
+  std::string checksum;
+  Taint taint;
+};
+
+struct Made {  // what an origin site made
+  std::string tensor;
+  int64_t nan = 0;
+  int64_t inf = 0;
+};
+
+int64_t bad(const TensorStats& s) { return s.nan_count + s.inf_count; }
+
+class ReachWalk {
+ public:
+  explicit ReachWalk(const ReachInput& in) : m_in(in) {}
+  Reach run();
+
+ private:
+  void visit(const SiteTrace& s);
+  Taint input_taint(const SiteTrace& s, const ProbeStats& p);
+  std::optional<Taint> lookup(const std::string& name, const TensorStats& seen, int site);
+  std::optional<Taint> by_name(const std::string& name, const std::string& checksum, bool& same_bytes);
+  Taint write(int site, const std::string& kernel, const Taint& in, const TensorStats& after);
+  int input_origin(const std::string& name);
+  std::string describe(int origin) const;
+  std::string kernel_of(int site) const;
+  void note_healed(Reach& r, const std::set<int>& reached) const;
+
+  const ReachInput& m_in;
+  std::map<std::string, Written> m_by_name;      // latest write under a name
+  std::map<std::string, Taint> m_by_checksum;    // latest write of these bytes
+  std::map<int, Taint> m_site_inputs;            // what each site read (for the buffers externs return)
+  std::map<int, Made> m_made;                    // origin sites
+  std::set<int> m_design;                        // origins whose Inf is by design
+  std::map<int, int> m_last_reader;              // origin -> the last site that read values made there
+  std::set<std::pair<int, int>> m_carried;       // (origin, site): the site wrote values made there on
+  std::vector<std::string> m_inputs;             // graph inputs that held NaN/Inf
+  std::string m_unknown_why;                     // the first value whose writer no probe showed
+};
+
+std::string ReachWalk::kernel_of(int site) const {
+  const SiteTrace* s = m_in.trace->site(site);
+  return s ? s->kernel : "";
+}
+
+int ReachWalk::input_origin(const std::string& name) {
+  auto it = std::find(m_inputs.begin(), m_inputs.end(), name);
+  if (it == m_inputs.end()) {
+    m_inputs.push_back(name);
+    it = m_inputs.end() - 1;
+  }
+  return -1 - static_cast<int>(it - m_inputs.begin());
+}
+
+std::string ReachWalk::describe(int origin) const {
+  if (origin > 0) {
+    return fmt::format("call site {} {}", origin, kernel_of(origin));
+  }
+  if (origin < 0) {
+    std::string name = m_inputs[static_cast<size_t>(-1 - origin)];
+    for (const auto& in : m_in.wrapper->inputs) {
+      if (in.name == name) {
+        return fmt::format("graph input {} ({})", in.index, name);
+      }
+    }
+    return "graph input " + name;
+  }
+  return "a value no probe showed written";
+}
+
+// The taint of the latest write under `name` or a name it was moved or
+// reused from; `same_bytes` tells whether that write's checksum is the one read.
+std::optional<Taint> ReachWalk::by_name(const std::string& name, const std::string& checksum, bool& same_bytes) {
+  std::vector<std::string> todo = {base_tensor_name(name)};
+  std::set<std::string> seen;
+  while (!todo.empty() && seen.size() < 64) {
+    std::string n = todo.front();
+    todo.erase(todo.begin());
+    if (!seen.insert(n).second) {
+      continue;
+    }
+    if (auto it = m_by_name.find(n); it != m_by_name.end()) {
+      same_bytes = !checksum.empty() && it->second.checksum == checksum;
+      return it->second.taint;
+    }
+    for (const auto& moves : {&m_in.wrapper->moves, &m_in.wrapper->value_moves}) {
+      for (const auto& [to, from] : *moves) {
+        if (to == n) {
+          todo.push_back(from);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// A value read at `site` (or returned as an output), by name, by bytes, or
+// as what an extern call before `site` created and returned.
+std::optional<Taint> ReachWalk::lookup(const std::string& name, const TensorStats& seen, int site) {
+  bool same_bytes = false;
+  auto named = by_name(name, seen.checksum, same_bytes);
+  if (named && same_bytes) {
+    return named;
+  }
+  if (!seen.checksum.empty()) {
+    if (auto it = m_by_checksum.find(seen.checksum); it != m_by_checksum.end()) {
+      return it->second;
+    }
+  }
+  if (named) {
+    return named;  // a view of part of it, or bytes the probe did not hash alike
+  }
+  std::string base = base_tensor_name(name);
+  if (auto r = m_in.returned_by.find(base); r != m_in.returned_by.end() && r->second < site) {
+    // Created by an extern call, shown first here: written there from what it read.
+    auto in = m_site_inputs.find(r->second);
+    TensorStats created = seen;
+    created.name = base;
+    return write(r->second, kernel_of(r->second), in == m_site_inputs.end() ? Taint{} : in->second, created);
+  }
+  return std::nullopt;
+}
+
+// The taint of a value written by `site` from inputs tainted `in`.
+Taint ReachWalk::write(int site, const std::string& kernel, const Taint& in, const TensorStats& after) {
+  Taint w;
+  std::set<int> accidental;  // Inf origins not by design
+  for (int o : in.inf) {
+    if (m_design.count(o) == 0) {
+      accidental.insert(o);
+    }
+  }
+  if (after.nan_count > 0) {
+    w.nan = !in.nan.empty() ? in.nan : !accidental.empty() ? accidental : std::set<int>{site};
+  }
+  if (after.inf_count > 0) {
+    w.inf = !in.inf.empty() ? in.inf : std::set<int>{site};
+    if (in.inf.empty() && in.nan.empty() && after.nan_count == 0 && m_in.inf_by_design.count(kernel) > 0) {
+      m_design.insert(site);
+    }
+  }
+  if (w.nan.count(site) || w.inf.count(site)) {
+    Made& m = m_made[site];
+    if (bad(after) > m.nan + m.inf) {
+      m = Made{after.name, after.nan_count, after.inf_count};
+    }
+  }
+  return w;
+}
+
+Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
+  const TensorStats& st = *p.before;
+  if (auto t = lookup(p.tensor, st, s.site); t && !t->empty()) {
+    return *t;
+  }
+  std::string base = base_tensor_name(p.tensor);
+  Taint t;
+  int origin = k_unknown;
+  if (p.origin == "constant") {
+    origin = s.site;  // a parameter's NaN/Inf enter the run where it is read
+    Made& m = m_made[s.site];
+    m = Made{p.tensor, st.nan_count, st.inf_count};
+  } else if (is_graph_input_name(base)) {
+    origin = input_origin(base);
+  } else if (m_unknown_why.empty()) {
+    m_unknown_why = fmt::format("call site {} read {} holding NaN/Inf that no probed site was seen writing", s.site,
+                                p.tensor);
+  }
+  if (st.nan_count > 0) {
+    t.nan.insert(origin);
+  }
+  if (st.inf_count > 0) {
+    t.inf.insert(origin);
+  }
+  return t;
+}
+
+// The names a site's kernel reads and writes in place (in_out_ptr): read
+// before the launch even where the probe could not tell (a level-1 build's
+// probe calls do not say which arguments are in place).
+std::set<std::string> in_place_names(const SiteTrace& s, const WrapperInfo& w) {
+  std::set<std::string> out;
+  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
+  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+    return out;
+  }
+  const CallSite& site = w.call_sites[at - 1];
+  for (int i : site.in_out) {
+    if (i >= 0 && static_cast<size_t>(i) < site.args.size()) {
+      out.insert(site.args[i]);
+    }
+  }
+  return out;
+}
+
+// Graph inputs holding NaN/Inf that a site reads without a probe showing
+// them (a view of the input, which a level-1 build does not probe).
+std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(const SiteTrace& s,
+                                                                            const ReachInput& in) {
+  std::vector<std::pair<std::string, const TensorStats*>> out;
+  const WrapperInfo& w = *in.wrapper;
+  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
+  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+    return out;
+  }
+  for (const auto& arg : w.call_sites[at - 1].args) {
+    std::string base = base_tensor_name(arg);
+    if (!is_graph_input_name(base) || s.find(arg) != nullptr || s.find(base) != nullptr) {
+      continue;
+    }
+    for (const auto& spec : w.inputs) {
+      auto i = static_cast<size_t>(spec.index);
+      if (spec.name == base && i < in.inputs.size() && bad(in.inputs[i]) > 0) {
+        out.emplace_back(base, &in.inputs[i]);
+      }
+    }
+  }
+  return out;
+}
+
+void ReachWalk::visit(const SiteTrace& s) {
+  Taint in;
+  for (const auto& [name, st] : unprobed_bad_inputs(s, m_in)) {
+    int origin = input_origin(name);
+    if (st->nan_count > 0) {
+      in.nan.insert(origin);
+    }
+    if (st->inf_count > 0) {
+      in.inf.insert(origin);
+    }
+  }
+  std::set<std::string> in_place = in_place_names(s, *m_in.wrapper);
+  // An in_out_ptr argument the probe did not call written (a level-1 build's
+  // probe calls do not say which arguments are in place) is read when its
+  // bytes are a value written before; otherwise it is scratch the kernel
+  // writes first (a mean reduced in place).
+  std::set<const ProbeStats*> read_in_place;
+  for (const auto& p : s.tensors) {
+    if (!p.initialized && p.before && in_place.count(p.tensor) > 0 &&
+        (m_by_checksum.count(p.before->checksum) > 0 || m_by_name.count(base_tensor_name(p.tensor)) > 0)) {
+      read_in_place.insert(&p);
+    }
+  }
+  for (const auto& p : s.tensors) {
+    bool read = p.initialized || read_in_place.count(&p) > 0;
+    if (!read || !p.before || bad(*p.before) == 0) {
+      continue;
+    }
+    Taint t = input_taint(s, p);
+    if (p.before->nan_count > 0) {
+      in.nan.insert(t.nan.begin(), t.nan.end());
+      if (t.nan.empty()) {
+        in.nan.insert(t.inf.begin(), t.inf.end());
+      }
+    }
+    if (p.before->inf_count > 0) {
+      in.inf.insert(t.inf.begin(), t.inf.end());
+    }
+  }
+  m_site_inputs[s.site] = in;
+  std::set<int> carried;
+  for (const auto& p : s.tensors) {
+    bool read = p.initialized || read_in_place.count(&p) > 0;
+    bool written = p.after && (!read || !p.before || p.before->checksum != p.after->checksum ||
+                               p.after->checksum.empty());
+    if (!written) {
+      continue;  // read only: its value stays what it was, under its old write
+    }
+    Taint w = write(s.site, s.kernel, in, *p.after);
+    carried.insert(w.nan.begin(), w.nan.end());
+    carried.insert(w.inf.begin(), w.inf.end());
+    m_by_name[base_tensor_name(p.tensor)] = Written{p.after->checksum, w};
+    if (!p.after->checksum.empty()) {
+      m_by_checksum[p.after->checksum] = w;
+    }
+  }
+  for (const auto& set : {&in.nan, &in.inf}) {
+    for (int o : *set) {
+      if (o > 0) {
+        m_last_reader[o] = s.site;
+        if (carried.count(o) > 0) {
+          m_carried.insert({o, s.site});
+        }
+      }
+    }
+  }
+}
+
+void ReachWalk::note_healed(Reach& r, const std::set<int>& reached) const {
+  for (const auto& [site, made] : m_made) {
+    if (reached.count(site) > 0) {
+      continue;
+    }
+    HealedSite h;
+    h.call_index = site;
+    h.kernel = kernel_of(site);
+    h.tensor = made.tensor;
+    h.nan_count = made.nan;
+    h.inf_count = made.inf;
+    h.by_design = m_design.count(site) > 0;
+    std::string what = made.nan && made.inf ? fmt::format("{} NaN and {} Inf", made.nan, made.inf)
+                       : made.nan           ? fmt::format("{} NaN", made.nan)
+                                            : fmt::format("{} Inf", made.inf);
+    std::string how = h.by_design ? " from its own infinity literal (by design)" : "";
+    std::string then;
+    if (auto c = m_last_reader.find(site); c != m_last_reader.end()) {
+      h.last_read_by = c->second;
+      h.last_read_kernel = kernel_of(c->second);
+      h.cleaned = m_carried.count({site, c->second}) == 0;
+      then = fmt::format(", which call site {} {} {}", c->second, h.last_read_kernel,
+                         h.cleaned ? (h.by_design ? "consumed" : "cleaned")
+                                 : "read last (what it wrote from them reaches no output)");
+    } else {
+      then = ", which no later probed site read";
+    }
+    h.note = fmt::format("call site {} {} made {} in {}{}{}: not the cause", site, h.kernel, what, made.tensor, how,
+                         then);
+    r.healed.push_back(std::move(h));
+  }
+}
+
+Reach ReachWalk::run() {
+  Reach r;
+  for (const auto& [k, s] : m_in.trace->sites) {
+    if (k > 0 && s.began) {
+      visit(s);
+    }
+  }
+  std::set<int> reached;
+  for (size_t i = 0; i < m_in.outputs.size(); ++i) {
+    const TensorStats& out = m_in.outputs[i];
+    if (bad(out) == 0) {
+      continue;
+    }
+    std::string name = i < m_in.wrapper->outputs.size() ? m_in.wrapper->outputs[i] : "";
+    OutputOrigin o;
+    o.output = static_cast<int>(i);
+    std::optional<Taint> t = lookup(name.empty() ? "\x01" : name, out, m_in.trace->launched + 1);
+    if (!t && is_graph_input_name(name)) {
+      t = Taint{{input_origin(name)}, {}};
+    }
+    if (!t || t->empty()) {
+      r.why_not = fmt::format("output {} holds NaN/Inf, but no probed call site was seen writing it", i);
+      return r;
+    }
+    const std::set<int>& chain = out.nan_count > 0 && !t->nan.empty() ? t->nan : t->inf;
+    for (int origin : chain) {
+      if (origin == k_unknown) {
+        r.why_not = m_unknown_why.empty() ? "a value on the way to the outputs was never seen written" : m_unknown_why;
+        return r;
+      }
+      if (origin > 0) {
+        o.sites.insert(origin);
+      } else {
+        o.inputs.push_back(describe(origin));
+      }
+    }
+    reached.insert(t->nan.begin(), t->nan.end());
+    reached.insert(t->inf.begin(), t->inf.end());
+    r.origins.push_back(std::move(o));
+  }
+  if (r.origins.empty()) {
+    r.why_not = "no output holds NaN/Inf in this run";
+    return r;
+  }
+  r.followed = true;
+  const OutputOrigin& first = r.origins.front();
+  r.output = first.output;
+  if (!first.sites.empty()) {
+    r.culprit = *first.sites.begin();
+  }
+  std::vector<std::string> others;
+  for (size_t i = 1; i < r.origins.size(); ++i) {
+    const OutputOrigin& o = r.origins[i];
+    std::string from = !o.sites.empty() ? describe(*o.sites.begin()) : o.inputs.empty() ? "?" : o.inputs.front();
+    others.push_back(r.culprit && !o.sites.empty() && *o.sites.begin() == *r.culprit
+                         ? fmt::format("output {} shares it", o.output)
+                         : fmt::format("output {}'s come from {}", o.output, from));
+  }
+  r.others = join(others, "; ");
+  const TensorStats& out = m_in.outputs[static_cast<size_t>(first.output)];
+  std::string what = out.nan_count > 0 ? "NaN" : "Inf";
+  std::string from = r.culprit ? describe(*r.culprit) : join(first.inputs, ", ");
+  r.summary = fmt::format("the {} in output {} come from {}{}", what, first.output, from,
+                          r.others.empty() ? "" : "; " + r.others);
+  note_healed(r, reached);
+  return r;
+}
+
+}  // namespace
+
+void record_reach(Bisection& bis, const Reach& r) {
+  bis.reach = r.followed ? r.summary : "not traced: " + r.why_not;
+  bis.healed = r.healed;
+}
+
+std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, int launched) {
+  if (r.culprit && *r.culprit == k) {
+    bis.self_check = fmt::format("passed: one run probed call sites 1-{}; the output's NaN/Inf trace back to call "
+                                 "site {}, which made them from inputs without them{}",
+                                 launched, k,
+                                 r.healed.empty() ? "" : fmt::format(" ({} site(s) passed over)", r.healed.size()));
+    return std::nullopt;
+  }
+  if (!r.culprit) {
+    bis.status = "not_found";
+    bis.self_check = fmt::format("one run probed call sites 1-{}: {}", launched, r.summary);
+    bis.message = bis.self_check;
+    return fmt::format("not isolated: {}, not from a call site: check the data first", r.summary);
+  }
+  bis.status = "self_check_failed";
+  bis.self_check = fmt::format("failed: the evidence run for call site {} showed {}", k, r.summary);
+  bis.message = bis.self_check;
+  return fmt::format("not isolated: the evidence runs disagree on where the outputs' NaN/Inf come from (call site {}, "
+                     "then {})",
+                     k, r.summary);
+}
+
+std::optional<std::string> nonfinite_from_inputs(Bisection& bis, const SearchResult& sr,
+                                                 const std::vector<TensorStats>& input_stats) {
+  std::string data = bad_inputs_text(input_stats);
+  bool none_made = std::all_of(sr.steps.begin(), sr.steps.end(),
+                               [](const SearchStep& st) { return st.probe.verdict == StepVerdict::clean; });
+  if (data.empty() || !none_made || sr.status == SearchResult::Status::found) {
+    return std::nullopt;
+  }
+  bis.status = "not_found";
+  bis.reach = "no call site made NaN/Inf from values without them: they come from the inputs (" + data + ")";
+  return fmt::format("no call site made the NaN/Inf: they come from the inputs ({}); check the data first", data);
+}
+
+Reach trace_to_outputs(const ReachInput& in) {
+  if (in.trace == nullptr || in.wrapper == nullptr) {
+    Reach r;
+    r.why_not = "no run to trace";
+    return r;
+  }
+  return ReachWalk(in).run();
+}
+
+}  // namespace aoti_bisect
