@@ -88,20 +88,12 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
     m_bis.message = "the failure did not reproduce in the instrumented build";
     return BisectOutcome{Verdict::suppressed_by_instrumentation, m_bis.message, ""};
   }
-  // The sites every run shows: those outside torch.cond branches (and, in a
-  // printer-instrumented build, only those the printer probes: run-time
-  // numbers count probed sites).
-  bool printed = m_model.wrapper.instrumented || m_model.wrapper.printer_level > 0;
-  int always = static_cast<int>(std::count_if(m_model.wrapper.call_sites.begin(), m_model.wrapper.call_sites.end(),
-                                              [&](const CallSite& c) { return c.branch.empty() && (!printed || c.probed); }));
-  if (m_pred != Predicate::fault && t.launched < always) {
-    // Sites the probes did not see: what they make would be blamed on the next one seen.
-    std::string why = fmt::format("the instrumented run showed {} call sites, but the wrapper runs at least {} (outside "
-                                  "torch.cond branches): the probes do not see them all",
-                                  t.launched, always);
-    m_bis.status = "error";
-    m_bis.message = why;
-    return BisectOutcome{Verdict::not_isolated, why, why};
+  if (m_pred != Predicate::fault) {
+    if (auto why = probes_miss_sites(m_model.wrapper, t.launched)) {
+      m_bis.status = "error";
+      m_bis.message = *why;
+      return BisectOutcome{Verdict::not_isolated, *why, *why};
+    }
   }
   if (trace.cls.kind != m_s.kind && m_pred != Predicate::fault) {
     m_bis.status = "error";

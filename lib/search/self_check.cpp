@@ -1,10 +1,25 @@
 #include "search/self_check.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/text.hpp"
 
 namespace aoti_bisect {
+
+std::optional<std::string> probes_miss_sites(const WrapperInfo& wrapper, int launched) {
+  bool printed = wrapper.instrumented || wrapper.printer_level > 0;
+  int always = static_cast<int>(std::count_if(wrapper.call_sites.begin(), wrapper.call_sites.end(), [&](const CallSite& c) {
+    return c.branch.empty() && (!printed || c.probed);
+  }));
+  if (launched >= always) {
+    return std::nullopt;
+  }
+  return fmt::format("the instrumented run showed {} call sites, but the wrapper runs at least {} (outside torch.cond "
+                     "branches): the probes do not see them all",
+                     launched, always);
+}
 
 // Before claiming isolation: in the evidence run, which probed every site up
 // to the culprit, the culprit must still be the first bad site. Says what

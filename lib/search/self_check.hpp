@@ -27,6 +27,13 @@ struct SelfCheckInput {
   bool cpu = false;                             // a CPU crash seen only after the sites returned: the heap
 };
 
+// Why a trace run that showed `launched` call sites does not see them all:
+// fewer than the wrapper runs outside torch.cond branches (in a
+// printer-instrumented build, fewer than it probes there: run-time numbers
+// count probed sites). What an unseen site makes would be blamed on the next
+// one seen. nullopt when it sees them.
+std::optional<std::string> probes_miss_sites(const WrapperInfo& wrapper, int launched);
+
 // Says what was checked in bisection.self_check (and sets its status when it
 // failed); returns why `k` is not isolated, if it failed.
 std::optional<std::string> self_check(Bisection& bis, const SelfCheckInput& in);
