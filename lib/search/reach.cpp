@@ -200,9 +200,8 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   return t;
 }
 
-// The names a site's kernel reads and writes in place (in_out_ptr): read
-// before the launch even where the probe could not tell (a level-1 build's
-// probe calls do not say which arguments are in place).
+// The names a site's kernel takes as in_out_ptr arguments (ReachWalk::visit
+// decides whether each was read: when its bytes were written before).
 std::set<std::string> in_place_names(const SiteTrace& s, const WrapperInfo& w) {
   std::set<std::string> out;
   int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
