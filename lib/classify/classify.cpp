@@ -325,4 +325,14 @@ std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+std::vector<TensorInfo> inputs_with_nonfinite_counts(const Classification& c) {
+  std::vector<TensorInfo> inputs = c.inputs;
+  for (size_t i = 0; i < inputs.size() && i < c.input_stats.size(); ++i) {
+    inputs[i].nan_count = c.input_stats[i].nan_count;
+    inputs[i].inf_count = c.input_stats[i].inf_count;
+    inputs[i].first_nonfinite = c.input_stats[i].first_nonfinite;
+  }
+  return inputs;
+}
+
 }  // namespace aoti_bisect

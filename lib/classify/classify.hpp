@@ -42,6 +42,10 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
 // NaN/Inf, joined with "; "; "" when none does.
 std::string bad_inputs_text(const std::vector<TensorStats>& inputs);
 
+// The run's inputs as the report lists them, with the NaN/Inf each holds
+// (counted by the runner before the run; never their values).
+std::vector<TensorInfo> inputs_with_nonfinite_counts(const Classification& c);
+
 // The first line of `stderr_tail` that says error (or cannot), as a dynamic
 // loader writes it; else the most useful line.
 std::string first_error_line(const std::string& stderr_tail);

@@ -29,17 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The inputs as the report lists them, with the NaN/Inf each holds (the
-// runner counts them before the run; never their values).
-std::vector<TensorInfo> with_nonfinite_counts(std::vector<TensorInfo> inputs, const std::vector<TensorStats>& stats) {
-  for (size_t i = 0; i < inputs.size() && i < stats.size(); ++i) {
-    inputs[i].nan_count = stats[i].nan_count;
-    inputs[i].inf_count = stats[i].inf_count;
-    inputs[i].first_nonfinite = stats[i].first_nonfinite;
-  }
-  return inputs;
-}
-
 // A problem of the things under test: the verdict it ends the job with.
 struct Stop {
   Verdict verdict;
@@ -399,7 +388,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   const Classification& base = results[0].cls;
   m_rec.environment(with_runner(m_rec.report().environment, base));
-  m_rec.inputs(with_nonfinite_counts(base.inputs, base.input_stats));
+  m_rec.inputs(inputs_with_nonfinite_counts(base));
   if (auto stop = broken_run(results[0])) {
     return fail(*stop);
   }
