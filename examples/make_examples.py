@@ -22,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -310,6 +311,79 @@ EXAMPLES = {
         healed_pattern=r"addmm_log",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "kwargs_mask_nan": dict(
+        description="attention exported with keyword arguments (input_ids, attention_mask, token_type_ids) and fed "
+        "the dict a tokenizer returns (input_ids, token_type_ids, attention_mask): bound by name, one sequence is "
+        "all padding and its softmax makes NaN",
+        outcome="nonfinite",
+        bug="attention_mask[1] is all 0 (an empty sequence in the batch); masked_fill(mask == 0, -inf) and the "
+        "softmax over keys, fused in one kernel (cpp_fused__softmax_*masked_fill*), make NaN for that sequence, "
+        "which reach the output. The inputs file is a dict in another order than the package's flat inputs; "
+        "token_type_ids has the same shape and dtype as attention_mask and is never all 0, so taking the dict "
+        "in file order swaps the two and the NaN vanish.",
+        culprit_pattern=r"_softmax",
+        kwargs_order=("input_ids", "token_type_ids", "attention_mask"),
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "frozen_conv_nan": dict(
+        description="convolutions compiled as CPU inference usually is (freezing, under no_grad): oneDNN-packed "
+        "weights read by mkldnn convolution calls, and a log between them that makes NaN",
+        outcome="nonfinite",
+        bug="log(conv1(x)) makes NaN where the first convolution is negative (cpp_fused_log_*); the second "
+        "convolution (aoti_torch_cpu_mkldnn__convolution_pointwise) and the linear spread them to the output. "
+        "With freezing the convolution weights are opaque mkldnn-layout constants (_frozen_param*): a tensor "
+        "without storage whose data pointer cannot be read.",
+        culprit_pattern=r"log",
+        compile_no_grad=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "frozen_linear_inf": dict(
+        description="an Inf in a frozen linear weight (an opaque mkldnn constant) read only by a oneDNN linear call",
+        outcome="nonfinite",
+        bug="b.weight[3, 5] = inf; with freezing (under no_grad) each Linear is aoti_torch_cpu__linear_pointwise "
+        "on a packed weight _frozen_param* (original name lost), with gelu fused into the first; the second "
+        "linear call reads the Inf and writes +-Inf (and NaN where its input is 0), which reach the output.",
+        culprit_kernel="aoti_torch_cpu__linear_pointwise",
+        culprit_occurrence=1,
+        compile_no_grad=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "relu_postop_nan": dict(
+        description="NaN from a log meet a convolution whose relu oneDNN fuses as a post-op: the package's relu "
+        "turns NaN into 0 where eager keeps the NaN, so the package's outputs are finite and eager's are not",
+        outcome="mismatch",
+        bug="log(sigmoid(conv1(x)) - 0.5) makes NaN (cpp_fused_log_*), as in eager; relu(conv2(h)) is one "
+        "aoti_torch_cpu_mkldnn__convolution_pointwise call with attr 'relu' (freezing, under no_grad), whose "
+        "post-op maps NaN to 0, while eager's relu keeps NaN. Against eager the first difference is the second "
+        "convolution call.",
+        culprit_kernel="aoti_torch_cpu_mkldnn__convolution_pointwise",
+        culprit_occurrence=1,
+        compile_no_grad=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "embedding_bag_range": dict(
+        description="an EmbeddingBag index out of range, raised by ATen's own check inside the extern call "
+        "aoti_torch_cpu__embedding_bag (the C shim returns an error code and the wrapper throws)",
+        outcome="error",
+        bug="idx[5] = 65 for a bag of 60 rows (inputs[1]); a cpp kernel writes idx + 0 (buf3), and "
+        "aoti_torch_cpu__embedding_bag reads it: 'Index 5 of input takes value 65 which is not in the valid range "
+        "[0, 60)'. Eager raises the same error, so there is no expected.pt.",
+        culprit_kernel="aoti_torch_cpu__embedding_bag",
+        producer_input=1,
+        expect={"exit_code": 1, "signal": None, "stderr_contains": "which is not in the valid range"},
+    ),
+    "healed_gemm_frozen": dict(
+        description="healed_gemm_template compiled under no_grad, so freezing takes effect: the GEMM templates read "
+        "constant-folded, packed weights",
+        outcome="nonfinite",
+        bug="as healed_gemm_template, compiled under torch.no_grad() (CPU inference as usually built): freezing folds "
+        "and packs the Linear weights into frozen constants the CPP GEMM templates read; the log's NaN are cleaned, "
+        "the sqrt in a later template's epilogue makes the NaN the outputs hold.",
+        culprit_pattern=r"sqrt",
+        healed_pattern=r"log",
+        compile_no_grad=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -338,7 +412,8 @@ def _import_torch():
 
 
 # --------------------------------------------------------------------------------------
-# Models. Each builder returns (model, inputs tuple, inductor_configs). Every model gives
+# Models. Each builder returns (model, inputs tuple, inductor_configs), and a dict of keyword
+# inputs after them where the model is exported with keywords. Every model gives
 # nine call sites in its wrapper (healthy: seven), cpp_fused kernels alternating with extern addmm calls;
 # in the buggy ones the bad call site is the fifth (index 4), with four healthy ones on
 # each side. Small shapes: each compiles in about 10-20 s on two cores. The exceptions are
@@ -807,6 +882,87 @@ def build_rounding_healthy():
     return Rounding(), (x,), {}
 
 
+def build_kwargs_mask_nan():
+    T = 8
+
+    class KwargsAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(VOCAB, D)
+            self.typ = nn.Embedding(2, D)
+            self.qkv = nn.Linear(D, 3 * D)
+            self.out = nn.Linear(D, 4)
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            h = self.tok(input_ids) + self.typ(token_type_ids)  # embedding kernel
+            q, k, v = self.qkv(h).chunk(3, dim=-1)  # addmm
+            s = (q @ k.transpose(1, 2)) * D**-0.5  # bmm
+            s = s.masked_fill(attention_mask[:, None, :] == 0, float("-inf"))
+            # softmax kernel, bmm, mean, addmm; a dict as a Hugging Face model returns
+            return {"logits": self.out((torch.softmax(s, dim=-1) @ v).mean(1))}
+
+    ids = torch.randint(0, VOCAB, (2, T))
+    mask = torch.ones(2, T, dtype=torch.int64)
+    mask[1, :] = 0  # an empty sequence
+    types = torch.zeros(2, T, dtype=torch.int64)
+    types[:, 3:] = 1  # two segments: never all 0
+    kwargs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    return KwargsAttention(), (), {}, kwargs
+
+
+def _frozen_convs(post_relu):
+    class FrozenConvs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            if post_relu:
+                h = F.relu(self.c2(torch.log(torch.sigmoid(self.c1(x)) - 0.5)))  # relu fused into conv2 by oneDNN
+            else:
+                h = self.c2(torch.log(self.c1(x)))  # mkldnn conv, log kernel, mkldnn conv
+            return (self.fc(h.mean(dim=(2, 3))),)  # mean kernel, linear
+
+    return FrozenConvs(), (torch.randn(2, 3, 8, 8),), {"freezing": True}
+
+
+def build_frozen_linear_inf():
+    class FrozenLinear(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(D, H)
+            self.b = nn.Linear(H, H)
+            self.c = nn.Linear(H, 4)
+
+        def forward(self, x):
+            return (self.c(self.b(F.gelu(self.a(x)))),)
+
+    model = FrozenLinear()
+    with torch.no_grad():
+        model.b.weight[3, 5] = float("inf")
+    return model, (torch.randn(B, D),), {"freezing": True}
+
+
+def build_embedding_bag_range():
+    class Bag(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, D)
+            self.bag = nn.EmbeddingBag(60, D, mode="sum")
+            self.out = nn.Linear(D, 4)
+
+        def forward(self, x, idx, offsets):
+            h = self.fc(x)  # addmm
+            i2 = idx + (h.sum(1) > 1e30).long().sum()  # a cpp kernel writes idx + 0
+            return (self.out(self.bag(i2, offsets) + h),)  # extern embedding_bag, add kernel, addmm
+
+    idx = torch.randint(0, 60, (2 * B,))
+    idx[5] = 65
+    return Bag(), (torch.randn(B, D), idx, torch.arange(0, 2 * B, 2)), {}
+
+
 BUILDERS = {
     "healthy": build_healthy,
     "nan_midway": build_nan_midway,
@@ -832,10 +988,18 @@ BUILDERS = {
     "healed_gemm_template": lambda: build_healed_nan(
         {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP"}
     ),
+    "healed_gemm_frozen": lambda: build_healed_nan(
+        {"freezing": True, "max_autotune": True, "max_autotune_gemm_backends": "CPP"}
+    ),
     "healed_log_zero": build_healed_log_zero,
     "masked_row_nan": build_masked_row_nan,
     "index_passthrough_fault": lambda: _index_chain(clamp=False),
     "index_clamped_fault": lambda: _index_chain(clamp=True),
+    "kwargs_mask_nan": build_kwargs_mask_nan,
+    "frozen_conv_nan": lambda: _frozen_convs(post_relu=False),
+    "frozen_linear_inf": build_frozen_linear_inf,
+    "relu_postop_nan": lambda: _frozen_convs(post_relu=True),
+    "embedding_bag_range": build_embedding_bag_range,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -948,6 +1112,27 @@ def find_culprit(spec, calls):
     return None
 
 
+def _package_input_check(package_path, inputs_path):
+    """The first line the package's generated input check raises on these inputs when
+    AOTI_RUNTIME_CHECK_INPUTS=1 (read once per process), or None when it accepts them."""
+    import subprocess
+
+    code = (
+        "import sys, torch\n"
+        "m = torch._inductor.aoti_load_package(sys.argv[1])\n"
+        "args = torch.load(sys.argv[2], weights_only=True)\n"
+        "try:\n"
+        "    m(*args)\n"
+        "except Exception as e:\n"
+        "    print(str(e).strip().splitlines()[0])\n"
+    )
+    env = dict(os.environ, AOTI_RUNTIME_CHECK_INPUTS="1")
+    r = subprocess.run([sys.executable, "-c", code, package_path, inputs_path], env=env, capture_output=True,
+                       text=True, timeout=300)
+    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    return lines[-1] if lines else None
+
+
 def _package_combined(ep, package_path, combined_path):
     import tempfile
     import zipfile
@@ -981,7 +1166,9 @@ def build_one(name, out_dir):
             os.unlink(p)
 
     torch.manual_seed(SEED)
-    model, inputs, configs = BUILDERS[name]()
+    built = BUILDERS[name]()
+    model, inputs, configs = built[:3]
+    kwargs = {k: _plain(v) for k, v in built[3].items()} if len(built) > 3 else {}
     model = model.eval()
     inputs = tuple(_plain(t) for t in inputs)
 
@@ -989,7 +1176,9 @@ def build_one(name, out_dir):
     expected_note = None
     try:
         with torch.no_grad():
-            out = model(*inputs)
+            out = model(*inputs, **kwargs)
+        if isinstance(out, dict):
+            out = tuple(out.values())
         expected = tuple(_plain(t) for t in (out if isinstance(out, (tuple, list)) else (out,)))
     except Exception as e:  # eager refuses the inputs (out-of-range index): no reference
         expected = None
@@ -998,19 +1187,40 @@ def build_one(name, out_dir):
         files["expected"] = None
 
     stage = _Staging(out_dir, name)
+    checked = None
     try:
         with torch.no_grad():
-            ep = torch.export.export(model, inputs)
+            ep = torch.export.export(model, inputs, kwargs or None)
         torch.export.save(ep, stage.path(files["exported_program"]))
 
         t_compile = time.monotonic()
         # aoti_compile_and_package adds keys to the dict it is given: pass a copy.
-        torch._inductor.aoti_compile_and_package(
-            ep, package_path=stage.path(files["package"]), inductor_configs=dict(configs)
-        )
+        # Freezing takes effect only with grad off (compile_fx): CPU inference
+        # builds compile under no_grad, and their weights become oneDNN-packed.
+        with torch.no_grad() if spec.get("compile_no_grad") else contextlib.nullcontext():
+            torch._inductor.aoti_compile_and_package(
+                ep, package_path=stage.path(files["package"]), inductor_configs=dict(configs)
+            )
         compile_s = time.monotonic() - t_compile
 
-        torch.save(inputs, stage.path(files["inputs"]))
+        if kwargs:
+            # As a tokenizer returns them: a dict in its own key order.
+            saved = {k: kwargs[k] for k in spec.get("kwargs_order", kwargs)}
+            torch.save(saved, stage.path(files["inputs"]))
+            variants = {
+                # The form torch.export takes.
+                "args_kwargs_inputs": (((), saved), f"{name}.args_kwargs.inputs.pt"),
+                # One argument left out.
+                "missing_key_inputs": ({k: v for k, v in saved.items() if k != "token_type_ids"},
+                                       f"{name}.missing_key.inputs.pt"),
+                # The values alone, in the dict's order: names lost.
+                "tuple_inputs": (tuple(saved.values()), f"{name}.tuple.inputs.pt"),
+            }
+            for key, (value, base) in variants.items():
+                torch.save(value, stage.path(base))
+                files[key] = base
+        else:
+            torch.save(inputs, stage.path(files["inputs"]))
         if expected is not None:
             torch.save(expected, stage.path(files["expected"]))
         # An aoti-bisect config with the Inductor configs the package was built
@@ -1052,6 +1262,21 @@ def build_one(name, out_dir):
             for key, (value, base) in broken.items():
                 torch.save(value, stage.path(base))
                 files[key] = base
+            # Layouts as a program passes them: the same values through a
+            # transposed view (strides the package was not compiled for), and
+            # through a view at a storage offset (contiguous strides: fine).
+            x_t = _plain(x.t()).t()
+            x_off = torch.cat([torch.zeros(1, x.shape[1]), x])[1:]
+            layouts = {
+                "transposed_inputs": ((x_t,) + inputs[1:], f"{name}.transposed.inputs.pt"),
+                "offset_inputs": ((x_off,) + inputs[1:], f"{name}.offset.inputs.pt"),
+            }
+            for key, (value, base) in layouts.items():
+                torch.save(value, stage.path(base))
+                files[key] = base
+            # What the package's own input check (AOTI_RUNTIME_CHECK_INPUTS=1)
+            # says of the transposed view, in a fresh process.
+            checked = _package_input_check(stage.path(files["package"]), stage.path(files["transposed_inputs"]))
 
         calls, wrapper = kernel_call_order(stage.path(files["package"]))
         culprit = find_culprit(spec, calls)
@@ -1074,7 +1299,8 @@ def build_one(name, out_dir):
             "producer": producer,
             "files": files,
             "expected_note": expected_note,
-            "inputs": [_tensor_desc(t) for t in inputs],
+            "inputs": [_tensor_desc(t) for t in (inputs + tuple(kwargs.values()))],
+            "package_input_check": checked if name == "healthy" else None,
             "outputs": [_tensor_desc(t) for t in expected] if expected is not None else None,
             "inductor_configs": configs,
             "kernels": calls,

@@ -48,6 +48,7 @@ struct Options {
   std::string tolerances;
   std::string model_facts;
   std::string hooks;
+  bool contiguous_inputs = false;
 };
 
 int g_events_fd = -1;
@@ -230,11 +231,20 @@ int run(const Options& opt, ab::EventWriter& events) {
     ab::torchside::install_guard_page_allocator();
   }
   ab::torchside::Session session;
-  auto infos = session.load_inputs(opt.inputs);
   const ab::ModelFacts facts = model_facts(opt);
+  auto loaded = session.load_inputs(opt.inputs, facts);
+  const nlohmann::json binding = {{"form", loaded.binding.form}, {"by_call_spec", loaded.binding.by_call_spec}};
+  if (!loaded.binding.error.empty()) {
+    events.emit(ab::EventKind::inputs, {{"tensors", nlohmann::json::array()}, {"binding", binding},
+                                        {"problems", {loaded.binding.error}}});
+    events.emit(ab::EventKind::input_mismatch,
+                {{"message", loaded.binding.error}, {"problems", {loaded.binding.error}}});
+    return static_cast<int>(RunnerExit::input_mismatch);
+  }
   std::vector<std::string> moved;
-  std::vector<std::string> problems = session.check_inputs(facts, opt.device_key, moved);
-  events.emit(ab::EventKind::inputs, {{"tensors", json_array(infos)}, {"moved", moved}, {"problems", problems}});
+  std::vector<std::string> problems = session.check_inputs(facts, opt.device_key, opt.contiguous_inputs, moved);
+  events.emit(ab::EventKind::inputs, {{"tensors", json_array(loaded.infos)}, {"binding", binding}, {"moved", moved},
+                                      {"problems", problems}});
   if (!problems.empty()) {
     events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
     return static_cast<int>(RunnerExit::input_mismatch);
@@ -242,6 +252,9 @@ int run(const Options& opt, ab::EventWriter& events) {
   events.emit(ab::EventKind::input_stats, {{"tensors", json_array(session.input_stats())}});
 
   session.load_model(opt.package_dir, opt.model, opt.device_key);
+  if (!facts.out_spec.empty()) {
+    session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
+  }
   events.emit(ab::EventKind::loaded,
               {{"model", opt.model}, {"instrumented", facts.instrumented}, {"printer_level", facts.printer_level}});
   if (!opt.hooks.empty()) {
@@ -288,6 +301,8 @@ int main(int argc, char** argv) {
   app.add_option("--node-reference", opt.node_reference, "per-node eager values for the probes (torch.save dict)");
   app.add_option("--tolerances", opt.tolerances, "per-dtype tolerances (JSON) for --reference");
   app.add_option("--hooks", opt.hooks, "interposition hook library (generated per package) to bind into the model");
+  app.add_flag("--contiguous-inputs", opt.contiguous_inputs,
+               "copy inputs whose strides differ from the package's into its layout (else they are refused)");
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
   try {
     app.parse(argc, argv);

@@ -80,7 +80,13 @@ CLI::Validator finite_number(bool positive) {
 void add_common_options(CLI::App* cmd, Opts& o) {
   RunOptions& r = o.run;
   cmd->add_option("package", r.package, "the .pt2 package (aoti_compile_and_package)")->required();
-  cmd->add_option("--inputs", r.inputs, "inputs saved with torch.save (a tuple of tensors in input order)")->required();
+  cmd->add_option("--inputs", r.inputs,
+                  "inputs saved with torch.save: a tuple in input order, a dict of keyword arguments, or (args, "
+                  "kwargs); bound by the package's call spec")
+      ->required();
+  cmd->add_flag("--contiguous-inputs", r.contiguous_inputs,
+                "run the package on copies of inputs whose strides it was not compiled for (default: refuse them, "
+                "exit 4); the report says the inputs were changed");
   cmd->add_option("--reference", r.reference, "expected outputs saved with torch.save; enables the mismatch check");
   cmd->add_flag("--against-eager", r.against_eager,
                 "without --reference: compare with the exported program run eagerly on the same inputs");

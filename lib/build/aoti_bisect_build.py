@@ -47,6 +47,8 @@ sets it when the user has not). Python 3.9+.
 """
 
 import argparse
+import collections
+import contextlib
 import io
 import json
 import os
@@ -384,7 +386,7 @@ def inductor_configs(user_configs, level, kernel_filter):
     return configs
 
 
-def compile_package(torch, ep, configs, out, node_map=None):
+def compile_package(torch, ep, configs, out, node_map=None, no_grad=False):
     # Compiled into a private folder beside OUT under OUT's own file name (the
     # package's top-level folder is named after the file's stem), then renamed
     # over OUT: a reader never sees half a package.
@@ -392,18 +394,20 @@ def compile_package(torch, ep, configs, out, node_map=None):
     work = os.path.join(out_dir, f".{out_name}.tmp-{os.getpid()}")
     os.makedirs(work, exist_ok=True)
     tmp = os.path.join(work, out_name)
+    grad = torch.no_grad() if no_grad else contextlib.nullcontext()
     try:
         # aoti_compile_and_package adds keys to the dict it is given: a copy.
         if node_map:
-            with NodeMapRecorder(torch) as recorder:
+            with NodeMapRecorder(torch) as recorder, grad:
                 torch._inductor.aoti_compile_and_package(
                     ep, package_path=tmp, inductor_configs=dict(configs)
                 )
             write_json_atomic(node_map, recorder.result())
         else:
-            torch._inductor.aoti_compile_and_package(
-                ep, package_path=tmp, inductor_configs=dict(configs)
-            )
+            with grad:
+                torch._inductor.aoti_compile_and_package(
+                    ep, package_path=tmp, inductor_configs=dict(configs)
+                )
         os.replace(tmp, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -416,6 +420,8 @@ def parse_args(argv):
     p.add_argument("--configs", help="JSON file: inductor configs")
     p.add_argument("--level", type=int, choices=[1, 2, 3])
     p.add_argument("--filter", default="", help="kernel names, comma-separated (level 2)")
+    p.add_argument("--no-grad", action="store_true",
+                   help="compile with grad off (freezing takes effect only then), as the package was")
     p.add_argument("--out", help="the package to write (.pt2)")
     p.add_argument("--eager-inputs", help="inputs (torch.save) to run the exported program on eagerly")
     p.add_argument("--eager-out", help="where to save the eager outputs (torch.save)")
@@ -450,11 +456,48 @@ def flatten_inputs(value, out):
     return out
 
 
+def _spec_children(spec):
+    children = getattr(spec, "children_specs", None)
+    return list(children) if children is not None else [spec.child(i) for i in range(spec.num_children)]
+
+
+def _conform(value, spec):
+    """`value` with every dict in the key order of `spec` (what the exported module checks), recursively."""
+    children = _spec_children(spec)
+    if isinstance(value, dict) and spec.type in (dict, collections.OrderedDict) and set(value) == set(spec.context):
+        return {k: _conform(value[k], children[i]) for i, k in enumerate(spec.context)}
+    if isinstance(value, (tuple, list)) and spec.type in (tuple, list) and len(value) == len(children):
+        return type(value)(_conform(v, c) for v, c in zip(value, children))
+    return value
+
+
+def bind_inputs(torch, value, in_spec):
+    """(args, kwargs) for the exported module from what an inputs file holds, bound the way the runner binds
+    it (lib/package/call_spec.hpp): (args, kwargs); a dict of the keyword arguments; a tuple of the positional
+    arguments; the one positional argument itself; else every tensor in file order."""
+    import torch.utils._pytree as pytree
+
+    args_spec, kwargs_spec = _spec_children(in_spec)
+    n_args = len(_spec_children(args_spec))
+    keys = list(kwargs_spec.context or [])
+    if (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], (tuple, list))
+            and isinstance(value[1], dict)):
+        args, kwargs = tuple(value[0]), value[1]
+    elif isinstance(value, dict) and n_args == 0:
+        args, kwargs = (), value
+    elif not keys and isinstance(value, (tuple, list)) and len(value) == n_args:
+        args, kwargs = tuple(value), {}
+    elif not keys and n_args == 1:
+        args, kwargs = (value,), {}
+    else:
+        return pytree.tree_unflatten(flatten_inputs(value, []), in_spec)
+    return _conform(args, args_spec), _conform(kwargs, kwargs_spec)
+
+
 def run_eager(torch, ep, inputs_path, out_path):
     import torch.utils._pytree as pytree
 
-    flat = flatten_inputs(torch.load(inputs_path, weights_only=True), [])
-    args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
+    args, kwargs = bind_inputs(torch, torch.load(inputs_path, weights_only=True), ep.call_spec.in_spec)
     with torch.no_grad():
         outputs = ep.module()(*args, **kwargs)
     leaves = [t.detach().cpu() for t in pytree.tree_leaves(outputs) if isinstance(t, torch.Tensor)]
@@ -647,8 +690,7 @@ def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
         wanted.update(entry.get("nodes", []))
         described.update(entry.get("computes", []))
     described |= wanted
-    flat = flatten_inputs(torch.load(inputs_path, weights_only=True), [])
-    args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
+    args, kwargs = bind_inputs(torch, torch.load(inputs_path, weights_only=True), ep.call_spec.in_spec)
     gm = ep.module()
     values = {}
 
@@ -736,7 +778,7 @@ def run(args):
             configs = inductor_configs(user_configs, args.level, kernel_filter)
             ep = load_step(torch, args)
             try:
-                compile_package(torch, ep, configs, args.out, args.node_map)
+                compile_package(torch, ep, configs, args.out, args.node_map, no_grad=args.no_grad)
             except Exception as e:
                 raise StepError("compile", first_useful_line(e)) from e
     except StepError as e:

@@ -213,6 +213,9 @@ std::vector<std::string> helper_argv(const fs::path& python, const fs::path& hel
   if (!request.filtered_kernels.empty()) {
     argv.insert(argv.end(), {"--filter", join(request.filtered_kernels, ",")});
   }
+  if (request.no_grad) {
+    argv.push_back("--no-grad");
+  }
   if (request.printer_level == 1) {
     argv.insert(argv.end(), {"--node-map", node_map_path(out).string()});
   }
@@ -359,6 +362,7 @@ std::string build_cache_key(const BuildRequest& request, const std::string& torc
       {"inductor_configs", request.inductor_configs},
       {"printer_level", request.printer_level},
       {"filtered_kernels", request.filtered_kernels},
+      {"no_grad", request.no_grad},
       {"helper_sha256", sha256_hex(std::string(build_helper_source()))},
       {"torch_version", torch_version},
   };

@@ -22,6 +22,9 @@ struct BuildRequest {
   nlohmann::json inductor_configs = nlohmann::json::object();  // key -> JSON scalar
   int printer_level = 1;                   // 1 save (probes), 2 print, 3 kernel names
   std::vector<std::string> filtered_kernels;  // level 2 only (guide mode)
+  // Compile with grad off, as CPU inference builds do: freezing takes effect
+  // only then (the package shows it did by its frozen constants).
+  bool no_grad = false;
   std::filesystem::path cache_dir;         // empty: default_cache_dir()
   double timeout_s = 1800;
   std::string expected_torch_version;      // the runner's LibTorch ("2.13.0"); "" = don't check

@@ -97,8 +97,17 @@ void read_tensor_events(const std::vector<nlohmann::json>& events, Classificatio
     }
   }
   if (auto* e = find_event(events, EventKind::inputs)) {
-    for (const auto& t : (*e)["tensors"]) {
+    for (const auto& t : e->value("tensors", nlohmann::json::array())) {
       c.inputs.push_back(tensor_info_from_json(t));
+    }
+    if (auto b = e->find("binding"); b != e->end() && b->is_object()) {
+      c.binding_form = b->value("form", "");
+      c.by_call_spec = b->value("by_call_spec", false);
+    }
+    for (const auto& m : e->value("moved", nlohmann::json::array())) {
+      if (m.is_string()) {
+        c.inputs_changed.push_back(m.get<std::string>());
+      }
     }
   }
   if (auto* e = find_event(events, EventKind::input_stats)) {
@@ -323,6 +332,23 @@ std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
     }
   }
   return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::string inputs_binding_text(const Classification& c) {
+  if (c.binding_form.empty()) {
+    return "";
+  }
+  if (!c.by_call_spec) {
+    return "Taken in file order (tuples, lists, dict values): the package carries no call spec to bind them by.";
+  }
+  static const std::map<std::string, std::string> how = {
+      {"keyword dict", "a dict of keyword arguments, each tensor bound by its name"},
+      {"(args, kwargs)", "(args, kwargs), positional arguments by position and keywords by name"},
+      {"positional tuple", "a tuple of the positional arguments, by position"},
+      {"single argument", "the model's one argument"},
+      {"positional (flattened)", "tensors in order; neither the file nor the spec names any"}};
+  auto it = how.find(c.binding_form);
+  return fmt::format("Bound by the package's call spec ({}).", it == how.end() ? c.binding_form : it->second);
 }
 
 std::vector<TensorInfo> inputs_with_nonfinite_counts(const Classification& c) {

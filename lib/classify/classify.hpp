@@ -19,6 +19,9 @@ struct Classification {
   std::string first_line;                  // the most useful error line, "" when ok
   std::optional<int> signal;
   std::vector<TensorInfo> inputs;          // from the "inputs" event
+  std::string binding_form;                // how the file was bound (package/call_spec.hpp InputBinding::form)
+  bool by_call_spec = false;
+  std::vector<std::string> inputs_changed; // what the runner did to them (moved to the device, copied into a layout)
   std::vector<TensorStats> input_stats;
   std::vector<TensorStats> outputs;        // from the "outputs" event
   std::optional<Comparison> comparison;
@@ -45,6 +48,12 @@ std::string bad_inputs_text(const std::vector<TensorStats>& inputs);
 // The run's inputs as the report lists them, with the NaN/Inf each holds
 // (counted by the runner before the run; never their values).
 std::vector<TensorInfo> inputs_with_nonfinite_counts(const Classification& c);
+
+// How the run's inputs were bound, one sentence for the report: "Bound by the
+// package's call spec (keyword dict): each tensor by its argument." or "Taken
+// in file order: the package carries no call spec to bind them by."; "" when
+// the run did not say.
+std::string inputs_binding_text(const Classification& c);
 
 // The first line of `stderr_tail` that says error (or cannot), as a dynamic
 // loader writes it; else the most useful line.

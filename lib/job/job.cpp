@@ -99,6 +99,9 @@ std::string reproduce_command(const Settings& s, const std::map<std::string, std
     parts.push_back("--model " + shell_quote(s.model));
   }
   parts.push_back("--inputs " + shell_quote(display_path(s.inputs)));
+  if (s.contiguous_inputs) {
+    parts.push_back("--contiguous-inputs");
+  }
   if (!s.reference.empty()) {
     parts.push_back("--reference " + shell_quote(display_path(s.reference)));
   } else if (s.against_eager) {
@@ -370,7 +373,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     return fail(*stop);
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
-                   s.tolerances, s.timeout_s, s.memory_limit_bytes};
+                   s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs};
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
   JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
@@ -388,7 +391,10 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   const Classification& base = results[0].cls;
   m_rec.environment(with_runner(m_rec.report().environment, base));
-  m_rec.inputs(inputs_with_nonfinite_counts(base));
+  m_rec.inputs(inputs_with_nonfinite_counts(base), inputs_binding_text(base));
+  for (const auto& changed : base.inputs_changed) {
+    m_rec.note(changed);
+  }
   if (auto stop = broken_run(results[0])) {
     return fail(*stop);
   }

@@ -108,6 +108,8 @@ std::vector<ConstantInfo> parse_constants(std::string_view source) {
       c.kind = kind_of(a->value);
     } else if (a->field == "shape") {
       c.shape = shape_of(a->value);
+    } else if (a->field == "layout") {
+      c.opaque = a->value.find("layout__mkldnn") != std::string::npos;
     }
   }
   std::vector<ConstantInfo> out;
@@ -130,8 +132,16 @@ const ConstantInfo* find_constant(const std::vector<ConstantInfo>& constants, co
 }
 
 std::string describe_constant(const ConstantInfo& c) {
+  if (c.frozen()) {
+    // Its original name is lost: said by its shape and layout.
+    std::string shape;
+    for (size_t i = 0; i < c.shape.size(); ++i) {
+      shape += (i ? ", " : "") + std::to_string(c.shape[i]);
+    }
+    return "frozen weight [" + shape + "]" + (c.opaque ? " in oneDNN layout" : "");
+  }
   std::string kind = c.kind.empty() ? "constant" : c.kind;
-  return kind + " " + (c.fqn.empty() ? c.name : c.fqn);
+  return kind + " " + (c.fqn.empty() ? c.name : c.fqn) + (c.opaque ? " (oneDNN layout)" : "");
 }
 
 }  // namespace aoti_bisect

@@ -18,6 +18,9 @@ struct ConstantInfo {
   std::string fqn;     // "bn.running_var": the module path; "" when not recorded
   std::string kind;    // "parameter", "buffer", "tensor constant", "folded constant", "" when unknown
   std::vector<int64_t> shape;
+  bool opaque = false; // oneDNN (mkldnn) layout: a frozen, packed weight without storage of its own
+  // A constant freezing made (`_frozen_param4`, its original name lost)
+  bool frozen() const { return name.rfind("_frozen_param", 0) == 0 && (fqn.empty() || fqn == name); }
 };
 
 std::vector<ConstantInfo> parse_constants(std::string_view wrapper_source);

@@ -44,6 +44,8 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   f.constants = w.constants;
   f.moves = w.value_moves;
   f.reuse = w.moves;
+  f.in_spec = w.in_spec;
+  f.out_spec = w.out_spec;
   return f;
 }
 
@@ -72,7 +74,9 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"sites", sites},
           {"constants", f.constants},
           {"moves", f.moves},
-          {"reuse", f.reuse}};
+          {"reuse", f.reuse},
+          {"in_spec", f.in_spec},
+          {"out_spec", f.out_spec}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -106,6 +110,8 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.constants = j.value("constants", std::vector<std::string>{});
     f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
     f.reuse = j.value("reuse", std::vector<std::pair<std::string, std::string>>{});
+    f.in_spec = j.value("in_spec", std::string());
+    f.out_spec = j.value("out_spec", std::string());
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

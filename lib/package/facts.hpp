@@ -36,6 +36,10 @@ struct ModelFacts {
   // Every `auto bufA = std::move(bufB);` (WrapperInfo::moves): what an
   // in-place argument (CallSite::in_out) held under its earlier name.
   std::vector<std::pair<std::string, std::string>> reuse;
+  // The call spec (WrapperInfo::in_spec, out_spec): how the inputs file is
+  // bound to the flat inputs, and what the outputs are called.
+  std::string in_spec;
+  std::string out_spec;
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/files.hpp"
+#include "package/call_spec.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -58,6 +59,8 @@ nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model
       ji["shape"] = shape;
       jm["inputs"].push_back(ji);
     }
+    std::string takes = describe_inputs(parse_treespec(w.in_spec));
+    jm["call_spec"] = takes.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(takes);
     jm["call_sites"] = nlohmann::ordered_json::array();
     for (const auto& c : w.call_sites) {
       jm["call_sites"].push_back({{"index", c.index},
@@ -99,6 +102,13 @@ std::string inspect_table(const Package& pkg, const std::string& model) {
     out += fmt::format("  files        {}\n", fmt::join(files, ", "));
     out += fmt::format("  instrumented {}\n",
                        w.instrumented ? fmt::format("yes (printer level {})", w.printer_level) : std::string("no"));
+    auto spec = parse_treespec(w.in_spec);
+    std::string takes = describe_inputs(spec);
+    out += fmt::format("  call spec    {}\n", takes.empty() ? "none recorded (inputs taken in file order)" : takes);
+    std::vector<std::string> arg_names = input_names(spec);
+    if (w.num_inputs && arg_names.size() != static_cast<size_t>(*w.num_inputs)) {
+      arg_names.clear();  // constants among the leaves: no one-to-one names
+    }
     if (w.num_inputs) {
       out += fmt::format("  inputs       {}\n", *w.num_inputs);
       for (const auto& in : w.inputs) {
@@ -106,8 +116,9 @@ std::string inspect_table(const Package& pkg, const std::string& model) {
         for (const auto& d : in.shape) {
           dims.push_back(d ? std::to_string(*d) : "?");
         }
-        out += fmt::format("    {:>3}  {:<10} {:<9} [{}]\n", in.index, in.name, in.dtype.empty() ? "?" : in.dtype,
-                           fmt::join(dims, ", "));
+        std::string arg = static_cast<size_t>(in.index) < arg_names.size() ? arg_names[in.index] : "";
+        out += fmt::format("    {:>3}  {:<10} {:<9} [{}]{}\n", in.index, in.name, in.dtype.empty() ? "?" : in.dtype,
+                           fmt::join(dims, ", "), arg.empty() ? "" : "  " + arg);
       }
     }
     out += fmt::format("  call sites   {}\n", w.call_sites.size());

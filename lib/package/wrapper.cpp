@@ -1,5 +1,7 @@
 #include "package/wrapper.hpp"
+
 #include "common/text.hpp"
+#include "package/call_spec.hpp"
 #include "package/hooks.hpp"
 #include "package/triton_launch.hpp"
 #include "package/wrapper_text.hpp"
@@ -384,6 +386,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
   if (source.empty()) {
     return info;
   }
+  CallSpecText spec = call_spec_text(source);
+  info.in_spec = spec.in;
+  info.out_spec = spec.out;
   auto lines = split_lines(source);
   auto cpp_kernels = declared_cpp_kernels(lines);
   // CPP GEMM templates (max_autotune on the CPU) are declared over two lines,

@@ -83,6 +83,10 @@ struct WrapperInfo {
   // constant name, a view (`auto var_0 = ...reinterpret_tensor_wrapper(buf5,
   // ...)`) resolved to its buffer; "" where the text says nothing plain.
   std::vector<std::string> outputs;
+  // The call spec's treespecs as the wrapper records them (`in_spec_ =
+  // R"(...)"`, package/call_spec.hpp); "" when absent.
+  std::string in_spec;
+  std::string out_spec;
 };
 
 // The arguments of a call's parenthesized text, "(buf3, f(a, b),

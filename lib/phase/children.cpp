@@ -18,6 +18,9 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
                                    "--inputs", fs::absolute(s.inputs).string(),
                                    "--events", fs::absolute(dir / "events.jsonl").string(),
                                    "--outputs", fs::absolute(dir / "outputs.pt").string()};
+  if (s.contiguous_inputs) {
+    argv.push_back("--contiguous-inputs");
+  }
   if (!req.model.facts.empty()) {
     argv.insert(argv.end(), {"--model-facts", fs::absolute(req.model.facts).string()});
   }

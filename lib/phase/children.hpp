@@ -71,6 +71,7 @@ struct ChildSetup {
   ToleranceTable tolerances;
   double timeout_s = 300;
   unsigned long long memory_limit_bytes = 0;  // per child (RLIMIT_AS); 0: none
+  bool contiguous_inputs = false;   // the runner copies inputs of another layout into the package's
 };
 
 // The runner's command line for a request (exposed for tests).

@@ -69,7 +69,10 @@ void Recorder::environment(const Environment& env) {
   m_report.environment.tool_version = AOTI_BISECT_VERSION;
 }
 
-void Recorder::inputs(std::vector<TensorInfo> inputs) { m_report.inputs = std::move(inputs); }
+void Recorder::inputs(std::vector<TensorInfo> inputs, std::string binding) {
+  m_report.inputs = std::move(inputs);
+  m_report.inputs_binding = std::move(binding);
+}
 
 void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure,
                       const std::string& reproduce) {

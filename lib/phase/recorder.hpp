@@ -39,7 +39,7 @@ class Recorder {
   void package(PackageSummary summary, const std::string& inputs_sha256);
   void reference(const std::string& reference_path);
   void environment(const Environment& env);
-  void inputs(std::vector<TensorInfo> inputs);
+  void inputs(std::vector<TensorInfo> inputs, std::string binding = "");
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
   void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far
   void passed_over(const PassedOver& source);

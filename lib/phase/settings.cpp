@@ -80,6 +80,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.inputs = opt.inputs;
   s.reference = opt.reference;
   s.against_eager = opt.against_eager;
+  s.contiguous_inputs = opt.contiguous_inputs;
   s.out_dir = opt.out_dir;
   s.junit = opt.junit;
   s.command_line = opt.command_line;

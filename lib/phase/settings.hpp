@@ -25,6 +25,7 @@ struct RunOptions {
   std::filesystem::path inputs;
   std::filesystem::path reference;             // empty = none
   bool against_eager = false;                  // no reference file: compute it from the exported program
+  bool contiguous_inputs = false;              // inputs of another layout copied into the package's, not refused
   std::filesystem::path out_dir = "aoti-bisect-out";
   std::filesystem::path config;                // empty = none
   std::string backend;                         // "" = from the package's device key
@@ -58,6 +59,7 @@ struct Settings {
   std::string model;                 // "" = the only one
   std::filesystem::path inputs;
   std::filesystem::path reference;   // the user's --reference; empty = none
+  bool contiguous_inputs = false;
   bool against_eager = false;
   std::filesystem::path out_dir;
   bool junit = false;

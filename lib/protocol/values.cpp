@@ -46,8 +46,13 @@ std::optional<double> optional_from(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 nlohmann::json to_json(const TensorInfo& t) {
-  return {{"name", t.name}, {"dtype", t.dtype},   {"shape", t.shape},
-          {"strides", t.strides}, {"device", t.device}, {"sha256", t.sha256}};
+  nlohmann::json j = {{"name", t.name},       {"dtype", t.dtype},   {"shape", t.shape},
+                      {"strides", t.strides}, {"storage_offset", t.storage_offset},
+                      {"device", t.device},   {"sha256", t.sha256}};
+  if (!t.argument.empty()) {
+    j["argument"] = t.argument;
+  }
+  return j;
 }
 
 nlohmann::json to_json(const TensorStats& s) {
@@ -57,6 +62,12 @@ nlohmann::json to_json(const TensorStats& s) {
                       {"mean", optional_number(s.mean)}, {"checksum", s.checksum}};
   if (!s.first_nonfinite.empty()) {
     j["first_nonfinite"] = s.first_nonfinite;
+  }
+  if (!s.layout.empty()) {
+    j["layout"] = s.layout;
+  }
+  if (s.opaque) {
+    j["opaque"] = true;
   }
   return j;
 }
@@ -81,6 +92,8 @@ TensorInfo tensor_info_from_json(const nlohmann::json& j) {
   t.strides = j.value("strides", std::vector<int64_t>{});
   t.device = j.value("device", "");
   t.sha256 = j.value("sha256", "");
+  t.storage_offset = j.value("storage_offset", int64_t{0});
+  t.argument = j.value("argument", "");
   return t;
 }
 
@@ -97,6 +110,8 @@ TensorStats tensor_stats_from_json(const nlohmann::json& j) {
   s.mean = optional_from(j, "mean");
   s.checksum = j.value("checksum", "");
   s.first_nonfinite = j.value("first_nonfinite", std::vector<int64_t>{});
+  s.layout = j.value("layout", "");
+  s.opaque = j.value("opaque", false);
   return s;
 }
 

@@ -25,6 +25,8 @@ struct TensorInfo {           // an input: what it is, never what it holds
   int64_t nan_count = 0;      // NaN and Inf it holds (counted before any run)
   int64_t inf_count = 0;
   std::vector<int64_t> first_nonfinite;  // where the first of them sits; empty when none
+  int64_t storage_offset = 0; // as saved: what the model is given
+  std::string argument;       // where the call spec bound it from ("attention_mask", "args[1][0]"); "" when positional
 };
 
 struct TensorStats {          // statistics of one output (or probed) tensor
@@ -39,6 +41,11 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   std::optional<double> mean;
   std::string checksum;       // sha256 of the bytes, first 16 hex digits
   std::vector<int64_t> first_nonfinite;  // inputs only: the index of the first NaN/Inf; empty when none
+  // "" for a strided tensor; "mkldnn" for a oneDNN-layout (opaque) tensor,
+  // whose statistics come from a dense copy, or none where that copy fails
+  // (`opaque`: only name, dtype and shape are known).
+  std::string layout;
+  bool opaque = false;
 };
 
 struct Comparison {           // outputs against the reference

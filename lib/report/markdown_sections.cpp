@@ -155,7 +155,7 @@ std::string culprit_section(const Culprit& c) {
     // A graph input or a constant (`parameter bn.weight (bn_weight) holds ...`)
     // is named by its why; a bare tensor name is taken for a graph input.
     bool named_by_why = false;
-    for (std::string_view lead : {"graph input", "parameter ", "buffer ", "constant "}) {
+    for (std::string_view lead : {"graph input", "parameter ", "buffer ", "constant ", "frozen weight "}) {
       named_by_why = named_by_why || p.why.rfind(lead, 0) == 0;
     }
     if (!p.call_index && !named_by_why) {

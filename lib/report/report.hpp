@@ -280,6 +280,7 @@ struct Report {
   Environment environment;
   PackageSummary package;
   std::vector<TensorInfo> inputs;
+  std::string inputs_binding;               // how the file was bound to the flat inputs (classify inputs_binding_text)
   std::string inputs_path;                  // display path
   std::string inputs_sha256;
   std::string reference_path;               // display path, "" when none

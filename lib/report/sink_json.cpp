@@ -78,6 +78,8 @@ Json inputs_json(const Report& r) {
                            {"dtype", t.dtype},
                            {"shape", t.shape},
                            {"strides", t.strides},
+                           {"storage_offset", t.storage_offset},
+                           {"argument", text_or_null(t.argument)},
                            {"device", t.device},
                            {"sha256", text_or_null(t.sha256)},
                            {"nan_count", t.nan_count},
@@ -86,6 +88,7 @@ Json inputs_json(const Report& r) {
   }
   return Json{{"path", text_or_null(r.inputs_path)},
               {"sha256", text_or_null(r.inputs_sha256)},
+              {"binding", text_or_null(r.inputs_binding)},
               {"tensors", std::move(tensors)}};
 }
 

@@ -150,16 +150,37 @@ std::string inputs(const Report& r) {
     }
     out += r.reference_path.empty() ? ".\n\n" : "; reference " + code(r.reference_path) + ".\n\n";
   }
+  if (!r.inputs_binding.empty()) {
+    out += r.inputs_binding + "\n\n";
+  }
   if (!r.inputs.empty()) {
     bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
                            [](const TensorInfo& t) { return t.nan_count + t.inf_count > 0; });
-    std::vector<std::string> head = {"name", "dtype", "shape", "strides", "device"};
+    bool named = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return !t.argument.empty(); });
+    bool offset = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return t.storage_offset != 0; });
+    std::vector<std::string> head = {"name"};
+    if (named) {
+      head.push_back("bound from");
+    }
+    head.insert(head.end(), {"dtype", "shape", "strides"});
+    if (offset) {
+      head.push_back("storage offset");
+    }
+    head.push_back("device");
     if (bad) {
       head.push_back("NaN/Inf");
     }
     out += table_head(head);
     for (const auto& t : r.inputs) {
-      std::vector<std::string> row = {code(t.name), t.dtype, shape_string(t.shape), shape_string(t.strides), t.device};
+      std::vector<std::string> row = {code(t.name)};
+      if (named) {
+        row.push_back(t.argument.empty() ? "" : code(t.argument));
+      }
+      row.insert(row.end(), {t.dtype, shape_string(t.shape), shape_string(t.strides)});
+      if (offset) {
+        row.push_back(std::to_string(t.storage_offset));
+      }
+      row.push_back(t.device);
       if (bad) {
         row.push_back(t.nan_count + t.inf_count == 0
                           ? "none"

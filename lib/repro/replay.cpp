@@ -86,6 +86,15 @@ struct Gen {
     // an extern call may write any tensor it is given: one nothing wrote
     // before (the probes' `initialized`) is its output.
     const ProbeStats* st = stats_of(c, name);
+    if (st && ((st->before && (!st->before->layout.empty() || st->before->opaque)) ||
+               (st->after && (!st->after->layout.empty() || st->after->opaque)))) {
+      // A oneDNN-packed constant is saved as a dense copy (or not at all):
+      // not what the call takes.
+      need(fmt::format("{} is a oneDNN-layout constant (a frozen, packed weight): the replay could pass only a dense "
+                       "copy, which the call does not take",
+                       name));
+      return;
+    }
     bool initialized = role != 2;
     if (role == 0) {
       initialized = st == nullptr || st->initialized;

@@ -42,6 +42,15 @@ size_t find_call(const std::string& s, const std::string& name, size_t from) {
 std::vector<std::string> identifiers(const std::string& text) {
   std::vector<std::string> out;
   for (size_t i = 0; i < text.size();) {
+    if (text[i] == '"') {
+      // A string literal ("relu", a oneDNN post-op's name) names nothing.
+      size_t e = i + 1;
+      while (e < text.size() && text[e] != '"') {
+        e += text[e] == '\\' ? 2 : 1;
+      }
+      i = e + 1;
+      continue;
+    }
     if (ident_char(text[i]) && !std::isdigit(static_cast<unsigned char>(text[i])) &&
         (i == 0 || !ident_char(text[i - 1]))) {
       size_t e = i;

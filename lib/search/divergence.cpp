@@ -400,9 +400,24 @@ void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence,
     for (const auto& g : d.nodes) {
       nodes.push_back(g.name);
     }
-    c.why = fmt::format("output {}{} differs from eager: max abs error {} (rel {} of max |eager| {}), allowed {}; {}",
-                        d.tensor, nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", number_text(d.max_abs_error),
-                        number_text(d.max_rel_error), number_text(d.scale), number_text(d.atol + d.rtol * d.scale),
+    // Where NaN/Inf positions differ, that is the difference to say (an
+    // error against NaN is no number).
+    std::string how = d.nonfinite > 0
+                          ? fmt::format("NaN/Inf differ from eager in {} element{} (at {}: compiled {}, eager {})",
+                                        d.nonfinite, d.nonfinite == 1 ? "" : "s",
+                                        "[" + join([&] {
+                                          std::vector<std::string> v;
+                                          for (auto i : d.worst_index) {
+                                            v.push_back(std::to_string(i));
+                                          }
+                                          return v;
+                                        }(), ", ") + "]",
+                                        d.actual, d.expected)
+                          : fmt::format("max abs error {} (rel {} of max |eager| {}), allowed {}",
+                                        number_text(d.max_abs_error), number_text(d.max_rel_error),
+                                        number_text(d.scale), number_text(d.atol + d.rtol * d.scale));
+    c.why = fmt::format("output {}{} differs from eager: {}; {}", d.tensor,
+                        nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", how,
                         d.inputs_compared == 0
                             ? "none of its inputs is a mapped buffer of an earlier kernel"
                             : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,

@@ -83,7 +83,10 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
       last_begun = k;
       t.launched = std::max(t.launched, k);
     } else if (kind == EventKind::site_end) {
-      s.ended = true;
+      // A call that returned an error code (ATen's check inside a C-shim
+      // call) is where the run stopped, as a fault inside it would be.
+      s.ended = !e.value("failed", false);
+      s.failed = !s.ended;
       s.touched = e.value("tensors", std::vector<std::string>{});
     } else if (kind == EventKind::sync_error) {
       t.sync_error = k;
@@ -305,10 +308,18 @@ Probe aggregate_answers(const std::vector<Probe>& answers) {
 }
 
 std::optional<int64_t> index_bound_of(const std::string& line) {
-  static const std::regex re(R"(index out of bounds[^<]*<=[^<]*<\s*(-?\d+))");
+  // Inductor's check ("index out of bounds: 0 <= tmp3 < 5L"), and ATen's own
+  // inside an extern call ("... takes value 65 which is not in the valid
+  // range [0, 60)", "index 7 is out of bounds for dimension 0 with size 5").
+  static const std::vector<std::regex> patterns = {
+      std::regex(R"(index out of bounds[^<]*<=[^<]*<\s*(-?\d{1,18}))"),
+      std::regex(R"(not in the valid range \[-?\d{1,18}, (-?\d{1,18})\))"),
+      std::regex(R"(out of bounds for dimension \d+ with size (\d{1,18}))")};
   std::smatch m;
-  if (std::regex_search(line, m, re)) {
-    return std::stoll(m[1].str());
+  for (const auto& re : patterns) {
+    if (std::regex_search(line, m, re)) {
+      return std::stoll(m[1].str());
+    }
   }
   return std::nullopt;
 }
@@ -388,7 +399,8 @@ Culprit build_culprit(const CulpritInput& in) {
       c.args.push_back(ProbeStats{made->probe->tensor, false, std::nullopt, made->probe->before});
     }
   } else {
-    c.why = fmt::format("the launch never returned: {}", redact_paths(in.first_line));
+    c.why = (ev->failed ? "the call returned an error: " : "the launch never returned: ") +
+            redact_paths(in.first_line);
   }
   if (auto bad = bad_input(*ev, flags, index_bound_of(in.first_line))) {
     const RunTrace& history = in.history ? *in.history : *in.evidence;

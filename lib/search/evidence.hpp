@@ -44,6 +44,7 @@ struct SiteTrace {
   std::string kernel;
   bool began = false;
   bool ended = false;
+  bool failed = false;                         // the call returned an error code (the model raised there)
   std::vector<ProbeStats> tensors;             // in probe order; `initialized` as the probe judged it
   std::vector<std::string> touched;            // tensors the launch touched (trace: site_end)
   const ProbeStats* find(const std::string& tensor) const;
@@ -131,7 +132,10 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
 // common answer if all agree, else inconclusive.
 Probe aggregate_answers(const std::vector<Probe>& answers);
 
-// The upper bound "N" of "index out of bounds: 0 <= tmp21 < 5L", if the line has one.
+// The upper bound "N" of an index check's error line, if it has one:
+// Inductor's "index out of bounds: 0 <= tmp21 < 5L", ATen's "... which is not
+// in the valid range [0, 60)" and "index 7 is out of bounds for dimension 0
+// with size 5".
 std::optional<int64_t> index_bound_of(const std::string& error_line);
 
 // "cpp", "triton" or "extern" from a kernel's name.

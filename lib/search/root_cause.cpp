@@ -120,11 +120,23 @@ int64_t stride_of(std::string_view expr, const std::string& tmp) {
 }  // namespace
 
 void annotate_origins(Culprit& c, const WrapperInfo& w) {
+  // A frozen weight read with a bias the package names ("b.bias") is that
+  // module's weight, most likely: said so, as a likelihood.
+  std::string bias_module;
+  for (const auto& a : c.args) {
+    const ConstantInfo* k = find_constant(w.constant_info, resolved(w, a.tensor));
+    if (k && k->fqn.size() > 5 && k->fqn.compare(k->fqn.size() - 5, 5, ".bias") == 0) {
+      bias_module = bias_module.empty() ? k->fqn.substr(0, k->fqn.size() - 5) : "?";
+    }
+  }
   for (auto& a : c.args) {
     std::string r = resolved(w, a.tensor);
     if (const ConstantInfo* k = find_constant(w.constant_info, r)) {
       a.fqn = k->fqn;
       a.origin = describe_constant(*k);
+      if (k->frozen() && !bias_module.empty() && bias_module != "?") {
+        a.origin += fmt::format(", likely {}.weight (read with {}.bias)", bias_module, bias_module);
+      }
     } else if (std::string in = graph_input_label(w, r); !in.empty()) {
       a.origin = r == base_tensor_name(a.tensor) ? in : fmt::format("{} ({})", in, r);
     }
@@ -270,7 +282,7 @@ std::string root_cause(const Culprit& c, Predicate predicate, const std::optiona
     }
     if (a.before && bad(*a.before) > 0) {
       return fmt::format("reads {}, which holds {}: the non-finite values come from the model's weights",
-                         label(w, a.tensor), nonfinite_text(*a.before));
+                         a.origin.empty() ? label(w, a.tensor) : a.origin, nonfinite_text(*a.before));
     }
   }
   std::string kernel = c.kernel;

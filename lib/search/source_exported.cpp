@@ -126,6 +126,17 @@ BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int p
   req.inductor_configs = env.settings.inductor_configs;
   req.printer_level = printer_level;
   req.filtered_kernels = filtered_kernels;
+  // Freezing took effect in the package (it holds constants freezing made):
+  // it was compiled with grad off, and so is the rebuild.
+  req.no_grad = std::any_of(s.wrapper.constant_info.begin(), s.wrapper.constant_info.end(),
+                            [](const ConstantInfo& c) { return c.frozen() || c.opaque; });
+  if (req.no_grad && !req.inductor_configs.contains("freezing")) {
+    // AOTI packages do not record their Inductor configs; these constants
+    // exist only with freezing on.
+    req.inductor_configs["freezing"] = true;
+    env.recorder.builds_note("freezing=True taken for the rebuild: the package holds constants only freezing makes "
+                             "(_frozen_param*, oneDNN-packed weights)");
+  }
   req.cache_dir = env.settings.cache_dir;
   req.timeout_s = env.settings.build_timeout_s;
   req.expected_torch_version = s.runner_torch_version;

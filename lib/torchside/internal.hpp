@@ -13,7 +13,20 @@
 namespace aoti_bisect::torchside {
 
 TensorStats tensor_stats(const std::string& name, const at::Tensor& t);
+// `t` itself when its bytes can be read as a strided tensor; else (a oneDNN
+// tensor, a sparse one) a dense copy, with `layout` naming its layout
+// ("mkldnn"); nullopt when no dense copy can be made (then only its name,
+// dtype and shape are known: an opaque tensor).
+std::optional<at::Tensor> readable_copy(const at::Tensor& t, std::string& layout);
 std::string dtype_name(c10::ScalarType t);
+std::vector<int64_t> to_vec(c10::IntArrayRef r);
+std::string tensor_sha256(const at::Tensor& t);  // of its contiguous bytes
+std::string tensor_device_str(const at::Tensor& t);
+
+// Every tensor of a torch.save file in file order (inputs.cpp). Throws
+// Error(cannot_test) naming `what` when the file is not torch.save's format
+// or holds anything but tensors (None included).
+std::vector<at::Tensor> load_tensors(const std::filesystem::path& path, const std::string& what);
 
 // The difference of two tensors with the same number of elements, compared
 // in row-major order (a view of the same values compares equal).
@@ -42,6 +55,22 @@ class LoadedModel {
 std::unique_ptr<LoadedModel> load_extracted_model(const std::filesystem::path& dir, const std::string& model);
 // AOTI_BISECT_RUNNER_LOADER=container takes the fallback where the loader
 // reads directories too (for tests).
+
+}  // namespace aoti_bisect::torchside
+
+#include "torchside/torchside.hpp"
+
+namespace aoti_bisect::torchside {
+
+// What a Session holds (session.cpp, inputs.cpp).
+struct Session::Impl {
+  std::vector<at::Tensor> inputs;
+  std::vector<std::string> names;         // where the call spec bound each input from ("" when positional)
+  std::vector<std::string> output_names;  // from the out_spec, where it names them
+  std::vector<at::Tensor> outputs;
+  std::unique_ptr<LoadedModel> model;
+  std::string device_key;
+};
 
 
 }  // namespace aoti_bisect::torchside

@@ -85,7 +85,9 @@ void begin_site(ProbeState& s, const std::string& kernel) {
   }
 }
 
-void finish_launch(ProbeState& s) {
+// `failed`: the call returned an error code (a C-shim call whose ATen code
+// raised: the model throws at this site).
+void finish_launch(ProbeState& s, bool failed = false) {
   s.launched = true;
   if (s.mode >= ProbeMode::sync) {
     if (s.device_key == "cuda") {
@@ -96,7 +98,11 @@ void finish_launch(ProbeState& s) {
     }
   }
   if (s.mode >= ProbeMode::trace) {
-    s.emit(EventKind::site_end, {{"site", s.site}, {"kernel", s.kernel}, {"tensors", s.tensors}});
+    nlohmann::json fields = {{"site", s.site}, {"kernel", s.kernel}, {"tensors", s.tensors}};
+    if (failed) {
+      fields["failed"] = true;
+    }
+    s.emit(EventKind::site_end, std::move(fields));
   }
 }
 
@@ -172,7 +178,12 @@ bool written_earlier(const ProbeState& s, const std::string& name, bool in_place
 // A CPU copy with the tensor's own strides (a view's layout survives; a
 // plain clone would make a non-dense view contiguous).
 at::Tensor saved_copy(const at::Tensor& t) {
-  at::Tensor src = t.detach();
+  std::string layout;
+  std::optional<at::Tensor> readable = readable_copy(t.detach(), layout);
+  if (!readable) {
+    throw std::runtime_error("an opaque tensor (no storage, no dense copy) cannot be saved");
+  }
+  at::Tensor src = *readable;
   if (!src.is_non_overlapping_and_dense()) {
     try {
       at::Tensor laid = at::empty_strided(src.sizes(), src.strides(), src.options().device(at::kCPU));
@@ -194,7 +205,24 @@ void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, co
 // `in_place`: the argument is a cpp kernel's in_out_ptr, so what a reused
 // buffer held under its earlier name is what the kernel reads. Its value
 // belongs to another graph node than the name's: not compared before launch.
-void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, bool before, bool in_place = false) {
+void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& name, bool before,
+                  bool in_place = false) {
+  // A oneDNN-layout constant is read through a dense copy; one that has none
+  // is reported by name, dtype and shape alone (stats "opaque"), never saved.
+  std::string layout;
+  std::optional<at::Tensor> readable = readable_copy(probed.detach(), layout);
+  if (!readable) {
+    TensorStats opaque = tensor_stats(name, probed);
+    s.emit(EventKind::probe, {{"site", s.site},
+                              {"kernel", s.kernel},
+                              {"phase", before ? "before" : "after"},
+                              {"tensor", name},
+                              {"initialized", true},
+                              {"constant", s.constants.count(base_tensor_name(name)) > 0},
+                              {"stats", to_json(opaque)}});
+    return;
+  }
+  const at::Tensor& t = *readable;
   std::string base = base_tensor_name(name);
   bool by_name = !before || written_earlier(s, base);
   bool initialized = by_name || (in_place && written_earlier(s, base, true));
@@ -204,7 +232,11 @@ void probe_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, b
                            {"tensor", name},
                            {"initialized", initialized},
                            {"constant", s.constants.count(base) > 0},
-                           {"stats", to_json(tensor_stats(name, t))}};
+                           {"stats", to_json([&] {
+                              TensorStats st = tensor_stats(name, t);
+                              st.layout = layout;
+                              return st;
+                            }())}};
   const at::Tensor* expected = nullptr;  // the eager value it was compared with
   if (by_name && t.numel() > 0) {
     if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
@@ -366,10 +398,10 @@ void hook_pointer(const void* pointer, int arg, bool after) {
 }
 
 void hook_launched(bool failed) {
-  (void)failed;  // the shim's error code reaches the model, which raises
+  // The shim's error code reaches the model, which raises: the site says so.
   ProbeState& s = state();
   if (s.installed && s.site > 0 && !s.launched) {
-    finish_launch(s);
+    finish_launch(s, failed);
   }
 }
 

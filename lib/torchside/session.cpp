@@ -30,64 +30,33 @@ std::string dtype_name(at::ScalarType t) {
   return it == names.end() ? s : it->second;
 }
 
-namespace {
-
 std::vector<int64_t> to_vec(c10::IntArrayRef r) { return std::vector<int64_t>(r.begin(), r.end()); }
-
-std::string describe_ivalue_type(const c10::IValue& v) { return v.tagKind(); }
-
-void flatten(const c10::IValue& v, std::vector<at::Tensor>& out, const std::string& what) {
-  if (v.isTensor()) {
-    out.push_back(v.toTensor());
-  } else if (v.isTuple()) {
-    for (const auto& e : v.toTupleRef().elements()) {
-      flatten(e, out, what);
-    }
-  } else if (v.isList()) {
-    for (const auto& e : v.toListRef()) {
-      flatten(e, out, what);
-    }
-  } else if (v.isGenericDict()) {
-    for (const auto& kv : v.toGenericDict()) {
-      flatten(kv.value(), out, what);
-    }
-  } else if (v.isNone()) {
-    throw Error(ErrorKind::cannot_test,
-                what + " holds None at position " + std::to_string(out.size()) +
-                    "; save a tuple of tensors in input order with torch.save");
-  } else {
-    throw Error(ErrorKind::cannot_test,
-                what + " holds a " + describe_ivalue_type(v) + " at position " + std::to_string(out.size()) +
-                    "; save a tuple of plain tensors in input order with torch.save");
-  }
-}
-
-std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& what) {
-  std::string bytes = read_file(path, what);
-  if (bytes.size() < 4 || bytes.compare(0, 2, "PK") != 0) {
-    throw Error(ErrorKind::cannot_test, what + " '" + path.string() +
-                                            "' is not in torch.save's format (expected a zip written by torch.save)");
-  }
-  c10::IValue iv;
-  try {
-    iv = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    msg = msg.substr(0, msg.find('\n'));
-    throw Error(ErrorKind::cannot_test, what + " '" + path.string() + "' cannot be loaded (" + msg +
-                                            "); save plain tensors (no nn.Parameter, subclasses or custom objects)");
-  }
-  std::vector<at::Tensor> out;
-  flatten(iv, out, what + " '" + path.string() + "'");
-  return out;
-}
 
 std::string tensor_sha256(const at::Tensor& t) {
   at::Tensor c = t.detach().to(at::kCPU).contiguous();
   return sha256_hex(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
 }
 
-}  // namespace
+std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
+
+std::optional<at::Tensor> readable_copy(const at::Tensor& t, std::string& layout) {
+  layout.clear();
+  if (t.layout() == at::kStrided && t.has_storage()) {
+    return t;
+  }
+  if (t.is_mkldnn()) {
+    layout = "mkldnn";
+  } else {
+    std::ostringstream name;
+    name << t.layout();  // "Sparse", "SparseCsr"
+    layout = name.str();
+  }
+  try {
+    return t.to_dense();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 TensorStats tensor_stats(const std::string& name, const at::Tensor& t0) {
   TensorStats s;
@@ -95,7 +64,14 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t0) {
   s.dtype = dtype_name(t0.scalar_type());
   s.shape = to_vec(t0.sizes());
   s.numel = t0.numel();
-  at::Tensor t = t0.detach().to(at::kCPU);
+  // A oneDNN-layout constant (a frozen, packed weight) has no storage: its
+  // statistics come from a dense copy, or there are none.
+  std::optional<at::Tensor> dense = readable_copy(t0.detach(), s.layout);
+  if (!dense) {
+    s.opaque = true;
+    return s;
+  }
+  at::Tensor t = dense->to(at::kCPU);
   s.checksum = tensor_sha256(t).substr(0, 16);
   if (s.numel == 0 || t.is_complex()) {
     return s;
@@ -116,8 +92,6 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t0) {
 }
 
 namespace {
-
-std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
 
 // "6.2.41133" where LibTorch is a ROCm build (its CUDA hooks are HIP's), read
 // from the hooks' build summary ("  - HIP Runtime 6.2.41133"); "" for a CPU or
@@ -154,112 +128,10 @@ Versions versions(const std::string& device_key) {
   return v;
 }
 
-struct Session::Impl {
-  std::vector<at::Tensor> inputs;
-  std::vector<at::Tensor> outputs;
-  std::unique_ptr<LoadedModel> model;
-  std::string device_key;
-};
-
 Session::Session() : m_impl(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
-std::vector<TensorInfo> Session::load_inputs(const fs::path& path) {
-  m_impl->inputs = load_tensors(path, "inputs file");
-  std::vector<TensorInfo> infos;
-  for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
-    const auto& t = m_impl->inputs[i];
-    infos.push_back({"input" + std::to_string(i), dtype_name(t.scalar_type()), to_vec(t.sizes()),
-                     to_vec(t.strides()), tensor_device_str(t), tensor_sha256(t)});
-  }
-  return infos;
-}
-
-std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
-                                               std::vector<std::string>& moved) {
-  std::vector<std::string> problems;
-  auto& in = m_impl->inputs;
-  if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
-    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" +
-                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs));
-    return problems;
-  }
-  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
-    const InputSpec& spec = wrapper.inputs[i];
-    const at::Tensor& t = in[i];
-    std::string who = "input " + std::to_string(i) + (spec.name.empty() ? "" : " (" + spec.name + ")");
-    if (!spec.dtype.empty() && spec.dtype != dtype_name(t.scalar_type())) {
-      problems.push_back(who + ": dtype " + dtype_name(t.scalar_type()) + ", the model takes " + spec.dtype);
-    }
-    if (!spec.shape.empty()) {
-      if (static_cast<size_t>(t.dim()) != spec.shape.size()) {
-        problems.push_back(who + ": " + std::to_string(t.dim()) + " dimensions, the model takes " +
-                           std::to_string(spec.shape.size()));
-      } else {
-        for (size_t d = 0; d < spec.shape.size(); ++d) {
-          int64_t got = t.size(static_cast<int64_t>(d));
-          if (d < spec.dim_min.size() && spec.dim_min[d] && got < *spec.dim_min[d]) {
-            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
-                               ", the model takes at least " + std::to_string(*spec.dim_min[d]));
-            break;
-          }
-          if (d < spec.dim_max.size() && spec.dim_max[d] && got > *spec.dim_max[d]) {
-            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
-                               ", the model takes at most " + std::to_string(*spec.dim_max[d]));
-            break;
-          }
-          if (spec.shape[d] && *spec.shape[d] != got) {
-            std::ostringstream want, got;
-            want << "[";
-            for (size_t k = 0; k < spec.shape.size(); ++k) {
-              want << (k ? ", " : "") << (spec.shape[k] ? std::to_string(*spec.shape[k]) : std::string("?"));
-            }
-            want << "]";
-            got << t.sizes();
-            problems.push_back(who + ": shape " + got.str() + ", the model takes " + want.str());
-            break;
-          }
-        }
-      }
-    }
-  }
-  if (!problems.empty()) {
-    return problems;
-  }
-  at::Device target = device_key == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  if (device_key == "cpu" || device_key == "cuda") {
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (in[i].device() != target) {
-        moved.push_back("input " + std::to_string(i) + " moved from " + tensor_device_str(in[i]) + " to " + target.str());
-        try {
-          in[i] = in[i].to(target);
-        } catch (const std::exception& e) {
-          std::string msg = e.what();
-          problems.push_back("input " + std::to_string(i) + " is on " + tensor_device_str(in[i]) +
-                             " and cannot be moved to " + target.str() + ": " + msg.substr(0, msg.find('\n')));
-          return problems;
-        }
-      }
-    }
-  }
-  // Strides: the model's generated checks pin them; a non-contiguous input is
-  // made contiguous only when that is what the model takes.
-  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
-    const auto& st = wrapper.inputs[i].strides;
-    bool pinned = !st.empty() && std::all_of(st.begin(), st.end(), [](auto& s) { return s.has_value(); });
-    if (pinned && static_cast<size_t>(in[i].dim()) == st.size()) {
-      bool same = true;
-      for (size_t d = 0; d < st.size(); ++d) {
-        same = same && (in[i].size(static_cast<int64_t>(d)) <= 1 || *st[d] == in[i].stride(static_cast<int64_t>(d)));
-      }
-      if (!same && in[i].is_contiguous() == false) {
-        in[i] = in[i].contiguous();
-        moved.push_back("input " + std::to_string(i) + " made contiguous to match the model's strides");
-      }
-    }
-  }
-  return problems;
-}
+void Session::set_output_names(std::vector<std::string> names) { m_impl->output_names = std::move(names); }
 
 void Session::load_model(const fs::path& package_dir, const std::string& model, const std::string& device_key) {
   m_impl->device_key = device_key;
@@ -385,7 +257,11 @@ std::optional<ModelError> Session::synchronize() {
 std::vector<TensorStats> Session::output_stats() const {
   std::vector<TensorStats> out;
   for (size_t i = 0; i < m_impl->outputs.size(); ++i) {
-    out.push_back(tensor_stats("output" + std::to_string(i), m_impl->outputs[i]));
+    std::string name = "output" + std::to_string(i);
+    if (i < m_impl->output_names.size() && !m_impl->output_names[i].empty()) {
+      name += " (" + m_impl->output_names[i] + ")";  // as the call spec names it
+    }
+    out.push_back(tensor_stats(name, m_impl->outputs[i]));
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
+#include "package/call_spec.hpp"
 #include "package/facts.hpp"
 
 namespace aoti_bisect::torchside {
@@ -41,6 +42,11 @@ struct ModelError {
   std::string message;
 };
 
+struct LoadedInputs {
+  std::vector<TensorInfo> infos;  // the bound inputs, in the model's flat order
+  InputBinding binding;
+};
+
 class Session {
  public:
   Session();
@@ -48,20 +54,31 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Loads a torch.save file and flattens it into tensors (tuple, list, dict
-  // values in order, nested). Throws Error(cannot_test) naming `what` when the
-  // file is not torch.save's format or holds something other than tensors.
-  std::vector<TensorInfo> load_inputs(const std::filesystem::path& path);
+  // Loads a torch.save file and binds what it holds to the model's flat
+  // inputs by the model's call spec (package/call_spec.hpp bind_inputs:
+  // keys by argument name, nesting by position; every tensor in file order
+  // where the package has no call spec). The bound inputs are what later
+  // calls use. A file that does not fit the spec returns its one-line reason
+  // in binding.error (and no infos). Throws Error(cannot_test) when the file
+  // is not torch.save's format or holds values other than tensors where the
+  // model takes tensors.
+  LoadedInputs load_inputs(const std::filesystem::path& path, const ModelFacts& model);
 
   // Checks the loaded inputs against what the model takes; returns one line
-  // per problem ("input 1 (arg5_1): dtype int32, the model takes int64").
-  // Inputs on another device than `device_key` are moved there (and noted in
-  // `moved`).
+  // per problem ("input 1 (arg5_1): dtype int32, the model takes int64";
+  // strides other than the package was compiled for, in a dimension longer
+  // than 1). Inputs on another device than `device_key` are moved there, and
+  // with `contiguous_inputs` inputs of another layout are copied into the
+  // package's (each noted in `moved`).
   std::vector<std::string> check_inputs(const ModelFacts& model, const std::string& device_key,
-                                        std::vector<std::string>& moved);
+                                        bool contiguous_inputs, std::vector<std::string>& moved);
 
   // Loads the model from an extracted package directory (no temporary folder).
   void load_model(const std::filesystem::path& package_dir, const std::string& model, const std::string& device_key);
+
+  // Output names from the call spec's out_spec (package/call_spec.hpp
+  // output_names): statistics call output i "output0 (logits)".
+  void set_output_names(std::vector<std::string> names);
 
   // Runs once; returns a ModelError instead of throwing when the model raises.
   std::optional<ModelError> run();

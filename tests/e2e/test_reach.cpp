@@ -91,6 +91,13 @@ TEST_CASE("CPP GEMM templates (freezing, max_autotune CPP): each template is a c
   CHECK(r.report["bisection"]["call_sites"].get<size_t>() == meta["kernels"].size());
 }
 
+TEST_CASE("the same compiled under no_grad, where freezing takes effect: frozen weights, the sqrt's template named") {
+  auto meta = meta_of("healed_gemm_frozen");
+  auto r = run_tool(run_args("healed_gemm_frozen"), "out");
+  check_reach(r, meta, "nan_to_num");
+  CHECK(r.report["bisection"]["call_sites"].get<size_t>() == meta["kernels"].size());
+}
+
 TEST_CASE("NaN made by log and cleaned, through the exported program's level-1 build") {
   auto meta = meta_of("healed_nan");
   auto r = run_tool(run_args("healed_nan", {"--exported-program", example("healed_nan.ep.pt2").string(), "--source",

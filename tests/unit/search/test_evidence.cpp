@@ -95,6 +95,9 @@ TEST_CASE("trace_from_events: the site whose sync found the device error") {
 TEST_CASE("index_bound_of: the bound of AOTI's index check") {
   CHECK(index_bound_of("index out of bounds: 0 <= tmp21 < 5L") == 5);
   CHECK(index_bound_of("Error: index out of bounds: 0 <= tmp35 < 1000") == 1000);
+  // ATen's own checks inside extern calls.
+  CHECK(index_bound_of("Index 5 of input takes value 65 which is not in the valid range [0, 60)") == 60);
+  CHECK(index_bound_of("index 7 is out of bounds for dimension 0 with size 5") == 5);
   CHECK_FALSE(index_bound_of("killed by SIGSEGV").has_value());
 }
 

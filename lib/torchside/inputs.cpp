@@ -1,0 +1,260 @@
+// The inputs file: read, bound to the model's flat inputs by its call spec
+// (package/call_spec.hpp), and checked against what the model takes.
+
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.hpp"
+#include "common/files.hpp"
+#include "package/call_spec.hpp"
+#include "torchside/internal.hpp"
+#include "torchside/torchside.hpp"
+
+namespace aoti_bisect::torchside {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The file's value as a tree for binding (package/call_spec.hpp); its
+// tensors in file order go to `tensors`.
+InputValue to_input_value(const c10::IValue& v, std::vector<at::Tensor>& tensors) {
+  InputValue out;
+  if (v.isTensor()) {
+    out.kind = InputValue::Kind::tensor;
+    out.tensor = static_cast<int>(tensors.size());
+    tensors.push_back(v.toTensor());
+  } else if (v.isTuple() || v.isList()) {
+    out.kind = v.isTuple() ? InputValue::Kind::tuple : InputValue::Kind::list;
+    if (v.isTuple()) {
+      for (const auto& e : v.toTupleRef().elements()) {
+        out.children.push_back(to_input_value(e, tensors));
+      }
+    } else {
+      for (const auto& e : v.toListRef()) {
+        out.children.push_back(to_input_value(e, tensors));
+      }
+    }
+  } else if (v.isGenericDict()) {
+    out.kind = InputValue::Kind::dict;
+    for (const auto& kv : v.toGenericDict()) {
+      const c10::IValue& key = kv.key();
+      out.keys.push_back(key.isString() ? key.toStringRef()
+                         : key.isInt()  ? std::to_string(key.toInt())
+                                        : key.tagKind());
+      out.children.push_back(to_input_value(kv.value(), tensors));
+    }
+  } else if (v.isNone()) {
+    out.kind = InputValue::Kind::none;
+  } else if (v.isInt() || v.isDouble() || v.isBool() || v.isString()) {
+    out.kind = InputValue::Kind::scalar;
+    out.type = v.tagKind();
+  } else {
+    out.kind = InputValue::Kind::other;
+    out.type = v.tagKind();
+  }
+  return out;
+}
+
+// A value that is not a tensor where every input is one: named as the file
+// holds it, at the position of the tensors before it.
+void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::string& what, bool none_too = false) {
+  if (v.kind == InputValue::Kind::tensor) {
+    ++tensors_before;
+  } else if (none_too && v.kind == InputValue::Kind::none) {
+    throw Error(ErrorKind::cannot_test, what + " holds None at position " + std::to_string(tensors_before) +
+                                            "; save a tuple of tensors in input order with torch.save");
+  } else if (v.kind == InputValue::Kind::scalar || v.kind == InputValue::Kind::other) {
+    throw Error(ErrorKind::cannot_test, what + " holds a " + v.type + " at position " + std::to_string(tensors_before) +
+                                            "; save a tuple of plain tensors in input order with torch.save");
+  }
+  for (const auto& c : v.children) {
+    refuse_non_tensors(c, tensors_before, what, none_too);
+  }
+}
+
+c10::IValue load_ivalue(const fs::path& path, const std::string& what) {
+  std::string bytes = read_file(path, what);
+  if (bytes.size() < 4 || bytes.compare(0, 2, "PK") != 0) {
+    throw Error(ErrorKind::cannot_test, what + " '" + path.string() +
+                                            "' is not in torch.save's format (expected a zip written by torch.save)");
+  }
+  try {
+    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    msg = msg.substr(0, msg.find('\n'));
+    throw Error(ErrorKind::cannot_test, what + " '" + path.string() + "' cannot be loaded (" + msg +
+                                            "); save plain tensors (no nn.Parameter, subclasses or custom objects)");
+  }
+}
+
+}  // namespace
+
+// Every tensor of a torch.save file in file order (a reference file).
+std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& what) {
+  std::vector<at::Tensor> out;
+  InputValue v = to_input_value(load_ivalue(path, what), out);
+  int before = 0;
+  refuse_non_tensors(v, before, what + " '" + path.string() + "'", true);
+  return out;
+}
+
+LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model) {
+  const std::string what = "inputs file '" + path.string() + "'";
+  std::vector<at::Tensor> in_file;
+  InputValue value = to_input_value(load_ivalue(path, "inputs file"), in_file);
+  std::optional<TreeSpec> spec = model.in_spec.empty() ? std::nullopt : parse_treespec(model.in_spec);
+  if (!spec || !model.num_inputs || *model.num_inputs == spec->leaves()) {
+    int before = 0;
+    refuse_non_tensors(value, before, what);
+  }
+  LoadedInputs loaded;
+  loaded.binding = bind_inputs(spec, value, model.num_inputs);
+  if (!loaded.binding.error.empty()) {
+    return loaded;
+  }
+  m_impl->inputs.clear();
+  m_impl->names.clear();
+  for (int i : loaded.binding.order) {
+    m_impl->inputs.push_back(in_file[static_cast<size_t>(i)]);
+  }
+  for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
+    const auto& t = m_impl->inputs[i];
+    TensorInfo info{"input" + std::to_string(i), dtype_name(t.scalar_type()), to_vec(t.sizes()),
+                    to_vec(t.strides()), tensor_device_str(t), tensor_sha256(t)};
+    info.storage_offset = t.storage_offset();
+    if (loaded.binding.by_call_spec) {
+      info.argument = loaded.binding.names[i];
+    }
+    m_impl->names.push_back(info.argument);
+    loaded.infos.push_back(std::move(info));
+  }
+  return loaded;
+}
+
+std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
+                                               bool contiguous_inputs, std::vector<std::string>& moved) {
+  std::vector<std::string> problems;
+  auto& in = m_impl->inputs;
+  if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
+    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" +
+                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs));
+    return problems;
+  }
+  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
+    const InputSpec& spec = wrapper.inputs[i];
+    const at::Tensor& t = in[i];
+    std::string who = "input " + std::to_string(i) + (spec.name.empty() ? "" : " (" + spec.name + ")");
+    if (!spec.dtype.empty() && spec.dtype != dtype_name(t.scalar_type())) {
+      problems.push_back(who + ": dtype " + dtype_name(t.scalar_type()) + ", the model takes " + spec.dtype);
+    }
+    if (!spec.shape.empty()) {
+      if (static_cast<size_t>(t.dim()) != spec.shape.size()) {
+        problems.push_back(who + ": " + std::to_string(t.dim()) + " dimensions, the model takes " +
+                           std::to_string(spec.shape.size()));
+      } else {
+        for (size_t d = 0; d < spec.shape.size(); ++d) {
+          int64_t got = t.size(static_cast<int64_t>(d));
+          if (d < spec.dim_min.size() && spec.dim_min[d] && got < *spec.dim_min[d]) {
+            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
+                               ", the model takes at least " + std::to_string(*spec.dim_min[d]));
+            break;
+          }
+          if (d < spec.dim_max.size() && spec.dim_max[d] && got > *spec.dim_max[d]) {
+            problems.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) +
+                               ", the model takes at most " + std::to_string(*spec.dim_max[d]));
+            break;
+          }
+          if (spec.shape[d] && *spec.shape[d] != got) {
+            std::ostringstream want, got;
+            want << "[";
+            for (size_t k = 0; k < spec.shape.size(); ++k) {
+              want << (k ? ", " : "") << (spec.shape[k] ? std::to_string(*spec.shape[k]) : std::string("?"));
+            }
+            want << "]";
+            got << t.sizes();
+            problems.push_back(who + ": shape " + got.str() + ", the model takes " + want.str());
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (!problems.empty()) {
+    return problems;
+  }
+  at::Device target = device_key == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  if (device_key == "cpu" || device_key == "cuda") {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].device() != target) {
+        moved.push_back("input " + std::to_string(i) + " moved from " + tensor_device_str(in[i]) + " to " + target.str());
+        try {
+          in[i] = in[i].to(target);
+        } catch (const std::exception& e) {
+          std::string msg = e.what();
+          problems.push_back("input " + std::to_string(i) + " is on " + tensor_device_str(in[i]) +
+                             " and cannot be moved to " + target.str() + ": " + msg.substr(0, msg.find('\n')));
+          return problems;
+        }
+      }
+    }
+  }
+  // Strides: the model's generated checks pin them, and the model reads its
+  // inputs by them without looking (unless AOTI_RUNTIME_CHECK_INPUTS is set
+  // where it runs). A layout it was not compiled for is what the user's
+  // program passes too: refused, naming both, unless `contiguous_inputs`
+  // (then copied into the layout the model expects, and noted).
+  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
+    const auto& st = wrapper.inputs[i].strides;
+    if (st.empty() || static_cast<size_t>(in[i].dim()) != st.size()) {
+      continue;
+    }
+    bool same = true;
+    bool pinned = true;
+    for (size_t d = 0; d < st.size(); ++d) {
+      pinned = pinned && st[d].has_value();
+      // A dimension of size 0 or 1 is never stepped over: its stride does not matter.
+      same = same && (in[i].size(static_cast<int64_t>(d)) <= 1 || !st[d] || *st[d] == in[i].stride(static_cast<int64_t>(d)));
+    }
+    if (same) {
+      continue;
+    }
+    std::string who = "input " + std::to_string(i) + " (" +
+                      (i < m_impl->names.size() && !m_impl->names[i].empty() ? m_impl->names[i] + ", " : "") +
+                      wrapper.inputs[i].name + ")";
+    std::ostringstream want, got;
+    want << "[";
+    for (size_t d = 0; d < st.size(); ++d) {
+      want << (d ? ", " : "") << (st[d] ? std::to_string(*st[d]) : std::string("?"));
+    }
+    want << "]";
+    got << in[i].strides();
+    if (!contiguous_inputs) {
+      problems.push_back(who + ": strides " + got.str() + ", the package was compiled for strides " + want.str() +
+                         " (shape " + [&] { std::ostringstream o; o << in[i].sizes(); return o.str(); }() +
+                         "); the model would read its elements in the wrong order. Save the tensor with "
+                         ".contiguous(), or pass --contiguous-inputs to run the package on a copy in its layout");
+      continue;
+    }
+    if (pinned) {
+      std::vector<int64_t> strides;
+      for (const auto& s : st) {
+        strides.push_back(*s);
+      }
+      at::Tensor copy = at::empty_strided(in[i].sizes(), strides, in[i].options());
+      copy.copy_(in[i]);
+      in[i] = copy;
+    } else {
+      in[i] = in[i].contiguous();
+    }
+    moved.push_back(who + " copied from strides " + got.str() + " into the package's layout " + want.str() +
+                    " (--contiguous-inputs): the runs are not what a program passing the saved tensor gets");
+  }
+
+  return problems;
+}
+
+}  // namespace aoti_bisect::torchside
