@@ -178,12 +178,7 @@ bool written_earlier(const ProbeState& s, const std::string& name, bool in_place
 // A CPU copy with the tensor's own strides (a view's layout survives; a
 // plain clone would make a non-dense view contiguous).
 at::Tensor saved_copy(const at::Tensor& t) {
-  std::string layout;
-  std::optional<at::Tensor> readable = readable_copy(t.detach(), layout);
-  if (!readable) {
-    throw std::runtime_error("an opaque tensor (no storage, no dense copy) cannot be saved");
-  }
-  at::Tensor src = *readable;
+  at::Tensor src = t.detach();
   if (!src.is_non_overlapping_and_dense()) {
     try {
       at::Tensor laid = at::empty_strided(src.sizes(), src.strides(), src.options().device(at::kCPU));
@@ -207,50 +202,36 @@ void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, co
 // belongs to another graph node than the name's: not compared before launch.
 void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& name, bool before,
                   bool in_place = false) {
-  // A oneDNN-layout constant is read through a dense copy; one that has none
-  // is reported by name, dtype and shape alone (stats "opaque"), never saved.
-  std::string layout;
-  std::optional<at::Tensor> readable = readable_copy(probed.detach(), layout);
-  if (!readable) {
-    TensorStats opaque = tensor_stats(name, probed);
-    s.emit(EventKind::probe, {{"site", s.site},
-                              {"kernel", s.kernel},
-                              {"phase", before ? "before" : "after"},
-                              {"tensor", name},
-                              {"initialized", true},
-                              {"constant", s.constants.count(base_tensor_name(name)) > 0},
-                              {"stats", to_json(opaque)}});
-    return;
-  }
-  const at::Tensor& t = *readable;
   std::string base = base_tensor_name(name);
   bool by_name = !before || written_earlier(s, base);
   bool initialized = by_name || (in_place && written_earlier(s, base, true));
+  // A oneDNN-layout constant is read through a dense copy (its stats name the
+  // layout); one without is said by name, dtype and shape alone ("opaque"),
+  // never compared or saved.
+  TensorStats stats = tensor_stats(name, probed);
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},
                            {"tensor", name},
                            {"initialized", initialized},
                            {"constant", s.constants.count(base) > 0},
-                           {"stats", to_json([&] {
-                              TensorStats st = tensor_stats(name, t);
-                              st.layout = layout;
-                              return st;
-                            }())}};
+                           {"stats", to_json(stats)}};
+  std::string layout;
+  std::optional<at::Tensor> readable = stats.opaque ? std::nullopt : readable_copy(probed.detach(), layout);
   const at::Tensor* expected = nullptr;  // the eager value it was compared with
-  if (by_name && t.numel() > 0) {
+  if (readable && by_name && readable->numel() > 0) {
     if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
-      fields["compare"] = compare_with_reference(t, it->second);
+      fields["compare"] = compare_with_reference(*readable, it->second);
       size_t candidate = fields["compare"].value("candidate", it->second.size());
       expected = candidate < it->second.size() ? &it->second[candidate] : nullptr;
     }
   }
   s.emit(EventKind::probe, std::move(fields));
-  if (s.mode == ProbeMode::save && !s.plan.save_dir.empty() && (before || expected != nullptr)) {
+  if (readable && s.mode == ProbeMode::save && !s.plan.save_dir.empty() && (before || expected != nullptr)) {
     // The replay (lib/repro) loads the inputs before launch and, for wrong
     // values, the eager value of each output after it.
     std::string file = "site" + std::to_string(s.site) + "_" + safe_file_part(name) + (before ? ".pt" : ".expected.pt");
-    save_tensor(s, before ? t : *expected, name, s.plan.save_dir / file);
+    save_tensor(s, before ? *readable : *expected, name, s.plan.save_dir / file);
   }
 }
 
