@@ -1113,8 +1113,9 @@ def find_culprit(spec, calls):
 
 
 def _package_input_check(package_path, inputs_path):
-    """The first line the package's generated input check raises on these inputs when
-    AOTI_RUNTIME_CHECK_INPUTS=1 (read once per process), or None when it accepts them."""
+    """The line the package's generated input check raises on these inputs when
+    AOTI_RUNTIME_CHECK_INPUTS=1 (read once per process), or None when it accepts them. Torch
+    2.13 raises it to Python; 2.12 prints it on stderr and raises a generic "API call failed"."""
     import subprocess
 
     code = (
@@ -1124,13 +1125,17 @@ def _package_input_check(package_path, inputs_path):
         "try:\n"
         "    m(*args)\n"
         "except Exception as e:\n"
-        "    print(str(e).strip().splitlines()[0])\n"
+        "    print(str(e).strip())\n"
     )
     env = dict(os.environ, AOTI_RUNTIME_CHECK_INPUTS="1")
     r = subprocess.run([sys.executable, "-c", code, package_path, inputs_path], env=env, capture_output=True,
                        text=True, timeout=300)
-    lines = [ln for ln in r.stdout.splitlines() if ln.strip()]
-    return lines[-1] if lines else None
+    lines = [ln.strip() for ln in (r.stdout + "\n" + r.stderr).splitlines() if ln.strip()]
+    checks = [ln for ln in lines if "input_handles[" in ln and "unmatched" in ln]
+    if checks:
+        return checks[0][checks[0].find("input_handles["):]
+    said = [ln for ln in r.stdout.splitlines() if ln.strip()]
+    return said[0] if said else None
 
 
 def _package_combined(ep, package_path, combined_path):
