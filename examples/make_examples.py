@@ -384,6 +384,17 @@ EXAMPLES = {
         compile_no_grad=True,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "no_weights": dict(
+        description="frozen_conv_nan built with aot_inductor.package_constants_in_so=False and no on-disk format: "
+        "the package holds no weights at all",
+        outcome="crash",
+        bug="the .so embeds a 1-byte constants blob and no weights file is packaged, so the model runs on "
+        "uninitialized weights: the first oneDNN convolution dies of SIGSEGV (the user's run too, in Python or "
+        "C++). Not a kernel's bug: the tool refuses the package before any run.",
+        culprit_pattern=None,
+        compile_no_grad=True,
+        expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -1000,6 +1011,9 @@ BUILDERS = {
     "frozen_linear_inf": build_frozen_linear_inf,
     "relu_postop_nan": lambda: _frozen_convs(post_relu=True),
     "embedding_bag_range": build_embedding_bag_range,
+    "no_weights": lambda: (
+        _frozen_convs(post_relu=False)[:2] + ({"freezing": True, "aot_inductor.package_constants_in_so": False},)
+    ),
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 

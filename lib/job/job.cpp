@@ -18,6 +18,7 @@
 #include "phase/phase.hpp"
 #include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
+#include "package/constants.hpp"
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
@@ -363,7 +364,11 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     // is not ELF at all fails to load with the loader's own message.
     fs::path so = model.dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
     if (!in.model->shared_object.empty() && read_file_head(so, 4) == "\x7f" "ELF") {
-      read_elf_facts(so);
+      if (std::string why = missing_weights(in.wrapper.constant_info, embedded_weight_bytes(read_elf_facts(so)),
+                                            has_weights_file(model.dir, in.model->name));
+          !why.empty()) {
+        throw Error(ErrorKind::cannot_test, fmt::format("model '{}': {}", in.model->name, why));
+      }
     }
   } catch (const Error& e) {
     return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});

@@ -108,6 +108,11 @@ std::vector<ConstantInfo> parse_constants(std::string_view source) {
       c.kind = kind_of(a->value);
     } else if (a->field == "shape") {
       c.shape = shape_of(a->value);
+    } else if (a->field == "data_size") {
+      auto n = shape_of(a->value + ";");  // the digits of "1728"
+      c.data_size = n.empty() ? 0 : static_cast<uint64_t>(n.front());
+    } else if (a->field == "from_folded") {
+      c.from_folded = a->value == "true";
     } else if (a->field == "layout") {
       c.opaque = a->value.find("layout__mkldnn") != std::string::npos;
     }
@@ -129,6 +134,26 @@ const ConstantInfo* find_constant(const std::vector<ConstantInfo>& constants, co
     }
   }
   return nullptr;
+}
+
+std::string missing_weights(const std::vector<ConstantInfo>& constants, std::optional<uint64_t> embedded,
+                            bool weights_file) {
+  uint64_t declared = 0;
+  size_t count = 0;
+  for (const auto& c : constants) {
+    if (!c.from_folded && c.data_size > 0) {
+      declared += c.data_size;
+      ++count;
+    }
+  }
+  if (weights_file || declared == 0 || !embedded || *embedded >= declared) {
+    return "";
+  }
+  return std::to_string(count) + " constant" + (count == 1 ? "" : "s") + " (" + std::to_string(declared) +
+         " bytes) declared, but the package holds no weights: the library embeds " + std::to_string(*embedded) +
+         " bytes and no weights file is packaged (a build with aot_inductor.package_constants_in_so=False; also "
+         "set aot_inductor.package_constants_on_disk_format, or package them with the model), so every run would "
+         "read uninitialized memory as weights";
 }
 
 std::string describe_constant(const ConstantInfo& c) {

@@ -190,4 +190,13 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
   }
 }
 
+std::optional<uint64_t> embedded_weight_bytes(const ElfFacts& elf) {
+  auto start = elf.blobs.find("_binary_constants_bin_start");
+  auto end = elf.blobs.find("_binary_constants_bin_end");
+  if (start == elf.blobs.end() || end == elf.blobs.end() || end->second.file_offset < start->second.file_offset) {
+    return std::nullopt;
+  }
+  return end->second.file_offset - start->second.file_offset;
+}
+
 }  // namespace aoti_bisect

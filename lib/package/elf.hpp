@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,10 @@ struct ElfFacts {
   };
   std::map<std::string, Place> blobs;
 };
+
+// The bytes of the weights the library embeds (from _binary_constants_bin_start
+// to _end); nullopt when it has no such symbols.
+std::optional<uint64_t> embedded_weight_bytes(const ElfFacts& elf);
 
 // Throws Error(cannot_test) naming `path` when it is not a readable ELF64
 // shared object ("truncated", "not an ELF file", ...).

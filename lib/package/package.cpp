@@ -315,4 +315,24 @@ fs::path Package::extract(const fs::path& dest) const {
   return root;
 }
 
+bool has_weights_file(const std::filesystem::path& dir, const std::string& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(dir / "data" / "weights", ec) && !fs::is_empty(dir / "data" / "weights", ec)) {
+    return true;
+  }
+  for (const fs::path& folder : {dir / "data" / "aotinductor" / model, dir / "data" / "constants"}) {
+    if (!fs::is_directory(folder, ec)) {
+      continue;
+    }
+    for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->path().extension() == ".blob") {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace aoti_bisect

@@ -27,6 +27,11 @@ struct ModelFiles {
   std::string device_key() const;     // metadata AOTI_DEVICE_KEY, "" when unknown
 };
 
+// Whether an extracted package directory holds a weights file for `model`
+// beside its library: a .blob in its folder or in data/constants (what the
+// loaders read), or anything under data/weights.
+bool has_weights_file(const std::filesystem::path& extracted_dir, const std::string& model);
+
 class Package {
  public:
   // Opens and indexes the archive. Throws Error(cannot_test) with one line

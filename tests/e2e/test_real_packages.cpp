@@ -169,4 +169,13 @@ TEST_CASE("a oneDNN relu post-op that maps NaN to 0 where eager keeps it: the co
         "only a dense copy, which the call does not take");
 }
 
+TEST_CASE("a package that holds no weights (package_constants_in_so=False alone): refused, not a culprit") {
+  auto r = run_tool(run_args("no_weights", "no_weights.inputs.pt"), "out");
+  CHECK(r.code() == 4);
+  CHECK(r.report["verdict"] == "could_not_test");
+  CHECK(r.report["culprit"].is_null());
+  CHECK(error_line(r).find("declared, but the package holds no weights: the library embeds 1 bytes and no "
+                           "weights file is packaged") != std::string::npos);
+}
+
 TEST_SUITE_END();

@@ -125,3 +125,30 @@ TEST_CASE("parse_wrapper: a cpp kernel's in_out_ptr arguments, from its declarat
   }
   CHECK(checked);
 }
+
+TEST_SUITE_BEGIN("package/constants");
+
+TEST_CASE("missing_weights: constants declared, none embedded and no weights file") {
+  std::string source =
+      "    constants_info_[0].name = \"fc_weight\";\n"
+      "    constants_info_[0].data_size = 1728;\n"
+      "    constants_info_[0].from_folded = false;\n"
+      "    constants_info_[1].name = \"folded\";\n"
+      "    constants_info_[1].data_size = 64;\n"
+      "    constants_info_[1].from_folded = true;\n";
+  auto constants = parse_constants(source);
+  REQUIRE(constants.size() == 2);
+  CHECK(constants[0].data_size == 1728);
+  CHECK(constants[1].from_folded);
+  // package_constants_in_so=False without a weights file: the library's blob is 1 byte.
+  CHECK(missing_weights(constants, 1, false) ==
+        "1 constant (1728 bytes) declared, but the package holds no weights: the library embeds 1 bytes and no "
+        "weights file is packaged (a build with aot_inductor.package_constants_in_so=False; also set "
+        "aot_inductor.package_constants_on_disk_format, or package them with the model), so every run would read "
+        "uninitialized memory as weights");
+  CHECK(missing_weights(constants, 1, true).empty());         // a .blob beside it
+  CHECK(missing_weights(constants, 1792, false).empty());     // embedded (with padding)
+  CHECK(missing_weights(constants, std::nullopt, false).empty());  // no blob symbols: nothing known
+}
+
+TEST_SUITE_END();
