@@ -18,7 +18,6 @@
 #include "phase/phase.hpp"
 #include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
-#include "package/constants.hpp"
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
@@ -359,17 +358,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   try {
     model.dir = in.pkg->extract(work.path() / "package");
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
-    // A truncated ELF library would crash the loader in every child (SIGBUS
-    // past its end), which would read as the model's own crash. A file that
-    // is not ELF at all fails to load with the loader's own message.
-    fs::path so = model.dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
-    if (!in.model->shared_object.empty() && read_file_head(so, 4) == "\x7f" "ELF") {
-      if (std::string why = missing_weights(in.wrapper.constant_info, embedded_weight_bytes(read_elf_facts(so)),
-                                            has_weights_file(model.dir, in.model->name));
-          !why.empty()) {
-        throw Error(ErrorKind::cannot_test, fmt::format("model '{}': {}", in.model->name, why));
-      }
-    }
+    check_model_library(model.dir, *in.model, in.wrapper);
   } catch (const Error& e) {
     return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }

@@ -11,6 +11,9 @@
 #include <zip.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
+#include "package/constants.hpp"
+#include "package/elf.hpp"
 #include "package/zip.hpp"
 
 namespace aoti_bisect {
@@ -333,6 +336,19 @@ bool has_weights_file(const std::filesystem::path& dir, const std::string& model
     }
   }
   return false;
+}
+
+void check_model_library(const std::filesystem::path& dir, const ModelFiles& model, const WrapperInfo& wrapper) {
+  namespace fs = std::filesystem;
+  fs::path so = dir / "data" / "aotinductor" / model.name / fs::path(model.shared_object).filename();
+  if (model.shared_object.empty() || read_file_head(so, 4) != "\x7f" "ELF") {
+    return;
+  }
+  std::string why = missing_weights(wrapper.constant_info, embedded_weight_bytes(read_elf_facts(so)),
+                                    has_weights_file(dir, model.name));
+  if (!why.empty()) {
+    throw Error(ErrorKind::cannot_test, fmt::format("model '{}': {}", model.name, why));
+  }
 }
 
 }  // namespace aoti_bisect

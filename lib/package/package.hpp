@@ -32,6 +32,14 @@ struct ModelFiles {
 // loaders read), or anything under data/weights.
 bool has_weights_file(const std::filesystem::path& extracted_dir, const std::string& model);
 
+// Before any child loads the extracted model's library: a truncated ELF file
+// (it would crash the loader in every child, SIGBUS past its end, which
+// would read as the model's own crash) and a package that holds no weights
+// (constants.hpp missing_weights) throw Error(cannot_test). A file that is
+// not ELF at all is left to the loader, which says so in its own words.
+void check_model_library(const std::filesystem::path& extracted_dir, const ModelFiles& model,
+                         const WrapperInfo& wrapper);
+
 class Package {
  public:
   // Opens and indexes the archive. Throws Error(cannot_test) with one line
