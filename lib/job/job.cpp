@@ -1,5 +1,6 @@
 #include "job/job.hpp"
 
+#include <future>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -44,12 +45,14 @@ struct Inspected {
   std::optional<Package> pkg;
   const ModelFiles* model = nullptr;
   WrapperInfo wrapper;
+  // The package's SHA-256, hashed on a thread of its own while the package
+  // is extracted (a 1 GiB package takes seconds to hash).
+  std::shared_future<std::string> package_sha256;
 };
 
 PackageSummary summarize_package(const Package& pkg, const ModelFiles& model, const WrapperInfo& wrapper) {
   PackageSummary p;
   p.path = display_path(pkg.path());
-  p.sha256 = sha256_file(pkg.path());
   p.models = pkg.model_names();
   p.model = model.name;
   p.device_key = model.device_key();
@@ -68,6 +71,7 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
   Inspected in;
   try {
     in.pkg = Package::open(opt.package);
+    in.package_sha256 = std::async(std::launch::async, [path = in.pkg->path()] { return sha256_file(path); }).share();
     in.model = &in.pkg->select_model(opt.model);
     in.wrapper = in.pkg->wrapper_info(*in.model);
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);
@@ -82,6 +86,13 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::usage) {
       throw;
+    }
+    if (in.package_sha256.valid()) {
+      try {
+        rec.package_sha256(in.package_sha256.get());
+      } catch (const std::exception&) {
+        // unreadable now: the report goes without it
+      }
     }
     return stop_of(e);
   }
@@ -273,6 +284,7 @@ class Job {
       // Whatever failed, it failed because its helper or child was stopped.
       return interrupted(fmt::format("during the {} phase", m_rec.phase()));
     }
+    settle_package_hash();
     std::string message = redact_paths(stop.message);
     stamp_signature(stop.verdict);
     m_rec.finish(stop.verdict, message, message);
@@ -300,6 +312,18 @@ class Job {
   Recorder m_rec;
   const JobSeams& m_seams;
   const Inspected* m_in = nullptr;  // set once the package is open
+
+  // The package's hash into the report, once its thread is done.
+  void settle_package_hash() {
+    if (m_in == nullptr || !m_in->package_sha256.valid() || !m_rec.report().package.sha256.empty()) {
+      return;
+    }
+    try {
+      m_rec.package_sha256(m_in->package_sha256.get());
+    } catch (const std::exception&) {
+      // unreadable now: the report goes without it
+    }
+  }
 };
 
 JobResult Job::run() {
@@ -359,6 +383,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     model.dir = in.pkg->extract(work.path() / "package");
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
     check_model_library(model.dir, *in.model, in.wrapper);
+    settle_package_hash();
   } catch (const Error& e) {
     return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }

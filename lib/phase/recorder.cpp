@@ -62,6 +62,8 @@ void Recorder::package(PackageSummary summary, const std::string& inputs_sha256)
   m_report.inputs_sha256 = inputs_sha256;
 }
 
+void Recorder::package_sha256(const std::string& sha256) { m_report.package.sha256 = sha256; }
+
 void Recorder::reference(const std::string& reference_path) { m_report.reference_path = reference_path; }
 
 void Recorder::environment(const Environment& env) {

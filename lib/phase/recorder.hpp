@@ -37,6 +37,7 @@ class Recorder {
   void start(const std::vector<std::string>& command_line, const std::string& inputs_path,
              const std::string& reference_path);
   void package(PackageSummary summary, const std::string& inputs_sha256);
+  void package_sha256(const std::string& sha256);  // hashed apart (job.cpp)
   void reference(const std::string& reference_path);
   void environment(const Environment& env);
   void inputs(std::vector<TensorInfo> inputs, std::string binding = "");

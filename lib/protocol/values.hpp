@@ -39,7 +39,7 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   std::optional<double> min;  // absent when empty or not numeric
   std::optional<double> max;
   std::optional<double> mean;
-  std::string checksum;       // sha256 of the bytes, first 16 hex digits
+  std::string checksum;       // 16 hex digits: xxHash of the bytes (lib/torchside/tensor_stats.cpp)
   std::vector<int64_t> first_nonfinite;  // inputs only: the index of the first NaN/Inf; empty when none
   // "" for a strided tensor; "mkldnn" for a oneDNN-layout (opaque) tensor,
   // whose statistics come from a dense copy, or none where that copy fails

@@ -12,7 +12,15 @@
 
 namespace aoti_bisect::torchside {
 
-TensorStats tensor_stats(const std::string& name, const at::Tensor& t);
+// Statistics of `t` on its own device in its own dtype (tensor_stats.cpp):
+// host tensors in one parallel pass over 1 MiB blocks, device tensors by
+// ATen's reductions there, only the scalars copied back. `device_ops` takes
+// the device path for a host tensor too (tests compare the two).
+enum class StatsPath { automatic, device_ops };
+TensorStats tensor_stats(const std::string& name, const at::Tensor& t, StatsPath path = StatsPath::automatic);
+// TensorStats::checksum alone: one pass over the bytes (tensor_stats.cpp
+// documents the hash).
+std::string tensor_checksum(const at::Tensor& t);
 // `t` itself when its bytes can be read as a strided tensor; else (a oneDNN
 // tensor, a sparse one) a dense copy, with `layout` naming its layout
 // ("mkldnn"); nullopt when no dense copy can be made (then only its name,

@@ -32,64 +32,7 @@ std::string dtype_name(at::ScalarType t) {
 
 std::vector<int64_t> to_vec(c10::IntArrayRef r) { return std::vector<int64_t>(r.begin(), r.end()); }
 
-std::string tensor_sha256(const at::Tensor& t) {
-  at::Tensor c = t.detach().to(at::kCPU).contiguous();
-  return sha256_hex(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
-}
-
 std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
-
-std::optional<at::Tensor> readable_copy(const at::Tensor& t, std::string& layout) {
-  layout.clear();
-  if (t.layout() == at::kStrided && t.has_storage()) {
-    return t;
-  }
-  if (t.is_mkldnn()) {
-    layout = "mkldnn";
-  } else {
-    std::ostringstream name;
-    name << t.layout();  // "Sparse", "SparseCsr"
-    layout = name.str();
-  }
-  try {
-    return t.to_dense();
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-TensorStats tensor_stats(const std::string& name, const at::Tensor& t0) {
-  TensorStats s;
-  s.name = name;
-  s.dtype = dtype_name(t0.scalar_type());
-  s.shape = to_vec(t0.sizes());
-  s.numel = t0.numel();
-  // A oneDNN-layout constant (a frozen, packed weight) has no storage: its
-  // statistics come from a dense copy, or there are none.
-  std::optional<at::Tensor> dense = readable_copy(t0.detach(), s.layout);
-  if (!dense) {
-    s.opaque = true;
-    return s;
-  }
-  at::Tensor t = dense->to(at::kCPU);
-  s.checksum = tensor_sha256(t).substr(0, 16);
-  if (s.numel == 0 || t.is_complex()) {
-    return s;
-  }
-  at::Tensor d = t.to(at::kDouble);
-  at::Tensor finite = d;
-  if (t.is_floating_point()) {
-    s.nan_count = d.isnan().sum().item<int64_t>();
-    s.inf_count = d.isinf().sum().item<int64_t>();
-    finite = d.masked_select(d.isfinite());
-  }
-  if (finite.numel() > 0) {
-    s.min = finite.min().item<double>();
-    s.max = finite.max().item<double>();
-    s.mean = finite.mean().item<double>();
-  }
-  return s;
-}
 
 namespace {
 

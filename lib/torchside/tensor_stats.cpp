@@ -1,0 +1,379 @@
+// Tensor statistics and checksums, on the tensor's own device, in its own
+// dtype, with only the scalars copied back (design.md "Probes").
+//
+// Statistics and checksum read the elements in memory order: a tensor whose
+// elements fill one block of memory (contiguous, or dense with other
+// strides, such as the transposed weight an addmm reads) in place, any other
+// view through a row-major copy. The statistics do not depend on the order.
+//
+// The checksum (TensorStats::checksum, 16 hex digits) is a fast
+// non-cryptographic hash of those bytes:
+//   host tensors:   XXH3-64 (xxHash) of each 1 MiB block of the bytes, and
+//                   the checksum XXH3-64 of those block hashes (each 8 bytes,
+//                   little-endian), so that blocks hash in parallel and the
+//                   result does not depend on the number of threads;
+//   device tensors: "dev1": the bytes as little-endian 32-bit words w_i
+//                   (zero-padded), m_i = (w_i + i * 0x9E3779B97F4A7C15) mod
+//                   2^64, then m ^= m >> 31 (arithmetic), m *= 0xBF58476D1CE4E5B9,
+//                   m ^= m >> 29, and the checksum the wrapping sum of the
+//                   m_i, xor the byte count; computed by ATen on the device.
+// Checksums are compared only within one job's runs (same device), never
+// across devices.
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "common/files.hpp"
+#include "torchside/internal.hpp"
+
+namespace aoti_bisect::torchside {
+
+namespace {
+
+constexpr int64_t k_block_bytes = int64_t{1} << 20;
+
+std::string hex16(uint64_t v) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) {
+    out[i] = digits[v & 15];
+  }
+  return out;
+}
+
+// One block's share of the statistics.
+struct Partial {
+  int64_t nan = 0;
+  int64_t inf = 0;
+  int64_t finite = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  void merge(const Partial& o) {
+    nan += o.nan;
+    inf += o.inf;
+    finite += o.finite;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+    sum += o.sum;
+  }
+};
+
+template <typename T>
+Partial floating_partial(const T* p, int64_t n) {
+  Partial r;
+  float lo = std::numeric_limits<float>::infinity();
+  float hi = -lo;
+  double sum = 0;
+  int64_t nan = 0;
+  int64_t inf = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = static_cast<float>(p[i]);
+    bool is_nan = v != v;
+    bool is_inf = std::fabs(v) == std::numeric_limits<float>::infinity();
+    nan += is_nan;
+    inf += is_inf;
+    bool fin = !(is_nan || is_inf);
+    sum += fin ? static_cast<double>(v) : 0.0;
+    lo = fin && v < lo ? v : lo;
+    hi = fin && v > hi ? v : hi;
+  }
+  r.nan = nan;
+  r.inf = inf;
+  r.finite = n - nan - inf;
+  r.sum = sum;
+  if (r.finite > 0) {
+    r.min = lo;
+    r.max = hi;
+  }
+  return r;
+}
+
+template <>
+Partial floating_partial<double>(const double* p, int64_t n) {
+  Partial r;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = p[i];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (std::isinf(v)) {
+      ++r.inf;
+    } else {
+      ++r.finite;
+      r.sum += v;
+      r.min = std::min(r.min, v);
+      r.max = std::max(r.max, v);
+    }
+  }
+  return r;
+}
+
+template <typename T>
+Partial integral_partial(const T* p, int64_t n) {
+  Partial r;
+  r.finite = n;
+  if (n == 0) {
+    return r;
+  }
+  T lo = p[0];
+  T hi = p[0];
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = p[i] < lo ? p[i] : lo;
+    hi = p[i] > hi ? p[i] : hi;
+    sum += static_cast<double>(p[i]);
+  }
+  r.min = static_cast<double>(lo);
+  r.max = static_cast<double>(hi);
+  r.sum = sum;
+  return r;
+}
+
+// The statistics of `n` elements of dtype `type` at `p`; false when the
+// dtype has none here (complex, quantized, float8).
+bool partial_of(at::ScalarType type, const void* p, int64_t n, Partial& out) {
+  switch (type) {
+    case at::kFloat: out = floating_partial(static_cast<const float*>(p), n); return true;
+    case at::kDouble: out = floating_partial(static_cast<const double*>(p), n); return true;
+    case at::kHalf: out = floating_partial(static_cast<const at::Half*>(p), n); return true;
+    case at::kBFloat16: out = floating_partial(static_cast<const at::BFloat16*>(p), n); return true;
+    case at::kLong: out = integral_partial(static_cast<const int64_t*>(p), n); return true;
+    case at::kInt: out = integral_partial(static_cast<const int32_t*>(p), n); return true;
+    case at::kShort: out = integral_partial(static_cast<const int16_t*>(p), n); return true;
+    case at::kChar: out = integral_partial(static_cast<const int8_t*>(p), n); return true;
+    case at::kByte: out = integral_partial(static_cast<const uint8_t*>(p), n); return true;
+    case at::kBool: out = integral_partial(static_cast<const uint8_t*>(p), n); return true;
+    default: return false;
+  }
+}
+
+void fill(TensorStats& s, const Partial& p, bool floating) {
+  if (floating) {
+    s.nan_count = p.nan;
+    s.inf_count = p.inf;
+  }
+  if (p.finite > 0) {
+    s.min = p.min;
+    s.max = p.max;
+    s.mean = p.sum / static_cast<double>(p.finite);
+  }
+}
+
+void device_stats_or_none(const at::Tensor& c, TensorStats& s);
+
+// Host: blocks of 1 MiB in parallel, each hashed and summarized while it is
+// in cache; the statistics only when `with_stats`.
+void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s) {
+  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+  const int64_t nbytes = static_cast<int64_t>(c.nbytes());
+  const int64_t esize = static_cast<int64_t>(c.element_size());
+  const int64_t blocks = (nbytes + k_block_bytes - 1) / k_block_bytes;
+  std::vector<uint64_t> hashes(static_cast<size_t>(std::max<int64_t>(blocks, 0)));
+  std::vector<Partial> partials(with_stats ? hashes.size() : 0);
+  std::atomic<bool> known = true;
+  at::parallel_for(0, blocks, 1, [&](int64_t from, int64_t to) {
+    for (int64_t b = from; b < to; ++b) {
+      int64_t off = b * k_block_bytes;
+      int64_t len = std::min(k_block_bytes, nbytes - off);
+      hashes[b] = XXH3_64bits(bytes + off, static_cast<size_t>(len));
+      if (with_stats && !partial_of(c.scalar_type(), bytes + off, len / esize, partials[b])) {
+        known = false;
+      }
+    }
+  });
+  std::vector<unsigned char> joined(hashes.size() * 8);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    for (int k = 0; k < 8; ++k) {
+      joined[8 * i + k] = static_cast<unsigned char>(hashes[i] >> (8 * k));
+    }
+  }
+  s.checksum = hex16(XXH3_64bits(joined.data(), joined.size()));
+  if (with_stats && known && !c.is_complex()) {
+    Partial all;
+    for (const auto& p : partials) {
+      all.merge(p);
+    }
+    fill(s, all, c.is_floating_point());
+  } else if (with_stats && !c.is_complex()) {
+    device_stats_or_none(c, s);  // a dtype without a loop here (unsigned, float8): ATen's reductions
+  }
+}
+
+// Device: ATen's reductions on the tensor's device, in chunks (bounded
+// temporary memory), the scalars stacked and copied back once.
+constexpr int64_t k_device_chunk = int64_t{1} << 26;  // elements
+
+std::string device_checksum(const at::Tensor& c) {
+  at::Tensor bytes = c.reshape({-1}).view(at::kByte);
+  const int64_t nbytes = bytes.numel();
+  const int64_t pad = (4 - nbytes % 4) % 4;
+  if (pad > 0) {
+    bytes = at::cat({bytes, at::zeros({pad}, bytes.options())});
+  }
+  at::Tensor words = bytes.view(at::kInt);
+  at::Tensor total = at::zeros({}, words.options().dtype(at::kLong));
+  const int64_t n = words.numel();
+  for (int64_t from = 0; from < n; from += k_device_chunk) {
+    int64_t len = std::min(k_device_chunk, n - from);
+    at::Tensor w = words.narrow(0, from, len).to(at::kLong).bitwise_and(0xFFFFFFFFLL);
+    at::Tensor i = at::arange(from, from + len, w.options());
+    at::Tensor m = w + i * static_cast<int64_t>(0x9E3779B97F4A7C15ULL);
+    m = m.bitwise_xor(m.bitwise_right_shift(31));
+    m = m * static_cast<int64_t>(0xBF58476D1CE4E5B9ULL);
+    m = m.bitwise_xor(m.bitwise_right_shift(29));
+    total += m.sum();
+  }
+  auto h = static_cast<uint64_t>(total.cpu().item<int64_t>()) ^ static_cast<uint64_t>(nbytes);
+  return hex16(h);
+}
+
+
+void device_stats(const at::Tensor& c, TensorStats& s) {
+  at::Tensor flat = c.reshape({-1});
+  if (flat.scalar_type() == at::kBool) {
+    flat = flat.to(at::kByte);
+  }
+  const bool floating = flat.is_floating_point();
+  const auto inf = std::numeric_limits<double>::infinity();
+  std::vector<at::Tensor> parts;  // per chunk: nan, inf, finite, min, max, sum (float64)
+  for (int64_t from = 0; from < flat.numel(); from += k_device_chunk) {
+    at::Tensor x = flat.narrow(0, from, std::min(k_device_chunk, flat.numel() - from));
+    if (floating) {
+      at::Tensor fin = x.isfinite();
+      at::Tensor lo = at::where(fin, x, inf).amin().to(at::kDouble);
+      at::Tensor hi = at::where(fin, x, -inf).amax().to(at::kDouble);
+      at::Tensor sum = at::where(fin, x, 0).sum(at::kDouble);
+      parts.push_back(at::stack({x.isnan().sum().to(at::kDouble), x.isinf().sum().to(at::kDouble),
+                                 fin.sum().to(at::kDouble), lo, hi, sum}));
+    } else {
+      at::Tensor zero = at::zeros({}, x.options().dtype(at::kDouble));
+      parts.push_back(at::stack({zero, zero, zero + static_cast<double>(x.numel()), x.amin().to(at::kDouble),
+                                 x.amax().to(at::kDouble), x.sum(at::kDouble)}));
+    }
+  }
+  at::Tensor host = at::stack(parts).cpu();  // the only copy back
+  auto a = host.accessor<double, 2>();
+  Partial all;
+  for (int64_t r = 0; r < host.size(0); ++r) {
+    Partial p;
+    p.nan = static_cast<int64_t>(a[r][0]);
+    p.inf = static_cast<int64_t>(a[r][1]);
+    p.finite = static_cast<int64_t>(a[r][2]);
+    p.min = a[r][3];
+    p.max = a[r][4];
+    p.sum = a[r][5];
+    all.merge(p);
+  }
+  fill(s, all, floating);
+}
+
+// A dtype ATen cannot reduce (isfinite of a float8 on some devices): the
+// counts and the checksum only, never a failed probe.
+void device_stats_or_none(const at::Tensor& c, TensorStats& s) {
+  try {
+    device_stats(c, s);
+  } catch (const std::exception&) {
+    s.nan_count = 0;
+    s.inf_count = 0;
+    s.min.reset();
+    s.max.reset();
+    s.mean.reset();
+  }
+}
+
+// The elements in memory order, without a copy where they fill one block
+// of memory (any strides: a transposed weight is read in place); a
+// row-major copy of any other view.
+at::Tensor memory_order(const at::Tensor& t) {
+  if (t.is_contiguous()) {
+    return t.reshape({-1});
+  }
+  if (t.is_non_overlapping_and_dense()) {
+    return t.as_strided({t.numel()}, {1});
+  }
+  return t.contiguous().reshape({-1});
+}
+
+TensorStats describe(const std::string& name, const at::Tensor& t) {
+  TensorStats s;
+  s.name = name;
+  s.dtype = dtype_name(t.scalar_type());
+  s.shape = to_vec(t.sizes());
+  s.numel = t.numel();
+  return s;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> readable_copy(const at::Tensor& t, std::string& layout) {
+  layout.clear();
+  if (t.layout() == at::kStrided && t.has_storage()) {
+    return t;
+  }
+  if (t.is_mkldnn()) {
+    layout = "mkldnn";
+  } else {
+    std::ostringstream name;
+    name << t.layout();  // "Sparse", "SparseCsr"
+    layout = name.str();
+  }
+  try {
+    return t.to_dense();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string tensor_sha256(const at::Tensor& t) {
+  at::Tensor c = t.detach().to(at::kCPU).contiguous();
+  return sha256_hex(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+}
+
+std::string tensor_checksum(const at::Tensor& t) {
+  at::Tensor c = memory_order(t.detach());
+  if (c.numel() == 0 || !c.has_storage()) {
+    return hex16(XXH3_64bits(nullptr, 0));
+  }
+  if (c.device().is_cpu()) {
+    TensorStats s;
+    host_pass(c, false, s);
+    return s.checksum;
+  }
+  return device_checksum(c);
+}
+
+TensorStats tensor_stats(const std::string& name, const at::Tensor& t0, StatsPath path) {
+  TensorStats s = describe(name, t0);
+  // A oneDNN-layout constant (a frozen, packed weight) has no storage: its
+  // statistics come from a dense copy, or there are none.
+  std::optional<at::Tensor> dense = readable_copy(t0.detach(), s.layout);
+  if (!dense) {
+    s.opaque = true;
+    return s;
+  }
+  at::Tensor c = memory_order(*dense);
+  if (c.numel() == 0) {
+    s.checksum = tensor_checksum(c);
+    return s;
+  }
+  bool host = c.device().is_cpu() && path != StatsPath::device_ops;
+  if (host) {
+    host_pass(c, true, s);
+    return s;
+  }
+  s.checksum = device_checksum(c);
+  if (!c.is_complex()) {
+    device_stats_or_none(c, s);
+  }
+  return s;
+}
+
+}  // namespace aoti_bisect::torchside

@@ -1,0 +1,178 @@
+// The probes' statistics and checksums (lib/torchside/tensor_stats.cpp)
+// against ATen's own reductions, on the host path and on the device path
+// (ATen's reductions, run here on CPU tensors).
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+// c10's glog-style CHECK macros would shadow doctest's.
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "torchside/internal.hpp"
+
+using namespace aoti_bisect;
+using namespace aoti_bisect::torchside;
+
+namespace {
+
+// What the statistics must be, from ATen in float64 (the former probe code).
+TensorStats reference(const at::Tensor& t) {
+  TensorStats s;
+  at::Tensor d = t.to(at::kDouble);
+  at::Tensor finite = d;
+  if (t.is_floating_point()) {
+    s.nan_count = d.isnan().sum().item<int64_t>();
+    s.inf_count = d.isinf().sum().item<int64_t>();
+    finite = d.masked_select(d.isfinite());
+  }
+  if (finite.numel() > 0) {
+    s.min = finite.min().item<double>();
+    s.max = finite.max().item<double>();
+    s.mean = finite.mean().item<double>();
+  }
+  return s;
+}
+
+void check_against_reference(const at::Tensor& t, StatsPath path) {
+  CAPTURE(c10::toString(t.scalar_type()));
+  TensorStats got = tensor_stats("x", t, path);
+  TensorStats want = reference(t);
+  CHECK(got.nan_count == want.nan_count);
+  CHECK(got.inf_count == want.inf_count);
+  REQUIRE(got.min.has_value() == want.min.has_value());
+  if (want.min) {
+    CHECK(*got.min == *want.min);
+    CHECK(*got.max == *want.max);
+    CHECK(*got.mean == doctest::Approx(*want.mean).epsilon(1e-9).scale(1.0));
+  }
+  CHECK(got.numel == t.numel());
+  CHECK(got.checksum.size() == 16);
+}
+
+at::Tensor with_nonfinite(at::ScalarType type) {
+  at::Tensor t = at::randn({300, 1000}).to(type);
+  t.view(-1)[7] = std::numeric_limits<double>::quiet_NaN();
+  t.view(-1)[123456] = std::numeric_limits<double>::quiet_NaN();
+  t.view(-1)[99] = std::numeric_limits<double>::infinity();
+  t.view(-1)[299999] = -std::numeric_limits<double>::infinity();
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("tensor_stats counts NaN and Inf and takes min, max and mean of the finite values, per dtype") {
+  at::manual_seed(1);
+  for (auto type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    at::Tensor t = with_nonfinite(type);
+    check_against_reference(t, StatsPath::automatic);
+    check_against_reference(t, StatsPath::device_ops);
+    TensorStats s = tensor_stats("x", t);
+    CHECK(s.nan_count == 2);
+    CHECK(s.inf_count == 2);
+  }
+  for (auto type : {at::kLong, at::kInt, at::kShort, at::kChar, at::kByte, at::kBool}) {
+    at::Tensor t = at::randint(-100, 100, {4096 * 300 + 17}).to(type);
+    check_against_reference(t, StatsPath::automatic);
+    check_against_reference(t, StatsPath::device_ops);
+  }
+}
+
+TEST_CASE("tensor_stats of a tensor with no finite value has counts and no min, max or mean") {
+  at::Tensor t = at::full({10}, std::numeric_limits<float>::quiet_NaN());
+  for (auto path : {StatsPath::automatic, StatsPath::device_ops}) {
+    TensorStats s = tensor_stats("x", t, path);
+    CHECK(s.nan_count == 10);
+    CHECK_FALSE(s.min.has_value());
+    CHECK_FALSE(s.mean.has_value());
+  }
+}
+
+TEST_CASE("the host checksum is XXH3-64 of the 1 MiB blocks' XXH3-64 hashes, whatever the thread count") {
+  at::manual_seed(2);
+  at::Tensor t = at::randn({3 * 262144 + 5});  // three full blocks and a part
+  const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+  std::vector<unsigned char> joined;
+  for (size_t off = 0; off < t.nbytes(); off += 1 << 20) {
+    uint64_t h = XXH3_64bits(bytes + off, std::min<size_t>(1 << 20, t.nbytes() - off));
+    for (int k = 0; k < 8; ++k) {
+      joined.push_back(static_cast<unsigned char>(h >> (8 * k)));
+    }
+  }
+  char want[17];
+  std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(XXH3_64bits(joined.data(), joined.size())));
+  CHECK(tensor_stats("x", t).checksum == want);
+  CHECK(tensor_checksum(t) == want);
+  int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  TensorStats one = tensor_stats("x", t);
+  at::set_num_threads(std::max(threads, 2));
+  TensorStats two = tensor_stats("x", t);
+  at::set_num_threads(threads);
+  CHECK(one.checksum == two.checksum);
+  CHECK(*one.mean == *two.mean);  // blocks are summed in block order
+}
+
+TEST_CASE("checksums follow the bytes in memory order, on both paths") {
+  at::manual_seed(3);
+  at::Tensor a = at::randn({64, 33});
+  at::Tensor b = a.clone();
+  // A dense view with other strides is read in place: the same bytes as the
+  // tensor it views, and the same statistics as its copy.
+  at::Tensor view = a.t();
+  CHECK(tensor_checksum(view) == tensor_checksum(a));
+  CHECK(*tensor_stats("x", view).mean == doctest::Approx(*tensor_stats("x", view.contiguous()).mean).epsilon(1e-12));
+  CHECK(tensor_stats("x", view).max == tensor_stats("x", view.contiguous()).max);
+  // A view that does not fill its memory (every other column) goes through a row-major copy.
+  at::Tensor strided = a.slice(1, 0, 33, 2);
+  CHECK(tensor_checksum(strided) == tensor_checksum(strided.contiguous()));
+  CHECK(tensor_stats("x", strided).min == tensor_stats("x", strided.contiguous()).min);
+  CHECK(tensor_checksum(a) == tensor_checksum(b));
+  CHECK(tensor_stats("x", a, StatsPath::device_ops).checksum == tensor_stats("x", b, StatsPath::device_ops).checksum);
+  b.view(-1)[1000] = std::nextafter(b.view(-1)[1000].item<float>(), 1e9f);  // one bit
+  CHECK(tensor_checksum(a) != tensor_checksum(b));
+  CHECK(tensor_stats("x", a, StatsPath::device_ops).checksum != tensor_stats("x", b, StatsPath::device_ops).checksum);
+  // Words swapped: a position-blind sum would not see it.
+  at::Tensor w = at::arange(16, at::kInt);
+  at::Tensor swapped = w.clone();
+  swapped[0] = 1;
+  swapped[1] = 0;
+  CHECK(tensor_stats("x", w, StatsPath::device_ops).checksum !=
+        tensor_stats("x", swapped, StatsPath::device_ops).checksum);
+  // A byte count not a multiple of four (the device path pads with zeros) still counts the length.
+  at::Tensor seven = at::zeros({7}, at::kByte);
+  at::Tensor eight = at::zeros({8}, at::kByte);
+  CHECK(tensor_stats("x", seven, StatsPath::device_ops).checksum !=
+        tensor_stats("x", eight, StatsPath::device_ops).checksum);
+}
+
+TEST_CASE("empty and complex tensors have a checksum and no statistics") {
+  TensorStats e = tensor_stats("x", at::zeros({0, 4}));
+  CHECK(e.numel == 0);
+  CHECK(e.checksum.size() == 16);
+  CHECK_FALSE(e.mean.has_value());
+  TensorStats c = tensor_stats("x", at::randn({8}, at::kComplexFloat));
+  CHECK(c.checksum.size() == 16);
+  CHECK_FALSE(c.mean.has_value());
+}
+
+TEST_CASE("a oneDNN tensor's statistics come from its dense copy and name its layout") {
+  if (!at::hasMKLDNN()) {
+    return;
+  }
+  at::Tensor dense = with_nonfinite(at::kFloat);
+  TensorStats s = tensor_stats("w", dense.to_mkldnn());
+  CHECK(s.layout == "mkldnn");
+  CHECK(s.nan_count == 2);
+  CHECK(s.checksum == tensor_checksum(dense));
+}
