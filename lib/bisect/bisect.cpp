@@ -71,6 +71,7 @@ class Search {
     m_result.steps.push_back(SearchStep{lo, hi, std::string(purpose), p});
     switch (p.verdict) {
       case StepVerdict::reproduces:
+        m_names_exact = p.exact.has_value();
         return Answer{true, p.exact};
       case StepVerdict::clean:
         return Answer{false, std::nullopt};
@@ -108,7 +109,30 @@ class Search {
   }
 
   // Site k alone must reproduce, and its neighbour before it must not.
+  // Where the oracle names the exact site (its last reproducing answer
+  // did), one run probing both answers both: [k-1, k] reproducing at k (at
+  // k-1 the neighbour reproduces too).
   void confirm(int k) {
+    if (k > 1 && m_names_exact) {
+      std::optional<Answer> pair = ask(k - 1, k, "confirm");
+      if (!pair) {
+        return;
+      }
+      if (!pair->reproduces) {
+        stop(Status::inconclusive, fmt::format("site {} did not reproduce alone", k));
+        return;
+      }
+      if (pair->exact == k) {
+        found(k);
+        return;
+      }
+      if (pair->exact == k - 1) {
+        stop(Status::inconclusive,
+             fmt::format("site {} also reproduces alone, so site {} is not the first bad site", k - 1, k));
+        return;
+      }
+      // No exact site: each alone, as below.
+    }
     std::optional<Answer> alone = ask(k, k, "confirm");
     if (!alone) {
       return;
@@ -188,6 +212,7 @@ class Search {
 
   const Oracle& m_oracle;
   SearchResult m_result;
+  bool m_names_exact = false;  // the last reproducing answer named its exact site
 };
 
 }  // namespace

@@ -65,6 +65,20 @@ TEST_CASE("NaN midway: the log kernel, one build, then none from the cache; exit
   CHECK(r.report["builds"]["count"] == 1);
   CHECK(r.report["builds"]["cache_hits"] == 0);
   CHECK(r.report["builds"]["call_sites_match"] == true);
+  // The culprit and its neighbour confirmed in one run, then the evidence run.
+  int k = r.report["culprit"]["call_index"].get<int>();
+  const auto& steps = r.report["bisection"]["steps"];
+  REQUIRE(steps.size() >= 2);
+  CHECK(steps.back()["purpose"] == "confirm");
+  CHECK(steps.back()["lo"] == k - 1);
+  CHECK(steps.back()["hi"] == k);
+  for (const auto& st : steps) {
+    CHECK(st["purpose"] != "neighbour");
+  }
+  // Output checksums are 16 hex digits (XXH3-64 of the bytes).
+  std::string sum = r.report["runs"][0]["outputs"][0]["checksum"];
+  CHECK(sum.size() == 16);
+  CHECK(sum.find_first_not_of("0123456789abcdef") == std::string::npos);
   // The saved inputs of the culprit, for a reproducer.
   REQUIRE(r.report["repro"].is_object());
   CHECK(r.report["repro"]["files"].size() >= 1);

@@ -160,8 +160,13 @@ TEST_CASE("guide mode from the package alone: its wrapper with print calls per r
     CHECK(r.report["bisection"]["predicate"] == "fault");
     CHECK(r.report["bisection"]["steps"][0]["purpose"] == "all");
     CHECK(r.report["bisection"]["steps"][0]["verdict"] == "reproduces");
-    // One build printing every site, then one per confirming step (the site,
-    // its neighbour), each compiling only the wrapper.
+    int k = meta["culprit"]["call_index"].get<int>() + 1;
+    CHECK(r.report["bisection"]["steps"][1]["purpose"] == "confirm");
+    CHECK(r.report["bisection"]["steps"][1]["lo"] == k - 1);
+    CHECK(r.report["bisection"]["steps"][1]["hi"] == k);
+    // One build printing every site, then one per confirming step (the site
+    // with its neighbour in one run: "guide call sites 4-5"), each compiling
+    // only the wrapper.
     const auto& items = r.report["builds"]["items"];
     REQUIRE(items.size() >= 1);
     CHECK(items[0]["purpose"] == "guide call sites 1-9");
@@ -169,7 +174,7 @@ TEST_CASE("guide mode from the package alone: its wrapper with print calls per r
                                   "outputs not compared (the runs returned none)");
     CHECK(items[0]["objects_compiled"] == 3);
     for (size_t i = 1; i < items.size(); ++i) {
-      CHECK(items[i]["purpose"].get<std::string>().rfind("guide call site ", 0) == 0);
+      CHECK(items[i]["purpose"].get<std::string>().rfind("guide call site", 0) == 0);
       CHECK(items[i]["objects_compiled"] == 1);
     }
   }

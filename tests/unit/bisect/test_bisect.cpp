@@ -186,14 +186,39 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
   int calls = 0;
   SUBCASE("bisect stops halving at the first reproducing step") {
     SearchResult r = find_first_bad(64, Strategy::bisect, culprit_at(37, &calls, true));
-    CHECK(rows(r) == std::vector<Row>{{1, 32, "bisect", C}, {33, 48, "bisect", R}, {37, 37, "confirm", R}, {36, 36, "neighbour", C}});
+    // The site and its neighbour confirmed in one call: it names 37, not 36.
+    CHECK(rows(r) == std::vector<Row>{{1, 32, "bisect", C}, {33, 48, "bisect", R}, {36, 37, "confirm", R}});
     CHECK(r.first == 37);
   }
-  SUBCASE("all takes one call and the two confirmations") {
+  SUBCASE("all takes one call and one confirmation of the site with its neighbour") {
     SearchResult r = find_first_bad(64, Strategy::all, culprit_at(37, &calls, true));
-    CHECK(rows(r) == std::vector<Row>{{1, 64, "all", R}, {37, 37, "confirm", R}, {36, 36, "neighbour", C}});
+    CHECK(rows(r) == std::vector<Row>{{1, 64, "all", R}, {36, 37, "confirm", R}});
     CHECK(r.first == 37);
-    CHECK(calls == 3);
+    CHECK(calls == 2);
+  }
+  SUBCASE("the pair's exact site is the neighbour: not the first bad site") {
+    Oracle o = scripted(culprit_at(37, &calls, true), {std::nullopt, [] {
+                          Probe p = answer(R);
+                          p.exact = 36;
+                          return p;
+                        }()});
+    SearchResult r = find_first_bad(64, Strategy::all, o);
+    CHECK(r.status == Status::inconclusive);
+    CHECK(r.message == "site 36 also reproduces alone, so site 37 is not the first bad site");
+    CHECK_FALSE(r.first.has_value());
+  }
+  SUBCASE("the pair is clean: the site did not reproduce") {
+    Oracle o = scripted(culprit_at(37, &calls, true), {std::nullopt, answer(C)});
+    SearchResult r = find_first_bad(64, Strategy::all, o);
+    CHECK(r.status == Status::inconclusive);
+    CHECK(r.message == "site 37 did not reproduce alone");
+  }
+  SUBCASE("the pair reproduces without naming a site: each alone after all") {
+    Oracle o = scripted(culprit_at(37, &calls, true), {std::nullopt, answer(R)});
+    SearchResult r = find_first_bad(64, Strategy::all, o);
+    CHECK(rows(r) == std::vector<Row>{{1, 64, "all", R}, {36, 37, "confirm", R}, {37, 37, "confirm", R},
+                                      {36, 36, "neighbour", C}});
+    CHECK(r.first == 37);
   }
   SUBCASE("every n and site") {
     for (int n = 1; n <= 64; ++n) {
@@ -203,7 +228,7 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
         calls = 0;
         SearchResult r = find_first_bad(n, Strategy::all, culprit_at(c, &calls, true));
         CHECK(r.first == c);
-        CHECK(calls == (n == 1 ? 1 : c == 1 ? 2 : 3));
+        CHECK(calls == (n == 1 ? 1 : 2));
         calls = 0;
         r = find_first_bad(n, Strategy::bisect, culprit_at(c, &calls, true));
         CHECK(r.first == c);
