@@ -242,8 +242,53 @@ std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(cons
   return out;
 }
 
+// Buffers a site reads that the probes did not show before its launch (a
+// level-1 build probes an extern call whose tensor arguments are views
+// only after it: `addmm_out(buf122, bias, view of buf121, weight)` shows
+// buf122 alone). Graph inputs are unprobed_bad_inputs', constants enter
+// where a probe shows them, and what an extern call creates it writes.
+std::vector<std::string> unseen_buffers(const SiteTrace& s, const WrapperInfo& w) {
+  std::vector<std::string> out;
+  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
+  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+    return out;
+  }
+  const CallSite& site = w.call_sites[at - 1];
+  for (const auto& arg : site.args) {
+    std::string base = base_tensor_name(arg);
+    if (arg.empty() || !is_tensor_variable_name(base) || is_graph_input_name(base) ||
+        std::find(w.constants.begin(), w.constants.end(), base) != w.constants.end() ||
+        std::find(site.returns.begin(), site.returns.end(), base) != site.returns.end()) {
+      continue;
+    }
+    if (s.find(arg) != nullptr || s.find(base) != nullptr) {
+      continue;  // shown (before the launch, or after it only: what the call writes)
+    }
+    out.push_back(base);
+  }
+  return out;
+}
+
 void ReachWalk::visit(const SiteTrace& s) {
   Taint in;
+  // What an unseen buffer held is its last write by name; one no probed site
+  // was seen writing makes what this site writes of unknown origin, never
+  // its own (it may have read NaN made earlier).
+  for (const auto& name : unseen_buffers(s, *m_in.wrapper)) {
+    bool same_bytes = false;
+    if (auto t = by_name(name, "", same_bytes)) {
+      in.nan.insert(t->nan.begin(), t->nan.end());
+      in.inf.insert(t->inf.begin(), t->inf.end());
+      continue;
+    }
+    in.nan.insert(k_unknown);
+    in.inf.insert(k_unknown);
+    if (m_unknown_why.empty()) {
+      m_unknown_why = fmt::format("call site {} reads {}, which no probe showed before its launch and no probed site "
+                                  "was seen writing",
+                                  s.site, name);
+    }
+  }
   for (const auto& [name, st] : unprobed_bad_inputs(s, m_in)) {
     int origin = input_origin(name);
     if (st->nan_count > 0) {
@@ -260,8 +305,11 @@ void ReachWalk::visit(const SiteTrace& s) {
   // writes first (a mean reduced in place).
   std::set<const ProbeStats*> read_in_place;
   for (const auto& p : s.tensors) {
+    auto returned = m_in.returned_by.find(base_tensor_name(p.tensor));
     if (!p.initialized && p.before && in_place.count(p.tensor) > 0 &&
-        (m_by_checksum.count(p.before->checksum) > 0 || m_by_name.count(base_tensor_name(p.tensor)) > 0)) {
+        (m_by_checksum.count(p.before->checksum) > 0 || m_by_name.count(base_tensor_name(p.tensor)) > 0 ||
+         (returned != m_in.returned_by.end() && returned->second < s.site))) {
+      // (the last: an extern call's output, moved to this name for reuse, that no probe showed before)
       read_in_place.insert(&p);
     }
   }

@@ -284,6 +284,63 @@ TEST_CASE("trace_to_outputs: an in-place kernel reads its in_out buffer even whe
   }
 }
 
+TEST_CASE("trace_to_outputs: what a level-1 build does not show before a launch is read under its last write") {
+  // ResNet-50 through its exported program's build: the NaN made by a
+  // log (1) pass through a convolution that creates buf2 (2), an in-place
+  // batch norm on buf3 = move(buf2) shown only as "not written under this
+  // name" (3), a mean into buf4 (4), and an addmm whose arguments are views,
+  // shown only after the call (5). Before, the walk named the addmm or the
+  // batch norm as the origin: the wrong kernel.
+  Run r;
+  r.launch(1, "cpp_fused_log_relu_sub_0", {{"arg0_1", 0, 0, "x"}}, "buf1", 8, 0, "l");
+  r.site(2, "aoti_torch_cpu_convolution");
+  r.probe(2, "before", "buf1", true, 8, 0, "l");
+  r.probe(2, "after", "buf1", true, 8, 0, "l");
+  r.site(3, "cpp_fused_batch_norm_add_relu_1");
+  r.probe(3, "before", "buf3", false, 16, 0, "conv");
+  r.probe(3, "after", "buf3", true, 16, 0, "bn");
+  r.launch(4, "cpp_fused_mean_2", {{"buf3", 16, 0, "bn"}}, "buf4", 2, 0, "mean");
+  r.site(5, "aoti_torch_cpu_addmm_out");
+  r.probe(5, "after", "buf5", true, 2, 0, "fc");
+  WrapperInfo w;
+  w.outputs = {"buf5"};
+  w.constants = {"fc_bias", "fc_weight", "conv_weight"};
+  w.moves = {{"buf3", "buf2"}};
+  for (auto [i, k, args] : std::vector<std::tuple<int, std::string, std::vector<std::string>>>{
+           {1, "cpp_fused_log_relu_sub_0", {"arg0_1", "buf1"}},
+           {2, "aoti_torch_cpu_convolution", {"buf1", "conv_weight", "buf2"}},
+           {3, "cpp_fused_batch_norm_add_relu_1", {"buf3"}},
+           {4, "cpp_fused_mean_2", {"buf4", "buf3"}},
+           {5, "aoti_torch_cpu_addmm_out", {"buf5", "fc_bias", "view of buf4", "view of fc_weight"}}}) {
+    CallSite c;
+    c.index = i;
+    c.kernel = k;
+    c.args = args;
+    w.call_sites.push_back(c);
+  }
+  w.call_sites[1].returns = {"buf2"};
+  w.call_sites[2].in_out = {0};
+  RunTrace t = trace_from_events(r.events);
+  ReturnedBy returned = {{"buf2", 2}, {"buf3", 2}};
+  Reach got = trace_to_outputs({&t, {output(2, 0, "fc")}, &w, returned, {}});
+  REQUIRE(got.followed);
+  REQUIRE(got.culprit.has_value());
+  CHECK(*got.culprit == 1);
+  CHECK(got.healed.empty());
+
+  SUBCASE("an argument no probe showed and no probed site wrote: not traced, never the reader's own") {
+    Run u;
+    u.site(5, "aoti_torch_cpu_addmm_out");
+    u.probe(5, "after", "buf5", true, 2, 0, "fc");
+    static RunTrace only;
+    only = trace_from_events(u.events);
+    Reach alone = trace_to_outputs({&only, {output(2, 0, "fc")}, &w, {}, {}});
+    CHECK_FALSE(alone.followed);
+    CHECK(alone.why_not ==
+          "call site 5 reads buf4, which no probe showed before its launch and no probed site was seen writing");
+  }
+}
+
 TEST_CASE("walk_producer_back: a wild index passed on is the input's; one made from a clamped input is the site's") {
   auto index = [](int64_t lo, int64_t hi) {
     TensorStats st;
