@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +23,23 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t, StatsPath
 // TensorStats::checksum alone: one pass over the bytes (tensor_stats.cpp
 // documents the hash).
 std::string tensor_checksum(const at::Tensor& t);
+
+// Statistics already measured in one run, by what names the bytes: data
+// pointer, version counter, dtype, sizes, strides. Kernels write through raw
+// pointers without bumping the version counter, so a strided tensor's entry
+// counts only while its checksum (one fast pass) is still the one measured.
+// A tensor without storage (a packed oneDNN weight, which only oneDNN's
+// calls read) is measured once: its dense copy is the cost.
+class StatsCache {
+ public:
+  TensorStats get(const std::string& name, const at::Tensor& t);
+  int measured() const { return m_measured; }  // full measurements made (not reused)
+
+ private:
+  using Key = std::tuple<uintptr_t, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+  std::map<Key, TensorStats> m_entries;
+  int m_measured = 0;
+};
 // `t` itself when its bytes can be read as a strided tensor; else (a oneDNN
 // tensor, a sparse one) a dense copy, with `layout` naming its layout
 // ("mkldnn"); nullopt when no dense copy can be made (then only its name,

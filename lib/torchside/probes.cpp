@@ -8,7 +8,6 @@
 #include <iterator>
 #include <algorithm>
 #include <set>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -24,8 +23,6 @@ namespace aoti_bisect::torchside {
 
 
 namespace {
-
-using StatsKey = std::tuple<uintptr_t, int64_t, int, std::vector<int64_t>, std::vector<int64_t>>;
 
 struct ProbeState {
   ProbePlan plan;
@@ -52,10 +49,9 @@ struct ProbeState {
   std::vector<std::pair<void*, void*>> current;     // ... taken for the current site's arguments
   std::map<uintptr_t, void*> by_pointer;            // every live handle seen, by data pointer
   std::map<void*, uintptr_t> pointer_of;            // ... and back
-  // Statistics measured in this run, by what names the bytes (data pointer,
-  // version counter, dtype, sizes, strides): a constant is measured once per
-  // run, and a tensor a launch only read is not measured again after it.
-  std::map<StatsKey, TensorStats> measured;
+  // Statistics measured in this run: a constant is measured once per run,
+  // and a tensor a launch only read is not measured again after it.
+  StatsCache measured;
   std::set<std::string> saved;  // file names this run saved (a tensor once)
 };
 
@@ -199,36 +195,6 @@ at::Tensor saved_copy(const at::Tensor& t) {
   return src.to(at::kCPU).clone();
 }
 
-// The statistics of `t`, from this run's cache where the same bytes were
-// measured before. Kernels write through raw pointers without bumping the
-// version counter, so a strided tensor's entry counts only when its
-// checksum (one fast pass, tensor_checksum) is still the one measured. A
-// tensor without storage (a packed oneDNN weight, read only by oneDNN's
-// calls) is measured once per run: its dense copy is the cost.
-TensorStats measure(ProbeState& s, const std::string& name, const at::Tensor& t) {
-  int64_t version = -1;
-  if (!t.is_inference()) {
-    try {
-      version = static_cast<int64_t>(t._version());
-    } catch (const std::exception&) {
-      version = -1;
-    }
-  }
-  bool strided = t.layout() == at::kStrided && t.has_storage();
-  auto id = strided ? reinterpret_cast<uintptr_t>(t.data_ptr()) : reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
-  StatsKey key{id, version, static_cast<int>(t.scalar_type()), to_vec(t.sizes()),
-               strided ? to_vec(t.strides()) : std::vector<int64_t>{}};
-  auto it = s.measured.find(key);
-  if (it != s.measured.end() && (!strided || it->second.opaque || tensor_checksum(t) == it->second.checksum)) {
-    TensorStats again = it->second;
-    again.name = name;
-    return again;
-  }
-  TensorStats stats = tensor_stats(name, t);
-  s.measured[key] = stats;
-  return stats;
-}
-
 void save_tensor(ProbeState& s, const at::Tensor& t, const std::string& name, const std::filesystem::path& path) {
   std::vector<char> bytes = torch::jit::pickle_save(saved_copy(t));
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
@@ -246,7 +212,7 @@ void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& na
   // A oneDNN-layout constant is read through a dense copy (its stats name the
   // layout); one without is said by name, dtype and shape alone ("opaque"),
   // never compared or saved.
-  TensorStats stats = measure(s, name, probed);
+  TensorStats stats = s.measured.get(name, probed);
   nlohmann::json fields = {{"site", s.site},
                            {"kernel", s.kernel},
                            {"phase", before ? "before" : "after"},

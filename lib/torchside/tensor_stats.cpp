@@ -376,4 +376,29 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t0, StatsPat
   return s;
 }
 
+TensorStats StatsCache::get(const std::string& name, const at::Tensor& t) {
+  int64_t version = -1;
+  if (!t.is_inference()) {
+    try {
+      version = static_cast<int64_t>(t._version());
+    } catch (const std::exception&) {
+      version = -1;
+    }
+  }
+  bool strided = t.layout() == at::kStrided && t.has_storage();
+  auto id = strided ? reinterpret_cast<uintptr_t>(t.data_ptr()) : reinterpret_cast<uintptr_t>(t.unsafeGetTensorImpl());
+  Key key{id, version, static_cast<int>(t.scalar_type()), to_vec(t.sizes()),
+          strided ? to_vec(t.strides()) : std::vector<int64_t>{}};
+  auto it = m_entries.find(key);
+  if (it != m_entries.end() && (!strided || it->second.opaque || tensor_checksum(t) == it->second.checksum)) {
+    TensorStats again = it->second;
+    again.name = name;
+    return again;
+  }
+  ++m_measured;
+  TensorStats stats = tensor_stats(name, t);
+  m_entries[key] = stats;
+  return stats;
+}
+
 }  // namespace aoti_bisect::torchside

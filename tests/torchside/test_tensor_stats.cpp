@@ -176,3 +176,32 @@ TEST_CASE("a oneDNN tensor's statistics come from its dense copy and name its la
   CHECK(s.nan_count == 2);
   CHECK(s.checksum == tensor_checksum(dense));
 }
+
+TEST_CASE("StatsCache: the same bytes are measured once; bytes written behind the version counter are measured again") {
+  StatsCache cache;
+  at::Tensor w = at::randn({256, 256});
+  TensorStats first = cache.get("w", w);
+  TensorStats again = cache.get("w again", w);
+  CHECK(cache.measured() == 1);
+  CHECK(again.name == "w again");
+  CHECK(again.checksum == first.checksum);
+  CHECK(*again.mean == *first.mean);
+  // A kernel writing through its raw pointer does not bump the version counter.
+  static_cast<float*>(w.data_ptr())[5] = std::numeric_limits<float>::quiet_NaN();
+  TensorStats written = cache.get("w", w);
+  CHECK(cache.measured() == 2);
+  CHECK(written.nan_count == 1);
+  CHECK(written.checksum != first.checksum);
+  // An ATen in-place op does.
+  w.mul_(2);
+  TensorStats doubled = cache.get("w", w);
+  CHECK(cache.measured() == 3);
+  CHECK(*doubled.max == doctest::Approx(2 * *written.max));
+  // A view with other strides is its own entry, with the same statistics.
+  TensorStats t = cache.get("w.t", w.t());
+  CHECK(cache.measured() == 4);
+  CHECK(t.nan_count == 1);
+  CHECK(t.checksum == doubled.checksum);
+  CHECK(cache.get("w.t", w.t()).checksum == t.checksum);
+  CHECK(cache.measured() == 4);
+}
