@@ -200,15 +200,25 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   return t;
 }
 
+// The wrapper's call site a traced site is (its settled wrapper site, else
+// the same number), when the kernels agree.
+const CallSite* wrapper_site_of(const SiteTrace& s, const WrapperInfo& w) {
+  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
+  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+    return nullptr;
+  }
+  return &w.call_sites[at - 1];
+}
+
 // The names a site's kernel takes as in_out_ptr arguments (ReachWalk::visit
 // decides whether each was read: when its bytes were written before).
 std::set<std::string> in_place_names(const SiteTrace& s, const WrapperInfo& w) {
   std::set<std::string> out;
-  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
-  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+  const CallSite* found = wrapper_site_of(s, w);
+  if (found == nullptr) {
     return out;
   }
-  const CallSite& site = w.call_sites[at - 1];
+  const CallSite& site = *found;
   for (int i : site.in_out) {
     if (i >= 0 && static_cast<size_t>(i) < site.args.size()) {
       out.insert(site.args[i]);
@@ -223,11 +233,11 @@ std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(cons
                                                                             const ReachInput& in) {
   std::vector<std::pair<std::string, const TensorStats*>> out;
   const WrapperInfo& w = *in.wrapper;
-  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
-  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+  const CallSite* site = wrapper_site_of(s, w);
+  if (site == nullptr) {
     return out;
   }
-  for (const auto& arg : w.call_sites[at - 1].args) {
+  for (const auto& arg : site->args) {
     std::string base = base_tensor_name(arg);
     if (!is_graph_input_name(base) || s.find(arg) != nullptr || s.find(base) != nullptr) {
       continue;
@@ -249,11 +259,11 @@ std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(cons
 // where a probe shows them, and what an extern call creates it writes.
 std::vector<std::string> unseen_buffers(const SiteTrace& s, const WrapperInfo& w) {
   std::vector<std::string> out;
-  int at = s.wrapper_site > 0 ? s.wrapper_site : s.site;
-  if (at < 1 || static_cast<size_t>(at) > w.call_sites.size() || w.call_sites[at - 1].kernel != s.kernel) {
+  const CallSite* found = wrapper_site_of(s, w);
+  if (found == nullptr) {
     return out;
   }
-  const CallSite& site = w.call_sites[at - 1];
+  const CallSite& site = *found;
   for (const auto& arg : site.args) {
     std::string base = base_tensor_name(arg);
     if (arg.empty() || !is_tensor_variable_name(base) || is_graph_input_name(base) ||
