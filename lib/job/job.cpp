@@ -275,6 +275,7 @@ class Job {
 
  private:
   JobResult finish(Verdict verdict, const std::string& reason) {
+    settle_package_hash();
     stamp_signature(verdict);
     m_rec.finish(verdict, reason);
     return {m_rec.report(), exit_code_for(verdict)};

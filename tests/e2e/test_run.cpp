@@ -67,6 +67,8 @@ TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within toleran
   CHECK(r.report["environment"]["torch_version"].get<std::string>().rfind("2.", 0) == 0);
   CHECK(r.report["inputs"]["tensors"].size() >= 1);
   CHECK(r.report["inputs"]["tensors"][0]["sha256"].get<std::string>().size() == 64);
+  // The package's SHA-256, hashed on its own thread while the package is extracted.
+  CHECK(r.report["package"]["sha256"] == aoti_bisect::sha256_file(example("healthy.pt2")));
   CHECK(r.out.find("verdict: clean") != std::string::npos);
   CHECK(fs::exists("out/report.md"));
 }
