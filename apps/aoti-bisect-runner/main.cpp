@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.hpp"
+#include "process/process.hpp"
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
@@ -52,6 +53,7 @@ struct Options {
 };
 
 int g_events_fd = -1;
+bool g_served = false;  // forked by the fork server (process.hpp), not exec'd
 char g_signal_lines[32][96];
 
 // Async-signal-safe: write the prepared line, then die of the same signal.
@@ -140,6 +142,7 @@ void emit_start(const Options& opt, ab::EventWriter& events) {
                                      {"device_name", v.device_name},
                                      {"driver", v.driver},
                                      {"cuda_available", v.cuda_available},
+                                     {"forked_by_server", g_served},
                                      {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
 }
 
@@ -277,9 +280,7 @@ int run(const Options& opt, ab::EventWriter& events) {
   return static_cast<int>(RunnerExit::ran);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_once(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IONBF, 0);
   if (argc == 2 && std::string(argv[1]) == ab::k_runner_versions_flag) {
     // What this runner's LibTorch is, before any model: the driver picks the
@@ -329,4 +330,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "aoti-bisect-runner: internal error: %s\n", e.what());
     return static_cast<int>(ab::RunnerExit::internal);
   }
+}
+
+int served_run(int argc, char** argv) {
+  g_served = true;
+  return run_once(argc, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (ab::is_forkserver_request(argc, argv)) {
+    return ab::serve_forks(served_run);  // returns only in the server, at the driver's end of stream
+  }
+  return run_once(argc, argv);
 }

@@ -394,6 +394,11 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
                    s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs};
+  if (device_key == "cpu") {
+    // Not yet for devices: a server must fork before any device runtime
+    // starts, which is to be checked on a device (scripts/device-check).
+    use_forkserver(s.runner);
+  }
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
   JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};

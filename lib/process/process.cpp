@@ -401,7 +401,10 @@ int ProcessSet::start(const SpawnSpec& spec) {
   c->token = m_next_token++;
   c->spec = spec;
   c->started = Clock::now();
-  c->pid = spawn(spec, c->status.spawn_error);
+  c->pid = forkserver_spawn(spec);
+  if (c->pid < 0) {
+    c->pid = spawn(spec, c->status.spawn_error);
+  }
   m_children.push_back(c.get());
   return c.release()->token;
 }

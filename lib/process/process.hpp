@@ -77,6 +77,21 @@ class ProcessSet {
   int m_next_token = 0;
 };
 
+// The runner's fork server (forkserver.cpp): after use_forkserver(program),
+// a spawn of `program` is started by a server of that environment, which
+// paid the program's start-up once, and reparented to this process (a child
+// subreaper), so that it is waited for, timed out and killed like any child.
+// Each run is still its own process. AOTI_BISECT_FORKSERVER=0 turns it off;
+// any failure of a server makes its environment's runs exec'd again.
+void use_forkserver(const std::filesystem::path& program);
+// -1 where the spec is not served (another program, no server, a failure).
+int forkserver_spawn(const SpawnSpec& spec);
+// The program's side: `program --serve` (is_forkserver_request) runs
+// serve_forks, which returns 0 at the end of the driver's stream and never
+// returns in a run: each run calls run_once with its argv and exits with it.
+bool is_forkserver_request(int argc, char** argv);
+int serve_forks(int (*run_once)(int argc, char** argv));
+
 // Interrupt handling: install_interrupt_handlers() makes SIGINT, SIGTERM and
 // SIGHUP set a flag (and nothing else); process waits notice it, kill their
 // groups and return How::interrupted. The driver then writes its partial

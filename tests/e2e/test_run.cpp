@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "common/files.hpp"
@@ -179,6 +180,67 @@ TEST_CASE("relu runtime_error bug: classified as what it really is") {
   // exception: AOTI reports "Unknown exception" and the run fails.
   CHECK(r.report["failure"]["kind"] == "error");
   CHECK(r.report["failure"]["first_line"] == "Unknown exception");
+}
+
+namespace {
+
+// The start event of each run on record: (pid, forked_by_server).
+std::vector<std::pair<int, bool>> run_starts(const nlohmann::json& report, const std::string& out) {
+  std::vector<std::pair<int, bool>> starts;
+  for (const auto& run : report["runs"]) {
+    std::ifstream in(fs::path(out) / "runs" / run["id"].get<std::string>() / "events.jsonl");
+    std::string line;
+    std::getline(in, line);
+    auto start = nlohmann::json::parse(line);
+    starts.emplace_back(start["pid"].get<int>(), start.value("forked_by_server", false));
+  }
+  return starts;
+}
+
+// Processes that are a fork server of this build's runner.
+int runner_servers() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    std::string cmd = e2e::read_text(e.path() / "cmdline");
+    n += cmd == std::string(AOTI_BISECT_RUNNER_BIN) + std::string("\0--serve\0", 9);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("fork server: every CPU run its own process forked from one server; AOTI_BISECT_FORKSERVER=0 execs each") {
+  auto served = run_tool(with(run_args("nan_midway", false), {"--repeats", "2"}), "served");
+  auto execd = run_tool(with(run_args("nan_midway", false), {"--repeats", "2"}), "execd",
+                        {{"AOTI_BISECT_FORKSERVER", "0"}});
+  REQUIRE(served.report.is_object());
+  REQUIRE(execd.report.is_object());
+  CHECK(served.code() == 1);
+  CHECK(served.report["verdict"] == "isolated");
+  CHECK(served.report["verdict"] == execd.report["verdict"]);
+  CHECK(served.report["culprit"]["call_index"] == execd.report["culprit"]["call_index"]);
+  CHECK(served.report["culprit"]["kernel"] == execd.report["culprit"]["kernel"]);
+  auto a = run_starts(served.report, "served");
+  auto b = run_starts(execd.report, "execd");
+  REQUIRE(a.size() >= 5);  // baseline, two repeats, the trace, the search
+  CHECK(a.size() == b.size());
+  std::set<int> pids;
+  for (auto [pid, forked] : a) {
+    CHECK(forked);
+    pids.insert(pid);
+  }
+  CHECK(pids.size() == a.size());  // never one process for two runs
+  for (auto [pid, forked] : b) {
+    CHECK_FALSE(forked);
+  }
+  // The server ends with the driver.
+  int left = runner_servers();
+  for (int i = 0; i < 50 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = runner_servers();
+  }
+  CHECK(left == 0);
 }
 
 TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {

@@ -1,0 +1,393 @@
+// The runner's fork server. Starting aoti-bisect-runner costs about half a
+// second before main() does anything (LibTorch's static initialisers), as
+// much as one run of a ResNet-50 on the CPU. A server started once per
+// environment pays that once; every run is still a fresh process: the server
+// forks a child that forks the run and exits at once, so the run is
+// reparented to the driver (a child subreaper) and the driver waits for it,
+// times it out and kills its group exactly as it does a child it exec'd.
+// The server never loads a model, reads inputs or starts a thread: what a
+// run inherits is LibTorch after its static initialisers, nothing else.
+//
+// Wire format (a Unix stream socket, the server's stdin and stdout): a
+// request is NUL-terminated fields "arg=", "env=K=V", "cwd=", "out=", "err=",
+// "mem=", ended by an empty field; the reply is one line, "pid N" or
+// "error WHY". Any error makes the driver exec the run itself.
+#include "process/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view k_serve_flag = "--serve";
+
+bool write_all(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+struct Request {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "K=V"
+  std::string cwd, out, err;
+  unsigned long long memory_limit = 0;
+};
+
+// Reads one request; false at end of stream or on a malformed one.
+bool read_request(int fd, std::string& buffer, Request& req) {
+  for (;;) {
+    size_t end = buffer.find(std::string("\0\0", 2));
+    if (end != std::string::npos) {
+      std::string block = buffer.substr(0, end + 1);
+      buffer.erase(0, end + 2);
+      size_t at = 0;
+      while (at < block.size()) {
+        size_t nul = block.find('\0', at);
+        std::string field = block.substr(at, nul - at);
+        at = nul + 1;
+        auto value = [&](std::string_view key) { return field.substr(key.size()); };
+        if (field.rfind("arg=", 0) == 0) {
+          req.argv.push_back(value("arg="));
+        } else if (field.rfind("env=", 0) == 0) {
+          req.env.push_back(value("env="));
+        } else if (field.rfind("cwd=", 0) == 0) {
+          req.cwd = value("cwd=");
+        } else if (field.rfind("out=", 0) == 0) {
+          req.out = value("out=");
+        } else if (field.rfind("err=", 0) == 0) {
+          req.err = value("err=");
+        } else if (field.rfind("mem=", 0) == 0) {
+          req.memory_limit = std::strtoull(value("mem=").c_str(), nullptr, 10);
+        }
+      }
+      return !req.argv.empty();
+    }
+    char chunk[4096];
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+int threads_of_this_process() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = fs::directory_iterator("/proc/self/task", ec); !ec && it != fs::directory_iterator(); ++it) {
+    ++n;
+  }
+  return n;
+}
+
+int open_output(const std::string& path) {
+  return ::open(path.empty() ? "/dev/null" : path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+}
+
+// In the run, before run_once: what exec_child does for an exec'd run.
+[[noreturn]] void become_run(const Request& req, int in, int out, int err, pid_t driver,
+                             int (*run_once)(int, char**)) {
+  ::setpgid(0, 0);
+  // The parent exits at once: wait to be the driver's, then die with it.
+  for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
+    ::usleep(100);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != driver) {
+    ::_exit(127);
+  }
+  if (req.memory_limit != 0) {
+    struct rlimit lim {};
+    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(req.memory_limit);
+    ::setrlimit(RLIMIT_AS, &lim);
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD}) {
+    ::sigaction(sig, &dfl, nullptr);
+  }
+  ::dup2(in, 0);
+  ::dup2(out, 1);
+  ::dup2(err, 2);
+  ::close_range(3, ~0U, 0);
+  if (!req.cwd.empty() && ::chdir(req.cwd.c_str()) != 0) {
+    ::_exit(127);
+  }
+  ::clearenv();
+  for (const std::string& kv : req.env) {
+    ::putenv(::strdup(kv.c_str()));
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : req.argv) {
+    argv.push_back(::strdup(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  std::exit(run_once(static_cast<int>(req.argv.size()), argv.data()));
+}
+
+// Starts one run; its pid, or -1 with `why`.
+pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), std::string& why) {
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = open_output(req.out);
+  int err = open_output(req.err);
+  int report[2] = {-1, -1};
+  pid_t run = -1;
+  if (in < 0 || out < 0 || err < 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    why = std::string("open: ") + std::strerror(errno);
+  } else if (pid_t middle = ::fork(); middle < 0) {
+    why = std::string("fork: ") + std::strerror(errno);
+  } else if (middle == 0) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      become_run(req, in, out, err, driver, run_once);
+    }
+    if (child > 0) {
+      ::setpgid(child, child);  // also here, so the group exists before the driver hears of it
+    }
+    ssize_t ignored = ::write(report[1], &child, sizeof child);
+    (void)ignored;
+    ::_exit(0);
+  } else {
+    ::close(report[1]);
+    report[1] = -1;
+    int status = 0;
+    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (::read(report[0], &run, sizeof run) != static_cast<ssize_t>(sizeof run) || run <= 0) {
+      why = "fork: the run did not start";
+      run = -1;
+    }
+  }
+  for (int fd : {in, out, err, report[0], report[1]}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  return run;
+}
+
+// The driver's side: one server per environment.
+struct Server {
+  pid_t pid = -1;
+  int fd = -1;  // the socket
+  bool dead = false;
+};
+
+struct Registry {
+  std::mutex mutex;
+  fs::path program;
+  std::map<std::map<std::string, std::string>, Server> servers;
+  ~Registry() {
+    for (auto& [env, s] : servers) {
+      if (s.fd >= 0) {
+        ::close(s.fd);  // the server reads the end of its stream and exits
+      }
+    }
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+Server start_server(const fs::path& program, const std::map<std::string, std::string>& env) {
+  Server s;
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    s.dead = true;
+    return s;
+  }
+  std::vector<std::string> env_text;
+  for (const auto& [k, v] : env) {
+    env_text.push_back(k + "=" + v);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_text) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
+  std::string prog = program.string();
+  std::string flag(k_serve_flag);
+  char* argv[] = {prog.data(), flag.data(), nullptr};
+  int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(sv[1], 0);
+    ::dup2(sv[1], 1);
+    ::dup2(devnull, 2);
+    ::execve(argv[0], argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(sv[1]);
+  if (devnull >= 0) {
+    ::close(devnull);
+  }
+  if (pid < 0) {
+    ::close(sv[0]);
+    s.dead = true;
+    return s;
+  }
+  s.pid = pid;
+  s.fd = sv[0];
+  return s;
+}
+
+// One reply line, waiting at most `timeout`.
+bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  line.clear();
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return false;
+    }
+    struct pollfd p {fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (rc < 0 && errno == EINTR) {
+      continue;
+    }
+    if (rc <= 0) {
+      return false;
+    }
+    char c;
+    ssize_t n = ::read(fd, &c, 1);
+    if (n <= 0) {
+      return false;
+    }
+    if (c == '\n') {
+      return true;
+    }
+    line.push_back(c);
+  }
+}
+
+}  // namespace
+
+bool is_forkserver_request(int argc, char** argv) { return argc == 2 && argv[1] == k_serve_flag; }
+
+int serve_forks(int (*run_once)(int argc, char** argv)) {
+  pid_t driver = ::getppid();
+  ::signal(SIGPIPE, SIG_DFL);
+  std::string buffer;
+  for (;;) {
+    Request req;
+    if (!read_request(0, buffer, req)) {
+      return 0;
+    }
+    std::string why;
+    pid_t pid = -1;
+    if (int n = threads_of_this_process(); n != 1) {
+      why = "the server has " + std::to_string(n) + " threads; forking it is not safe";
+    } else {
+      pid = start_run(req, driver, run_once, why);
+    }
+    std::string reply = pid > 0 ? "pid " + std::to_string(pid) + "\n" : "error " + why + "\n";
+    if (!write_all(1, reply)) {
+      return 0;
+    }
+  }
+}
+
+void use_forkserver(const fs::path& program) {
+  const char* off = std::getenv("AOTI_BISECT_FORKSERVER");
+  if (off != nullptr && std::string(off) == "0") {
+    return;
+  }
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    return;  // the runs could not be the driver's children
+  }
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().program = program;
+}
+
+int forkserver_spawn(const SpawnSpec& spec) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.program.empty() || spec.argv.empty() || fs::path(spec.argv[0]) != r.program) {
+    return -1;
+  }
+  Server& s = r.servers[spec.env];
+  if (s.dead) {
+    return -1;
+  }
+  if (s.pid < 0) {
+    s = start_server(r.program, spec.env);
+    if (s.dead) {
+      return -1;
+    }
+  }
+  std::string req;
+  auto field = [&](const std::string& key, const std::string& value) {
+    req += key;
+    req += value;
+    req.push_back('\0');
+  };
+  for (const auto& a : spec.argv) {
+    field("arg=", a);
+  }
+  for (const auto& [k, v] : spec.env) {
+    field("env=", k + "=" + v);
+  }
+  std::error_code ec;
+  auto absolute = [&](const fs::path& p) { return p.empty() ? std::string() : fs::absolute(p, ec).string(); };
+  field("cwd=", absolute(spec.cwd));
+  field("out=", absolute(spec.stdout_path));
+  field("err=", absolute(spec.stderr_path));
+  field("mem=", std::to_string(spec.memory_limit_bytes));
+  req.push_back('\0');
+  std::string line;
+  // The first request waits for the server's own start (LibTorch's).
+  if (!write_all(s.fd, req) || !read_reply(s.fd, line, std::chrono::seconds(60)) || line.rfind("pid ", 0) != 0) {
+    ::close(s.fd);
+    ::kill(s.pid, SIGKILL);
+    ::waitpid(s.pid, nullptr, 0);
+    s = Server{};
+    s.dead = true;  // from now on this environment's runs are exec'd
+    return -1;
+  }
+  return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
+}
+
+}  // namespace aoti_bisect
