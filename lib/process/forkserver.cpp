@@ -13,6 +13,7 @@
 // "mem=", ended by an empty field; the reply is one line, "pid N" or
 // "error WHY". Any error makes the driver exec the run itself.
 #include "process/process.hpp"
+#include "process/child_setup.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -131,17 +132,8 @@ int open_output(const std::string& path) {
   if (::getppid() != driver) {
     ::_exit(127);
   }
-  if (req.memory_limit != 0) {
-    struct rlimit lim {};
-    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(req.memory_limit);
-    ::setrlimit(RLIMIT_AS, &lim);
-  }
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD}) {
-    ::sigaction(sig, &dfl, nullptr);
-  }
+  child_setup::limit_memory(req.memory_limit);
+  child_setup::reset_signals();
   ::dup2(in, 0);
   ::dup2(out, 1);
   ::dup2(err, 2);
@@ -251,9 +243,7 @@ Server start_server(const fs::path& program, const std::map<std::string, std::st
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    child_setup::reset_signals();
     ::dup2(sv[1], 0);
     ::dup2(sv[1], 1);
     ::dup2(devnull, 2);

@@ -1,4 +1,5 @@
 #include "process/process.hpp"
+#include "process/child_setup.hpp"
 
 #include "common/error.hpp"
 
@@ -130,24 +131,6 @@ std::string child_error_text(const ChildError& e, const SpawnSpec& spec) {
   ::_exit(127);
 }
 
-// Signals the parent ignores or handles stay ignored across exec unless reset.
-bool reset_signals() {
-  sigset_t none;
-  sigemptyset(&none);
-  if (::sigprocmask(SIG_SETMASK, &none, nullptr) != 0) {
-    return false;
-  }
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGPIPE, SIGCHLD}) {
-    if (::sigaction(sig, &dfl, nullptr) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // dup2 onto the same number is a no-op that would leave O_CLOEXEC set (a
 // caller started with 0-2 closed gets our descriptors there).
 bool move_fd(int from, int to) {
@@ -171,15 +154,11 @@ struct ChildFds {
   // cannot kill the group itself; a driver that died before this line is
   // noticed by the changed parent.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (fds.memory_limit != 0) {
-    struct rlimit lim {};
-    lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(fds.memory_limit);
-    ::setrlimit(RLIMIT_AS, &lim);  // best effort: a lower hard limit already set stays
-  }
+  child_setup::limit_memory(fds.memory_limit);
   if (::getppid() != parent) {
     ::_exit(127);
   }
-  if (!reset_signals()) {
+  if (!child_setup::reset_signals()) {
     report_and_exit(fds.report, step_signals);
   }
   if (!move_fd(fds.in, 0) || !move_fd(fds.out, 1) || !move_fd(fds.err, 2)) {
