@@ -16,7 +16,10 @@ struct StrategyInfo {
 // One source for names, validation and help text.
 const std::vector<StrategyInfo>& strategy_table() {
   static const std::vector<StrategyInfo> table = {
-      {Strategy::bisect, "bisect", "halve the range of call sites, about log2(N) steps (default)"},
+      {Strategy::automatic, "auto",
+       "probe every call site in the trace run and let the evidence run confirm the site it names: two runs; "
+       "bisect where the failure is flaky or a device fault (default)"},
+      {Strategy::bisect, "bisect", "halve the range of call sites, about log2(N) steps"},
       {Strategy::linear, "linear", "test call sites one by one from the first"},
       {Strategy::all, "all", "one run with every probe on; falls back to bisect"},
   };
@@ -176,7 +179,8 @@ class Search {
     stop(Status::not_found, fmt::format("none of the {} call sites reproduced alone", n));
   }
 
-  void all(int n) {
+  // `caller_confirms`: an exact site is returned unconfirmed (automatic).
+  void all(int n, bool caller_confirms = false) {
     std::optional<Answer> a = ask(1, n, "all");
     if (!a) {
       return;
@@ -185,6 +189,9 @@ class Search {
       stop(Status::not_found, "the failure did not reproduce with probes on every site");
     } else if (n == 1) {
       found(1);  // a one-site range names its site; confirming would repeat the call
+    } else if (a->exact && caller_confirms) {
+      found(*a->exact);
+      m_result.confirmed = false;
     } else if (a->exact) {
       confirm(*a->exact);
     } else {
@@ -289,8 +296,8 @@ SearchResult find_first_bad(int n, Strategy strategy, const Oracle& oracle) {
     search.stop(Status::error, fmt::format("there are no call sites to search (n = {})", n));
   } else if (strategy == Strategy::linear) {
     search.linear(n);
-  } else if (strategy == Strategy::all) {
-    search.all(n);
+  } else if (strategy == Strategy::all || strategy == Strategy::automatic) {
+    search.all(n, strategy == Strategy::automatic);
   } else if (n == 1) {
     search.confirm(1);
   } else {
@@ -310,6 +317,7 @@ int planned_oracle_calls(int n, Strategy strategy) {
     case Strategy::linear:
       return n;
     case Strategy::all:
+    case Strategy::automatic:
       return 1 + ceil_log2(n) + 2;
     case Strategy::bisect:
       break;

@@ -34,7 +34,7 @@ struct Probe {
 // search has established that it lies in [lo, N].
 using Oracle = std::function<Probe(int lo, int hi)>;
 
-enum class Strategy { bisect, linear, all };
+enum class Strategy { automatic, bisect, linear, all };
 std::string_view strategy_name(Strategy s);
 std::optional<Strategy> strategy_from_name(std::string_view name);
 std::string_view strategy_help(Strategy s);  // one line for --help
@@ -51,6 +51,8 @@ struct SearchResult {
   enum class Status { found, not_found, inconclusive, error };
   Status status = Status::not_found;
   std::optional<int> first;      // the first bad site (found)
+  bool confirmed = true;         // false: `first` is found but unconfirmed (automatic): the caller's next run must
+                                 // show it again before it is trusted
   std::vector<SearchStep> steps; // every oracle call, in order
   int runs = 0;                  // sum of probe.runs
   std::string message;           // why, for inconclusive / error / not_found
@@ -63,6 +65,10 @@ std::string_view search_status_name(SearchResult::Status s);
 //  - linear: [1,1], [2,2], ... until one reproduces.
 //  - all: one call on [1, n]; needs an exact answer, else it falls back to
 //    bisect.
+//  - automatic: as all, but an exact answer on [1, n] is returned found and
+//    unconfirmed (`confirmed` false): the caller confirms it with the run it
+//    makes next anyway (the evidence run), and may answer [1, n] from a run
+//    it made already (the trace). Without an exact answer, as all.
 // Then confirms: the site alone must reproduce ("confirm"), and its
 // neighbour before it, if any, must be clean ("neighbour"). A failed
 // confirmation is `inconclusive`. An inconclusive or error step stops the

@@ -381,7 +381,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   ScopedDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
   ModelDir model;
   try {
-    model.dir = in.pkg->extract(work.path() / "package");
+    model.dir = in.pkg->extract(work.path() / "package", in.model);
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
     check_model_library(model.dir, *in.model, in.wrapper);
     settle_package_hash();

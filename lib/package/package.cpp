@@ -292,9 +292,19 @@ WrapperInfo Package::wrapper_info(const ModelFiles& model) const {
   return parse_wrapper(read_entry(model.wrapper_cpp));
 }
 
-fs::path Package::extract(const fs::path& dest) const {
+fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {
   ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
   fs::create_directories(dest);
+  const std::string models_dir = m_prefix + "data/aotinductor/";
+  auto needed = [&](const std::string& e) {
+    if (only == nullptr) {
+      return true;
+    }
+    if (e.rfind(models_dir, 0) == 0) {
+      return e.rfind(models_dir + only->name + "/", 0) == 0;
+    }
+    return e.rfind(m_prefix + "models/", 0) != 0 && e.rfind(m_prefix + "data/sample_inputs/", 0) != 0;
+  };
   for (uint64_t i = 0, n = z.count(); i < n; ++i) {
     const std::string e = z.name(i);
     if (e.empty()) {
@@ -304,6 +314,12 @@ fs::path Package::extract(const fs::path& dest) const {
       throw Error(ErrorKind::cannot_test,
                   fmt::format("package '{}' has an unsafe entry name '{}'; refusing to extract", m_path.string(),
                               printable_name(e)));
+    }
+  }
+  for (uint64_t i = 0, n = z.count(); i < n; ++i) {
+    const std::string e = z.name(i);
+    if (e.empty() || !needed(e)) {
+      continue;
     }
     try {
       extract_entry(z, i, e, dest);

@@ -68,10 +68,13 @@ class Package {
   // The model's wrapper source parsed (empty WrapperInfo when there is none).
   WrapperInfo wrapper_info(const ModelFiles& model) const;
 
-  // Extracts every entry under `dest` (created), rejecting unsafe names
-  // ("..", absolute). Returns the directory to give the runner (the one that
-  // holds data/aotinductor/).
-  std::filesystem::path extract(const std::filesystem::path& dest) const;
+  // Extracts the entries under `dest` (created), rejecting unsafe names
+  // ("..", absolute) anywhere in the archive. Returns the directory to give
+  // the runner (the one that holds data/aotinductor/). With `only`, what a
+  // run of that model needs: its own data/aotinductor/<name>/ folder and the
+  // shared weights and constants, not other models' files, exported
+  // programs (models/) or sample inputs.
+  std::filesystem::path extract(const std::filesystem::path& dest, const ModelFiles* only = nullptr) const;
 
  private:
   std::filesystem::path m_path;

@@ -40,7 +40,7 @@ struct RunOptions {
   std::filesystem::path exported_program;      // empty: the one inside the package, if any
   nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
   std::filesystem::path cache_dir;             // empty: default build cache
-  Strategy strategy = Strategy::bisect;
+  Strategy strategy = Strategy::automatic;
   std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
   double build_timeout_s = 1800;
   bool rebuild_per_step = false;               // guide mode
@@ -79,7 +79,7 @@ struct Settings {
   ToleranceTable tolerances;         // per dtype
   // The kernel search.
   bool bisect = true;
-  Strategy strategy = Strategy::bisect;
+  Strategy strategy = Strategy::automatic;
   std::optional<int> bisect_repeats;
   bool rebuild_per_step = false;
   // Where the probes come from: "auto" (interposition, then the exported

@@ -382,6 +382,8 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
   Strategy strategy = env.settings.strategy;
   if (pred == Predicate::fault && env.device_key == "cpu") {
     strategy = Strategy::all;  // a CPU fault is synchronous: one printed run names the site
+  } else if (strategy == Strategy::automatic) {
+    strategy = Strategy::bisect;  // the manual guide, step by step: a rebuild per range
   }
   int repeats = env.settings.bisect_repeats.value_or(s.deterministic ? 1 : 3);
   int planned = planned_oracle_calls(n, strategy);

@@ -44,8 +44,13 @@ class ProbedSearch {
   void map_sites(const ChildResult& trace);
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
   Probe ask(int lo, int hi);
+  Probe answer(const ChildResult& res, int lo, int hi);
+  Strategy choose_strategy(int n_static);
+  void plan_search(Strategy strategy, int n_static, int runs_before);
+  ChildResult trace_run(int n_static, Strategy& strategy);
+  std::optional<std::string> confirm_in_evidence(int k, const ChildResult& evidence);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
-  BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false);
+  BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   void explain_root_cause(Culprit& c, const RunTrace& evidence);
   void note_inf_by_design();
@@ -64,6 +69,12 @@ class ProbedSearch {
   std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
   bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
   std::set<std::string> m_inf_by_design;     // cpp kernels that compute with an infinity literal (masks)
+  // automatic: the trace run probed every call site (values; a CPU fault
+  // needs none), so it answers the search's first question, [1, n], once
+  // per pass; the evidence run confirms the site it names.
+  bool m_trace_answers = false;
+  bool m_trace_answer_unused = false;
+  std::optional<ChildResult> m_trace_run;
 };
 
 ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& plan) {
@@ -164,7 +175,29 @@ void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
   }
 }
 
+// One run's answer for [lo, hi] (the mismatch comparisons noted).
+Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi) {
+  if (m_pred == Predicate::mismatch) {
+    auto sites = compare_sites(res.events, m_env.settings.tolerances, m_returned_value);
+    note_honest_error(m_bis, sites);
+    return mismatch_answer(res.cls, sites, lo, hi);
+  }
+  return answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
+                     m_constant_sources, m_inf_by_design);
+}
+
 Probe ProbedSearch::ask(int lo, int hi) {
+  if (m_trace_answer_unused && lo == 1 && hi >= m_trace.launched && m_trace_run) {
+    // The trace run probed every site: its answer costs no run.
+    m_trace_answer_unused = false;
+    Probe p = answer(*m_trace_run, lo, hi);
+    p.runs = 0;
+    p.agreeing = 0;
+    if (p.note.empty()) {
+      p.note = "answered by the trace run, which probed every call site";
+    }
+    return p;
+  }
   ProbePlan plan;
   if (m_pred != Predicate::fault) {
     plan.ranges.push_back({lo, hi, ProbeMode::stats});
@@ -172,21 +205,13 @@ Probe ProbedSearch::ask(int lo, int hi) {
   } else {
     plan.ranges.push_back({hi, hi, ProbeMode::sync});
   }
-  const ToleranceTable& tol = m_env.settings.tolerances;
   std::vector<Probe> answers;
   for (int r = 0; r < m_repeats; ++r) {
     ChildResult res = child(fmt::format("{}-{}", lo, hi), plan);
     if (!res.finished) {
       return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
     }
-    if (m_pred == Predicate::mismatch) {
-      auto sites = compare_sites(res.events, tol, m_returned_value);
-      answers.push_back(mismatch_answer(res.cls, sites, lo, hi));
-      note_honest_error(m_bis, sites);
-    } else {
-      answers.push_back(answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
-                                    m_constant_sources, m_inf_by_design));
-    }
+    answers.push_back(answer(res, lo, hi));
   }
   return aggregate_answers(answers);
 }
@@ -218,8 +243,12 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
 // For NaN/Inf every other site is probed too, so that the run shows where
 // the outputs' NaN/Inf come from; when that is another site than `k` (what
 // `k` made was healed), the evidence is taken again there (`moved`).
-BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved) {
+BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved, bool confirm) {
   ProbePlan plan;
+  if (confirm && m_pred == Predicate::mismatch && k > 1) {
+    plan.ranges.push_back({k - 1, k - 1, ProbeMode::stats});  // the neighbour, for the confirmation
+    add_consumers(plan, k - 1, k - 1);
+  }
   if (k > 1 && m_pred != Predicate::mismatch) {
     // The self-check: every site before the culprit probed in the same run.
     // Statistics for faults too: the bad index's producer is followed back through them.
@@ -248,6 +277,12 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved)
       st.wrapper_site = h->wrapper_site;
     }
   }
+  if (confirm && m_pred == Predicate::mismatch) {
+    if (auto why = confirm_in_evidence(k, evidence)) {
+      m_env.recorder.bisection(m_bis);
+      return {Verdict::inconclusive, "the search was inconclusive: " + *why, ""};
+    }
+  }
   const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
   WrapperInfo sites = m_model.wrapper;
   sites.inputs = names.inputs;
@@ -261,13 +296,16 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved)
           "call site {} made NaN/Inf first, but the outputs' come from call site {}: taking the evidence there", k,
           *reach->culprit));
       m_env.recorder.bisection(m_bis);
-      return culprit(*reach->culprit, trace, true);
+      return culprit(*reach->culprit, trace, true, confirm);
     }
   }
   if (auto failed = self_check(m_bis, {m_pred, k, &ev, reach ? &*reach : nullptr, m_trace.launched, &m_returned_by,
                                         m_constant_sources, &m_inf_by_design, m_env.device_key == "cpu"})) {
     m_env.recorder.bisection(m_bis);
     return {Verdict::not_isolated, *failed, ""};
+  }
+  if (confirm && m_pred != Predicate::mismatch) {  // the self-check was the confirmation
+    m_bis.steps.push_back({1, k, "confirm", "reproduces", 1, 1, "the evidence run's self-check: " + m_bis.self_check});
   }
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
                              evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
@@ -297,32 +335,81 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved)
   return {Verdict::isolated, fmt::format("isolated to {} ({})", site_label(k, c.kernel), c.kind), ""};
 }
 
-BisectOutcome ProbedSearch::run() {
-  const Settings& opt = m_env.settings;
-  Strategy strategy = opt.strategy;
-  if (m_pred == Predicate::fault && m_env.device_key == "cpu") {
-    strategy = Strategy::all;  // a CPU fault is synchronous: a trace run names the site
+// auto: where one run answers (a deterministic failure), the trace run
+// probes every call site and the evidence run confirms the site it names:
+// two runs. A flaky failure (each step repeated) and a fault on a device
+// (found by a sync probe per step) are bisected. Whatever was asked, a CPU
+// fault is synchronous: a trace run names the site.
+Strategy ProbedSearch::choose_strategy(int n_static) {
+  Strategy asked = m_env.settings.strategy;
+  bool cpu_fault = m_pred == Predicate::fault && m_env.device_key == "cpu";
+  if (asked == Strategy::automatic) {
+    if (m_repeats == 1 && n_static >= 1 && (m_pred != Predicate::fault || cpu_fault)) {
+      return Strategy::automatic;
+    }
+    return cpu_fault ? Strategy::all : Strategy::bisect;
   }
-  m_repeats = opt.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
-  int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
-  int planned = 2 + planned_oracle_calls(std::max(1, n_static), strategy) * m_repeats;
+  return cpu_fault ? Strategy::all : asked;
+}
+
+void ProbedSearch::plan_search(Strategy strategy, int n_static, int runs_before) {
+  // automatic: the trace run answers [1, n] where it can.
+  int planned = runs_before + 2 + planned_oracle_calls(std::max(1, n_static), strategy) * m_repeats -
+                (strategy == Strategy::automatic ? 1 : 0);
   m_env.recorder.plan_runs(planned);
   m_bis.strategy = std::string(strategy_name(strategy));
+  m_bis.planned_runs = planned;
+}
+
+// The trace run. Under automatic it also probes every call site's values
+// (a fault needs none: the site that never returned is named) and so
+// answers the search's first question. Where those probes change how the
+// run ends, it is traced again without them and bisected.
+ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
+  ProbePlan plan;
+  bool values = strategy == Strategy::automatic && m_pred != Predicate::fault;
+  if (values) {
+    plan.ranges.push_back({1, n_static, ProbeMode::stats});
+  }
+  ChildResult trace = child("trace", plan);
+  m_trace_answers = strategy == Strategy::automatic;
+  if (values && trace.finished && trace.cls.kind != m_s.kind && !interrupt_requested()) {
+    m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
+                           trace.cls.first_line});
+    m_env.recorder.progress().note(fmt::format(
+        "with every call site probed the run ended {}, not {}: tracing again without probes, then bisecting",
+        outcome_name(trace.cls.kind), outcome_name(m_s.kind)));
+    strategy = Strategy::bisect;
+    m_trace_answers = false;
+    plan_search(strategy, n_static, 1);
+    trace = child("trace", ProbePlan{});
+  }
+  return trace;
+}
+
+BisectOutcome ProbedSearch::run() {
+  m_repeats = m_env.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
+  int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
+  Strategy strategy = choose_strategy(n_static);
+  plan_search(strategy, n_static, 0);
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;
-  m_bis.planned_runs = planned;
   m_env.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
-                                                   n_static, m_bis.strategy, planned, m_s.baseline_seconds));
-  ChildResult trace = child("trace", ProbePlan{});
+                                                   n_static, m_bis.strategy, m_bis.planned_runs,
+                                                   m_s.baseline_seconds));
+  ChildResult trace = trace_run(n_static, strategy);
   if (!trace.finished) {
     m_env.recorder.bisection(m_bis);
     return {Verdict::interrupted, "", ""};
   }
   m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
                          trace.cls.first_line});
-  m_bis.runs = 1;
+  m_bis.runs = m_run_no;
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
+  if (m_trace_answers && (m_pred == Predicate::fault || m_trace.launched <= n_static)) {
+    m_trace_run = trace;
+  }
   settle_branches(m_trace, m_model.wrapper);
   for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
     if (k > 0 && site.began) {
@@ -355,6 +442,7 @@ BisectOutcome ProbedSearch::run() {
   if (m_pred == Predicate::mismatch) {
     map_sites(trace);
   }
+  m_trace_answer_unused = m_trace_run.has_value();
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   bool answered = std::none_of(sr.steps.begin(), sr.steps.end(),
                                [](const SearchStep& st) { return st.probe.verdict == StepVerdict::error; });
@@ -366,6 +454,7 @@ BisectOutcome ProbedSearch::run() {
     m_constant_sources = true;
     m_env.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
                                    "reads a constant holding them");
+    m_trace_answer_unused = m_trace_run.has_value();
     sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   }
   m_bis.message = sr.message;
@@ -391,7 +480,28 @@ BisectOutcome ProbedSearch::run() {
   if (!blind.empty() && blind.front().after < *sr.first) {
     return blind_spot(*sr.first, blind.front());
   }
-  return culprit(*sr.first, trace);
+  return culprit(*sr.first, trace, false, !sr.confirmed);
+}
+
+// automatic, wrong values: the site the trace run named must be named
+// again by the evidence run, which probes it and its neighbour before it
+// (for faults and NaN/Inf the evidence run's self-check confirms).
+std::optional<std::string> ProbedSearch::confirm_in_evidence(int k, const ChildResult& evidence) {
+  int lo = m_pred == Predicate::mismatch ? std::max(1, k - 1) : 1;
+  Probe p = answer(evidence, lo, k);
+  bool again = p.verdict == StepVerdict::reproduces && p.exact == k;
+  std::string note = again ? "the evidence run names it again" : p.note;
+  m_bis.steps.push_back({lo, k, "confirm", std::string(step_verdict_name(again ? p.verdict : StepVerdict::inconclusive)),
+                         1, again ? 1 : 0, redact_paths(note)});
+  if (again) {
+    return std::nullopt;
+  }
+  std::string shown = p.exact ? fmt::format("call site {}", *p.exact)
+                              : (p.note.empty() ? std::string("no bad site in 1-") + std::to_string(k) : p.note);
+  m_bis.status = "inconclusive";
+  m_bis.message = fmt::format("the run probing every call site named call site {}, the evidence run showed {}", k,
+                              shown);
+  return m_bis.message;
 }
 
 // The kernels whose own code computes with an infinity literal (an

@@ -65,16 +65,21 @@ TEST_CASE("NaN midway: the log kernel, one build, then none from the cache; exit
   CHECK(r.report["builds"]["count"] == 1);
   CHECK(r.report["builds"]["cache_hits"] == 0);
   CHECK(r.report["builds"]["call_sites_match"] == true);
-  // The culprit and its neighbour confirmed in one run, then the evidence run.
+  // auto (the default): the trace run probed every site and named the
+  // culprit; the evidence run, probing every site up to it, confirmed it.
   int k = r.report["culprit"]["call_index"].get<int>();
   const auto& steps = r.report["bisection"]["steps"];
-  REQUIRE(steps.size() >= 2);
-  CHECK(steps.back()["purpose"] == "confirm");
-  CHECK(steps.back()["lo"] == k - 1);
-  CHECK(steps.back()["hi"] == k);
-  for (const auto& st : steps) {
-    CHECK(st["purpose"] != "neighbour");
-  }
+  CHECK(r.report["bisection"]["strategy"] == "auto");
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0]["purpose"] == "trace");
+  CHECK(steps[1]["purpose"] == "all");
+  CHECK(steps[1]["runs"] == 0);  // answered by the trace run
+  CHECK(steps[1]["verdict"] == "reproduces");
+  CHECK(steps[2]["purpose"] == "confirm");
+  CHECK(steps[2]["lo"] == 1);
+  CHECK(steps[2]["hi"] == k);
+  CHECK(steps[2]["runs"] == 1);
+  CHECK(r.report["bisection"]["runs"] == 2);
   // Output checksums are 16 hex digits (XXH3-64 of the bytes).
   std::string sum = r.report["runs"][0]["outputs"][0]["checksum"];
   CHECK(sum.size() == 16);
@@ -94,7 +99,24 @@ TEST_CASE("NaN midway: the log kernel, one build, then none from the cache; exit
   CHECK(again.report["builds"]["cache_hits"] == 1);
 }
 
-TEST_CASE("strategies linear and all name the same call site as bisect") {
+TEST_CASE("--strategy bisect: halvings, then the culprit and its neighbour confirmed in one run") {
+  auto meta = meta_of("nan_midway");
+  auto r = run_tool(bisect_args("nan_midway", {"--strategy", "bisect"}), "out", warm_inductor());
+  CHECK(r.code() == 1);
+  check_culprit(r.report, meta);
+  int k = r.report["culprit"]["call_index"].get<int>();
+  const auto& steps = r.report["bisection"]["steps"];
+  REQUIRE(steps.size() >= 3);
+  CHECK(steps[1]["purpose"] == "bisect");
+  CHECK(steps.back()["purpose"] == "confirm");
+  CHECK(steps.back()["lo"] == k - 1);
+  CHECK(steps.back()["hi"] == k);
+  for (const auto& st : steps) {
+    CHECK(st["purpose"] != "neighbour");
+  }
+}
+
+TEST_CASE("strategies linear and all name the same call site as auto") {
   auto meta = meta_of("nan_midway");
   for (std::string strategy : {"linear", "all"}) {
     CAPTURE(strategy);

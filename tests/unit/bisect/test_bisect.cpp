@@ -111,7 +111,8 @@ TEST_CASE("find_first_bad, one culprit: every n in 1..64, every site, every stra
         if (s == Strategy::linear) {
           CHECK(calls == c);
         }
-        if (s == Strategy::all) {
+        CHECK(r.confirmed);  // an oracle without exact answers: the search confirms
+        if (s == Strategy::all || s == Strategy::automatic) {
           CHECK(r.steps.front().lo == 1);
           CHECK(r.steps.front().hi == n);
           CHECK(r.steps.front().purpose == "all");
@@ -220,6 +221,26 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
                                       {36, 36, "neighbour", C}});
     CHECK(r.first == 37);
   }
+  SUBCASE("automatic: one call, the site found unconfirmed for the caller's next run to confirm") {
+    SearchResult r = find_first_bad(64, Strategy::automatic, culprit_at(37, &calls, true));
+    CHECK(rows(r) == std::vector<Row>{{1, 64, "all", R}});
+    CHECK(r.status == Status::found);
+    CHECK(r.first == 37);
+    CHECK_FALSE(r.confirmed);
+    CHECK(r.runs == 1);
+  }
+  SUBCASE("automatic, clean on [1, n]: not found, nothing to confirm") {
+    Oracle o = scripted(culprit_at(37, &calls, true), {answer(C)});
+    SearchResult r = find_first_bad(64, Strategy::automatic, o);
+    CHECK(r.status == Status::not_found);
+    CHECK_FALSE(r.first.has_value());
+  }
+  SUBCASE("automatic without an exact answer: bisect and confirm as all does") {
+    SearchResult r = find_first_bad(8, Strategy::automatic, culprit_at(6, &calls));
+    CHECK(rows(r).back() == Row{5, 5, "neighbour", C});
+    CHECK(r.first == 6);
+    CHECK(r.confirmed);
+  }
   SUBCASE("every n and site") {
     for (int n = 1; n <= 64; ++n) {
       for (int c = 1; c <= n; ++c) {
@@ -233,6 +254,11 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
         r = find_first_bad(n, Strategy::bisect, culprit_at(c, &calls, true));
         CHECK(r.first == c);
         CHECK(count_purpose(r, "bisect") <= ceil_log2(n));
+        calls = 0;
+        r = find_first_bad(n, Strategy::automatic, culprit_at(c, &calls, true));
+        CHECK(r.first == c);
+        CHECK(calls == 1);
+        CHECK(r.confirmed == (n == 1));
       }
     }
   }
@@ -368,7 +394,9 @@ TEST_CASE("find_first_bad, an exact site the oracle cannot mean") {
 }
 
 TEST_CASE("strategy names") {
-  REQUIRE(all_strategies().size() == 3);
+  REQUIRE(all_strategies().size() == 4);
+  CHECK(all_strategies().front() == Strategy::automatic);  // the default, first in --help
+  CHECK(strategy_name(Strategy::automatic) == "auto");
   CHECK(strategy_name(Strategy::bisect) == "bisect");
   CHECK(strategy_name(Strategy::linear) == "linear");
   CHECK(strategy_name(Strategy::all) == "all");
@@ -406,4 +434,5 @@ TEST_CASE("planned_oracle_calls") {
   CHECK(planned_oracle_calls(1000, Strategy::linear) == 1000);
   CHECK(planned_oracle_calls(8, Strategy::all) == 6);
   CHECK(planned_oracle_calls(1000, Strategy::all) == 13);
+  CHECK(planned_oracle_calls(1000, Strategy::automatic) == 13);
 }

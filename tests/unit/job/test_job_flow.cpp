@@ -115,10 +115,27 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
-  // baseline + 3 repeats, then trace, at most ceil(log2 9) = 4 halvings, confirm, neighbour, evidence.
-  CHECK(h.log.size() >= 4 + 1 + 1 + 1);
-  CHECK(h.log.size() <= 4 + 1 + 4 + 2 + 1);
-  CHECK(h.log.back().id.find("evidence") != std::string::npos);
+  // baseline + 3 repeats, then (auto) the trace run probing every site,
+  // which names site 5, and the evidence run, whose self-check confirms it.
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "bisect.1.trace",
+                                            "bisect.2.evidence"});
+  REQUIRE(h.log[4].probe_plan.has_value());
+  CHECK(h.log[4].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[4].probe_plan->mode_for(9) == ProbeMode::stats);
+  CHECK(r.report.bisection->strategy == "auto");
+  CHECK(r.report.bisection->runs == 2);
+  CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
+  const auto& steps = r.report.bisection->steps;
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].purpose == "trace");
+  CHECK(steps[1].purpose == "all");
+  CHECK(steps[1].runs == 0);
+  CHECK(steps[1].verdict == "reproduces");
+  CHECK(steps[2].purpose == "confirm");
+  CHECK(steps[2].lo == 1);
+  CHECK(steps[2].hi == 5);
+  CHECK(steps[2].runs == 1);
+  CHECK(steps[2].note.rfind("the evidence run's self-check: passed", 0) == 0);
   CHECK(h.report_on_disk()["verdict"] == "isolated");
   CHECK(h.report_on_disk()["culprit"]["call_index"] == 5);
 }
@@ -149,7 +166,69 @@ TEST_CASE("job flow: a segfault at call site 3 on the CPU is named by the trace 
   REQUIRE(r.report.culprit.has_value());
   CHECK(r.report.culprit->call_index == 3);
   CHECK(r.report.culprit->phase == "launch");
+  CHECK(r.report.bisection->strategy == "auto");
+  CHECK(r.report.bisection->runs == 2);  // the trace run, the evidence run
+}
+
+TEST_CASE("job flow: --strategy bisect on a CPU fault is still one trace-named search (all)") {
+  Harness h;
+  h.opt.strategy = Strategy::bisect;
+  FakeModel model;
+  model.bad = 3;
+  model.fault = true;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::isolated);
+  CHECK(r.report.culprit->call_index == 3);
   CHECK(r.report.bisection->strategy == "all");
+}
+
+TEST_CASE("job flow: auto, where probing every site changes how the run ends: traced again without, bisected") {
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    bool every_site = req.probe_plan && !req.probe_plan->ranges.empty() && req.probe_plan->mode_for(9) >= ProbeMode::stats &&
+                      req.probe_plan->mode_for(1) >= ProbeMode::stats;
+    if (req.id.find("trace") != std::string::npos && every_site) {
+      FakeModel healthy = model;
+      healthy.bad = 0;
+      return healthy.answer(req);
+    }
+    return model.answer(req);
+  });
+  CHECK(r.exit == ExitCode::isolated);
+  CHECK(r.report.culprit->call_index == 5);
+  CHECK(r.report.bisection->strategy == "bisect");
+  auto ids = h.ids();
+  REQUIRE(ids.size() >= 7);
+  CHECK(ids[4] == "bisect.1.trace");
+  CHECK(ids[5] == "bisect.2.trace");
+  CHECK_FALSE(h.log[5].probe_plan->ranges.size() > 0);
+  const auto& steps = r.report.bisection->steps;
+  CHECK(steps[0].purpose == "trace");
+  CHECK(steps[0].verdict == "clean");
+  CHECK(steps[1].purpose == "trace");
+  CHECK(steps[1].verdict == "reproduces");
+  CHECK(steps[2].purpose == "bisect");
+  CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
+}
+
+TEST_CASE("job flow: auto, where the evidence run does not show the trace run's site again: not isolated") {
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    FakeModel m = model;
+    if (req.id.find("evidence") != std::string::npos) {
+      m.bad = 0;  // the NaN did not come back
+    }
+    return m.answer(req);
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK_FALSE(r.report.culprit.has_value());
+  CHECK(r.report.bisection->status == "self_check_failed");
+  CHECK(r.report.verdict_reason.find("the search named call site 5, but the self-check run") != std::string::npos);
+  for (const auto& st : r.report.bisection->steps) {
+    CHECK(st.purpose != "confirm");
+  }
 }
 
 TEST_CASE("job flow: a CPU crash the self-check run sees only after its last site returned is not isolated, "
@@ -248,7 +327,8 @@ TEST_CASE("job flow: a failure that vanishes with probes on is suppressed_by_ins
   CHECK(r.report.verdict == Verdict::suppressed_by_instrumentation);
   CHECK(r.exit == ExitCode::not_isolated);
   CHECK(r.report.bisection->message == "the failure did not reproduce in the instrumented build");
-  CHECK(h.ids().back() == "bisect.1.trace");
+  // auto: the trace run probing every site, then one without probes.
+  CHECK(h.ids().back() == "bisect.2.trace");
 }
 
 TEST_CASE("job flow: probe calls that never reach the runner fall back to guide mode, which says what it needs") {

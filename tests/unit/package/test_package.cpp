@@ -103,6 +103,32 @@ TEST_CASE("Package::extract writes the tree and returns the folder holding data/
   CHECK(fs::file_size(root / "data/aotinductor/model/abc.wrapper.so") == 5000);
 }
 
+TEST_CASE("Package::extract for one model: its files and the shared weights, not the rest") {
+  make_zip("two.pt2", {{"two/data/aotinductor/enc/a.wrapper.cpp", "x"},
+                       {"two/data/aotinductor/enc/a.wrapper.so", "y"},
+                       {"two/data/aotinductor/enc/a_metadata.json", "{\"AOTI_DEVICE_KEY\": \"cpu\"}"},
+                       {"two/data/aotinductor/dec/b.wrapper.cpp", "x"},
+                       {"two/data/aotinductor/dec/b.wrapper.so", "z"},
+                       {"two/data/aotinductor/dec/b_metadata.json", "{\"AOTI_DEVICE_KEY\": \"cpu\"}"},
+                       {"two/data/weights/weight_0", "w"},
+                       {"two/data/constants/tensor_0", "c"},
+                       {"two/data/sample_inputs/enc.pt", "s"},
+                       {"two/models/enc.json", "{}"}});
+  Package p = Package::open("two.pt2");
+  fs::path root = p.extract("x", &p.select_model("enc"));
+  CHECK(root == fs::path("x/two"));
+  CHECK(fs::exists(root / "data/aotinductor/enc/a.wrapper.so"));
+  CHECK(fs::exists(root / "data/aotinductor/enc/a_metadata.json"));
+  CHECK(fs::exists(root / "data/weights/weight_0"));
+  CHECK(fs::exists(root / "data/constants/tensor_0"));
+  CHECK_FALSE(fs::exists(root / "data/aotinductor/dec"));
+  CHECK_FALSE(fs::exists(root / "data/sample_inputs"));
+  CHECK_FALSE(fs::exists(root / "models"));
+  fs::path all = p.extract("y");
+  CHECK(fs::exists(all / "data/aotinductor/dec/b.wrapper.so"));
+  CHECK(fs::exists(all / "models/enc.json"));
+}
+
 TEST_CASE("Package::extract refuses entries that escape the folder") {
   make_zip("evil.pt2", {{"data/aotinductor/model/a.wrapper.so", "y"}, {"../evil.txt", "z"}});
   Package p = Package::open("evil.pt2");
