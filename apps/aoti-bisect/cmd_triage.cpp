@@ -1,6 +1,7 @@
 // `aoti-bisect triage MANIFEST` and `aoti-bisect verify`: many runs, one
 // summary (lib/triage).
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -11,6 +12,8 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "triage/merge.hpp"
+#include "triage/shard.hpp"
 #include "triage/triage.hpp"
 
 namespace aoti_bisect::cli {
@@ -64,12 +67,53 @@ TriageOptions options_of(const Common& c, const std::string& command) {
   return o;
 }
 
+// A manifest case's `options` must parse as options of `aoti-bisect run`
+// (the run command's own table, with a stand-in package and inputs).
+std::optional<std::string> check_run_options(const std::vector<std::string>& options) {
+  CLI::App app;
+  add_run_command(app, {});
+  std::vector<std::string> args = {"run", "PACKAGE", "--inputs", "INPUTS"};
+  args.insert(args.end(), options.begin(), options.end());
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector last argument first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    return fmt::format("not options of `aoti-bisect run`: {}", msg);
+  }
+  return std::nullopt;
+}
+
+// Prints each failure group and the case counts of a (merged) summary.
+void print_groups_and_counts(const Summary& s) {
+  for (const auto& g : s.groups) {
+    std::printf("%-9s %s: %zu case%s (%s), %s\n", g.status.empty() ? "failure" : g.status.c_str(),
+                g.signature.c_str(), g.cases.size(), g.cases.size() == 1 ? "" : "s", join(g.cases, ", ").c_str(),
+                culprit_text(g.culprit_call_index, g.culprit_kernel).c_str());
+  }
+  std::map<std::string, int> states;
+  for (const auto& c : s.cases) {
+    states[std::string(case_state_name(case_state(c)))]++;
+  }
+  std::string counts;
+  for (const auto& [name, count] : states) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, name);
+  }
+  std::printf("%zu case%s: %s%s\n", s.cases.size(), s.cases.size() == 1 ? "" : "s",
+              counts.empty() ? "none in this shard" : counts.c_str(),
+              s.interrupted ? " (interrupted: the summary is partial)" : "");
+}
+
 }  // namespace
 
 Action add_triage_command(CLI::App& app) {
   struct Opts {
     Common common;
     std::string manifest;
+    std::string shard;
+    bool shard_from_env = false;
+    std::optional<int> shard_count;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
@@ -80,28 +124,78 @@ Action add_triage_command(CLI::App& app) {
   add_common(cmd, o->common);
   cmd->add_option("--baseline", o->common.baseline,
                   "an earlier night's summary.json: marks each failure group new, known or fixed");
+  cmd->add_option("--shard", o->shard,
+                  "run only shard K of N (0-based, e.g. 2/16): the cases whose name hash mod N is K (README: Shards); "
+                  "merge the shards' folders with triage-merge");
+  cmd->add_flag("--shard-from-env", o->shard_from_env,
+                "take K and N from the scheduler: SLURM_ARRAY_TASK_ID/_COUNT (Slurm), JOB_COMPLETION_INDEX with "
+                "--shard-count (Kubernetes Indexed Job), else AOTI_BISECT_SHARD_INDEX/_COUNT (e.g. a CI matrix)");
+  cmd->add_option("--shard-count", o->shard_count, "N for --shard-from-env where the scheduler does not say it")
+      ->check(CLI::Range(1, 1000000));
   return [o]() {
-    Manifest m = load_manifest(o->manifest);
+    if (!o->shard.empty() && o->shard_from_env) {
+      throw Error(ErrorKind::usage, "give --shard K/N or --shard-from-env, not both");
+    }
+    if (o->shard_count && !o->shard_from_env) {
+      throw Error(ErrorKind::usage, "--shard-count goes with --shard-from-env");
+    }
+    std::optional<Shard> shard;
+    if (!o->shard.empty()) {
+      shard = parse_shard(o->shard);
+    } else if (o->shard_from_env) {
+      shard = shard_from_env(process_env(), o->shard_count);
+    }
+    Manifest m = load_manifest(o->manifest, check_run_options);
     TriageOptions opt = options_of(o->common, "triage");
-    opt.cases = m.cases;
     opt.manifest = display_path(o->manifest);
+    opt.manifest_sha256 = sha256_file(o->manifest);
+    opt.manifest_cases = static_cast<int>(m.cases.size());
+    opt.cases = shard ? cases_of_shard(m.cases, *shard) : m.cases;
+    if (shard) {
+      opt.shard = shard->text();
+      print_progress(fmt::format("shard {}: {} of the manifest's {} cases", opt.shard, opt.cases.size(),
+                                 m.cases.size()));
+    }
     Summary s = run_triage(opt, print_progress);
-    for (const auto& g : s.groups) {
-      std::printf("%-9s %s: %zu case%s (%s), %s\n", g.status.empty() ? "failure" : g.status.c_str(),
-                  g.signature.c_str(), g.cases.size(), g.cases.size() == 1 ? "" : "s",
-                  join(g.cases, ", ").c_str(), culprit_text(g.culprit_call_index, g.culprit_kernel).c_str());
-    }
-    std::map<std::string, int> states;
-    for (const auto& c : s.cases) {
-      states[std::string(case_state_name(case_state(c)))]++;
-    }
-    std::string counts;
-    for (const auto& [name, count] : states) {
-      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, name);
-    }
-    std::printf("%zu case%s: %s%s\n", s.cases.size(), s.cases.size() == 1 ? "" : "s", counts.c_str(),
-                s.interrupted ? " (interrupted: the summary is partial)" : "");
+    print_groups_and_counts(s);
     print_outputs(opt.out_dir);
+    return s.exit_code;
+  };
+}
+
+Action add_triage_merge_command(CLI::App& app) {
+  struct Opts {
+    std::vector<std::string> dirs;
+    std::string out = "aoti-bisect-triage";
+    std::string baseline;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand(
+      "triage-merge", "Merge the summaries of the shards of one manifest (each `triage --shard K/N` folder) into "
+                      "one summary.json, summary.md and junit.xml; the exit code follows triage's");
+  cmd->add_option("dirs", o->dirs, "each shard's --out folder")->required();
+  cmd->add_option("--out", o->out, "folder for the merged summary.json, summary.md and junit.xml")
+      ->capture_default_str();
+  cmd->add_option("--baseline", o->baseline,
+                  "an earlier night's summary.json: marks each failure group new, known or fixed");
+  return [o]() {
+    std::vector<ShardInput> shards;
+    for (const auto& d : o->dirs) {
+      shards.push_back(read_shard(d));
+    }
+    std::optional<std::vector<EarlierFailure>> baseline;
+    if (!o->baseline.empty()) {
+      baseline = load_baseline(o->baseline);
+    }
+    std::error_code ec;
+    fs::create_directories(o->out, ec);
+    if (ec) {
+      throw Error(ErrorKind::usage, fmt::format("--out '{}' cannot be created: {}", o->out, ec.message()));
+    }
+    Summary s = merge_shards(shards, o->out, baseline, display_path(o->baseline));
+    write_summaries(s, o->out);
+    print_groups_and_counts(s);
+    print_outputs(o->out);
     return s.exit_code;
   };
 }
@@ -144,9 +238,10 @@ Action add_verify_command(CLI::App& app) {
       if (!o->inputs.empty() || !o->references.empty()) {
         throw Error(ErrorKind::usage, "--inputs and --reference go with a PACKAGE, not with --manifest");
       }
-      Manifest m = load_manifest(o->manifest);
+      Manifest m = load_manifest(o->manifest, check_run_options);
       opt.cases = m.cases;
       opt.manifest = display_path(o->manifest);
+      opt.manifest_sha256 = sha256_file(o->manifest);
     } else {
       if (o->inputs.empty()) {
         throw Error(ErrorKind::usage, "verify PACKAGE needs --inputs (the failing inputs and their neighbours)");
@@ -167,6 +262,7 @@ Action add_verify_command(CLI::App& app) {
         for (int k = 2; !names.insert(c.name).second; ++k) {
           c.name = fmt::format("{}-{}", valid_case_name(stem) ? stem : "inputs", k);
         }
+        c.index = static_cast<int>(i);
         c.package = o->package;
         c.inputs = o->inputs[i];
         c.reference = o->references.empty() ? fs::path() : fs::path(o->references[i]);

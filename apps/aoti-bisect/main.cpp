@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       {"build", ab::cli::add_build_command(app)},
       {"inspect", ab::cli::add_inspect_command(app)},
       {"triage", ab::cli::add_triage_command(app)},
+      {"triage-merge", ab::cli::add_triage_merge_command(app)},
       {"verify", ab::cli::add_verify_command(app)},
   };
   // An unknown word where the subcommand goes: name it and the known ones.

@@ -33,20 +33,6 @@ bool is_env_name(std::string_view s) {
   });
 }
 
-// A finite number, > 0 or >= 0; `what` completes "must be a ...".
-double number(const Field& f, bool allow_zero, std::string_view what) {
-  double value = 0;
-  if (f.node.IsScalar()) {
-    const std::string& s = f.node.Scalar();
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(value) &&
-        (value > 0 || (allow_zero && value == 0))) {
-      return value;
-    }
-  }
-  fail(f, fmt::format("'{}' must be a {}, got {}", f.key, what, describe(f.node)));
-}
-
 // A YAML scalar as the JSON value Inductor's config expects: true/false,
 // null, integers and floats as such, anything else (and quoted text) a string.
 nlohmann::json scalar_json(const YAML::Node& node) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <string>
 #include <string_view>
@@ -66,6 +67,20 @@ inline int positive_int(const Field& f) {
     }
   }
   fail(f, fmt::format("'{}' must be a positive integer, got {}", f.key, describe(f.node)));
+}
+
+// A finite number, > 0 or >= 0; `what` completes "must be a ...".
+inline double number(const Field& f, bool allow_zero, std::string_view what) {
+  double value = 0;
+  if (f.node.IsScalar()) {
+    const std::string& s = f.node.Scalar();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(value) &&
+        (value > 0 || (allow_zero && value == 0))) {
+      return value;
+    }
+  }
+  fail(f, fmt::format("'{}' must be a {}, got {}", f.key, what, describe(f.node)));
 }
 
 inline bool boolean(const Field& f) {

@@ -15,7 +15,38 @@ namespace {
 struct CaseFields {
   ManifestCase c;
   const fs::path* base = nullptr;
+  const RunOptionCheck* check = nullptr;
 };
+
+std::vector<std::string> options_of(const Field& f, const RunOptionCheck& check) {
+  if (!f.node.IsSequence()) {
+    fail(f, fmt::format("'options' must be a list of `aoti-bisect run` options, e.g. [--strategy, bisect]; got {}",
+                        describe(f.node)));
+  }
+  std::vector<std::string> out;
+  for (const YAML::Node& item : f.node) {
+    if (!item.IsScalar()) {
+      fail_at(f.source, item.Mark(), fmt::format("each of 'options' must be a string, got {}", describe(item)));
+    }
+    const std::string& text = item.Scalar();
+    for (const auto& own : options_set_by_manifest()) {
+      if (text == own || text.rfind(own + "=", 0) == 0) {
+        fail_at(f.source, item.Mark(),
+                fmt::format("option '{}' is set by the manifest itself{}", own,
+                            own == "--timeout" || own == "--repeats" || own == "--jobs"
+                                ? fmt::format(": use the case's '{}' key", own.substr(2))
+                                : ""));
+      }
+    }
+    out.push_back(text);
+  }
+  if (check) {
+    if (auto why = check(out)) {
+      fail(f, fmt::format("'options': {}", *why));
+    }
+  }
+  return out;
+}
 
 fs::path path_of(const Field& f, const fs::path& base) {
   std::string text = string_of(f);
@@ -42,6 +73,10 @@ const std::vector<KeyRule<CaseFields>>& case_keys() {
       {"config", [](const Field& f, CaseFields& c) { c.c.config = path_of(f, *c.base); }},
       {"against_eager", [](const Field& f, CaseFields& c) { c.c.against_eager = boolean(f); }},
       {"model", [](const Field& f, CaseFields& c) { c.c.model = string_of(f); }},
+      {"timeout", [](const Field& f, CaseFields& c) { c.c.timeout_s = number(f, false, "positive number of seconds"); }},
+      {"repeats", [](const Field& f, CaseFields& c) { c.c.repeats = positive_int(f); }},
+      {"jobs", [](const Field& f, CaseFields& c) { c.c.jobs = positive_int(f); }},
+      {"options", [](const Field& f, CaseFields& c) { c.c.options = options_of(f, *c.check); }},
   };
   return rules;
 }
@@ -49,6 +84,7 @@ const std::vector<KeyRule<CaseFields>>& case_keys() {
 struct Root {
   std::vector<ManifestCase> cases;
   const fs::path* base = nullptr;
+  const RunOptionCheck* check = nullptr;
   bool has_cases = false;
 };
 
@@ -62,6 +98,8 @@ void read_cases(const Field& f, Root& root) {
   for (const YAML::Node& item : f.node) {
     CaseFields c;
     c.base = root.base;
+    c.check = root.check;
+    c.c.index = static_cast<int>(root.cases.size());
     read_map(f.source, item, nullptr, "a case", case_keys(), c);
     for (auto [key, empty] : {std::pair<const char*, bool>{"name", c.c.name.empty()},
                               {"package", c.c.package.empty()},
@@ -104,10 +142,19 @@ bool valid_case_name(const std::string& name) {
   return true;
 }
 
-Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name, const fs::path& base) {
+const std::vector<std::string>& options_set_by_manifest() {
+  static const std::vector<std::string> names = {"--out",    "--inputs",           "--reference", "--exported-program",
+                                                 "--config", "--model",            "--against-eager", "--cache-dir",
+                                                 "--timeout", "--repeats",         "--jobs"};
+  return names;
+}
+
+Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name, const fs::path& base,
+                        const RunOptionCheck& check) {
   YAML::Node doc = load_yaml(yaml_text, source_name);
   Root root;
   root.base = &base;
+  root.check = &check;
   if (doc.IsNull()) {
     throw Error(ErrorKind::usage, fmt::format("{}: error: the manifest is empty; it needs 'cases:'", source_name));
   }
@@ -118,7 +165,7 @@ Manifest parse_manifest(const std::string& yaml_text, const std::string& source_
   return Manifest{source_name, std::move(root.cases)};
 }
 
-Manifest load_manifest(const fs::path& path) {
+Manifest load_manifest(const fs::path& path, const RunOptionCheck& check) {
   std::string text;
   try {
     text = read_file(path, "manifest");
@@ -126,7 +173,7 @@ Manifest load_manifest(const fs::path& path) {
     throw Error(ErrorKind::usage, e.what());
   }
   fs::path base = path.parent_path();
-  return parse_manifest(text, path.string(), base.empty() ? fs::path(".") : base);
+  return parse_manifest(text, path.string(), base.empty() ? fs::path(".") : base, check);
 }
 
 }  // namespace aoti_bisect

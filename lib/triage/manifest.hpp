@@ -10,11 +10,17 @@
 //       config: cpu-extra.yaml      # optional, as --config
 //       against_eager: true         # optional, as --against-eager
 //       model: model                # optional, as --model
+//       timeout: 600                # optional, as --timeout (seconds per child run)
+//       repeats: 5                  # optional, as --repeats
+//       jobs: 2                     # optional, as --jobs
+//       options: [--strategy, bisect]   # optional: more `aoti-bisect run` options
 //
 // A mistake in the manifest is Error(usage) located FILE:LINE:COL. Files a
 // case names are not opened here: a missing one fails that case alone.
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +28,7 @@ namespace aoti_bisect {
 
 struct ManifestCase {
   std::string name;
+  int index = 0;                            // its place in the manifest, from 0 (the order summaries keep)
   std::filesystem::path package;
   std::filesystem::path inputs;
   std::filesystem::path reference;          // empty when not given
@@ -29,7 +36,15 @@ struct ManifestCase {
   std::filesystem::path config;
   std::string model;
   bool against_eager = false;
+  std::optional<double> timeout_s;          // --timeout, per child run
+  std::optional<int> repeats;               // --repeats
+  std::optional<int> jobs;                  // --jobs
+  std::vector<std::string> options;         // more `run` options, in order
 };
+
+// Why `options` are not options of `aoti-bisect run` (one line), or nullopt.
+// The manifest reader locates the message at the case's `options:`.
+using RunOptionCheck = std::function<std::optional<std::string>(const std::vector<std::string>& options)>;
 
 struct Manifest {
   std::string source;                       // as given, for messages
@@ -37,9 +52,14 @@ struct Manifest {
 };
 
 // `base` is the folder relative paths are resolved against.
+// `check` (optional) validates each case's `options`.
 Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name,
-                        const std::filesystem::path& base);
-Manifest load_manifest(const std::filesystem::path& path);
+                        const std::filesystem::path& base, const RunOptionCheck& check = {});
+Manifest load_manifest(const std::filesystem::path& path, const RunOptionCheck& check = {});
+
+// The `run` options a case sets through its own keys, or triage sets for it:
+// not allowed in its `options`.
+const std::vector<std::string>& options_set_by_manifest();
 
 // A case name fit to be a folder name: [A-Za-z0-9._-]+, not "." or "..".
 bool valid_case_name(const std::string& name);

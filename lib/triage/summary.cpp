@@ -221,6 +221,7 @@ std::string summary_to_json(const Summary& s) {
   Json cases = Json::array();
   for (const auto& c : s.cases) {
     Json j{{"name", c.name},
+           {"index", c.index >= 0 ? Json(c.index) : Json(nullptr)},
            {"verdict", c.verdict},
            {"state", std::string(case_state_name(case_state(c)))},
            {"exit_code", c.exit_code >= 0 ? Json(c.exit_code) : Json(nullptr)},
@@ -247,13 +248,78 @@ std::string summary_to_json(const Summary& s) {
          {"tool", Json{{"name", "aoti-bisect"}, {"version", s.tool_version}}},
          {"command", s.command},
          {"manifest", text_or_null(s.manifest)},
+         {"manifest_sha256", text_or_null(s.manifest_sha256)},
+         {"manifest_cases", s.manifest_cases},
+         {"shard", text_or_null(s.shard)},
          {"baseline", text_or_null(s.baseline)},
          {"interrupted", s.interrupted},
          {"exit_code", s.exit_code},
          {"seconds", s.seconds},
          {"cases", std::move(cases)},
          {"groups", std::move(groups)}};
+  if (!s.merged_from.empty()) {
+    Json from = Json::array();
+    for (const auto& m : s.merged_from) {
+      from.push_back(Json{{"dir", m.dir}, {"shard", m.shard}, {"cases", m.cases}});
+    }
+    j["merged_from"] = std::move(from);
+  }
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+Summary summary_from_json(const Json& doc, const std::string& source) {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorKind::usage, fmt::format("'{}' is not an aoti-bisect triage summary.json: {}", source, why));
+  };
+  if (!doc.is_object() || !doc.contains("cases") || !doc["cases"].is_array()) {
+    throw bad("it has no 'cases' list");
+  }
+  Summary s;
+  if (auto t = doc.find("tool"); t != doc.end() && t->is_object()) {
+    s.tool_version = text_at(*t, "version");
+  }
+  s.command = text_at(doc, "command");
+  s.manifest = text_at(doc, "manifest");
+  s.manifest_sha256 = text_at(doc, "manifest_sha256");
+  s.shard = text_at(doc, "shard");
+  s.baseline = text_at(doc, "baseline");
+  if (auto n = doc.find("manifest_cases"); n != doc.end() && n->is_number_integer()) {
+    s.manifest_cases = n->get<int>();
+  }
+  s.interrupted = doc.value("interrupted", false);
+  if (auto t = doc.find("seconds"); t != doc.end() && t->is_number()) {
+    s.seconds = t->get<double>();
+  }
+  for (const auto& j : doc["cases"]) {
+    if (!j.is_object() || text_at(j, "name").empty()) {
+      throw bad("a case has no 'name'");
+    }
+    CaseResult c;
+    c.name = text_at(j, "name");
+    if (auto i = j.find("index"); i != j.end() && i->is_number_integer()) {
+      c.index = i->get<int>();
+    }
+    c.verdict = text_at(j, "verdict");
+    if (auto e = j.find("exit_code"); e != j.end() && e->is_number_integer()) {
+      c.exit_code = e->get<int>();
+    }
+    c.failure_kind = text_at(j, "failure_kind");
+    c.signature = text_at(j, "signature");
+    if (auto k = j.find("culprit"); k != j.end() && k->is_object()) {
+      c.culprit_kernel = text_at(*k, "kernel");
+      if (auto ci = k->find("call_index"); ci != k->end() && ci->is_number_integer()) {
+        c.culprit_call_index = ci->get<int>();
+      }
+    }
+    c.report = text_at(j, "report");
+    if (auto t = j.find("seconds"); t != j.end() && t->is_number()) {
+      c.seconds = t->get<double>();
+    }
+    c.error = text_at(j, "error");
+    c.verify = text_at(j, "verify");
+    s.cases.push_back(std::move(c));
+  }
+  return s;
 }
 
 std::string summary_to_markdown(const Summary& s) {
@@ -278,6 +344,15 @@ std::string summary_to_markdown(const Summary& s) {
   }
   out += fmt::format("- **Cases:** {}\n", parts.empty() ? "none" : join(parts, ", "));
   item(out, "Manifest", s.manifest.empty() ? "" : code(s.manifest));
+  item(out, "Shard", s.shard.empty() ? "" : fmt::format("{} ({} of the manifest's {} cases)", s.shard, s.cases.size(),
+                                                         s.manifest_cases));
+  if (!s.merged_from.empty()) {
+    std::vector<std::string> from;
+    for (const auto& m : s.merged_from) {
+      from.push_back(fmt::format("{} ({}, {} case{})", code(m.dir), m.shard, m.cases, m.cases == 1 ? "" : "s"));
+    }
+    item(out, "Merged from", join(from, ", "));
+  }
   item(out, "Baseline", s.baseline.empty() ? "" : code(s.baseline));
   out += fmt::format("- **Exit code:** {}\n\n", s.exit_code);
 

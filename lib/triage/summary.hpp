@@ -4,9 +4,12 @@
 // reports come in as parsed JSON, strings go out.
 //
 // summary.json (schema_version 1):
-//   cases[]:  name, verdict, exit_code, failure_kind, signature,
-//             culprit {call_index, kernel} | null, report (relative to DIR),
-//             seconds, error
+//   manifest_sha256, manifest_cases (how many the manifest holds), shard
+//   ("K/N", null when unsharded), merged_from[] (triage-merge: dir, shard,
+//   cases)
+//   cases[]:  name, index (its place in the manifest), verdict, exit_code,
+//             failure_kind, signature, culprit {call_index, kernel} | null,
+//             report (relative to DIR), seconds, error
 //   groups[]: signature, kind, culprit {call_index, kernel}, cases (names),
 //             status: with --baseline "new" (not in the baseline), "known"
 //             (in it), "fixed" (in the baseline, and every case that had it
@@ -30,6 +33,7 @@ std::string_view case_state_name(CaseState s);
 
 struct CaseResult {
   std::string name;
+  int index = -1;                   // its place in the manifest (-1: unknown)
   std::string verdict = "not_run";  // the report's verdict; "not_run", or "no_report" when none was written
   int exit_code = -1;               // the case's exit status (-1: not run, or ended by a signal)
   std::string failure_kind;         // "" when none reproduced
@@ -56,10 +60,21 @@ struct Group {
   std::string status;               // see above; "" without a baseline
 };
 
+// A shard summary triage-merge took in.
+struct MergedShard {
+  std::string dir;                  // relative to the merged summary's folder
+  std::string shard;                // "K/N"
+  int cases = 0;
+};
+
 struct Summary {
   std::string tool_version;
   std::string command;              // "triage" or "verify"
   std::string manifest;             // display path; "" for verify without one
+  std::string manifest_sha256;      // of the manifest file's bytes; "" without one
+  int manifest_cases = 0;           // cases the manifest holds (a shard runs some of them)
+  std::string shard;                // "K/N"; "" when unsharded
+  std::vector<MergedShard> merged_from;
   std::string baseline;             // display path; "" when none
   std::vector<CaseResult> cases;
   std::vector<Group> groups;
@@ -89,6 +104,9 @@ void judge_verify(Summary& summary, const std::vector<EarlierFailure>& earlier);
 int triage_exit_code(const std::vector<CaseResult>& cases, bool interrupted);
 
 std::string summary_to_json(const Summary& s);
+// The inverse, for triage-merge. Throws Error(usage) naming `source` when
+// `doc` is not a triage summary.json.
+Summary summary_from_json(const nlohmann::json& doc, const std::string& source);
 std::string summary_to_markdown(const Summary& s);
 std::string summary_to_junit(const Summary& s);
 

@@ -41,6 +41,17 @@ std::vector<std::string> case_argv(const TriageOptions& o, const ManifestCase& c
   if (c.against_eager) {
     argv.push_back("--against-eager");
   }
+  if (c.timeout_s) {
+    argv.push_back("--timeout");
+    argv.push_back(fmt::format("{}", *c.timeout_s));
+  }
+  for (auto [flag, value] : {std::pair<const char*, std::optional<int>>{"--repeats", c.repeats}, {"--jobs", c.jobs}}) {
+    if (value) {
+      argv.push_back(flag);
+      argv.push_back(std::to_string(*value));
+    }
+  }
+  argv.insert(argv.end(), c.options.begin(), c.options.end());
   return argv;
 }
 
@@ -120,6 +131,8 @@ std::string finished_line(const CaseResult& r) {
   return line + fmt::format(" [{:.1f} s]", r.seconds);
 }
 
+}  // namespace
+
 void write_summaries(const Summary& s, const fs::path& dir) {
   try {
     write_file_atomic(dir / "summary.json", summary_to_json(s));
@@ -130,8 +143,6 @@ void write_summaries(const Summary& s, const fs::path& dir) {
                 fmt::format("the summary cannot be written: {}; free space or choose another --out", e.what()));
   }
 }
-
-}  // namespace
 
 std::vector<EarlierFailure> load_baseline(const fs::path& path) {
   std::string text;
@@ -165,11 +176,15 @@ Summary run_triage(const TriageOptions& o, const TriageProgress& progress,
   s.tool_version = AOTI_BISECT_VERSION;
   s.command = o.command;
   s.manifest = o.manifest;
+  s.manifest_sha256 = o.manifest_sha256;
+  s.manifest_cases = o.manifest_cases > 0 ? o.manifest_cases : static_cast<int>(o.cases.size());
+  s.shard = o.shard;
   s.baseline = o.baseline ? o.baseline_source : "";
   s.cases.resize(o.cases.size());
   const size_t n = o.cases.size();
   for (size_t i = 0; i < n; ++i) {
     s.cases[i].name = o.cases[i].name;
+    s.cases[i].index = o.cases[i].index;
   }
   ProcessSet set;
   std::map<int, size_t> running;  // token -> case
@@ -200,6 +215,7 @@ Summary run_triage(const TriageOptions& o, const TriageProgress& progress,
     size_t i = running.at(token);
     running.erase(token);
     s.cases[i] = finished_case(o.cases[i], o.out_dir, status);
+    s.cases[i].index = o.cases[i].index;
     ++done;
     progress(fmt::format("[{}/{}] {}", i + 1, n, finished_line(s.cases[i])));
   }

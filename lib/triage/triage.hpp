@@ -21,6 +21,9 @@ struct TriageOptions {
   std::string command = "triage";            // "triage" or "verify": names the summary
   std::vector<ManifestCase> cases;
   std::string manifest;                      // display path, "" when the cases came from the command line
+  std::string manifest_sha256;               // of the manifest file; "" without one
+  int manifest_cases = 0;                    // cases in the manifest (more than `cases` for a shard)
+  std::string shard;                         // "K/N" for `--shard`; "" when unsharded
   std::filesystem::path out_dir;
   int jobs = 1;
   std::filesystem::path cache_dir;           // empty: each run's default (~/.cache/aoti-bisect/builds)
@@ -38,6 +41,10 @@ using TriageProgress = std::function<void(const std::string& line)>;
 // The failures an earlier summary.json (or report.json) names. Throws
 // Error(usage) naming the file when it cannot be read or is not one.
 std::vector<EarlierFailure> load_baseline(const std::filesystem::path& path);
+
+// Writes DIR/summary.json, summary.md and junit.xml. Throws
+// Error(internal) when they cannot be written.
+void write_summaries(const Summary& s, const std::filesystem::path& dir);
 
 // Runs every case and writes the summaries. Throws Error(usage) for an
 // unusable output folder; everything about a case goes into its

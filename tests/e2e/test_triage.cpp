@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "e2e/e2e.hpp"
@@ -244,6 +245,107 @@ TEST_CASE("triage: Ctrl-C stops the running case, marks the rest not run, and wr
   std::string b = case_of(sum, "b")["verdict"];
   CHECK((b == "interrupted" || b == "isolated"));
   CHECK(read_text(dir / "out" / "junit.xml").find("<skipped") != std::string::npos);
+}
+
+TEST_CASE("triage --shard: three shards as separate processes, merged, equal the unsharded triage") {
+  fs::path dir = fs::absolute("triage-shards");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // Per-case overrides keep it short: one run per variant.
+  std::string text = "cases:\n";
+  std::vector<Case> cases = {{"nan", s(example("nan_midway.pt2")), s(example("nan_midway.inputs.pt"))},
+                             {"nan_renumbered", s(example("nan_midway_renumbered.pt2")),
+                              s(example("nan_midway_renumbered.inputs.pt"))},
+                             {"healthy", s(example("healthy.pt2")), s(example("healthy.inputs.pt"))},
+                             {"gather", s(example("wild_gather.pt2")), s(example("wild_gather.inputs.pt"))},
+                             {"class_index", s(example("class_index.pt2")), s(example("class_index.inputs.pt"))},
+                             {"gone", "missing.pt2", s(example("healthy.inputs.pt"))}};
+  for (const auto& c : cases) {
+    text += "  - name: " + c.name + "\n    package: " + c.package + "\n    inputs: " + c.inputs +
+            "\n    repeats: 1\n    options: [--strategy, auto]\n";
+  }
+  fs::path manifest = dir / "nightly.yaml";
+  std::ofstream(manifest) << text;
+  std::map<std::string, int> shard_of;
+  for (int k = 0; k < 3; ++k) {
+    fs::path out = dir / ("shard-" + std::to_string(k));
+    // The CI-matrix way for shard 2, --shard for the others.
+    auto r = k == 2 ? run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(out)}, "",
+                               {{"AOTI_BISECT_SHARD_INDEX", "2"}, {"AOTI_BISECT_SHARD_COUNT", "3"}})
+                    : run_tool({"triage", s(manifest), "--shard", std::to_string(k) + "/3", "--out", s(out)}, "");
+    CHECK_MESSAGE(r.code() != 2, r.err);
+    CHECK(r.err.find("shard " + std::to_string(k) + "/3: ") != std::string::npos);
+    Json sum = read_json(out / "summary.json");
+    CHECK(sum["shard"] == std::to_string(k) + "/3");
+    CHECK(sum["manifest_cases"] == 6);
+    for (const auto& c : sum["cases"]) {
+      shard_of[c["name"].get<std::string>()] = k;
+    }
+  }
+  CHECK(shard_of.size() == 6);  // every case in one shard
+  // A baseline from the shards' own groups: the gather's signature known,
+  // one signature that no case has (fixed).
+  std::string gather_sig = case_of(read_json(dir / ("shard-" + std::to_string(shard_of["gather"])) / "summary.json"),
+                                   "gather")["signature"];
+  Json baseline = {{"groups", Json::array({Json{{"signature", gather_sig}, {"kind", "crash"}, {"cases", {"gather"}}},
+                                            Json{{"signature", "mismatch/-/000000000000"},
+                                                 {"kind", "mismatch"},
+                                                 {"cases", {"healthy"}}}})}};
+  std::ofstream(dir / "baseline.json") << baseline.dump();
+  auto whole = run_tool({"triage", s(manifest), "--out", s(dir / "whole"), "--baseline", s(dir / "baseline.json")}, "");
+  CHECK_MESSAGE(whole.code() == 1, whole.err);
+  auto merged = run_tool({"triage-merge", s(dir / "shard-1"), s(dir / "shard-0"), s(dir / "shard-2"), "--out",
+                          s(dir / "merged"), "--baseline", s(dir / "baseline.json")},
+                         "");
+  CHECK_MESSAGE(merged.code() == whole.code(), merged.err);
+  Json a = read_json(dir / "whole" / "summary.json");
+  Json b = read_json(dir / "merged" / "summary.json");
+  REQUIRE(a["cases"].size() == 6);
+  REQUIRE(b["cases"].size() == 6);
+  for (size_t i = 0; i < 6; ++i) {
+    CAPTURE(a["cases"][i]["name"]);
+    for (const char* key : {"name", "index", "verdict", "state", "exit_code", "failure_kind", "signature", "culprit"}) {
+      CAPTURE(key);
+      CHECK(a["cases"][i][key] == b["cases"][i][key]);
+    }
+    // The report path is valid from the merged folder.
+    if (b["cases"][i]["report"].is_string()) {
+      CHECK(fs::exists(dir / "merged" / b["cases"][i]["report"].get<std::string>()));
+    }
+  }
+  CHECK(a["groups"] == b["groups"]);
+  CHECK(a["exit_code"] == b["exit_code"]);
+  CHECK(a["manifest_sha256"] == b["manifest_sha256"]);
+  REQUIRE(b["groups"].size() == 4);  // nan (both copies), gather, class_index, the fixed one
+  CHECK(b["groups"][0]["cases"] == Json({"nan", "nan_renumbered"}));
+  CHECK(b["groups"][0]["status"] == "new");
+  CHECK(group_of(b, "crash") != nullptr);
+  CHECK((*group_of(b, "crash"))["status"] == "known");
+  CHECK((*group_of(b, "mismatch"))["status"] == "fixed");
+  CHECK(case_of(b, "gone")["verdict"] == "could_not_test");
+  CHECK(read_text(dir / "merged" / "summary.md").find("Merged from") != std::string::npos);
+  CHECK(read_text(dir / "merged" / "junit.xml").find("tests=\"6\"") != std::string::npos);
+
+  // A shard missing: one line, exit 2.
+  auto missing = run_tool({"triage-merge", s(dir / "shard-0"), s(dir / "shard-2"), "--out", s(dir / "m2")}, "");
+  CHECK(missing.code() == 2);
+  CHECK_MESSAGE(missing.err.find("triage-merge: missing shard 1 of 3 (given: 0, 2)") != std::string::npos, missing.err);
+  // The scheduler's variables missing: one line naming them, exit 2.
+  auto noenv = run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(dir / "x")}, "");
+  CHECK(noenv.code() == 2);
+  CHECK(noenv.err.find("none of SLURM_ARRAY_TASK_ID") != std::string::npos);
+  auto k8s = run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(dir / "x")}, "",
+                      {{"JOB_COMPLETION_INDEX", "1"}});
+  CHECK(k8s.code() == 2);
+  CHECK_MESSAGE(k8s.err.find("AOTI_BISECT_SHARD_COUNT is not set") != std::string::npos, k8s.err);
+  // A case's options that `run` does not take: located, exit 2, nothing runs.
+  std::ofstream(dir / "bad.yaml") << "cases:\n  - name: a\n    package: a.pt2\n    inputs: a.pt\n"
+                                     "    options: [--strategy, sideways]\n";
+  auto bad = run_tool({"triage", s(dir / "bad.yaml"), "--out", s(dir / "y")}, "");
+  CHECK(bad.code() == 2);
+  CHECK_MESSAGE(bad.err.find("bad.yaml:5:14: error: 'options': not options of `aoti-bisect run`") != std::string::npos,
+                bad.err);
+  CHECK_FALSE(fs::exists(dir / "y" / "summary.json"));
 }
 
 TEST_CASE("verify: 0 on a healthy package over neighbouring inputs, 1 when an earlier signature reproduces") {
