@@ -1,0 +1,76 @@
+#pragma once
+// The shared search of a run-time-probe source (search.cpp: the trace run
+// and the search steps; search_culprit.cpp: the evidence run and the
+// culprit it makes). Internal to lib/search.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "search/evidence.hpp"
+#include "search/instrumentation.hpp"
+
+namespace aoti_bisect {
+
+inline std::string site_label(int site, const std::string& kernel) { return fmt::format("call site {} {}", site, kernel); }
+
+inline void note_honest_error(Bisection& bis, const std::vector<SiteCompare>& sites) {
+  auto h = largest_within(sites);
+  if (h && (!bis.largest_within || h->ratio > bis.largest_within->ratio)) {
+    bis.largest_within = h;
+  }
+}
+
+// The shared search of a run-time-probe source, step by step.
+class ProbedSearch {
+ public:
+  ProbedSearch(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis, ProbedModel model)
+      : m_env(env), m_s(s), m_pred(pred), m_bis(bis), m_model(std::move(model)) {}
+
+  BisectOutcome run();
+
+ private:
+  ChildResult child(const std::string& purpose, const ProbePlan& plan);
+  std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
+  std::optional<BisectOutcome> check_fidelity(const ChildResult& trace);
+  void link_returned(const ChildResult& trace, int n_static);
+  void map_sites(const ChildResult& trace);
+  void add_consumers(ProbePlan& plan, int lo, int hi) const;
+  Probe ask(int lo, int hi);
+  Probe answer(const ChildResult& res, int lo, int hi);
+  Strategy choose_strategy(int n_static);
+  void plan_search(Strategy strategy, int n_static, int runs_before);
+  ChildResult trace_run(int n_static, Strategy& strategy);
+  std::optional<std::string> confirm_in_evidence(int k, const ChildResult& evidence);
+  std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
+  BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
+  BisectOutcome blind_spot(int k, const BlindSpot& spot);
+  void explain_root_cause(Culprit& c, const RunTrace& evidence);
+  void note_inf_by_design();
+  std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
+
+  JobEnv& m_env;
+  const BisectSetup& m_s;
+  Predicate m_pred;
+  Bisection& m_bis;
+  ProbedModel m_model;
+  RunTrace m_trace;  // the trace run, parsed once
+  int m_run_no = 0;
+  int m_repeats = 1;
+  std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it (also reuse names)
+  std::map<std::string, int> m_returned_value;  // ... only names whose graph node is that call's output
+  std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
+  bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
+  std::set<std::string> m_inf_by_design;     // cpp kernels that compute with an infinity literal (masks)
+  // automatic: the trace run probed every call site (values; a CPU fault
+  // needs none), so it answers the search's first question, [1, n], once
+  // per pass; the evidence run confirms the site it names.
+  bool m_trace_answers = false;
+  bool m_trace_answer_unused = false;
+  std::optional<ChildResult> m_trace_run;
+};
+
+}  // namespace aoti_bisect
