@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -21,6 +22,22 @@ std::string text_at(const Json& j, const char* key) {
 }
 
 Json text_or_null(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
+
+template <class T>
+std::optional<T> number_at(const Json& j, const char* key) {
+  auto it = j.find(key);
+  bool fits = it != j.end() && (std::is_integral_v<T> ? it->is_number_integer() : it->is_number());
+  return fits ? std::optional<T>(it->get<T>()) : std::nullopt;
+}
+
+// The "culprit" object of `j` ({"call_index", "kernel"}), if it has one.
+void read_culprit(const Json& j, std::optional<int>& call_index, std::string& kernel) {
+  auto k = j.find("culprit");
+  if (k != j.end() && k->is_object()) {
+    kernel = text_at(*k, "kernel");
+    call_index = number_at<int>(*k, "call_index");
+  }
+}
 
 Json culprit_json(const std::optional<int>& call_index, const std::string& kernel) {
   if (kernel.empty()) {
@@ -80,18 +97,10 @@ void read_case_report(const Json& report, CaseResult& c) {
     c.failure_kind = text_at(*f, "kind");
     c.signature = text_at(*f, "signature");
   }
-  auto k = report.find("culprit");
-  if (k != report.end() && k->is_object() && c.verdict == "isolated") {
-    c.culprit_kernel = text_at(*k, "kernel");
-    auto ci = k->find("call_index");
-    if (ci != k->end() && ci->is_number_integer()) {
-      c.culprit_call_index = ci->get<int>();
-    }
+  if (c.verdict == "isolated") {
+    read_culprit(report, c.culprit_call_index, c.culprit_kernel);
   }
-  auto t = report.find("total_seconds");
-  if (t != report.end() && t->is_number()) {
-    c.seconds = t->get<double>();
-  }
+  c.seconds = number_at<double>(report, "total_seconds").value_or(c.seconds);
 }
 
 std::vector<Group> group_cases(const std::vector<CaseResult>& cases) {
@@ -131,12 +140,7 @@ std::vector<EarlierFailure> earlier_failures(const Json& doc, const std::string&
         continue;
       }
       EarlierFailure e{text_at(g, "signature"), text_at(g, "kind"), std::nullopt, "", {}, ""};
-      if (auto k = g.find("culprit"); k != g.end() && k->is_object()) {
-        e.culprit_kernel = text_at(*k, "kernel");
-        if (auto ci = k->find("call_index"); ci != k->end() && ci->is_number_integer()) {
-          e.culprit_call_index = ci->get<int>();
-        }
-      }
+      read_culprit(g, e.culprit_call_index, e.culprit_kernel);
       if (auto cs = g.find("cases"); cs != g.end() && cs->is_array()) {
         for (const auto& n : *cs) {
           if (n.is_string()) {
@@ -283,38 +287,23 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
   s.manifest_sha256 = text_at(doc, "manifest_sha256");
   s.shard = text_at(doc, "shard");
   s.baseline = text_at(doc, "baseline");
-  if (auto n = doc.find("manifest_cases"); n != doc.end() && n->is_number_integer()) {
-    s.manifest_cases = n->get<int>();
-  }
+  s.manifest_cases = number_at<int>(doc, "manifest_cases").value_or(0);
   s.interrupted = doc.value("interrupted", false);
-  if (auto t = doc.find("seconds"); t != doc.end() && t->is_number()) {
-    s.seconds = t->get<double>();
-  }
+  s.seconds = number_at<double>(doc, "seconds").value_or(0);
   for (const auto& j : doc["cases"]) {
     if (!j.is_object() || text_at(j, "name").empty()) {
       throw bad("a case has no 'name'");
     }
     CaseResult c;
     c.name = text_at(j, "name");
-    if (auto i = j.find("index"); i != j.end() && i->is_number_integer()) {
-      c.index = i->get<int>();
-    }
+    c.index = number_at<int>(j, "index").value_or(-1);
     c.verdict = text_at(j, "verdict");
-    if (auto e = j.find("exit_code"); e != j.end() && e->is_number_integer()) {
-      c.exit_code = e->get<int>();
-    }
+    c.exit_code = number_at<int>(j, "exit_code").value_or(-1);
     c.failure_kind = text_at(j, "failure_kind");
     c.signature = text_at(j, "signature");
-    if (auto k = j.find("culprit"); k != j.end() && k->is_object()) {
-      c.culprit_kernel = text_at(*k, "kernel");
-      if (auto ci = k->find("call_index"); ci != k->end() && ci->is_number_integer()) {
-        c.culprit_call_index = ci->get<int>();
-      }
-    }
+    read_culprit(j, c.culprit_call_index, c.culprit_kernel);
     c.report = text_at(j, "report");
-    if (auto t = j.find("seconds"); t != j.end() && t->is_number()) {
-      c.seconds = t->get<double>();
-    }
+    c.seconds = number_at<double>(j, "seconds").value_or(0);
     c.error = text_at(j, "error");
     c.verify = text_at(j, "verify");
     s.cases.push_back(std::move(c));
