@@ -120,7 +120,7 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto frob = run_tool({"frob"}, "");
   CHECK(frob.code() == 2);
   CHECK(error_line(frob) ==
-        "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, verify); see 'aoti-bisect --help'");
+        "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, triage-merge, verify); see 'aoti-bisect --help'");
 
   for (auto [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"--timeout", "0", "--timeout: must be greater than 0, got 0"},
