@@ -384,6 +384,29 @@ EXAMPLES = {
         compile_no_grad=True,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "loader_class_index": dict(
+        description="a four-class classifier fed by a data loader: batch 2 of 5 holds a target of 4 where the classes "
+        "are 0..3 (the debugging guide's example); exported with a dynamic batch dimension",
+        outcome="device_assert",
+        bug="batch2.pt's target[5] = 4 (inputs[1]) with 4 classes; the log_softmax + nll_loss kernel checks the "
+        "gathered index and the run stops with 'index out of bounds: 0 <= tmpN < 4'. NAME.inputs.pt is batch 0 "
+        "(healthy); the batches are NAME.batch0.pt .. NAME.batch4.pt (8 rows each).",
+        culprit_pattern=r"nll_loss",
+        batches=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "loader_partial": dict(
+        description="features normalized by their batch's mean and standard deviation: the last, partial batch "
+        "holds two copies of one row (a loader padding it), whose standard deviation is 0, so 0/0 = NaN; exported "
+        "with a dynamic batch dimension (export makes its minimum 2)",
+        outcome="nonfinite",
+        bug="(h - h.mean(0)) / h.std(0) over the batch: four batches of 8 rows are fine, the last batch of 2 equal "
+        "rows (NAME.batch4.pt) divides 0 by a standard deviation of 0 in the kernel that normalizes, and the NaN "
+        "reaches the output. NAME.inputs.pt is batch 0 (healthy).",
+        culprit_pattern=r"std|var|div|sqrt",
+        batches=True,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "no_weights": dict(
         description="frozen_conv_nan built with aot_inductor.package_constants_in_so=False and no on-disk format: "
         "the package holds no weights at all",
@@ -394,6 +417,16 @@ EXAMPLES = {
         culprit_pattern=None,
         compile_no_grad=True,
         expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
+    ),
+    "uninit_read": dict(
+        description="a Linear reads rows of a torch.empty buffer that nothing writes (8 MiB: fresh zero pages "
+        "in a plain run, so its outputs repeat exactly)",
+        outcome="ok",
+        bug="the addmm reads memory nothing wrote: in a plain run it holds zeros and the outputs look right; "
+        "with MALLOC_PERTURB_ (the CPU matrix's perturb variant) it holds 0x7f bytes and the outputs change, "
+        "still finite (the weights it meets are scaled down).",
+        culprit_pattern=None,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
@@ -974,6 +1007,71 @@ def build_embedding_bag_range():
     return Bag(), (torch.randn(B, D), idx, torch.arange(0, 2 * B, 2)), {}
 
 
+def build_uninit_read():
+    class UninitRead(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, H)
+            self.proj = nn.Linear(32, 4)
+            with torch.no_grad():
+                self.proj.weight.mul_(1e-3)  # 0x7f7f7f7f (3.4e38) times these stays finite
+
+        def forward(self, x):
+            h = torch.tanh(self.fc(x))  # addmm + cpp kernel
+            scratch = torch.empty(2048, 1024)  # 8 MiB, above malloc's mmap threshold: zero pages
+            y = self.proj(scratch[: x.shape[0], :32])  # addmm on rows nothing wrote
+            return h.mean(dim=1, keepdim=True) + y
+
+    x = torch.randn(B, D)
+    return UninitRead(), (x,), {}
+
+
+def build_loader_class_index():
+    class FourClass(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, 4)
+
+        def forward(self, x, target):
+            logits = self.fc[1](F.gelu(self.fc[0](self.ln(x))))
+            loss = F.cross_entropy(logits, target)  # log_softmax + nll_loss kernel (index check)
+            return loss, F.softmax(logits, dim=-1)
+
+    return FourClass(), _loader_batches("loader_class_index")["batch0"], {}
+
+
+def build_loader_partial():
+    class BatchNormalized(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = _mlp_layers(D, H, 4)
+
+        def forward(self, x):
+            h = F.gelu(self.fc[0](x))
+            h = (h - h.mean(0)) / h.std(0)  # the batch's own statistics: NaN for a batch of one row
+            return (F.log_softmax(self.fc[1](h), dim=-1),)
+
+    return BatchNormalized(), _loader_batches("loader_partial")["batch0"], {}
+
+
+def _loader_batches(name):
+    """The batches a data loader would yield for the loader_* examples, by file label, in order."""
+    g = torch.Generator().manual_seed(SEED + 7)
+    batches = {}
+    for i in range(5):
+        x = torch.randn(8, D, generator=g)
+        if name == "loader_partial":
+            # The last batch is short: one row, padded by the loader to two.
+            batches[f"batch{i}"] = (x[:1].repeat(2, 1) if i == 4 else x,)
+            continue
+        target = torch.randint(0, 4, (8,), generator=g, dtype=torch.int64)
+        if i == 2:
+            target[5] = 4  # a fifth class where there are four
+        batches[f"batch{i}"] = (x, target)
+    return batches
+
+
 BUILDERS = {
     "healthy": build_healthy,
     "nan_midway": build_nan_midway,
@@ -1014,6 +1112,9 @@ BUILDERS = {
     "no_weights": lambda: (
         _frozen_convs(post_relu=False)[:2] + ({"freezing": True, "aot_inductor.package_constants_in_so": False},)
     ),
+    "loader_class_index": build_loader_class_index,
+    "loader_partial": build_loader_partial,
+    "uninit_read": build_uninit_read,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -1208,8 +1309,13 @@ def build_one(name, out_dir):
     stage = _Staging(out_dir, name)
     checked = None
     try:
+        dynamic = None
+        if spec.get("batches"):
+            # A data loader's last batch may be short: the batch dimension is dynamic.
+            batch = torch.export.Dim("batch", min=1, max=1024)
+            dynamic = tuple({0: batch} for _ in inputs)
         with torch.no_grad():
-            ep = torch.export.export(model, inputs, kwargs or None)
+            ep = torch.export.export(model, inputs, kwargs or None, dynamic_shapes=dynamic)
         torch.export.save(ep, stage.path(files["exported_program"]))
 
         t_compile = time.monotonic()
@@ -1250,6 +1356,10 @@ def build_one(name, out_dir):
             f.write("inductor_configs:\n" if configs else "inductor_configs: {}\n")
             for key, value in configs.items():
                 f.write(f"  {key}: {json.dumps(value)}\n")
+        if spec.get("batches"):
+            for label, batch in _loader_batches(name).items():
+                files[label] = f"{name}.{label}.pt"
+                torch.save(tuple(_plain(t) for t in batch), stage.path(files[label]))
         if name == "nan_midway":
             # The same model as one archive holding both the exported program
             # and the AOTI files (package_pt2), for tools that find the

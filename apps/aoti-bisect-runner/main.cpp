@@ -41,6 +41,8 @@ struct Options {
   std::string model = "model";
   std::string device_key;
   std::string inputs;
+  std::string batch_list;  // one inputs file per line: run each in turn in this process
+  bool keep_going = false; // with a batch list: go on after a batch that fails (an error, NaN/Inf)
   std::string events;
   std::string outputs;
   std::string reference;
@@ -94,10 +96,10 @@ std::string find_wrapper_source(const fs::path& dir, const std::string& model) {
   std::string fallback;
   for (const auto& e : fs::directory_iterator(mdir, ec)) {
     std::string name = e.path().filename().string();
-    if (name.size() > 12 && name.compare(name.size() - 12, 12, ".wrapper.cpp") == 0) {
+    if (name.size() > 12 && name.ends_with(".wrapper.cpp")) {
       return e.path().string();
     }
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".cpp") == 0 &&
+    if (name.size() > 4 && name.ends_with(".cpp") &&
         name.find(".kernel.cpp") == std::string::npos) {
       fallback = e.path().string();
     }
@@ -202,7 +204,7 @@ void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWrit
   events.emit(ab::EventKind::probes, {{"plan", plan.summary()}});
 }
 
-// After a run that returned: probe counts, outputs, the comparison, done.
+// After a run that returned: probe counts, outputs, the comparison.
 void emit_results(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
                   ab::EventWriter& events) {
   auto counts = ab::torchside::probe_counts();
@@ -224,36 +226,79 @@ void emit_results(const Options& opt, const ab::ModelFacts& facts, ab::torchside
     }
     events.emit(ab::EventKind::comparison, ab::to_json(session.compare(opt.reference, tolerances)));
   }
-  events.emit(ab::EventKind::done);
 }
 
-int run(const Options& opt, ab::EventWriter& events) {
-  using ab::RunnerExit;
-  emit_start(opt, events);
-  if (const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES"); guard && std::string(guard) == "1") {
-    ab::torchside::install_guard_page_allocator();
+// The inputs files to run, in order: --batch-list's lines, else --inputs.
+std::vector<std::string> batch_files(const Options& opt) {
+  if (opt.batch_list.empty()) {
+    return {opt.inputs};
   }
-  ab::torchside::Session session;
-  const ab::ModelFacts facts = model_facts(opt);
-  auto loaded = session.load_inputs(opt.inputs, facts);
+  std::vector<std::string> files;
+  std::ifstream in(opt.batch_list);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      files.push_back(line);
+    }
+  }
+  if (files.empty()) {
+    throw ab::Error(ab::ErrorKind::internal, "the batch list '" + opt.batch_list + "' names no inputs file");
+  }
+  return files;
+}
+
+// AOTI_RUNTIME_CHECK_INPUTS set (and not "0"), as the generated wrapper
+// reads it: the package checks its inputs itself.
+bool package_checks_inputs() {
+  const char* v = std::getenv("AOTI_RUNTIME_CHECK_INPUTS");
+  return v != nullptr && v[0] != '\0' && v[0] != '0';
+}
+
+// The facts with the inputs' dtypes, shapes and strides left out: where the
+// package checks its inputs itself (the check_inputs variant), the runner
+// leaves that to it, so that a refusal is the package's own line. The
+// count stays: the package reads as many handles as it takes; so do the
+// strides under --contiguous-inputs, which copies the inputs into them.
+ab::ModelFacts without_input_checks(ab::ModelFacts facts, bool keep_strides) {
+  for (auto& spec : facts.inputs) {
+    spec.dtype.clear();
+    spec.shape.clear();
+    if (!keep_strides) {
+      spec.strides.clear();
+    }
+    spec.dim_min.clear();
+    spec.dim_max.clear();
+  }
+  return facts;
+}
+
+// Loads and checks one inputs file; false when it does not fit (events say why).
+bool load_checked_inputs(const Options& opt, const ab::ModelFacts& facts, const std::string& file,
+                         ab::torchside::Session& session, ab::EventWriter& events) {
+  auto loaded = session.load_inputs(file, facts);
   const nlohmann::json binding = {{"form", loaded.binding.form}, {"by_call_spec", loaded.binding.by_call_spec}};
   if (!loaded.binding.error.empty()) {
     events.emit(ab::EventKind::inputs, {{"tensors", nlohmann::json::array()}, {"binding", binding},
                                         {"problems", {loaded.binding.error}}});
     events.emit(ab::EventKind::input_mismatch,
                 {{"message", loaded.binding.error}, {"problems", {loaded.binding.error}}});
-    return static_cast<int>(RunnerExit::input_mismatch);
+    return false;
   }
   std::vector<std::string> moved;
-  std::vector<std::string> problems = session.check_inputs(facts, opt.device_key, opt.contiguous_inputs, moved);
+  std::vector<std::string> problems =
+      session.check_inputs(package_checks_inputs() ? without_input_checks(facts, opt.contiguous_inputs) : facts, opt.device_key,
+                           opt.contiguous_inputs, moved);
   events.emit(ab::EventKind::inputs, {{"tensors", json_array(loaded.infos)}, {"binding", binding}, {"moved", moved},
                                       {"problems", problems}});
   if (!problems.empty()) {
     events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
-    return static_cast<int>(RunnerExit::input_mismatch);
+    return false;
   }
   events.emit(ab::EventKind::input_stats, {{"tensors", json_array(session.input_stats())}});
+  return true;
+}
 
+void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
+                     ab::EventWriter& events) {
   session.load_model(opt.package_dir, opt.model, opt.device_key);
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
@@ -263,20 +308,70 @@ int run(const Options& opt, ab::EventWriter& events) {
   if (!opt.hooks.empty()) {
     bind_hooks(opt, facts, events);
   }
-  if (!opt.probe_plan.empty()) {
-    install_plan(opt, facts, events);
+}
+
+bool nonfinite(const std::vector<ab::TensorStats>& outputs) {
+  return std::any_of(outputs.begin(), outputs.end(),
+                     [](const ab::TensorStats& t) { return t.nan_count > 0 || t.inf_count > 0; });
+}
+
+// Runs each inputs file in turn with one loaded model, as a user's loop
+// does: a batch's inputs are loaded only when its turn comes. With a batch
+// list, "batch" and "batch_end" events frame each one, and the loop ends at
+// the first batch that fails (an error, a crash, NaN/Inf in its outputs).
+// The probe plan is installed before the last batch only: the ones before
+// are its history.
+int run(const Options& opt, ab::EventWriter& events) {
+  using ab::RunnerExit;
+  emit_start(opt, events);
+  if (const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES"); guard && std::string(guard) == "1") {
+    ab::torchside::install_guard_page_allocator();
   }
-  events.emit(ab::EventKind::run_begin);
-  auto err = session.run();
-  if (!err) {
-    err = session.synchronize();
+  ab::torchside::Session session;
+  const ab::ModelFacts facts = model_facts(opt);
+  const std::vector<std::string> files = batch_files(opt);
+  const bool framed = !opt.batch_list.empty();
+  bool model_loaded = false;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const bool last = i + 1 == files.size();
+    if (framed) {
+      events.emit(ab::EventKind::batch, {{"index", i}, {"of", files.size()}, {"file", files[i]}});
+    }
+    if (!load_checked_inputs(opt, facts, files[i], session, events)) {
+      return static_cast<int>(RunnerExit::input_mismatch);
+    }
+    if (!model_loaded) {
+      load_model_once(opt, facts, session, events);
+      model_loaded = true;
+    }
+    if (last && !opt.probe_plan.empty()) {
+      install_plan(opt, facts, events);
+    }
+    events.emit(ab::EventKind::run_begin);
+    auto err = session.run();
+    if (!err) {
+      err = session.synchronize();
+    }
+    if (err) {
+      events.emit(ab::EventKind::error,
+                  {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
+      if (!(framed && opt.keep_going) || last) {
+        return static_cast<int>(RunnerExit::model_error);
+      }
+      events.emit(ab::EventKind::batch_end, {{"index", i}, {"nonfinite", false}, {"error", true}});
+      continue;
+    }
+    // Outputs are saved, and compared with a reference, for the last batch only.
+    emit_results(last ? opt : Options{}, facts, session, events);
+    if (framed) {
+      bool bad = nonfinite(session.output_stats());
+      events.emit(ab::EventKind::batch_end, {{"index", i}, {"nonfinite", bad}});
+      if (bad && !opt.keep_going) {
+        break;  // the failing batch: the driver takes it from here
+      }
+    }
   }
-  if (err) {
-    events.emit(ab::EventKind::error,
-                {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});
-    return static_cast<int>(RunnerExit::model_error);
-  }
-  emit_results(opt, facts, session, events);
+  events.emit(ab::EventKind::done);
   return static_cast<int>(RunnerExit::ran);
 }
 
@@ -294,7 +389,13 @@ int run_once(int argc, char** argv) {
   app.add_option("--package-dir", opt.package_dir, "extracted package directory")->required();
   app.add_option("--model", opt.model, "model name in the package");
   app.add_option("--device-key", opt.device_key, "the model's AOTI_DEVICE_KEY")->required();
-  app.add_option("--inputs", opt.inputs, "inputs saved with torch.save")->required();
+  auto* inputs = app.add_option("--inputs", opt.inputs, "inputs saved with torch.save");
+  app.add_option("--batch-list", opt.batch_list,
+                 "a file naming one inputs file per line: each runs in turn in this process (batch events), "
+                 "probes on the last only")
+      ->excludes(inputs);
+  app.add_flag("--keep-going", opt.keep_going,
+               "with --batch-list: go on after a batch that raises or makes NaN/Inf (its batch_end says so)");
   app.add_option("--events", opt.events, "events file (JSON Lines)")->required();
   app.add_option("--outputs", opt.outputs, "where to write the outputs (torch.save format)");
   app.add_option("--reference", opt.reference, "expected outputs (torch.save format)");
@@ -307,6 +408,9 @@ int run_once(int argc, char** argv) {
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
   try {
     app.parse(argc, argv);
+    if (opt.inputs.empty() && opt.batch_list.empty()) {
+      throw CLI::RequiredError("--inputs or --batch-list");
+    }
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : static_cast<int>(ab::RunnerExit::usage);
   }

@@ -39,6 +39,24 @@ std::map<std::string, Strategy> strategy_names() {
   return names;
 }
 
+// The probe sources' table: the source of --source's help and validation.
+std::map<std::string, ProbeSource> source_names() {
+  std::map<std::string, ProbeSource> names;
+  for (const auto& info : probe_source_table()) {
+    names[std::string(info.name)] = info.source;
+  }
+  return names;
+}
+
+std::string source_help() {
+  std::string s = "where the probes come from:";
+  for (const auto& info : probe_source_table()) {
+    s += fmt::format(" {} ({});", info.name, info.help);
+  }
+  s.back() = '.';
+  return s;
+}
+
 std::string strategy_help() {
   std::string s = "search strategy:";
   for (Strategy st : all_strategies()) {
@@ -80,16 +98,29 @@ CLI::Validator finite_number(bool positive) {
 void add_common_options(CLI::App* cmd, Opts& o) {
   RunOptions& r = o.run;
   cmd->add_option("package", r.package, "the .pt2 package (aoti_compile_and_package)")->required();
-  cmd->add_option("--inputs", r.inputs,
+  cmd->add_option("--inputs", r.inputs_given,
                   "inputs saved with torch.save: a tuple in input order, a dict of keyword arguments, or (args, "
-                  "kwargs); bound by the package's call spec")
-      ->required();
+                  "kwargs); bound by the package's call spec. Repeatable, and a folder (its .pt files) or a glob: "
+                  "the batches of a loop, run in order in one process; the first that fails is searched")
+      ->required()
+      ->allow_extra_args(false);
+  cmd->add_option("--calls", r.calls, "run the one --inputs N times in one process; report the failing call")
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_flag("--all-batches", r.all_batches,
+                "with several batches: go on past the first failing batch and group every failing batch by "
+                "signature (the first is still the one searched)");
   cmd->add_flag("--contiguous-inputs", r.contiguous_inputs,
                 "run the package on copies of inputs whose strides it was not compiled for (default: refuse them, "
                 "exit 4); the report says the inputs were changed");
   cmd->add_option("--reference", r.reference, "expected outputs saved with torch.save; enables the mismatch check");
-  cmd->add_flag("--against-eager", r.against_eager,
+  CLI::Option* against_eager = cmd->add_flag("--against-eager", r.against_eager,
                 "without --reference: compare with the exported program run eagerly on the same inputs");
+  cmd->add_option("--eager-device", r.eager_device,
+                  "where --against-eager runs eager: cpu moves the exported program and the inputs to the CPU (for "
+                  "a CUDA package whose device is unusable or suspect; a CPU match is a hint, not a CUDA "
+                  "validation); default: where the program is")
+      ->check(CLI::IsMember({"cpu"}))
+      ->needs(against_eager);
   cmd->add_option("--model", r.model, "model name inside the package (default: the only one)");
   cmd->add_option("--out", r.out_dir, "directory for report.json, report.md and the runs' files")->capture_default_str();
   cmd->add_option("--config", r.config, "YAML config: variants, environment, repeats, timeout, tolerance, inductor_configs");
@@ -131,13 +162,9 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                 "guide mode: a build printing the tested call sites' tensors (level 2) at every search step: the "
                 "package's wrapper with print calls, recompiled, else the exported program rebuilt by Inductor "
                 "(slow; for NaN/Inf and faults where run-time probes cannot work)");
-  cmd->add_option("--source", r.source,
-                  "where the probes come from: auto (interpose, then rewrite, then exported_program, then guide), "
-                  "interpose (hooks bound into the package's own library; no rebuild), rewrite (the package's "
-                  "wrapper.cpp with probe calls, recompiled with its recorded commands), exported_program (an "
-                  "Inductor build of the exported program with the printer), guide (as --rebuild-per-step)")
-      ->check(CLI::IsMember({"auto", "interpose", "rewrite", "exported_program", "guide"}))
-      ->capture_default_str();
+  cmd->add_option("--source", r.source, source_help())
+      ->transform(CLI::CheckedTransformer(source_names(), CLI::ignore_case))
+      ->default_str("auto");
   cmd->add_flag("--junit", r.junit, "also write junit.xml");
   cmd->add_option("--exit-codes", o.exit_codes, "exit-code convention: default, or git-bisect (0 good, 1 bad, 125 skip)")
       ->check(CLI::IsMember({"default", "git-bisect"}));

@@ -125,7 +125,7 @@ Action add_triage_command(CLI::App& app) {
   cmd->add_option("--baseline", o->common.baseline,
                   "an earlier night's summary.json: marks each failure group new, known or fixed");
   cmd->add_option("--shard", o->shard,
-                  "run only shard K of N (0-based, e.g. 2/16): the cases whose name hash mod N is K (README: Shards); "
+                  "run only shard K of N (0-based, e.g. 2/16): the cases whose name hash mod N is K (docs/triage.md: Shards); "
                   "merge the shards' folders with triage-merge");
   cmd->add_flag("--shard-from-env", o->shard_from_env,
                 "take K and N from the scheduler: SLURM_ARRAY_TASK_ID/_COUNT (Slurm), JOB_COMPLETION_INDEX with "
@@ -264,7 +264,7 @@ Action add_verify_command(CLI::App& app) {
         }
         c.index = static_cast<int>(i);
         c.package = o->package;
-        c.inputs = o->inputs[i];
+        c.inputs = {o->inputs[i]};  // one value: a file, or a folder or glob of batches
         c.reference = o->references.empty() ? fs::path() : fs::path(o->references[i]);
         c.exported_program = o->exported_program;
         c.config = o->config;
@@ -283,7 +283,11 @@ Action add_verify_command(CLI::App& app) {
     }
     std::map<std::string, std::string> inputs_of;
     for (const auto& c : opt.cases) {
-      inputs_of[c.name] = display_path(c.inputs);
+      std::vector<std::string> shown;
+      for (const auto& in : c.inputs) {
+        shown.push_back(display_path(in));
+      }
+      inputs_of[c.name] = join(shown, " ");
     }
     Summary s = run_triage(opt, print_progress, [&](Summary& sum) { judge_verify(sum, earlier); });
     for (const auto& c : s.cases) {

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   CLI::App app{"aoti-bisect: finds the first kernel of an AOTInductor package that crashes or produces bad values"};
   app.set_version_flag("--version", std::string("aoti-bisect ") + AOTI_BISECT_VERSION);
   app.require_subcommand(1);
+  app.footer("The manual: docs/ beside this tool's sources (docs/run.md: run and its options; docs/reports.md: the "
+             "reports and exit codes; docs/triage.md; docs/configs.md), and README.md.");
   // The subcommands, one table: the source of --help and of dispatch.
   std::vector<std::pair<std::string, ab::cli::Action>> commands = {
       {"run", ab::cli::add_run_command(app, args)},

@@ -1,5 +1,6 @@
 #include "progress.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,5 +59,19 @@ void StderrProgress::run_finished(const std::string& id, OutcomeKind kind, const
 }
 
 void StderrProgress::note(const std::string& text) { line("aoti-bisect: " + text, false); }
+
+// A terminal redraws the line for every batch; a log gets one every 10 s.
+void StderrProgress::batch(const std::string& run_id, int index, int of, const std::string& file) {
+  std::string text = fmt::format("  {}: batch {} of {} ({})", run_id, index + 1, of, file);
+  if (m_smart) {
+    line(text, true);
+    return;
+  }
+  double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now - m_last_batch_line >= 10 || index + 1 == of) {
+    m_last_batch_line = now;
+    line(text, false);
+  }
+}
 
 }  // namespace aoti_bisect::cli

@@ -17,6 +17,7 @@ class StderrProgress : public Progress {
   void run_finished(const std::string& id, OutcomeKind kind, const std::string& exit, double seconds, int done,
                     int total) override;
   void note(const std::string& text) override;
+  void batch(const std::string& run_id, int index, int of, const std::string& file) override;
   void finish();  // ends a redrawn line
 
  private:
@@ -24,6 +25,7 @@ class StderrProgress : public Progress {
   bool m_smart = false;
   bool m_color = false;
   bool m_dirty = false;
+  double m_last_batch_line = -1e9;  // when a plain stderr last got a batch line
 };
 
 }  // namespace aoti_bisect::cli

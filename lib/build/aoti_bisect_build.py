@@ -425,6 +425,7 @@ def parse_args(argv):
     p.add_argument("--out", help="the package to write (.pt2)")
     p.add_argument("--eager-inputs", help="inputs (torch.save) to run the exported program on eagerly")
     p.add_argument("--eager-out", help="where to save the eager outputs (torch.save)")
+    p.add_argument("--eager-device", help="eager: move the exported program and the inputs to this device first")
     p.add_argument("--node-map", help="build: where to write the node map; eager: the map to read")
     p.add_argument("--node-values", help="eager: where to save each mapped buffer's eager values")
     p.add_argument("--node-info", help="eager: where to write the mapped nodes' ops and source locations")
@@ -494,10 +495,22 @@ def bind_inputs(torch, value, in_spec):
     return _conform(args, args_spec), _conform(kwargs, kwargs_spec)
 
 
-def run_eager(torch, ep, inputs_path, out_path):
+def on_device(torch, ep, args, kwargs, device):
+    """The program and its inputs moved to `device` (--eager-device), or as they are."""
+    if not device:
+        return ep, args, kwargs
+    import torch.utils._pytree as pytree
+    from torch.export.passes import move_to_device_pass
+
+    move = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t  # noqa: E731
+    return move_to_device_pass(ep, device), pytree.tree_map(move, args), pytree.tree_map(move, kwargs)
+
+
+def run_eager(torch, ep, inputs_path, out_path, device=None):
     import torch.utils._pytree as pytree
 
     args, kwargs = bind_inputs(torch, torch.load(inputs_path, weights_only=True), ep.call_spec.in_spec)
+    ep, args, kwargs = on_device(torch, ep, args, kwargs, device)
     with torch.no_grad():
         outputs = ep.module()(*args, **kwargs)
     leaves = [t.detach().cpu() for t in pytree.tree_leaves(outputs) if isinstance(t, torch.Tensor)]
@@ -678,7 +691,7 @@ def source_location(node, torch_dir):
     return {"file": os.path.basename(path), "line": int(line), "function": func, "code": code.strip()[:200]}
 
 
-def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
+def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path, device=None):
     import torch.fx
     import torch.utils._pytree as pytree
 
@@ -691,6 +704,7 @@ def run_node_values(torch, ep, inputs_path, map_path, values_path, info_path):
         described.update(entry.get("computes", []))
     described |= wanted
     args, kwargs = bind_inputs(torch, torch.load(inputs_path, weights_only=True), ep.call_spec.in_spec)
+    ep, args, kwargs = on_device(torch, ep, args, kwargs, device)
     gm = ep.module()
     values = {}
 
@@ -764,9 +778,10 @@ def run(args):
             ep = load_step(torch, args)
             try:
                 if args.eager_out:
-                    run_eager(torch, ep, args.eager_inputs, args.eager_out)
+                    run_eager(torch, ep, args.eager_inputs, args.eager_out, args.eager_device)
                 if args.node_values:
-                    run_node_values(torch, ep, args.eager_inputs, args.node_map, args.node_values, args.node_info)
+                    run_node_values(torch, ep, args.eager_inputs, args.node_map, args.node_values, args.node_info,
+                                    args.eager_device)
             except Exception as e:
                 raise StepError("eager", first_useful_line(e)) from e
         else:

@@ -440,6 +440,9 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
                                    "--eager-inputs", fs::absolute(request.inputs).string(),
                                    "--result", (work.path() / "result.json").string()};
   std::vector<std::pair<fs::path, fs::path>> products;  // (written by the helper, where it goes)
+  if (!request.device.empty()) {
+    argv.insert(argv.end(), {"--eager-device", request.device});
+  }
   if (!request.out.empty()) {
     argv.insert(argv.end(), {"--eager-out", out.string()});
     products.emplace_back(out, request.out);

@@ -95,6 +95,9 @@ struct EagerRequest {
   std::filesystem::path cache_dir;  // where the helper script is kept; empty: default_cache_dir()
   double timeout_s = 600;
   std::string python;
+  // "" runs eager where the program and inputs are; "cpu" moves both there
+  // first (torch.export.passes.move_to_device_pass): --eager-device cpu.
+  std::string device;
 };
 struct EagerResult {
   double seconds = 0;

@@ -3,7 +3,7 @@
 // machines, paths and rebuilds of the package, so that a nightly job can
 // tell today's failure from yesterday's and group cases that share a bug.
 //
-// The recipe (version 1), documented in README.md "Failure signatures":
+// The recipe (version 1), documented in docs/reports.md "Failure signatures":
 //   isolated:  KIND/KERNEL/H  where KERNEL is the culprit kernel's name
 //              without Inductor's numeric suffix ("cpp_fused_div_log"), and
 //              H = sha256("aoti-bisect-signature-1\nKIND\nKERNEL\nS\nFLAGS")

@@ -8,7 +8,7 @@
 
 namespace aoti_bisect {
 
-// The exit-code contract (README "Exit codes", design.md "Contracts").
+// The exit-code contract (README.md "Exit codes", design.md "Contracts").
 enum class ExitCode : int {
   clean = 0,         // no failure reproduced
   isolated = 1,      // failure reproduced and isolated

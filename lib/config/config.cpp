@@ -105,6 +105,70 @@ std::string variant_name_of(const Field& f) {
   return name;
 }
 
+RunWhen run_when_of(const Field& f) {
+  std::string name = string_of(f);
+  for (RunWhen w : {RunWhen::always, RunWhen::failure, RunWhen::fault, RunWhen::flaky}) {
+    if (run_when_name(w) == name) {
+      return w;
+    }
+  }
+  fail(f, fmt::format("'when' must be always, failure, fault or flaky, got '{}'", name));
+}
+
+const std::vector<std::string>& contrast_names() {
+  static const std::vector<std::string> names = {"refuses_inputs", "passes_with", "fails_with", "more_reliable",
+                                                 "outputs_change"};
+  return names;
+}
+
+// A finding's sentence may name only the placeholders the reading fills in.
+std::string says_of(const Field& f) {
+  static const std::set<std::string> known = {"k", "n", "base_k", "base_n", "changed", "line", "env"};
+  std::string text = string_of(f);
+  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+    size_t close = text.find('}', open);
+    std::string name = close == std::string::npos ? "" : text.substr(open + 1, close - open - 1);
+    if (known.count(name) == 0) {
+      fail(f, fmt::format("'says' names an unknown placeholder '{{{}}}' (known: {{k}}, {{n}}, {{base_k}}, {{base_n}}, "
+                          "{{changed}}, {{line}}, {{env}})",
+                          name));
+    }
+  }
+  return text;
+}
+
+const std::vector<KeyRule<FindingRule>>& finding_keys() {
+  static const std::vector<KeyRule<FindingRule>> rules = {
+      {"variant", [](const Field& f, FindingRule& r) { r.variant = string_of(f); }},
+      {"contrast",
+       [](const Field& f, FindingRule& r) {
+         r.contrast = string_of(f);
+         const auto& known = contrast_names();
+         if (std::find(known.begin(), known.end(), r.contrast) == known.end()) {
+           fail(f, fmt::format("unknown contrast '{}' (known: {})", r.contrast, fmt::join(known, ", ")));
+         }
+       }},
+      {"says", [](const Field& f, FindingRule& r) { r.says = says_of(f); }},
+  };
+  return rules;
+}
+
+std::vector<FindingRule> findings_of(const Field& f) {
+  if (!f.node.IsSequence()) {
+    fail(f, fmt::format("'findings' must be a list, got {}", describe(f.node)));
+  }
+  std::vector<FindingRule> out;
+  for (const YAML::Node& item : f.node) {
+    FindingRule r;
+    read_map(f.source, item, nullptr, "a finding", finding_keys(), r);
+    if (r.variant.empty() || r.contrast.empty() || r.says.empty()) {
+      fail_at(f.source, item.Mark(), "a finding needs 'variant', 'contrast' and 'says'");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 const std::vector<KeyRule<Variant>>& variant_keys() {
   static const std::vector<KeyRule<Variant>> rules = {
       {"name", [](const Field& f, Variant& v) { v.name = variant_name_of(f); }},
@@ -112,6 +176,7 @@ const std::vector<KeyRule<Variant>>& variant_keys() {
       {"env", [](const Field& f, Variant& v) { v.env = env_of(f); }},
       {"repeats", [](const Field& f, Variant& v) { v.repeats = positive_int(f); }},
       {"localizes_faults", [](const Field& f, Variant& v) { v.localizes_faults = boolean(f); }},
+      {"when", [](const Field& f, Variant& v) { v.when = run_when_of(f); }},
   };
   return rules;
 }
@@ -124,6 +189,9 @@ std::vector<Variant> variants_of(const Field& f) {
   for (const YAML::Node& item : f.node) {
     Variant v;
     read_map(f.source, item, nullptr, "a variant", variant_keys(), v);
+    if (v.localizes_faults && item.IsMap() && !item["when"]) {
+      v.when = RunWhen::fault;
+    }
     if (v.name.empty()) {
       fail_at(f.source, item.Mark(), "a variant needs a 'name'");
     }
@@ -191,6 +259,7 @@ const std::vector<KeyRule<UserConfig>>& user_keys() {
       {"timeout", [](const Field& f, UserConfig& c) { c.timeout_s = timeout_of(f); }},
       {"jobs", [](const Field& f, UserConfig& c) { c.jobs = positive_int(f); }},
       {"variants", [](const Field& f, UserConfig& c) { c.variants = variants_of(f); }},
+      {"findings", [](const Field& f, UserConfig& c) { c.findings = findings_of(f); }},
       {"variants_mode",
        [](const Field& f, UserConfig& c) {
          std::string mode = string_of(f);
@@ -213,6 +282,7 @@ const std::vector<KeyRule<Profile>>& profile_keys() {
       {"repeats", [](const Field& f, Profile& p) { p.repeats = positive_int(f); }},
       {"timeout", [](const Field& f, Profile& p) { p.timeout_s = timeout_of(f); }},
       {"variants", [](const Field& f, Profile& p) { p.variants = variants_of(f); }},
+      {"findings", [](const Field& f, Profile& p) { p.findings = findings_of(f); }},
       {"tolerances", [](const Field& f, Profile& p) { read_tolerances(f, p.tolerances, nullptr, nullptr); }},
   };
   return rules;
@@ -220,6 +290,16 @@ const std::vector<KeyRule<Profile>>& profile_keys() {
 
 
 }  // namespace
+
+std::string_view run_when_name(RunWhen when) {
+  switch (when) {
+    case RunWhen::always: return "always";
+    case RunWhen::failure: return "failure";
+    case RunWhen::fault: return "fault";
+    case RunWhen::flaky: return "flaky";
+  }
+  return "always";
+}
 
 Profile parse_profile(const std::string& yaml_text, const std::string& source_name) {
   YAML::Node root = load_yaml(yaml_text, source_name);

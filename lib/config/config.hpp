@@ -15,6 +15,18 @@
 
 namespace aoti_bisect {
 
+// When a variant runs (`when:` in a profile or config). The baseline run
+// decides the first three; `flaky` variants run after the others, when the
+// runs of the baseline's own environment (the baseline and `repeat`)
+// disagree.
+enum class RunWhen {
+  always,   // with every matrix
+  failure,  // the baseline failed (any failure of the model)
+  fault,    // the baseline crashed (on a GPU also: an error or a device-side assert)
+  flaky,    // the baseline environment's runs disagree
+};
+std::string_view run_when_name(RunWhen when);
+
 struct Variant {
   std::string name;                         // [a-z0-9_]+, unique in a matrix
   std::map<std::string, std::string> env;   // set on top of the base environment
@@ -24,6 +36,20 @@ struct Variant {
   // baseline crashed, and the search prefers it when it reproduces as often
   // as the best variant.
   bool localizes_faults = false;
+  // When it runs; a variant that localizes faults runs on a fault unless
+  // its `when` says otherwise.
+  RunWhen when = RunWhen::always;
+};
+
+// One line of a profile's reading of the matrix (`findings:`): when the runs
+// of `variant` and of the baseline's environment show `contrast`, the report
+// states `says` with its placeholders filled in (matrix/reading.hpp).
+struct FindingRule {
+  std::string variant;
+  std::string contrast;  // refuses_inputs, passes_with, fails_with, more_reliable, outputs_change
+  std::string says;      // {k} {n} (the variant's reproducing and all runs), {base_k} {base_n}
+                         // (the baseline environment's), {changed} (runs whose outputs changed),
+                         // {line} (the variant's first error line), {env} (its variables)
 };
 
 struct Profile {
@@ -33,6 +59,7 @@ struct Profile {
   double timeout_s = 300;                   // per child run
   std::vector<Variant> variants;            // the flag matrix, in preference order
   ToleranceTable tolerances;                // per dtype, for outputs and per-kernel comparisons
+  std::vector<FindingRule> findings;        // what each contrast of the matrix means
 };
 
 struct UserConfig {
@@ -42,6 +69,7 @@ struct UserConfig {
   std::optional<int> jobs;
   std::vector<Variant> variants;            // added after the profile's
   bool replace_variants = false;            // `variants_mode: replace`
+  std::vector<FindingRule> findings;        // added after the profile's
   ToleranceTable tolerance;                 // per dtype; flat atol/rtol land in every entry
   std::optional<double> tolerance_atol;     // a flat `tolerance: {atol, rtol}`: applies to every dtype
   std::optional<double> tolerance_rtol;

@@ -14,11 +14,13 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "search/search.hpp"
+#include "job/batches.hpp"
 #include "job/environment.hpp"
 #include "job/out_dir.hpp"
 #include "phase/phase.hpp"
 #include "phase/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
+#include "matrix/reading.hpp"
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
@@ -66,7 +68,7 @@ PackageSummary summarize_package(const Package& pkg, const ModelFiles& model, co
 
 // Opens the package and checks the files exist. Usage errors (an unknown
 // model name) propagate; the others stop the job.
-std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
+std::variant<Inspected, Stop> inspect(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
   rec.begin_phase("inspect", display_path(opt.package));
   Inspected in;
   try {
@@ -79,6 +81,12 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
     rec.package(std::move(summary), sha256_file(opt.inputs));
     // The runner's unpickler trusts the sizes these files declare.
     check_torch_save(opt.inputs, "inputs file");
+    for (size_t i = 1; i < batches.size(); ++i) {
+      if (batches[i] != batches[i - 1]) {
+        require_file(batches[i], "inputs file");
+        check_torch_save(batches[i], "inputs file");
+      }
+    }
     if (!opt.reference.empty()) {
       require_file(opt.reference, "reference file");
       check_torch_save(opt.reference, "reference file");
@@ -99,7 +107,10 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, Recorder& rec) {
   return in;
 }
 
-std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env) {
+// `batches`: what the runs feed (the failing batch, after the ones before
+// it where it needs them); empty: the job's inputs.
+std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
+                              const std::vector<fs::path>& batches = {}) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : env) {
     parts.push_back(k + "=" + shell_quote(v));
@@ -109,7 +120,13 @@ std::string reproduce_command(const Settings& s, const std::map<std::string, std
   if (!s.model.empty()) {
     parts.push_back("--model " + shell_quote(s.model));
   }
-  parts.push_back("--inputs " + shell_quote(display_path(s.inputs)));
+  if (batches.size() > 1 && s.calls) {
+    parts.push_back("--inputs " + shell_quote(display_path(s.inputs)) + fmt::format(" --calls {}", batches.size()));
+  } else {
+    for (const auto& b : batches.empty() ? std::vector<fs::path>{s.inputs} : batches) {
+      parts.push_back("--inputs " + shell_quote(display_path(b)));
+    }
+  }
   if (s.contiguous_inputs) {
     parts.push_back("--contiguous-inputs");
   }
@@ -143,6 +160,7 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   req.inputs = s.inputs;
   req.out = s.out_dir / "eager-reference.pt";
   req.cache_dir = s.cache_dir;
+  req.device = s.eager_device;
   try {
     compute_eager_reference(req);
   } catch (const EagerRunFailed& e) {
@@ -154,14 +172,21 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   } catch (const Error& e) {
     return stop_of(e);
   }
-  rec.reference(display_path(req.out) + " (eager, from the exported program)");
+  rec.reference(display_path(req.out) + " (eager, from the exported program" +
+                (s.eager_device.empty() ? ")" : ", on the " + s.eager_device + ")"));
+  if (!s.eager_device.empty() && s.eager_device != in.model->device_key()) {
+    rec.note(fmt::format("eager ran on the {} (--eager-device {}), the package on {}: outputs that agree are a hint, "
+                         "not a validation on {}; outputs that differ may differ by the device's own kernels",
+                         s.eager_device, s.eager_device, in.model->device_key(), in.model->device_key()));
+  }
   return req.out;
 }
 
-std::vector<ChildRequest> matrix_requests(const std::vector<PlannedRun>& plan, const ModelDir& model) {
+std::vector<ChildRequest> matrix_requests(const std::vector<PlannedRun>& plan, const ModelDir& model,
+                                          const std::vector<fs::path>& batches) {
   std::vector<ChildRequest> reqs;
   for (const auto& run : plan) {
-    reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, model, std::nullopt, {}, false});
+    reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, model, std::nullopt, {}, false, batches});
   }
   return reqs;
 }
@@ -210,6 +235,61 @@ MatrixResult summarize(const std::vector<PlannedRun>& plan, const std::vector<Ch
     }
   }
   out.failure = f;
+  return out;
+}
+
+// The runs of the matrix as its reading needs them (matrix/reading.hpp).
+std::vector<MatrixRunFacts> run_facts(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
+  std::vector<MatrixRunFacts> facts;
+  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
+    if (!results[i].finished) {
+      continue;
+    }
+    MatrixRunFacts f{plan[i].variant, plan[i].env, results[i].cls.kind, redact_paths(results[i].cls.first_line), {}};
+    for (const auto& out : results[i].cls.outputs) {
+      f.output_checksums.push_back(out.checksum);
+    }
+    facts.push_back(std::move(f));
+  }
+  return facts;
+}
+
+std::vector<MatrixFinding> report_findings(const std::vector<Finding>& findings) {
+  std::vector<MatrixFinding> out;
+  for (const auto& f : findings) {
+    out.push_back({f.variant, f.contrast, f.sentence});
+  }
+  return out;
+}
+
+// Whether the runs of the baseline's environment (the baseline, `repeat`)
+// ended in different outcomes.
+bool baseline_env_flaky(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
+  std::optional<OutcomeKind> seen;
+  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
+    if (!results[i].finished || plan[i].env != plan[0].env) {
+      continue;
+    }
+    if (seen && *seen != results[i].cls.kind) {
+      return true;
+    }
+    seen = results[i].cls.kind;
+  }
+  return false;
+}
+
+// The variants whose refusal of the inputs a finding rule reads (the
+// package's own input check): one run of each.
+std::vector<PlannedRun> input_check_runs(const Settings& s) {
+  std::vector<PlannedRun> out;
+  for (const auto& run : s.plan) {
+    bool checks = std::any_of(s.findings.begin(), s.findings.end(), [&](const FindingRule& r) {
+      return r.variant == run.variant && r.contrast == "refuses_inputs";
+    });
+    if (checks && run.repeat == 1) {
+      out.push_back(run);
+    }
+  }
   return out;
 }
 
@@ -306,9 +386,20 @@ class Job {
     return m_seams.children ? m_seams.children(setup) : std::make_unique<ProcessChildren>(setup);
   }
   JobResult after_inspect(Inspected& in, const UserConfig& user);
+  // Options that do not go with several batches: Error(usage).
+  void check_batch_options() const {
+    bool several = m_batches.size() > 1 || m_opt.calls > 1;
+    if (m_batches.size() > 1 && m_opt.calls > 1) {
+      throw Error(ErrorKind::usage, "--calls N runs one inputs file N times: give one --inputs with it");
+    }
+    if (several && (!m_opt.reference.empty() || m_opt.against_eager)) {
+      throw Error(ErrorKind::usage, "--reference and --against-eager compare one batch: give one --inputs with them");
+    }
+  }
   JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
 
-  const RunOptions& m_opt;
+  RunOptions m_opt;                 // inputs set to the first batch once --inputs is expanded
+  std::vector<fs::path> m_batches;  // every --inputs, expanded (job/batches.hpp); empty: m_opt.inputs
   std::optional<OutDir> m_out;  // declared before m_rec: held until the last report is written
   Recorder m_rec;
   const JobSeams& m_seams;
@@ -336,6 +427,16 @@ JobResult Job::run() {
   // Before the first report is written: the lock, and an earlier run's
   // files moved apart. A busy or unwritable folder gets no report.
   m_out.emplace(m_opt.out_dir);
+  std::optional<Stop> unexpanded;
+  if (!m_opt.inputs_given.empty()) {
+    try {
+      m_batches = expand_inputs(m_opt.inputs_given);
+      m_opt.inputs = m_batches.front();
+    } catch (const Error& e) {
+      unexpanded = stop_of(e);
+      m_opt.inputs = m_opt.inputs_given.front();
+    }
+  }
   m_rec.start(command_line, display_path(m_opt.inputs),
               m_opt.reference.empty() ? "" : display_path(m_opt.reference));
   for (const auto& note : m_out->notes()) {
@@ -344,7 +445,11 @@ JobResult Job::run() {
 
   install_interrupt_handlers();
   try {
-    auto inspected = inspect(m_opt, m_rec);
+    check_batch_options();
+    if (unexpanded) {
+      return fail(*unexpanded);
+    }
+    auto inspected = inspect(m_opt, m_batches, m_rec);
     if (auto* stop = std::get_if<Stop>(&inspected)) {
       return fail(*stop);
     }
@@ -374,7 +479,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
                              "aoti_compile_and_package",
                              m_opt.package.string(), in.model->name)});
   }
-  const Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key));
+  const Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key), m_batches);
   for (const auto& why : s.unavailable_variants) {
     m_rec.note("variant " + why + ": left out of the flag matrix");
   }
@@ -393,7 +498,10 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     return fail(*stop);
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
-                   s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs};
+                   s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs, {}};
+  setup.on_batch = [this](const std::string& id, int index, int of, const std::string& file) {
+    m_rec.progress().batch(id, index, of, display_path(file));
+  };
   if (device_key == "cpu") {
     // Not yet for devices: a server must fork before any device runtime
     // starts, which is to be checked on a device (scripts/device-check).
@@ -407,13 +515,25 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
 
 JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model) {
   std::vector<PlannedRun> plan = s.plan;
-  std::vector<ChildRequest> reqs = matrix_requests(plan, model);
   std::vector<ChildResult> results;
-  m_rec.plan_runs(static_cast<int>(reqs.size()));
-  m_rec.begin_phase("baseline", "one run in a fresh child");
-  if (!env.runs.run_all({reqs.front()}, 1, results) && interrupt_requested()) {
-    return interrupted("during the baseline run");
+  std::optional<BatchLoop> loop;  // several batches: the loop over them is the baseline
+  m_rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
+  if (s.batches.size() > 1) {
+    loop = run_batch_loop(s, env.runs, m_rec, matrix_requests(plan, model, {}).front());
+    if (!loop) {
+      return interrupted("during the batch loop");
+    }
+    results = {loop->loop};
+    if (!loop->failing) {
+      plan.resize(1);  // a clean list is not repeated batch by batch
+    }
+  } else {
+    m_rec.begin_phase("baseline", "one run in a fresh child");
+    if (!env.runs.run_all({matrix_requests(plan, model, {}).front()}, 1, results) && interrupt_requested()) {
+      return interrupted("during the baseline run");
+    }
   }
+  const std::vector<fs::path> run_list = loop ? loop->run_list : std::vector<fs::path>{};
   const Classification& base = results[0].cls;
   m_rec.environment(with_runner(m_rec.report().environment, base));
   m_rec.inputs(inputs_with_nonfinite_counts(base), inputs_binding_text(base));
@@ -424,33 +544,80 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     return fail(*stop);
   }
   if (base.kind == OutcomeKind::input_mismatch) {
-    return fail({Verdict::could_not_test, fmt::format("inputs file '{}' does not fit model '{}': {}",
-                                                      display_path(s.inputs), in.model->name, base.first_line)});
+    const auto& ran = results[0].batches;
+    std::string which = ran.empty() ? display_path(s.inputs)
+                                    : fmt::format("{}' (batch {} of {}", display_path(ran.back().file),
+                                                  ran.back().index, s.batches.size());
+    std::string message = fmt::format("inputs file '{}{} does not fit model '{}': {}", which, ran.empty() ? "'" : ")",
+                                      in.model->name, base.first_line);
+    // A second opinion from the package itself (its own input check), one run each.
+    std::vector<PlannedRun> checks = plan.size() > 1 ? input_check_runs(s) : std::vector<PlannedRun>{};
+    if (!checks.empty()) {
+      m_rec.begin_phase("matrix", "the package's own input check, as a second opinion");
+      std::vector<ChildResult> checked;
+      env.runs.run_all(matrix_requests(checks, model, run_list), s.jobs, checked);
+      // A refusal with the baseline's own line is the runner's check again
+      // (the count, the binding: kept where the package checks), not the package's.
+      auto own = [&](const ChildResult& r) {
+        return !r.finished || (r.cls.kind == OutcomeKind::input_mismatch && r.cls.first_line == base.first_line);
+      };
+      std::vector<PlannedRun> ran_plan = {plan[0]};
+      std::vector<ChildResult> all = {results[0]};
+      for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
+        if (!own(checked[i])) {
+          ran_plan.push_back(checks[i]);
+          all.push_back(checked[i]);
+        }
+      }
+      m_rec.findings(report_findings(read_matrix(s.findings, run_facts(ran_plan, all), std::nullopt)));
+      for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
+        if (own(checked[i])) {
+          continue;
+        }
+        std::string flags = env_difference(checks[i].env, plan[0].env);
+        message += checked[i].cls.kind == OutcomeKind::input_mismatch
+                       ? fmt::format("; the package's own check ({}) agrees: {}", flags,
+                                     redact_paths(checked[i].cls.first_line))
+                       : fmt::format("; the package's own check ({}) accepts them ({})", flags,
+                                     outcome_name(checked[i].cls.kind));
+      }
+    }
+    return fail({Verdict::could_not_test, message});
   }
   ChildResult baseline = results[0];
-  bool device_fault = s.profile.backend != "cpu" &&
-                      (base.kind == OutcomeKind::error || base.kind == OutcomeKind::device_assert);
-  if (base.kind != OutcomeKind::crash && !device_fault) {
-    // Variants that localize faults (guard pages, memcheck) are for crashes
-    // (and, on a GPU, errors and device asserts: an illegal access is an error there).
-    plan.erase(std::remove_if(plan.begin() + 1, plan.end(), [](const PlannedRun& p) { return p.localizes_faults; }),
-               plan.end());
-    reqs = matrix_requests(plan, model);
-  }
-  if (reqs.size() > 1) {
-    std::set<std::string> variants;
-    for (size_t i = 1; i < plan.size(); ++i) {
-      variants.insert(plan[i].variant);
+  // The matrix in two stages: the variants the baseline's outcome calls
+  // for, then (`when: flaky`) those for a baseline environment whose runs
+  // disagree.
+  MatrixStage stage{base.kind, s.profile.backend != "cpu", false};
+  std::vector<PlannedRun> ran = {plan[0]};
+  for (int stage_no = 1; stage_no <= 2 && plan.size() > 1; ++stage_no) {
+    if (stage_no == 2) {
+      stage.flaky = baseline_env_flaky(ran, results);
     }
-    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variants, {} at a time", reqs.size() - 1, variants.size(),
-                                            s.jobs));
-    std::vector<ChildRequest> rest(reqs.begin() + 1, reqs.end());
+    std::vector<PlannedRun> now;
+    for (size_t i = 1; i < plan.size(); ++i) {
+      if (runs_at_stage(plan[i], stage, stage_no)) {
+        now.push_back(plan[i]);
+      }
+    }
+    if (now.empty()) {
+      continue;
+    }
+    m_rec.plan_runs(static_cast<int>(now.size()));
+    std::set<std::string> variants;
+    for (const auto& p : now) {
+      variants.insert(p.variant);
+    }
+    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variant{}{}, {} at a time", now.size(), variants.size(),
+                                            variants.size() == 1 ? "" : "s",
+                                            stage_no == 2 ? " (the baseline is flaky)" : "", s.jobs));
     std::vector<ChildResult> more;
-    bool completed = env.runs.run_all(rest, s.jobs, more) || !interrupt_requested();
+    bool completed = env.runs.run_all(matrix_requests(now, model, run_list), s.jobs, more) || !interrupt_requested();
+    ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
     results.insert(results.end(), more.begin(), more.end());
     if (!completed) {
-      MatrixResult partial = summarize(plan, results);
-      m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env));
+      MatrixResult partial = summarize(ran, results);
+      m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env, run_list));
       return interrupted("during the flag matrix");
     }
     for (const auto& r : results) {
@@ -459,8 +626,69 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
       }
     }
   }
+  plan = ran;
   MatrixResult m = summarize(plan, results);
-  m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env));
+  if (m.failure && loop) {
+    m.failure->batch = loop->batch;
+  }
+  const std::vector<Finding> findings =
+      read_matrix(s.findings, run_facts(plan, results), m.failure ? std::optional(m.failure->kind) : std::nullopt);
+  // The package's own input check refuses the inputs: it is the inputs,
+  // not a kernel; nothing is searched.
+  for (size_t i = 1; i < results.size() && i < plan.size(); ++i) {
+    if (results[i].finished && results[i].cls.kind == OutcomeKind::input_mismatch) {
+      m_rec.matrix(m.variants, m.failure, reproduce_command(s, plan[i].env, run_list));
+      m_rec.findings(report_findings(findings));
+      return fail({Verdict::could_not_test,
+                   fmt::format("inputs file '{}' does not fit model '{}': under {} ({}) the package refuses them: {}; "
+                               "the kernels were not searched (it is the inputs)",
+                               display_path(s.inputs), in.model->name, plan[i].variant,
+                               env_difference(plan[i].env, plan[0].env), results[i].cls.first_line)});
+    }
+  }
+  // Outputs that change where nothing else does (memory nothing wrote): a
+  // failure, though no run ended in one.
+  if (!m.failure) {
+    for (const auto& finding : findings) {
+      if (finding.contrast != "outputs_change") {
+        continue;
+      }
+      Failure changed;
+      changed.kind = OutcomeKind::mismatch;
+      changed.first_check = std::string(outcome_info(changed.kind).first_check);
+      changed.reproducing_variant = finding.variant;
+      for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
+        changed.runs += results[i].finished ? 1 : 0;
+        if (plan[i].variant == finding.variant) {
+          m.chosen_env = plan[i].env;
+          changed.reproduced += 1;
+        }
+      }
+      for (auto& v : m.variants) {
+        if (v.name == finding.variant) {
+          v.reproduced = changed.reproduced;  // its runs showed it: other outputs
+        }
+      }
+      std::string flags = env_difference(m.chosen_env, plan[0].env);
+      changed.first_line = fmt::format("the outputs under {} differ from the baseline's, which its repeats reproduce "
+                                       "bit for bit",
+                                       flags);
+      m.failure = changed;
+      m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env, run_list));
+      m_rec.findings(report_findings(findings));
+      return finish(Verdict::not_isolated,
+                    finding.sentence + "; the kernel search needs a failure to probe for: 'aoti-bisect bisect' "
+                                       "with --env " +
+                        flags + " and --against-eager (or --reference EXPECTED.pt) compares with eager, kernel by kernel");
+    }
+  }
+  m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env, run_list));
+  m_rec.findings(report_findings(findings));
+  if (!m.failure && loop) {
+    return finish(Verdict::clean,
+                  fmt::format("no failure in {} {} (one run; no crash, no NaN/Inf)", s.batches.size(),
+                              s.calls ? "calls" : "batches"));
+  }
   if (!m.failure) {
     size_t n = m_rec.report().runs.size();
     std::string unchecked;
@@ -484,7 +712,8 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
-                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model};
+                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
+                    run_list};
   BisectOutcome b;
   try {
     b = run_bisection(env, setup);

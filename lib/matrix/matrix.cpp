@@ -83,10 +83,28 @@ std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& us
       env.insert_or_assign(key, value);
     }
     for (int k = 1; k <= repeats; ++k) {
-      runs.push_back(PlannedRun{fmt::format("{}.{}", v->name, k), v->name, k, env, v->localizes_faults});
+      runs.push_back(PlannedRun{fmt::format("{}.{}", v->name, k), v->name, k, env, v->localizes_faults, v->when});
     }
   }
   return runs;
+}
+
+bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no) {
+  if (run.variant == "baseline") {
+    return false;  // it ran before either stage
+  }
+  if (stage_no == 2) {
+    return run.when == RunWhen::flaky && stage.flaky;
+  }
+  switch (run.when) {
+    case RunWhen::always: return true;
+    case RunWhen::failure: return is_model_failure(stage.baseline);
+    case RunWhen::fault:
+      return stage.baseline == OutcomeKind::crash ||
+             (stage.device && (stage.baseline == OutcomeKind::error || stage.baseline == OutcomeKind::device_assert));
+    case RunWhen::flaky: return false;
+  }
+  return false;
 }
 
 MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {

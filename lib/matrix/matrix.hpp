@@ -19,7 +19,19 @@ struct PlannedRun {
   int repeat = 0;          // 1-based within its variant; 0 for the baseline
   std::map<std::string, std::string> env;  // variables this run sets (user env + variant env)
   bool localizes_faults = false;           // the variant's (config.hpp)
+  RunWhen when = RunWhen::always;          // the variant's; the baseline's is always
 };
+
+// What decides which variants run: the baseline's outcome, then (for
+// `flaky` variants) whether the baseline environment's runs disagreed.
+struct MatrixStage {
+  OutcomeKind baseline = OutcomeKind::ok;
+  bool device = false;       // a GPU backend: an error or a device assert is a fault too
+  bool flaky = false;        // known after the first stage
+};
+// Whether a planned run runs at `stage` (stage 1: everything but `flaky`;
+// stage 2: `flaky`, when the stage says so).
+bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no);
 
 // A variant may run the runner under a tool: its env sets
 // AOTI_BISECT_RUN_UNDER to a command line (`compute-sanitizer --tool

@@ -113,9 +113,6 @@ const std::set<std::string>& scalar_words() {
   return words;
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The type a hook declares for a parameter, or "" when it cannot.
 std::string hook_type(const HookParam& p, bool kernel, std::set<std::string>& handle_types) {
@@ -126,7 +123,7 @@ std::string hook_type(const HookParam& p, bool kernel, std::set<std::string>& ha
     if (scalar_words().count(id)) {
       continue;
     }
-    if (!kernel && (id == "AOTITorchError" || ends_with(id, "Handle"))) {
+    if (!kernel && (id == "AOTITorchError" || id.ends_with("Handle"))) {
       if (id != "AtenTensorHandle") {
         handle_types.insert(id);
       }

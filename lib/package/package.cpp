@@ -23,9 +23,6 @@ namespace {
 
 const std::string k_aoti_dir = "data/aotinductor/";
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // A local file header at the start: a zip whose end was cut off.
 bool starts_like_zip(const fs::path& path) {
@@ -86,21 +83,21 @@ std::map<std::string, std::string> parse_metadata(const std::string& text) {
 
 void classify_model_file(ModelFiles& m, const std::string& entry) {
   std::string base = entry.substr(entry.find_last_of('/') + 1);
-  if (ends_with(base, ".wrapper.cpp")) {
+  if (base.ends_with(".wrapper.cpp")) {
     m.wrapper_cpp = entry;
-  } else if (ends_with(base, ".kernel.cpp")) {
+  } else if (base.ends_with(".kernel.cpp")) {
     m.kernel_cpp = entry;
-  } else if (ends_with(base, ".cpp")) {
+  } else if (base.ends_with(".cpp")) {
     if (m.wrapper_cpp.empty()) {
       m.wrapper_cpp = entry;  // versions before the wrapper/kernel split
     }
-  } else if (ends_with(base, "wrapper_metadata.json") ||
-             (ends_with(base, "_metadata.json") && !ends_with(base, "kernel_metadata.json") &&
+  } else if (base.ends_with("wrapper_metadata.json") ||
+             (base.ends_with("_metadata.json") && !base.ends_with("kernel_metadata.json") &&
               m.metadata_json.empty())) {
     m.metadata_json = entry;
-  } else if (ends_with(base, ".so")) {
+  } else if (base.ends_with(".so")) {
     m.shared_object = entry;
-  } else if (ends_with(base, ".cubin") || ends_with(base, ".hsaco") || ends_with(base, ".spv")) {
+  } else if (base.ends_with(".cubin") || base.ends_with(".hsaco") || base.ends_with(".spv")) {
     m.cubins.push_back(entry);
   } else {
     m.other.push_back(entry);
@@ -221,7 +218,7 @@ Package Package::open(const fs::path& path) {
   }
   for (const auto& e : pkg.m_entries) {
     std::string models_dir = pkg.m_prefix + "models/";
-    if (e.rfind(models_dir, 0) == 0 && ends_with(e, ".json") && e.find('/', models_dir.size()) == std::string::npos) {
+    if (e.rfind(models_dir, 0) == 0 && e.ends_with(".json") && e.find('/', models_dir.size()) == std::string::npos) {
       pkg.m_exported.push_back(e.substr(models_dir.size(), e.size() - models_dir.size() - 5));
     }
   }

@@ -177,7 +177,7 @@ std::vector<std::string> adapt_compile(std::vector<std::string> cmd, const std::
       ++i;
       continue;
     }
-    if (!replaced_source && a.size() > 4 && a.compare(a.size() - 4, 4, ".cpp") == 0) {
+    if (!replaced_source && a.size() > 4 && a.ends_with(".cpp")) {
       out.push_back(source);
       replaced_source = true;
       continue;
@@ -199,7 +199,7 @@ std::vector<std::string> adapt_link(std::vector<std::string> cmd, const std::map
     }
     std::string replaced = a;
     for (const auto& [suffix, path] : objects) {
-      if (a.size() >= suffix.size() && a.compare(a.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      if (a.ends_with(suffix)) {
         replaced = path;
       }
     }

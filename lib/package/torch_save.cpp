@@ -37,7 +37,7 @@ uint64_t storage_item_size(const std::string& type) {
     return 1;  // what _rebuild_tensor_v3 reads: a count of bytes
   }
   if (type.rfind("torch ", 0) != 0 || type.size() <= 6 + suffix.size() ||
-      type.compare(type.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      !type.ends_with(suffix)) {
     return 0;
   }
   auto it = sizes.find(type.substr(6, type.size() - 6 - suffix.size()));

@@ -122,7 +122,7 @@ std::vector<std::string> returned_handles(std::string_view t) {
   for (size_t p = t.find('&'); p != std::string_view::npos; p = t.find('&', p + 1)) {
     std::string id = ident_at(t, p + 1);
     constexpr std::string_view suffix = "_handle";
-    if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (id.size() > suffix.size() && id.ends_with(suffix)) {
       out.push_back(id.substr(0, id.size() - suffix.size()));
     }
   }
@@ -140,7 +140,7 @@ std::optional<std::pair<std::string, std::string>> moved_buffer(std::string_view
     size_t amp = t.find(", &", a);
     std::string to = amp == std::string_view::npos ? "" : ident_at(t, amp + 3);
     constexpr std::string_view suffix = "_handle";
-    if (from.empty() || to.size() <= suffix.size() || to.compare(to.size() - suffix.size(), suffix.size(), suffix)) {
+    if (from.empty() || to.size() <= suffix.size() || !to.ends_with(suffix)) {
       return std::nullopt;
     }
     return std::make_pair(to.substr(0, to.size() - suffix.size()), from);
@@ -247,7 +247,7 @@ std::string arg_name(std::string_view a) {
   if (a.front() == '&') {
     std::string id = ident_at(a, 1);
     constexpr std::string_view suffix = "_handle";
-    if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (id.size() > suffix.size() && id.ends_with(suffix)) {
       return id.substr(0, id.size() - suffix.size());
     }
     return id;

@@ -1,11 +1,13 @@
 #include "phase/children.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "common/files.hpp"
 #include "matrix/matrix.hpp"
 #include "protocol/events.hpp"
+#include "protocol/runner.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -15,9 +17,16 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
                                    "--package-dir", fs::absolute(req.model.dir).string(),
                                    "--model", s.model,
                                    "--device-key", s.device_key,
-                                   "--inputs", fs::absolute(s.inputs).string(),
                                    "--events", fs::absolute(dir / "events.jsonl").string(),
                                    "--outputs", fs::absolute(dir / "outputs.pt").string()};
+  if (req.batches.size() > 1) {
+    argv.insert(argv.end(), {"--batch-list", fs::absolute(dir / "batches.txt").string()});
+    if (req.keep_going) {
+      argv.push_back("--keep-going");
+    }
+  } else {
+    argv.insert(argv.end(), {"--inputs", fs::absolute(req.batches.empty() ? s.inputs : req.batches.front()).string()});
+  }
   if (s.contiguous_inputs) {
     argv.push_back("--contiguous-inputs");
   }
@@ -63,6 +72,13 @@ int ProcessChildren::start(const ChildRequest& req) {
   if (req.probe_plan) {
     write_file_atomic(dir / "probe-plan.json", to_json(*req.probe_plan).dump(2));
   }
+  if (req.batches.size() > 1) {
+    std::string list;
+    for (const auto& b : req.batches) {
+      list += fs::absolute(b).string() + "\n";
+    }
+    write_file_atomic(dir / "batches.txt", list);
+  }
   SpawnSpec spec;
   spec.argv = runner_argv(m_setup, req, dir);
   spec.env = current_environment();
@@ -79,8 +95,28 @@ int ProcessChildren::start(const ChildRequest& req) {
   return token;
 }
 
+void ProcessChildren::watch_batches() {
+  for (const auto& [token, req] : m_running) {
+    if (req.batches.size() < 2 || !m_setup.on_batch) {
+      continue;
+    }
+    std::ifstream in(m_setup.out_dir / "runs" / req.id / "events.jsonl", std::ios::binary);
+    std::uintmax_t& done = m_read[token];
+    in.seekg(static_cast<std::streamoff>(done));
+    std::string line;
+    while (std::getline(in, line) && !in.eof()) {  // whole lines only: the last may be half written
+      done += line.size() + 1;
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && event_kind(e) == EventKind::batch) {
+        m_setup.on_batch(req.id, e.value("index", 0), e.value("of", 0), e.value("file", ""));
+      }
+    }
+  }
+}
+
 std::pair<int, ChildOutput> ProcessChildren::wait_any() {
-  auto [token, status] = m_set.wait_any();
+  auto [token, status] = m_set.wait_any([this] { watch_batches(); });
+  m_read.erase(token);
   ChildOutput out;
   out.status = status;
   auto it = m_running.find(token);

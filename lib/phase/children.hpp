@@ -3,7 +3,9 @@
 // kill all. ProcessChildren runs aoti-bisect-runner in fresh processes; the
 // unit tests drive the job through a scripted fake instead.
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +40,10 @@ struct ChildRequest {
   std::optional<ProbePlan> probe_plan;
   std::filesystem::path node_reference;    // per-node eager values for the probes (mismatch search)
   bool keep_stdout = false;                // guide mode reads what the printer wrote
+  // The inputs files this run feeds the model, in turn, in one process
+  // (a batch list; probes on the last only). Empty: the job's inputs.
+  std::vector<std::filesystem::path> batches;
+  bool keep_going = false;                 // the batch loop goes on after a failing batch (--all-batches)
 };
 
 // What a child left behind.
@@ -72,6 +78,9 @@ struct ChildSetup {
   double timeout_s = 300;
   unsigned long long memory_limit_bytes = 0;  // per child (RLIMIT_AS); 0: none
   bool contiguous_inputs = false;   // the runner copies inputs of another layout into the package's
+  // A run over several batches reached batch `index` of `of` (its `file`):
+  // told while the run goes on (the person watching a long loop).
+  std::function<void(const std::string& run_id, int index, int of, const std::string& file)> on_batch;
 };
 
 // The runner's command line for a request (exposed for tests).
@@ -86,9 +95,13 @@ class ProcessChildren : public ChildRunner {
   void kill_all() override;
 
  private:
+  // Reads what the running batch loops wrote since the last look.
+  void watch_batches();
+
   ChildSetup m_setup;
   ProcessSet m_set;
   std::map<int, ChildRequest> m_running;
+  std::map<int, std::uintmax_t> m_read;  // token -> bytes of its events file already read
 };
 
 }  // namespace aoti_bisect

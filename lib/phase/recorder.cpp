@@ -76,6 +76,22 @@ void Recorder::inputs(std::vector<TensorInfo> inputs, std::string binding) {
   m_report.inputs_binding = std::move(binding);
 }
 
+void Recorder::batches(std::vector<BatchRecord> batches, std::optional<bool> needs_history) {
+  m_report.batches = std::move(batches);
+  m_report.needs_history = needs_history;
+  save();
+}
+
+void Recorder::batch_groups(std::vector<BatchGroup> groups) {
+  m_report.batch_groups = std::move(groups);
+  save();
+}
+
+void Recorder::inputs_source(const std::string& path, const std::string& sha256) {
+  m_report.inputs_path = path;
+  m_report.inputs_sha256 = sha256;
+}
+
 void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure,
                       const std::string& reproduce) {
   m_report.matrix = std::move(variants);
@@ -83,6 +99,14 @@ void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failur
   if (m_report.failure) {
     m_report.reproduce_command = reproduce;
   }
+}
+
+void Recorder::findings(std::vector<MatrixFinding> findings) {
+  m_report.findings = std::move(findings);
+  for (const auto& f : m_report.findings) {
+    m_progress.note("the flags say: " + f.sentence);
+  }
+  save();
 }
 
 void Recorder::build(const BuildRecord& record, bool counted) {

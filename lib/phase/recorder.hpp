@@ -41,7 +41,14 @@ class Recorder {
   void reference(const std::string& reference_path);
   void environment(const Environment& env);
   void inputs(std::vector<TensorInfo> inputs, std::string binding = "");
+  // A run over several batches: what each showed, and whether the failing
+  // one fails only after the ones before it.
+  void batches(std::vector<BatchRecord> batches, std::optional<bool> needs_history);
+  void batch_groups(std::vector<BatchGroup> groups);  // --all-batches
+  // The inputs file the report's inputs section shows (the failing batch).
+  void inputs_source(const std::string& path, const std::string& sha256);
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
+  void findings(std::vector<MatrixFinding> findings);  // each also a line for the person watching
   void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far
   void passed_over(const PassedOver& source);
   void fidelity(const std::string& text);  // of the latest build

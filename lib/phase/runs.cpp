@@ -37,9 +37,13 @@ RunRecord make_record(const ChildRequest& req, const ChildResult& r) {
 ChildResult Runs::record(const ChildRequest& req, ChildOutput out) {
   ChildResult r;
   r.status = std::move(out.status);
-  r.events = std::move(out.events);
+  r.batches = batch_runs(out.events);
+  r.events = r.batches.empty() ? std::move(out.events) : last_batch_view(out.events);
   r.stdout_text = std::move(out.stdout_text);
   r.cls = classify_run(r.status, r.events);
+  if (!r.batches.empty()) {
+    classify_batches(r.batches, out.events, r.cls);
+  }
   r.finished = r.status.how != ExitStatus::How::interrupted;
   if (r.finished) {
     m_recorder.run_finished(make_record(req, r));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "classify/batches.hpp"
 #include "classify/classify.hpp"
 #include "phase/children.hpp"
 #include "phase/recorder.hpp"
@@ -15,8 +16,9 @@ namespace aoti_bisect {
 
 struct ChildResult {
   ExitStatus status;
-  Classification cls;
-  std::vector<nlohmann::json> events;
+  Classification cls;                  // of the last batch it ran
+  std::vector<BatchRun> batches;       // a run over several batches: each one that began
+  std::vector<nlohmann::json> events;  // as one run of its last batch (classify/batches.hpp)
   std::string stdout_text;  // with ChildRequest::keep_stdout
   bool finished = false;    // false: interrupted (not recorded)
 };

@@ -1,5 +1,6 @@
 #include "phase/settings.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -73,13 +74,19 @@ std::string runner_hip_version(const RunOptions& opt) {
   return j["hip"].get<std::string>();
 }
 
-Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile) {
+Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile,
+                          const std::vector<std::filesystem::path>& batches) {
   Settings s;
   s.package = opt.package;
   s.model = opt.model;
-  s.inputs = opt.inputs;
+  s.inputs = batches.empty() ? opt.inputs : batches.front();
+  s.batches = batches.size() > 1 ? batches : std::vector<std::filesystem::path>(
+                                                 static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
+  s.calls = batches.size() <= 1 && opt.calls > 1;
+  s.all_batches = opt.all_batches;
   s.reference = opt.reference;
   s.against_eager = opt.against_eager;
+  s.eager_device = opt.eager_device;
   s.contiguous_inputs = opt.contiguous_inputs;
   s.out_dir = opt.out_dir;
   s.junit = opt.junit;
@@ -93,6 +100,8 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   }
   s.plan = plan_matrix(profile, planned, opt.repeats);
   s.unavailable_variants = unavailable_variants(profile, planned);
+  s.findings = profile.findings;
+  s.findings.insert(s.findings.end(), user.findings.begin(), user.findings.end());
   s.variants = static_cast<int>((user.replace_variants ? 0 : profile.variants.size()) + user.variants.size());
   if (opt.no_matrix || opt.bisect_only) {
     s.plan.resize(1);
@@ -108,7 +117,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.bisect = !opt.no_bisect;
   s.strategy = opt.strategy;
   s.bisect_repeats = opt.bisect_repeats;
-  s.rebuild_per_step = opt.rebuild_per_step || opt.source == "guide";
+  s.rebuild_per_step = opt.rebuild_per_step || opt.source == ProbeSource::guide;
   s.source = opt.source;
   s.exported_program = opt.exported_program;
   s.inductor_configs = user.inductor_configs;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/bisect.hpp"
+#include "bisect/probe_source.hpp"
 #include "config/config.hpp"
 #include "matrix/matrix.hpp"
 
@@ -22,9 +23,15 @@ namespace aoti_bisect {
 struct RunOptions {
   std::filesystem::path package;
   std::string model;                           // "" = the only one
-  std::filesystem::path inputs;
+  std::filesystem::path inputs;                // the one inputs file (or the first batch, once expanded)
+  // Every --inputs as given: files, folders, globs (job/batches.hpp
+  // expand_inputs); empty: `inputs` alone.
+  std::vector<std::string> inputs_given;
+  int calls = 1;                               // --calls N: the one batch N times in one process
+  bool all_batches = false;                    // --all-batches: every failing batch, not the first only
   std::filesystem::path reference;             // empty = none
   bool against_eager = false;                  // no reference file: compute it from the exported program
+  std::string eager_device;                    // --eager-device: "" where the program is, or "cpu"
   bool contiguous_inputs = false;              // inputs of another layout copied into the package's, not refused
   std::filesystem::path out_dir = "aoti-bisect-out";
   std::filesystem::path config;                // empty = none
@@ -44,7 +51,7 @@ struct RunOptions {
   std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
   double build_timeout_s = 1800;
   bool rebuild_per_step = false;               // guide mode
-  std::string source = "auto";                 // --source: where the probes come from
+  ProbeSource source = ProbeSource::automatic;  // --source: where the probes come from
   bool bisect_only = false;                    // `aoti-bisect bisect`: no matrix, the search
   std::map<std::string, std::string> env;      // --env: extra variables for every run
   bool junit = false;
@@ -57,10 +64,16 @@ struct Settings {
   // What to test and where to write.
   std::filesystem::path package;
   std::string model;                 // "" = the only one
-  std::filesystem::path inputs;
+  std::filesystem::path inputs;      // the first batch
+  // Every batch, in order (--calls N: the one file N times); one for a
+  // plain run. More than one: the job begins with the batch loop.
+  std::vector<std::filesystem::path> batches;
+  bool calls = false;                // the batches are --calls of one file
+  bool all_batches = false;          // the loop goes on past failures, grouping every failing batch
   std::filesystem::path reference;   // the user's --reference; empty = none
   bool contiguous_inputs = false;
   bool against_eager = false;
+  std::string eager_device;          // "" = where the exported program is; "cpu": eager moved to the CPU
   std::filesystem::path out_dir;
   bool junit = false;
   std::vector<std::string> command_line;
@@ -68,6 +81,7 @@ struct Settings {
   // The flag matrix.
   Profile profile;
   std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix
+  std::vector<FindingRule> findings; // the reading of the matrix: the profile's, then the config's
   std::vector<std::string> unavailable_variants;  // left out: their run-under tool is not installed (with why)
   int variants = 0;                  // variants in the matrix (for the plan line)
   double timeout_s = 300;            // per child run
@@ -84,7 +98,7 @@ struct Settings {
   bool rebuild_per_step = false;
   // Where the probes come from: "auto" (interposition, then the exported
   // program, then guide mode), or one source forced.
-  std::string source = "auto";
+  ProbeSource source = ProbeSource::automatic;
   std::filesystem::path exported_program;
   nlohmann::json inductor_configs = nlohmann::json::object();  // config file, then --inductor-config
   std::filesystem::path cache_dir;
@@ -111,6 +125,9 @@ std::string runner_hip_version(const RunOptions& options);
 
 // Profile, then config, then command line. Throws Error(usage) for
 // settings that cannot work together (a variant named twice, --jobs 0).
-Settings resolve_settings(const RunOptions& options, const UserConfig& user, const Profile& profile);
+// `batches`: the inputs files --inputs named, expanded (job/batches.hpp);
+// empty: options.inputs alone.
+Settings resolve_settings(const RunOptions& options, const UserConfig& user, const Profile& profile,
+                          const std::vector<std::filesystem::path>& batches = {});
 
 }  // namespace aoti_bisect

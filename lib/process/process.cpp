@@ -390,11 +390,16 @@ int ProcessSet::start(const SpawnSpec& spec) {
 
 size_t ProcessSet::running() const { return m_children.size(); }
 
-std::pair<int, ExitStatus> ProcessSet::wait_any() {
+std::pair<int, ExitStatus> ProcessSet::wait_any(const std::function<void()>& tick) {
   if (m_children.empty()) {
     return {-1, ExitStatus{}};
   }
+  auto next_tick = Clock::now() + std::chrono::milliseconds(200);
   for (;;) {
+    if (tick && Clock::now() >= next_tick) {
+      tick();
+      next_tick = Clock::now() + std::chrono::milliseconds(200);
+    }
     bool interrupted = interrupt_requested();
     for (size_t i = 0; i < m_children.size(); ++i) {
       Child* c = m_children[i];

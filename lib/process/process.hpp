@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,8 +66,8 @@ class ProcessSet {
   // Blocks until one child ends; returns its token and status. Enforces
   // timeouts. If an interrupt was requested (see below), kills every group
   // and reports the children as How::interrupted. With no children, returns
-  // token -1.
-  std::pair<int, ExitStatus> wait_any();
+  // token -1. `tick`, when given, is called about every 0.2 s meanwhile.
+  std::pair<int, ExitStatus> wait_any(const std::function<void()>& tick = {});
   // Stops every child (TERM to its group, KILL after its grace) and reaps it;
   // their statuses are dropped.
   void kill_all();

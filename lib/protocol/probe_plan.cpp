@@ -62,10 +62,33 @@ ProbePlan probe_plan_from_json(const nlohmann::json& j) {
   if (j.contains("default")) {
     plan.default_mode = mode_of(j["default"]);
   }
-  for (const auto& r : j.value("ranges", nlohmann::json::array())) {
-    plan.ranges.push_back({r.value("from", 1), r.value("to", 1), mode_of(r.value("mode", nlohmann::json("trace")))});
+  const nlohmann::json ranges = j.value("ranges", nlohmann::json::array());
+  if (!ranges.is_array()) {
+    throw Error(ErrorKind::usage, fmt::format("probe plan: 'ranges' must be a list, got {}", ranges.dump()));
   }
-  plan.save_dir = j.value("save_dir", "");
+  for (const auto& r : ranges) {
+    auto site = [&](const char* key) {
+      const nlohmann::json v = r.is_object() ? r.value(key, nlohmann::json(1)) : nlohmann::json();
+      if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > (1LL << 30)) {
+        throw Error(ErrorKind::usage, fmt::format("probe plan: a range needs call sites 'from' <= 'to', each at "
+                                                  "least 1, got {}",
+                                                  r.dump()));
+      }
+      return static_cast<int>(v.get<long long>());
+    };
+    ProbePlan::Range range{site("from"), site("to"), mode_of(r.value("mode", nlohmann::json("trace")))};
+    if (range.from > range.to) {
+      throw Error(ErrorKind::usage, fmt::format("probe plan: a range needs call sites 'from' <= 'to', each at least 1, "
+                                                "got {}",
+                                                r.dump()));
+    }
+    plan.ranges.push_back(range);
+  }
+  const nlohmann::json save_dir = j.value("save_dir", nlohmann::json(""));
+  if (!save_dir.is_string()) {
+    throw Error(ErrorKind::usage, fmt::format("probe plan: 'save_dir' must be a string, got {}", save_dir.dump()));
+  }
+  plan.save_dir = save_dir.get<std::string>();
   return plan;
 }
 

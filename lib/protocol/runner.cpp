@@ -7,6 +7,7 @@ namespace aoti_bisect {
 const std::vector<EventInfo>& event_table() {
   static const std::vector<EventInfo> table = {
       {EventKind::start, "start"},
+      {EventKind::batch, "batch"},
       {EventKind::inputs, "inputs"},
       {EventKind::input_mismatch, "input_mismatch"},
       {EventKind::input_stats, "input_stats"},
@@ -23,6 +24,7 @@ const std::vector<EventInfo>& event_table() {
       {EventKind::probes_missing, "probes_missing"},
       {EventKind::outputs, "outputs"},
       {EventKind::comparison, "comparison"},
+      {EventKind::batch_end, "batch_end"},
       {EventKind::error, "error"},
       {EventKind::fatal, "fatal"},
       {EventKind::signal, "signal"},

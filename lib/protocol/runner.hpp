@@ -1,6 +1,6 @@
 #pragma once
 // The contract between the driver and aoti-bisect-runner: the runner's exit
-// statuses and its event kinds, one table each (README "The runner"). Both
+// statuses and its event kinds, one table each (docs/runner.md). Both
 // sides name events only through this table.
 
 #include <string_view>
@@ -27,6 +27,7 @@ inline constexpr std::string_view k_runner_versions_flag = "--versions";
 // In the order a run writes them.
 enum class EventKind {
   start,           // versions, device, os
+  batch,           // with --batch-list: batch `index` of `of` (its `file`) begins; its events follow
   inputs,          // what the inputs file holds; moved/problems
   input_mismatch,  // the inputs do not fit (then exit 11)
   input_stats,     // statistics of the inputs
@@ -43,6 +44,8 @@ enum class EventKind {
   probes_missing,  // an instrumented model whose probe calls never reached the runner
   outputs,         // statistics of the outputs
   comparison,      // outputs against the reference
+  batch_end,       // with --batch-list: batch `index` ended (`nonfinite`: its outputs hold NaN/Inf; `error`: it
+                   // raised); the loop ends after a failing batch unless --keep-going
   error,           // the model raised (then exit 10)
   fatal,           // the runner could not go on (then exit 12 or 13)
   signal,          // written from a fatal-signal handler

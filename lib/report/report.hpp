@@ -67,6 +67,15 @@ struct PackageSummary {
   bool has_exported_program = false;
 };
 
+// The batch a failure came from, in a run over several (--inputs A --inputs
+// B ..., or --calls N: the same batch N times).
+struct FailingBatch {
+  int index = 0;                   // 0-based, in the given order
+  std::string file;                // display path
+  bool calls = false;              // --calls: index is the call (index + 1 is its number)
+  std::vector<std::string> facts;  // what distinguishes it from the batches that passed (classify/batches.hpp)
+};
+
 struct Failure {
   OutcomeKind kind = OutcomeKind::error;
   std::string first_line;          // the most useful error line seen
@@ -77,6 +86,32 @@ struct Failure {
   int runs = 0;
   bool deterministic = false;
   std::string signature;           // stable name of the bug (classify/signature.hpp), set when the job ends
+  std::optional<FailingBatch> batch;
+};
+
+// What a contrast of the flag matrix says (matrix/reading.hpp): the variant,
+// the contrast ("passes_with", ...) and the profile's sentence for it.
+struct MatrixFinding {
+  std::string variant;
+  std::string contrast;
+  std::string sentence;
+};
+
+// --all-batches: the failing batches that share a signature (the recipe of
+// a failure not isolated: kind, first error line, flags).
+struct BatchGroup {
+  std::string signature;
+  std::string kind;
+  std::string first_line;
+  std::vector<int> batches;        // indices, in order
+};
+
+// One batch of a run over several: what it showed.
+struct BatchRecord {
+  int index = 0;
+  std::string file;                // display path
+  std::string outcome;             // "ok", a failure kind, "not_run" (after the first failure)
+  std::string first_line;
 };
 
 // Verdicts and their exit codes (common/error.hpp ExitCode):
@@ -285,7 +320,11 @@ struct Report {
   std::string inputs_sha256;
   std::string reference_path;               // display path, "" when none
   std::vector<RunRecord> runs;
+  std::vector<BatchRecord> batches;         // a run over several batches; empty for one
+  std::optional<bool> needs_history;        // the failing batch fails only after the ones before it
+  std::vector<BatchGroup> batch_groups;     // --all-batches: every failing batch, grouped by signature
   std::vector<VariantSummary> matrix;
+  std::vector<MatrixFinding> findings;      // the matrix read as a differential diagnosis
   Verdict verdict = Verdict::running;
   std::string verdict_reason;               // one line: why this verdict (e.g. what isolation would need)
   std::optional<Failure> failure;

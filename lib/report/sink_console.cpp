@@ -55,6 +55,18 @@ std::string failure_lines(const Failure& f, const Painter& paint) {
   return out;
 }
 
+std::string batch_lines(const Report& r) {
+  std::string line = batch_summary(r);
+  if (line.empty()) {
+    return "";
+  }
+  std::string out = "  batch:       " + line + "\n";
+  for (const auto& fact : r.failure->batch->facts) {
+    out += "               " + one_line(fact) + "\n";
+  }
+  return out;
+}
+
 std::string matrix_lines(const std::vector<VariantSummary>& matrix, const Painter& paint) {
   size_t name_width = 0;
   size_t count_width = 0;
@@ -95,7 +107,7 @@ std::string report_to_console(const Report& r, bool color) {
     }
   }
   if (r.failure && r.verdict != Verdict::clean) {
-    out += failure_lines(*r.failure, paint);
+    out += failure_lines(*r.failure, paint) + batch_lines(r);
   }
   if (!r.matrix.empty()) {
     out += matrix_lines(r.matrix, paint);

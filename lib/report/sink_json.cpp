@@ -155,7 +155,11 @@ Json matrix_json(const Report& r) {
                             {"rate", number(v.runs ? double(v.reproduced) / v.runs : 0.0)}});
   }
   Json chosen = r.failure ? text_or_null(r.failure->reproducing_variant) : Json(nullptr);
-  return Json{{"variants", std::move(variants)}, {"chosen", std::move(chosen)}};
+  Json findings = Json::array();
+  for (const auto& f : r.findings) {
+    findings.push_back(Json{{"variant", f.variant}, {"contrast", f.contrast}, {"sentence", f.sentence}});
+  }
+  return Json{{"variants", std::move(variants)}, {"chosen", std::move(chosen)}, {"findings", std::move(findings)}};
 }
 
 Json failure_json(const std::optional<Failure>& f) {
@@ -170,7 +174,23 @@ Json failure_json(const std::optional<Failure>& f) {
               {"reproduced", f->reproduced},
               {"runs", f->runs},
               {"deterministic", f->deterministic},
-              {"signature", text_or_null(f->signature)}};
+              {"signature", text_or_null(f->signature)},
+              {"batch", f->batch ? Json{{"index", f->batch->index},
+                                        {"file", f->batch->file},
+                                        {"call", f->batch->calls ? Json(f->batch->index + 1) : Json(nullptr)},
+                                        {"facts", f->batch->facts}}
+                                  : Json(nullptr)}};
+}
+
+Json batches_json(const std::vector<BatchRecord>& batches) {
+  Json out = Json::array();
+  for (const auto& b : batches) {
+    out.push_back(Json{{"index", b.index},
+                       {"file", b.file},
+                       {"outcome", b.outcome},
+                       {"first_line", text_or_null(b.first_line)}});
+  }
+  return out;
 }
 
 Json stats_or_null(const std::optional<TensorStats>& s) { return s ? stats_json(*s) : Json(nullptr); }
@@ -372,6 +392,15 @@ std::string report_to_json(const Report& r) {
   j["runs"] = Json::array();
   for (const auto& run : r.runs) {
     j["runs"].push_back(run_json(run));
+  }
+  j["batches"] = batches_json(r.batches);
+  j["needs_history"] = r.needs_history ? Json(*r.needs_history) : Json(nullptr);
+  j["batch_groups"] = Json::array();
+  for (const auto& g : r.batch_groups) {
+    j["batch_groups"].push_back(Json{{"signature", g.signature},
+                                     {"kind", g.kind},
+                                     {"first_line", text_or_null(g.first_line)},
+                                     {"batches", g.batches}});
   }
   j["matrix"] = matrix_json(r);
   j["verdict"] = verdict_name(r.verdict);

@@ -56,6 +56,45 @@ std::string header(const Report& r) {
   return out + "\n";
 }
 
+// A run over several batches: which failed, whether it needs the ones
+// before it, what distinguishes it, and every batch's outcome (20 at most).
+std::string batches_section(const Report& r) {
+  std::string line = batch_summary(r);
+  if (line.empty()) {
+    return "";
+  }
+  std::string out = "## Batches\n\n" + plain(line) + ".\n\n";
+  for (const auto& fact : r.failure->batch->facts) {
+    out += "- " + plain(fact) + "\n";
+  }
+  if (!r.failure->batch->facts.empty()) {
+    out += "\n";
+  }
+  out += table_head({"Batch", "File", "Outcome", "First error line"});
+  constexpr size_t k_rows = 20;
+  for (size_t i = 0; i < r.batches.size() && i < k_rows; ++i) {
+    const BatchRecord& b = r.batches[i];
+    out += table_row({std::to_string(b.index), code(b.file), code(b.outcome),
+                      b.first_line.empty() ? "" : code(b.first_line)});
+  }
+  if (r.batches.size() > k_rows) {
+    out += fmt::format("\nand {} more in report.json\n", r.batches.size() - k_rows);
+  }
+  if (!r.batch_groups.empty()) {
+    out += "\n**Every failing batch** (`--all-batches`), by signature:\n\n";
+    out += table_head({"Signature", "Kind", "First error line", "Batches"});
+    for (const auto& g : r.batch_groups) {
+      std::vector<std::string> idx;
+      for (int b : g.batches) {
+        idx.push_back(std::to_string(b));
+      }
+      out += table_row({code(g.signature), code(g.kind), g.first_line.empty() ? "" : code(g.first_line),
+                        fmt::format("{}", fmt::join(idx, ", "))});
+    }
+  }
+  return out + "\n";
+}
+
 std::string what_failed(const Report& r) {
   const Failure& f = *r.failure;
   std::string out = "## What failed\n\n";
@@ -84,8 +123,12 @@ std::string what_failed(const Report& r) {
     matrix_runs += static_cast<size_t>(v.runs);
   }
   std::vector<std::string> others;
-  for (size_t i = 0; i < r.runs.size() && i < matrix_runs; ++i) {
+  for (size_t i = 0, seen = 0; i < r.runs.size() && seen < matrix_runs; ++i) {
     const RunRecord& run = r.runs[i];
+    if (run.variant == "alone") {
+      continue;  // the failing batch alone, before the matrix (## Batches)
+    }
+    ++seen;
     if (run.outcome != f.kind) {
       others.push_back(fmt::format("{} {} ({})", code(run.id), code(std::string(outcome_name(run.outcome))),
                                    plain(run.exit)));
@@ -128,7 +171,15 @@ std::string flags(const Report& r) {
     std::string name = code(v.name) + (v.name == chosen ? " (chosen)" : "");
     out += table_row({name, code(env_string(v.env)), fmt::format("{}/{}", v.reproduced, v.runs)});
   }
-  return out + "\n";
+  out += "\n";
+  if (!r.findings.empty()) {
+    out += "## What the flags say\n\n";
+    for (const auto& f : r.findings) {
+      out += "- " + plain(f.sentence) + " (" + code(f.variant) + ")\n";
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 std::string reproduce(const Report& r) {
@@ -296,7 +347,7 @@ std::string report_to_markdown(const Report& r) {
     out += culprit_section(*r.culprit) + search_section(r);
   }
   if (r.failure) {
-    out += what_failed(r);
+    out += what_failed(r) + batches_section(r);
   }
   if (!r.culprit) {
     out += search_section(r);

@@ -78,6 +78,22 @@ std::string stat_string(const std::optional<double>& value) {
 
 std::string signal_string(int sig) { return signal_name(sig); }
 
+std::string batch_summary(const Report& r) {
+  if (r.batches.empty() || !r.failure || !r.failure->batch) {
+    return "";
+  }
+  const FailingBatch& b = *r.failure->batch;
+  const char* unit = b.calls ? "call" : "batch";
+  std::string out = fmt::format("{} {} of {} ({}) failed first", unit, b.calls ? b.index + 1 : b.index,
+                                r.batches.size(), one_line(b.file));
+  if (b.index > 0 && r.needs_history) {
+    out += *r.needs_history ? fmt::format("; it fails only after the {} before it (alone it does not)",
+                                          b.calls ? "calls" : "batches")
+                            : "; it fails alone too";
+  }
+  return out;
+}
+
 std::string first_check(const Failure& failure) {
   if (!failure.first_check.empty()) {
     return failure.first_check;

@@ -28,6 +28,11 @@ std::string stat_string(const std::optional<double>& value);
 // "SIGSEGV" for 11 (same names as the process module).
 std::string signal_string(int sig);
 
+// A run over several batches, one line: "batch 2 of 5 (batch2.pt) failed
+// first; it fails alone too" or "call 7 of 10 (x.pt) failed first; it fails
+// only after the calls before it (alone it passes)"; "" for one batch.
+std::string batch_summary(const Report& report);
+
 // The failure's first check, falling back to the outcome table.
 std::string first_check(const Failure& failure);
 

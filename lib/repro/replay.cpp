@@ -172,7 +172,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
           }
         }
       }
-    } else if (a.rfind("&", 0) == 0 && a.size() > 8 && a.compare(a.size() - 7, 7, "_handle") == 0) {
+    } else if (a.rfind("&", 0) == 0 && a.size() > 8 && a.ends_with("_handle")) {
       std::string h = a.substr(1);
       g.decls.push_back(fmt::format("  AtenTensorHandle {} = nullptr;", h));
       g.after.push_back(fmt::format("  replay::created({}, {});", cpp_string(h.substr(0, h.size() - 7)), h));
@@ -220,7 +220,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     }
     std::string file = fs::path(e.value("path", "")).filename().string();
     std::string name = e.value("tensor", "");
-    bool is_expected = file.size() > 12 && file.compare(file.size() - 12, 12, ".expected.pt") == 0;
+    bool is_expected = file.size() > 12 && file.ends_with(".expected.pt");
     (is_expected ? g.expected : g.saved)[name] = file;
   }
   std::string what = fmt::format("call site {} ({})", spec.site, c.kernel);
@@ -390,7 +390,7 @@ ReplayResult write_replay(const ReplaySpec& spec) {
          it.increment(ec)) {
       std::string n = it->path().filename().string();
       auto ends = [&](const std::string& suffix) {
-        return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+        return n.size() > suffix.size() && n.ends_with(suffix);
       };
       if (ends(".wrapper.cpp") && wrapper.empty()) {
         wrapper = read_file(it->path(), "the wrapper source");

@@ -111,7 +111,7 @@ class GuideSearch {
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
       ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
-                        std::nullopt, {}, true};
+                        std::nullopt, {}, true, m_s.batches};
       ChildResult res = m_env.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
@@ -201,7 +201,7 @@ class GuideSearch {
       m_rewrite_hits += built.cache_hit ? 1 : 0;
       g.fidelity = fmt::format("the package's wrapper recompiled with level-2 print calls around {}", range_text(lo, hi));
       BuildRecord record{"guide " + range_text(lo, hi), built.library.parent_path().filename().string(),
-                         built.cache_hit, g.seconds, m_s.runner_torch_version, "guide", g.fidelity, {}};
+                         built.cache_hit, g.seconds, m_s.runner_torch_version, std::string(probe_source_name(ProbeSource::guide)), g.fidelity, {}};
       record.objects_compiled = built.compiled;
       rec.build(record, true);
       rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", record.purpose)
@@ -241,7 +241,7 @@ class GuideSearch {
     }
     Recorder& rec = m_env.recorder;
     std::string purpose = "guide " + join(kernels, ",");
-    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, "guide",
+    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, std::string(probe_source_name(ProbeSource::guide)),
                "an Inductor rebuild with the level-2 printer (the package's wrapper was not rewritten: " +
                    m_rewrite_why + ")",
                {}},
@@ -372,6 +372,14 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
     return {Verdict::not_isolated, needs, ""};
   }
   std::string prefix = m_fallback_reason.empty() ? "" : m_fallback_reason + "; fell back to guide mode; ";
+  if (s.batches.size() > 1) {
+    // Printed builds print every batch the run feeds, not the failing one alone.
+    bis.status = "error";
+    bis.message = prefix + "guide mode cannot search a failure that needs the batches before it: its print calls "
+                           "would print every batch";
+    rec.bisection(bis);
+    return {Verdict::not_isolated, bis.message, ""};
+  }
   if (n == 0 || !can_build) {
     bis.status = "error";
     bis.message =

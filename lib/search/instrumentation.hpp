@@ -38,6 +38,9 @@ struct BisectSetup {
   std::filesystem::path exported_program;
   std::string exported_model = "model";
   ModelDir original;                      // the package as extracted for the baseline, with its facts
+  // The inputs files every run feeds (job/batches.hpp): the failing batch,
+  // after the batches before it where it needs them. Empty: the job's inputs.
+  std::vector<std::filesystem::path> batches;
 };
 
 struct BisectOutcome {
@@ -113,7 +116,7 @@ class RunTimeProbeSource : public InstrumentationSource {
 // own GOT slots. No rebuild of the model; its library runs unchanged.
 class InterposeSource : public RunTimeProbeSource {
  public:
-  std::string_view name() const override { return "interpose"; }
+  std::string_view name() const override { return probe_source_name(ProbeSource::interpose); }
 
  protected:
   std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
@@ -130,7 +133,7 @@ class InterposeSource : public RunTimeProbeSource {
 // outputs bit for bit.
 class RewriteSource : public RunTimeProbeSource {
  public:
-  std::string_view name() const override { return "rewrite"; }
+  std::string_view name() const override { return probe_source_name(ProbeSource::rewrite); }
 
  protected:
   std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
@@ -144,7 +147,7 @@ class RewriteSource : public RunTimeProbeSource {
 
 class ExportedProgramSource : public RunTimeProbeSource {
  public:
-  std::string_view name() const override { return "exported_program"; }
+  std::string_view name() const override { return probe_source_name(ProbeSource::exported_program); }
 
  protected:
   std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
@@ -159,7 +162,7 @@ class ExportedProgramSource : public RunTimeProbeSource {
 class GuideSource : public InstrumentationSource {
  public:
   explicit GuideSource(std::string fallback_reason = "") : m_fallback_reason(std::move(fallback_reason)) {}
-  std::string_view name() const override { return "guide"; }
+  std::string_view name() const override { return probe_source_name(ProbeSource::guide); }
   BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) override;
 
  private:

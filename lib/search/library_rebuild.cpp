@@ -90,9 +90,6 @@ namespace {
 
 std::string content_key(const std::string& text) { return sha256_hex(text).substr(0, 24); }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Every object the link command names must be one made here: the wrapper,
 // the kernel source (when there is one) and the weights. A CUDA package built
@@ -101,18 +98,18 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 // like precompiled CUDA kernels (CUTLASS): such a library cannot be relinked.
 void check_link_objects(const std::vector<std::string>& link_cmd, bool has_kernel) {
   for (const auto& a : link_cmd) {
-    if (!ends_with(a, ".o") || ends_with(a, ".wrapper.o") || ends_with(a, ".weights.o")) {
+    if (!a.ends_with(".o") || a.ends_with(".wrapper.o") || a.ends_with(".weights.o")) {
       continue;
     }
     std::string name = fs::path(a).filename().string();
-    if (ends_with(a, ".kernel.o")) {
+    if (a.ends_with(".kernel.o")) {
       if (!has_kernel) {
         throw Error(ErrorKind::cannot_test, "the package's link command links a kernel object (" + name +
                                                 ") but the package holds no kernel source to compile it from");
       }
       continue;
     }
-    bool cubins = name == "cubins_combined.o" || ends_with(name, ".cubin.o");
+    bool cubins = name == "cubins_combined.o" || name.ends_with(".cubin.o");
     throw Error(ErrorKind::cannot_test,
                 "the package's link command links " + name + ", an object the package does not hold" +
                     (cubins ? " (its Triton kernels embedded with aot_inductor.embed_kernel_binary)"

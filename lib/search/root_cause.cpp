@@ -125,7 +125,7 @@ void annotate_origins(Culprit& c, const WrapperInfo& w) {
   std::string bias_module;
   for (const auto& a : c.args) {
     const ConstantInfo* k = find_constant(w.constant_info, resolved(w, a.tensor));
-    if (k && k->fqn.size() > 5 && k->fqn.compare(k->fqn.size() - 5, 5, ".bias") == 0) {
+    if (k && k->fqn.size() > 5 && k->fqn.ends_with(".bias")) {
       bias_module = bias_module.empty() ? k->fqn.substr(0, k->fqn.size() - 5) : "?";
     }
   }

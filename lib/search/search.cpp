@@ -19,7 +19,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
   bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
                               [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
   ChildRequest req{fmt::format("bisect.{}.{}", ++m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
-                   compares ? m_model.node_values : fs::path(), false};
+                   compares ? m_model.node_values : fs::path(), false, m_s.batches};
   return m_env.runs.run(req);
 }
 

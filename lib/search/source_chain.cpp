@@ -47,30 +47,31 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
   if (env.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
       // Settings set rebuild_per_step for either spelling; name the one given.
-      std::string given = env.settings.source == "guide" ? "--source guide" : "--rebuild-per-step";
+      std::string given = env.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
       return {Verdict::not_isolated,
               fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
                           "one instrumented build (drop {})",
                           given, given),
               ""};
     }
-    bis.source = "guide";
+    bis.source = std::string(probe_source_name(ProbeSource::guide));
     return GuideSource().isolate(env, s, pred, bis);
   }
   // The sources in order of preference: each one that cannot probe says why
   // and lets the next one try.
   std::vector<std::unique_ptr<InstrumentationSource>> chain;
-  const std::string& choice = env.settings.source;
+  const ProbeSource choice = env.settings.source;
+  auto chosen = [&](ProbeSource source) { return choice == ProbeSource::automatic || choice == source; };
   if (env.source) {
     chain.push_back(env.source());
   } else {
-    if (choice == "auto" || choice == "interpose") {
+    if (chosen(ProbeSource::interpose)) {
       chain.push_back(std::make_unique<InterposeSource>());
     }
-    if (choice == "auto" || choice == "rewrite") {
+    if (chosen(ProbeSource::rewrite)) {
       chain.push_back(std::make_unique<RewriteSource>());
     }
-    if (choice == "auto" || choice == "exported_program") {
+    if (chosen(ProbeSource::exported_program)) {
       chain.push_back(std::make_unique<ExportedProgramSource>());
     }
   }
@@ -89,9 +90,9 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     env.recorder.passed_over({bis.source, out.fall_back});
     env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
     why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
-    if (i + 1 == chain.size() && choice != "interpose" && choice != "rewrite") {
+    if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite) {
       bis = Bisection{};
-      bis.source = "guide";
+      bis.source = std::string(probe_source_name(ProbeSource::guide));
       return GuideSource(out.fall_back).isolate(env, s, pred, bis);
     }
   }

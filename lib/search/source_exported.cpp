@@ -51,6 +51,7 @@ void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& buil
   er.node_info_out = env.work_dir / "node-info.json";
   er.cache_dir = env.settings.cache_dir;
   er.timeout_s = env.settings.build_timeout_s;
+  er.device = env.settings.eager_device;
   compute_eager_reference(er);
   m.node_values = er.node_values_out;
   m.node_info = nlohmann::json::parse(read_file(er.node_info_out, "node info"), nullptr, false);
@@ -99,7 +100,7 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
     fs::path dest = copy_package_with(m.model.dir, im.name, built.library, im.wrapper_cpp, src.wrapper,
                                       env.work_dir / "instrumented-filled");
     rec.build({"instrumented, probes inside control flow", built.library.parent_path().filename().string(),
-               built.cache_hit, built.seconds, torch_version, "exported_program",
+               built.cache_hit, built.seconds, torch_version, std::string(probe_source_name(ProbeSource::exported_program)),
                fmt::format("the instrumented build's wrapper with the printer's probe calls added at {} call sites "
                            "it left out ({}), recompiled with its recorded commands",
                            unprobed.size(), where),
@@ -173,7 +174,7 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
-  rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version, "exported_program",
+  rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version, std::string(probe_source_name(ProbeSource::exported_program)),
              "an Inductor build of the exported program with the level-1 printer: its kernels may differ from the "
              "package's",
              {}},

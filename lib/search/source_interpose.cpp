@@ -207,7 +207,7 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     BuildRecord record;
     record.purpose = "hooks";
-    record.source = "interpose";
+    record.source = std::string(probe_source_name(ProbeSource::interpose));
     record.fidelity = "the package's own library runs unchanged; hooks forward every call";
     record.key = lib.parent_path().filename().string();
     record.cache_hit = hit;

@@ -62,7 +62,7 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     BuildRecord record;
     record.purpose = "rewrite";
-    record.source = "rewrite";
+    record.source = std::string(probe_source_name(ProbeSource::rewrite));
     record.fidelity = m_recorded_flags ? "not yet checked (the wrapper at its recorded flags)"
                                        : "not yet checked (the wrapper at -O0, the kernels at their recorded flags)";
     record.key = built.library.parent_path().filename().string();

@@ -60,9 +60,6 @@ class ContainerRunnerModel : public LoadedModel {
   std::unique_ptr<torch::inductor::AOTIModelContainerRunner> m_runner;
 };
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // Regular files under `dir` (recursively), sorted: a directory has no zip
 // order, so choices below never depend on the file system's listing order.
@@ -144,7 +141,7 @@ std::unique_ptr<LoadedModel> load_with_container_runner(const fs::path& dir, con
   // One .so per model; a `.wrapper.so` is the model's when there are several.
   fs::path so = so_files.front();
   for (const auto& f : so_files) {
-    if (ends_with(f.filename().string(), ".wrapper.so")) {
+    if (f.filename().string().ends_with(".wrapper.so")) {
       so = f;
     }
   }
@@ -153,7 +150,7 @@ std::unique_ptr<LoadedModel> load_with_container_runner(const fs::path& dir, con
   // packages have a wrapper and a kernel .cpp with identical metadata files;
   // the wrapper's is taken first.
   std::stable_sort(cpp_files.begin(), cpp_files.end(), [](const fs::path& a, const fs::path& b) {
-    return ends_with(a.filename().string(), ".wrapper.cpp") && !ends_with(b.filename().string(), ".wrapper.cpp");
+    return a.filename().string().ends_with(".wrapper.cpp") && !b.filename().string().ends_with(".wrapper.cpp");
   });
   fs::path metadata_path;
   std::error_code ec;

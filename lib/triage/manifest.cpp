@@ -57,6 +57,22 @@ fs::path path_of(const Field& f, const fs::path& base) {
   return p.is_absolute() ? p : base / p;
 }
 
+// One path, or a non-empty list of them (the batches of a loop, in order).
+std::vector<fs::path> paths_of(const Field& f, const fs::path& base) {
+  if (!f.node.IsSequence()) {
+    return {path_of(f, base)};
+  }
+  if (f.node.size() == 0) {
+    fail(f, fmt::format("'{}' must be a path or a non-empty list of paths, got an empty list", f.key));
+  }
+  std::vector<fs::path> out;
+  for (const YAML::Node& item : f.node) {
+    Field each{f.source, f.key, f.key_node, item};
+    out.push_back(path_of(each, base));
+  }
+  return out;
+}
+
 const std::vector<KeyRule<CaseFields>>& case_keys() {
   static const std::vector<KeyRule<CaseFields>> rules = {
       {"name", [](const Field& f, CaseFields& c) {
@@ -67,7 +83,7 @@ const std::vector<KeyRule<CaseFields>>& case_keys() {
          }
        }},
       {"package", [](const Field& f, CaseFields& c) { c.c.package = path_of(f, *c.base); }},
-      {"inputs", [](const Field& f, CaseFields& c) { c.c.inputs = path_of(f, *c.base); }},
+      {"inputs", [](const Field& f, CaseFields& c) { c.c.inputs = paths_of(f, *c.base); }},
       {"reference", [](const Field& f, CaseFields& c) { c.c.reference = path_of(f, *c.base); }},
       {"exported_program", [](const Field& f, CaseFields& c) { c.c.exported_program = path_of(f, *c.base); }},
       {"config", [](const Field& f, CaseFields& c) { c.c.config = path_of(f, *c.base); }},

@@ -4,7 +4,7 @@
 //   cases:
 //     - name: resnet_nan            # [A-Za-z0-9._-], unique: DIR/cases/<name>
 //       package: resnet.pt2         # paths relative to the manifest's folder
-//       inputs: batch.pt
+//       inputs: batch.pt            # or a folder, a glob, or a list of them: the batches, in order
 //       reference: expected.pt      # optional
 //       exported_program: ep.pt2    # optional
 //       config: cpu-extra.yaml      # optional, as --config
@@ -30,7 +30,7 @@ struct ManifestCase {
   std::string name;
   int index = 0;                            // its place in the manifest, from 0 (the order summaries keep)
   std::filesystem::path package;
-  std::filesystem::path inputs;
+  std::vector<std::filesystem::path> inputs;  // one --inputs each: files, folders, globs (several: batches)
   std::filesystem::path reference;          // empty when not given
   std::filesystem::path exported_program;
   std::filesystem::path config;

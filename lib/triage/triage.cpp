@@ -23,7 +23,11 @@ const std::vector<std::string>& triage_products() {
 
 std::vector<std::string> case_argv(const TriageOptions& o, const ManifestCase& c, const fs::path& case_dir) {
   std::vector<std::string> argv = {o.tool.empty() ? self_executable().string() : o.tool.string(), "run",
-                                   c.package.string(), "--inputs", c.inputs.string(), "--out", case_dir.string()};
+                                   c.package.string(), "--out", case_dir.string()};
+  for (const auto& in : c.inputs) {
+    argv.push_back("--inputs");
+    argv.push_back(in.string());
+  }
   auto add = [&](const char* flag, const fs::path& p) {
     if (!p.empty()) {
       argv.push_back(flag);

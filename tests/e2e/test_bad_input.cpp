@@ -40,11 +40,15 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
   struct Case {
     std::string file;
     std::string says;
+    std::string package_says;  // the package's own check (the check_inputs run), where it gets to look
   };
   for (const Case& c : std::vector<Case>{
-           {"healthy.bad_count.inputs.pt", "the inputs file holds 2 tensors, the model takes 1"},
-           {"healthy.bad_dtype.inputs.pt", "input 0 (arg8_1): dtype float64, the model takes float32"},
-           {"healthy.bad_shape.inputs.pt", "input 0 (arg8_1): shape [3, 16], the model takes [8, 16]"}}) {
+           {"healthy.bad_count.inputs.pt", "the inputs file holds 2 tensors, the model takes 1", ""},
+           {"healthy.bad_dtype.inputs.pt", "input 0 (arg8_1): dtype float64, the model takes float32",
+            "; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: input_handles[0]: unmatched dtype"},
+           {"healthy.bad_shape.inputs.pt", "input 0 (arg8_1): shape [3, 16], the model takes [8, 16]",
+            "; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: input_handles[0]: unmatched dim value at "
+            "0, expected: 8, but got: 3"}}) {
     CAPTURE(c.file);
     auto r = run_healthy_with(example(c.file).string());
     CHECK(r.code() == 4);
@@ -52,8 +56,19 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     CHECK(error_line(r).find("does not fit model 'model': " + c.says) != std::string::npos);
     REQUIRE(r.report.is_object());
     CHECK(r.report["verdict"] == "could_not_test");
-    CHECK(r.report["runs"].size() == 1);
+    // The baseline, then one check_inputs run as a second opinion; the
+    // runner keeps the count check there (the package would read handles
+    // that are not there), so a wrong count gets none.
+    REQUIRE(r.report["runs"].size() == 2);
     CHECK(r.report["runs"][0]["outcome"] == "input_mismatch");
+    CHECK(r.report["runs"][1]["id"] == "check_inputs.1");
+    if (c.package_says.empty()) {
+      CHECK(error_line(r).find("the package's own check") == std::string::npos);
+      CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
+    } else {
+      CHECK(error_line(r).find(c.package_says) != std::string::npos);
+      CHECK(r.report["matrix"]["findings"].size() == 1);
+    }
     CHECK(r.report["error"].get<std::string>().find(c.says) != std::string::npos);
   }
 }

@@ -60,8 +60,10 @@ TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within toleran
   CHECK(r.report["schema_version"] == 1);
   CHECK(r.report["verdict"] == "clean");
   CHECK(r.report["failure"].is_null());
-  CHECK(r.report["runs"].size() == 3);
-  CHECK(count_runs(r.report, "ok") == 3);
+  // baseline, repeat x2, and (--repeats wins) check_inputs x2 and perturb x2
+  CHECK(r.report["runs"].size() == 7);
+  CHECK(count_runs(r.report, "ok") == 7);
+  CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
   CHECK(r.report["runs"][0]["comparison"]["within_tolerance"] == true);
   CHECK(r.report["package"]["device_key"] == "cpu");
   CHECK(r.report["package"]["call_sites"].get<int>() > 2);
@@ -80,13 +82,14 @@ TEST_CASE("NaN model, --no-bisect: nonfinite, reproduced on every run, exit 3 (n
   REQUIRE(r.report.is_object());
   CHECK(r.report["verdict"] == "not_isolated");
   CHECK(r.report["failure"]["kind"] == "nonfinite");
-  CHECK(r.report["failure"]["reproduced"] == 3);
-  CHECK(r.report["failure"]["runs"] == 3);
+  // baseline, repeat x2, check_inputs x2, perturb x2, scalar_aten x2 (after a failure)
+  CHECK(r.report["failure"]["reproduced"] == 9);
+  CHECK(r.report["failure"]["runs"] == 9);
   CHECK(r.report["failure"]["deterministic"] == true);
   CHECK(r.report["runs"][0]["outputs"][0]["nan_count"].get<int>() > 0);
   CHECK(r.report["culprit"].is_null());
   std::string junit = aoti_bisect::read_file("out/junit.xml", "junit");
-  CHECK(junit.find("failures=\"4\"") != std::string::npos);
+  CHECK(junit.find("failures=\"10\"") != std::string::npos);
 }
 
 TEST_CASE("class index outside [0, C): device_assert whose first line names the index check") {
@@ -147,10 +150,11 @@ TEST_CASE("wild gather: a crash with its signal, every run") {
   CHECK(r.report["failure"]["kind"] == "crash");
   int sig = r.report["failure"]["signal"];
   CHECK((sig == SIGSEGV || sig == SIGBUS));
-  // baseline, repeat x2, and after a crash guard_pages x2 (--repeats wins)
-  CHECK(count_runs(r.report, "crash") == 5);
-  CHECK(r.report["runs"].size() == 5);
-  CHECK(r.report["runs"][4]["variant"] == "guard_pages");
+  // baseline, repeat x2, check_inputs x2, perturb x2, and after a crash
+  // scalar_aten x2 and guard_pages x2 (--repeats wins)
+  CHECK(count_runs(r.report, "crash") == 11);
+  CHECK(r.report["runs"].size() == 11);
+  CHECK(r.report["runs"][10]["variant"] == "guard_pages");
   CHECK(r.report["runs"][0]["signal"] == sig);
   // The extracted package is removed even though every child crashed.
   int leftovers = 0;
@@ -244,10 +248,10 @@ TEST_CASE("fork server: every CPU run its own process forked from one server; AO
 }
 
 TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
-  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "4", "--jobs", "2", "--no-bisect"}), "out");
+  auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "2", "--jobs", "2", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
-  CHECK(r.report["runs"].size() == 5);
-  CHECK(r.report["failure"]["reproduced"] == 5);
+  CHECK(r.report["runs"].size() == 9);
+  CHECK(r.report["failure"]["reproduced"] == 9);
 }
 
 TEST_CASE("--no-matrix runs the baseline only; --timeout kills a slow child as a timeout") {

@@ -1,5 +1,5 @@
 // libFuzzer target: the config parser (YAML, as a profile and as a user config).
-// Build and run: README, "Fuzzing".
+// Build and run: docs/trust.md, "Fuzzing".
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // libFuzzer target: the package reader (a .pt2 zip).
-// Build and run: README, "Fuzzing".
+// Build and run: docs/trust.md, "Fuzzing".
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // libFuzzer target: the driver's check of inputs and reference files (torch.save zips).
-// Build and run: README, "Fuzzing".
+// Build and run: docs/trust.md, "Fuzzing".
 
 #include <cstdint>
 #include <string>

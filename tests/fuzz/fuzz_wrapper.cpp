@@ -1,5 +1,5 @@
 // libFuzzer target: the wrapper parser (a generated wrapper.cpp).
-// Build and run: README, "Fuzzing".
+// Build and run: docs/trust.md, "Fuzzing".
 
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,7 +12,7 @@ using namespace aoti_bisect;
 
 namespace {
 
-const char* const k_user_keys = "env, repeats, timeout, jobs, variants, variants_mode, inductor_configs, tolerance";
+const char* const k_user_keys = "env, repeats, timeout, jobs, variants, findings, variants_mode, inductor_configs, tolerance";
 
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -157,7 +158,24 @@ TEST_CASE("parse_user_config, error handling") {
   }
   SUBCASE("unknown key inside a variant") {
     REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    envv: {}\n"),
-                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats, localizes_faults)");
+                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats, localizes_faults, when)");
+  }
+  SUBCASE("a variant's 'when' is one of four") {
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    when: sometimes\n"),
+                        "c.yaml:3:11: error: 'when' must be always, failure, fault or flaky, got 'sometimes'");
+  }
+  SUBCASE("a finding with an unknown contrast, placeholder or key, or without its sentence") {
+    REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: faster\n    says: x\n"),
+                        "c.yaml:3:15: error: unknown contrast 'faster' (known: refuses_inputs, passes_with, "
+                        "fails_with, more_reliable, outputs_change)");
+    REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: fails_with\n    says: \"{k} of {total}\"\n"),
+                        "c.yaml:4:11: error: 'says' names an unknown placeholder '{total}' (known: {k}, {n}, "
+                        "{base_k}, {base_n}, {changed}, {line}, {env})");
+    REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: fails_with\n"),
+                        "c.yaml:2:5: error: a finding needs 'variant', 'contrast' and 'says'");
+    REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    sais: x\n"),
+                        "c.yaml:3:5: error: unknown key 'sais' (known keys: variant, contrast, says)");
+    REQUIRE_THROWS_WITH(parse("findings: {a: 1}\n"), "c.yaml:1:11: error: 'findings' must be a list, got a map");
   }
   SUBCASE("unknown key inside tolerance") {
     REQUIRE_THROWS_WITH(parse("tolerance:\n  abstol: 1\n"),
@@ -291,7 +309,7 @@ TEST_CASE("load_user_config") {
     std::filesystem::create_directories("cfg");
     std::ofstream("cfg/nightly.yaml") << "repeats: 4\n\nvariants:\n  - name: a\n    tmeout: 3\n";
     REQUIRE_THROWS_WITH(load_user_config("cfg/nightly.yaml"),
-                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats, localizes_faults)");
+                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats, localizes_faults, when)");
   }
   SUBCASE("a readable file is parsed, and remembers its path") {
     std::ofstream("ok.yaml") << "repeats: 4\n";
@@ -321,7 +339,7 @@ TEST_CASE("parse_profile") {
   }
   SUBCASE("user-only keys are unknown in a profile") {
     REQUIRE_THROWS_WITH(parse_profile("backend: xpu\njobs: 2\n", "p.yaml"),
-                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants, tolerances)");
+                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants, findings, tolerances)");
   }
   SUBCASE("a profile needs a backend") {
     REQUIRE_THROWS_WITH(parse_profile("repeats: 2\n", "p.yaml"), "p.yaml:1:1: error: a profile needs a 'backend'");
@@ -345,18 +363,37 @@ TEST_CASE("builtin profiles") {
       for (const Variant& v : p.variants) {
         CAPTURE(v.name);
         CHECK_FALSE(v.description.empty());
-        CHECK(v.repeats.has_value() == v.localizes_faults);  // only the guard-page variant runs once
+        if (v.localizes_faults) {
+          CHECK(v.when == RunWhen::fault);
+          CHECK(v.repeats == 1);
+        }
+      }
+      // Every finding reads a variant of its own profile.
+      CHECK_FALSE(p.findings.empty());
+      for (const FindingRule& f : p.findings) {
+        CAPTURE(f.variant);
+        CHECK(std::any_of(p.variants.begin(), p.variants.end(), [&](const Variant& v) { return v.name == f.variant; }));
       }
     }
   }
-  SUBCASE("cpu: repeats, and guard pages after a crash") {
+  SUBCASE("cpu: one change per variant, each when it means something") {
     Profile p = builtin_profile("cpu");
-    REQUIRE(names_of(p.variants) == std::vector<std::string>{"repeat", "guard_pages"});
+    REQUIRE(names_of(p.variants) ==
+            std::vector<std::string>{"repeat", "check_inputs", "perturb", "one_thread", "scalar_aten", "guard_pages"});
     CHECK(p.variants[0].env.empty());
     CHECK_FALSE(p.variants[0].localizes_faults);
-    CHECK(p.variants[1].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});
-    CHECK(p.variants[1].localizes_faults);
-    CHECK(p.variants[1].repeats == 1);
+    CHECK(p.variants[0].when == RunWhen::always);
+    CHECK(p.variants[1].env == std::map<std::string, std::string>{{"AOTI_RUNTIME_CHECK_INPUTS", "1"}});
+    CHECK(p.variants[1].when == RunWhen::always);
+    CHECK(p.variants[2].env == std::map<std::string, std::string>{{"MALLOC_PERTURB_", "128"}});
+    CHECK(p.variants[2].when == RunWhen::always);
+    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"OMP_NUM_THREADS", "1"}});
+    CHECK(p.variants[3].when == RunWhen::flaky);
+    CHECK(p.variants[4].env == std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}});
+    CHECK(p.variants[4].when == RunWhen::failure);
+    CHECK(p.variants[5].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});
+    CHECK(p.variants[5].localizes_faults);
+    CHECK(p.variants[5].when == RunWhen::fault);
   }
   SUBCASE("cuda, most deterministic first") {
     Profile p = builtin_profile("cuda");

@@ -129,6 +129,59 @@ struct FakeModel {
     return out;
   }
 
+  // A run over the request's batches in one process (one batch when it
+  // names none), as the runner's --batch-list does: batch i (0-based, in
+  // this process) runs this model where `fails(i, file)`, a healthy one
+  // elsewhere; probes on the last batch only; the loop ends at the first
+  // batch that fails.
+  aoti_bisect::ChildOutput answer_batches(const aoti_bisect::ChildRequest& req,
+                                          const std::function<bool(size_t, const std::string&)>& fails) const {
+    std::vector<std::string> files;
+    for (const auto& b : req.batches) {
+      files.push_back(b.string());
+    }
+    if (files.empty()) {
+      files.push_back("inputs.pt");
+    }
+    bool framed = files.size() > 1;
+    aoti_bisect::ChildOutput out;
+    out.events.push_back({{"event", "start"}, {"torch", "2.13.0"}});
+    out.status = exited(0);
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (framed) {
+        out.events.push_back({{"event", "batch"}, {"index", i}, {"of", files.size()}, {"file", files[i]}});
+      }
+      FakeModel m = *this;
+      if (!fails(i, files[i])) {
+        m.bad = 0;
+      }
+      aoti_bisect::ChildRequest r = req;
+      if (i + 1 < files.size()) {
+        r.probe_plan.reset();
+      }
+      bool crashed = false;
+      std::vector<json> ev = m.run_events(r, crashed);
+      for (size_t e = 1; e < ev.size(); ++e) {  // its own start and done are the process's
+        if (ev[e]["event"] != "done") {
+          out.events.push_back(ev[e]);
+        }
+      }
+      if (crashed) {
+        out.status = killed(11);
+        return out;
+      }
+      bool bad = m.bad > 0 && (m.bad_after_probes || !r.probe_plan);
+      if (framed) {
+        out.events.push_back({{"event", "batch_end"}, {"index", i}, {"nonfinite", bad}});
+      }
+      if (bad && !req.keep_going) {
+        break;
+      }
+    }
+    out.events.push_back({{"event", "done"}});
+    return out;
+  }
+
   static json probe(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan) {
     return {{"event", "probe"}, {"site", site},     {"kernel", "k" + std::to_string(site)},
             {"phase", phase},   {"tensor", tensor}, {"initialized", initialized},

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -115,13 +116,15 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
-  // baseline + 3 repeats, then (auto) the trace run probing every site,
-  // which names site 5, and the evidence run, whose self-check confirms it.
-  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "bisect.1.trace",
-                                            "bisect.2.evidence"});
-  REQUIRE(h.log[4].probe_plan.has_value());
-  CHECK(h.log[4].probe_plan->mode_for(1) == ProbeMode::stats);
-  CHECK(h.log[4].probe_plan->mode_for(9) == ProbeMode::stats);
+  // baseline + 3 repeats, the package's own input check, perturbed
+  // allocations and (the baseline failed) scalar ATen; then (auto) the trace
+  // run probing every site, which names site 5, and the evidence run, whose
+  // self-check confirms it.
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                            "perturb.1", "scalar_aten.1", "bisect.1.trace", "bisect.2.evidence"});
+  REQUIRE(h.log[7].probe_plan.has_value());
+  CHECK(h.log[7].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[7].probe_plan->mode_for(9) == ProbeMode::stats);
   CHECK(r.report.bisection->strategy == "auto");
   CHECK(r.report.bisection->runs == 2);
   CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
@@ -199,10 +202,10 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   CHECK(r.report.culprit->call_index == 5);
   CHECK(r.report.bisection->strategy == "bisect");
   auto ids = h.ids();
-  REQUIRE(ids.size() >= 7);
-  CHECK(ids[4] == "bisect.1.trace");
-  CHECK(ids[5] == "bisect.2.trace");
-  CHECK_FALSE(h.log[5].probe_plan->ranges.size() > 0);
+  REQUIRE(ids.size() >= 10);
+  CHECK(ids[7] == "bisect.1.trace");
+  CHECK(ids[8] == "bisect.2.trace");
+  CHECK_FALSE(h.log[8].probe_plan->ranges.size() > 0);
   const auto& steps = r.report.bisection->steps;
   CHECK(steps[0].purpose == "trace");
   CHECK(steps[0].verdict == "clean");
@@ -276,10 +279,13 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   });
   REQUIRE(r.report.failure.has_value());
   CHECK(r.report.failure->kind == OutcomeKind::nonfinite);
-  CHECK(r.report.failure->reproduced == 3);
-  CHECK(r.report.failure->runs == 4);
+  // baseline, repeat x3, check_inputs, perturb, scalar_aten, and (the
+  // baseline environment disagreed) one_thread x5: all but repeat.2 reproduce.
+  CHECK(r.report.failure->reproduced == 11);
+  CHECK(r.report.failure->runs == 12);
   CHECK_FALSE(r.report.failure->deterministic);
-  REQUIRE(r.report.matrix.size() == 2);
+  REQUIRE(r.report.matrix.size() == 6);
+  CHECK(r.report.matrix[5].name == "one_thread");
   CHECK(r.report.matrix[1].reproduced == 2);
   CHECK(r.report.matrix[1].runs == 3);
   // The verdict says why steps repeat; report.md lists the run that differed.
@@ -424,6 +430,116 @@ TEST_CASE("job flow: never isolated past code that ran without probes (a torch.c
   }
 }
 
+TEST_CASE("job flow: batches: the third fails only after the two before it; they are fed first in every run") {
+  Harness h;
+  for (const char* f : {"a.pt", "b.pt", "c.pt", "d.pt"}) {
+    std::ofstream(f) << "stand-in";
+  }
+  h.opt.inputs_given = {"a.pt", "b.pt", "c.pt", "d.pt"};
+  FakeModel model;
+  // State kept between calls: the third call of a process makes the NaN.
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return model.answer_batches(req, [](size_t i, const std::string&) { return i == 2; });
+  });
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 5);
+  REQUIRE(r.report.failure.has_value());
+  REQUIRE(r.report.failure->batch.has_value());
+  CHECK(r.report.failure->batch->index == 2);
+  CHECK(r.report.failure->batch->file == "c.pt");
+  CHECK(r.report.needs_history == true);
+  REQUIRE(r.report.batches.size() == 4);
+  CHECK(r.report.batches[1].outcome == "ok");
+  CHECK(r.report.batches[2].outcome == "nonfinite");
+  CHECK(r.report.batches[3].outcome == "not_run");
+  // The loop, the batch alone (clean), then every run feeds a, b and c.
+  auto ids = h.ids();
+  REQUIRE(ids.size() >= 4);
+  CHECK(ids[0] == "baseline");
+  CHECK(h.log[0].batches.size() == 4);
+  CHECK(ids[1] == "batch.alone");
+  CHECK(h.log[1].batches == std::vector<fs::path>{"c.pt"});
+  for (size_t i = 2; i < h.log.size(); ++i) {
+    CAPTURE(ids[i]);
+    CHECK(h.log[i].batches == std::vector<fs::path>{"a.pt", "b.pt", "c.pt"});
+  }
+  CHECK(r.report.reproduce_command.find("--inputs a.pt --inputs b.pt --inputs c.pt --no-matrix") !=
+        std::string::npos);
+  std::string md = read_file("out/report.md", "report");
+  CHECK(md.find("batch 2 of 4 (c.pt) failed first; it fails only after the batches before it (alone it does not)") !=
+        std::string::npos);
+}
+
+TEST_CASE("job flow: --all-batches: every failing batch, grouped by signature; the first one is searched") {
+  Harness h;
+  for (const char* f : {"a.pt", "b.pt", "c.pt", "d.pt", "e.pt"}) {
+    std::ofstream(f) << "stand-in";
+  }
+  h.opt.inputs_given = {"a.pt", "b.pt", "c.pt", "d.pt", "e.pt"};
+  h.opt.all_batches = true;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return model.answer_batches(req, [](size_t, const std::string& file) {
+      return file == "b.pt" || file == "d.pt";
+    });
+  });
+  CHECK(r.exit == ExitCode::isolated);
+  CHECK(r.report.failure->batch->index == 1);
+  CHECK(r.report.culprit->call_index == 5);
+  REQUIRE(r.report.batch_groups.size() == 1);
+  CHECK(r.report.batch_groups[0].batches == std::vector<int>{1, 3});
+  CHECK(r.report.batch_groups[0].kind == "nonfinite");
+  CHECK(r.report.batch_groups[0].signature.rfind("nonfinite/-/", 0) == 0);
+  REQUIRE(r.report.batches.size() == 5);
+  CHECK(r.report.batches[2].outcome == "ok");
+  CHECK(r.report.batches[3].outcome == "nonfinite");
+  CHECK(r.report.batches[4].outcome == "ok");
+  auto ids = h.ids();
+  REQUIRE(ids.size() >= 4);
+  CHECK(ids[2] == "all-batches.1");
+  CHECK(h.log[2].keep_going);
+  CHECK(h.log[2].batches.size() == 5);
+  std::string md = read_file("out/report.md", "report");
+  CHECK(md.find("**Every failing batch** (`--all-batches`), by signature") != std::string::npos);
+}
+
+TEST_CASE("job flow: batches where none fails: clean, one run, with the count") {
+  Harness h;
+  for (const char* f : {"a.pt", "b.pt", "c.pt"}) {
+    std::ofstream(f) << "stand-in";
+  }
+  h.opt.inputs_given = {"a.pt", "b.pt", "c.pt"};
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return model.answer_batches(req, [](size_t, const std::string&) { return false; });
+  });
+  CHECK(r.exit == ExitCode::clean);
+  CHECK(r.report.verdict_reason == "no failure in 3 batches (one run; no crash, no NaN/Inf)");
+  CHECK(h.ids() == std::vector<std::string>{"baseline"});
+  REQUIRE(r.report.batches.size() == 3);
+  CHECK(r.report.batches[2].outcome == "ok");
+}
+
+TEST_CASE("job flow: --calls 5: the fourth call fails alone too; the failing call's number is reported") {
+  Harness h;
+  h.opt.calls = 5;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    // The fourth call of the loop fails; a run of one call fails (no history needed).
+    return model.answer_batches(req, [&](size_t i, const std::string&) { return req.batches.size() < 2 || i == 3; });
+  });
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.failure->batch.has_value());
+  CHECK(r.report.failure->batch->calls);
+  CHECK(r.report.failure->batch->index == 3);
+  CHECK(r.report.needs_history == false);
+  CHECK(h.log[1].batches.size() == 1);  // alone
+  CHECK(h.log.back().batches.size() == 1);
+  std::string console = read_file("out/report.md", "report");
+  CHECK(console.find("call 4 of 5 (inputs.pt) failed first; it fails alone too") != std::string::npos);
+}
+
 TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
   Harness h;
   FakeModel model;
@@ -431,11 +547,206 @@ TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
   JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
   CHECK(r.exit == ExitCode::clean);
   // Nothing was compared: the verdict says so, and how to compare.
-  CHECK(r.report.verdict_reason.rfind("no failure in 4 runs (no crash, no NaN/Inf); output values were not checked "
+  CHECK(r.report.verdict_reason.rfind("no failure in 6 runs (no crash, no NaN/Inf); output values were not checked "
                                       "against a reference", 0) == 0);
   CHECK(r.report.verdict_reason.find("--reference EXPECTED.pt or --against-eager") != std::string::npos);
-  CHECK(h.log.size() == 4);
+  CHECK(h.log.size() == 6);
   CHECK_FALSE(r.report.bisection.has_value());
+}
+
+namespace {
+
+bool has_env(const ChildRequest& req, const std::string& key) { return req.env.count(key) > 0; }
+
+// The package's own input check refusing the inputs: its exception, as the
+// runner reports a model's (exit 10, event "error").
+ChildOutput package_refuses(const std::string& line) {
+  ChildOutput out;
+  out.events = {{{"event", "start"}, {"torch", "2.13.0"}},
+                {{"event", "inputs"}, {"tensors", json::array()}},
+                {{"event", "input_stats"}, {"tensors", {fake::stats("input0", 0)}}},
+                {{"event", "run_begin"}},
+                {{"event", "error"}, {"message", line}}};
+  out.status = fake::exited(10);
+  return out;
+}
+
+const char* const k_package_line = "input_handles[0]: unmatched stride value at 0, expected: 16, but got: 1";
+
+// The runner's own input check refusing the inputs (exit 11, event "input_mismatch").
+ChildOutput runner_refuses(const std::string& line) {
+  ChildOutput out;
+  out.events = {{{"event", "start"}, {"torch", "2.13.0"}},
+                {{"event", "inputs"}, {"tensors", json::array()}, {"problems", {line}}},
+                {{"event", "input_mismatch"}, {"message", line}, {"problems", {line}}}};
+  out.status = fake::exited(11);
+  return out;
+}
+
+std::vector<std::string> sentences_on_disk(const json& report) {
+  std::vector<std::string> out;
+  for (const auto& f : report["matrix"]["findings"]) {
+    out.push_back(f["sentence"]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("job flow, matrix reading: the package's own input check refuses the inputs: exit 4, its line, no search") {
+  Harness h;
+  FakeModel healthy;
+  healthy.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return has_env(req, "AOTI_RUNTIME_CHECK_INPUTS") ? package_refuses(k_package_line) : healthy.answer(req);
+  });
+  CHECK(r.exit == ExitCode::cannot_test);
+  CHECK(r.report.verdict == Verdict::could_not_test);
+  CHECK(r.report.error ==
+        std::string("inputs file 'inputs.pt' does not fit model 'model': under check_inputs (AOTI_RUNTIME_CHECK_INPUTS=1) "
+                    "the package refuses them: ") +
+            k_package_line + "; the kernels were not searched (it is the inputs)");
+  for (const auto& id : h.ids()) {
+    CHECK(id.rfind("bisect", 0) == std::string::npos);
+  }
+  CHECK(sentences_on_disk(h.report_on_disk()) ==
+        std::vector<std::string>{std::string("the package's own input check (AOTI_RUNTIME_CHECK_INPUTS=1) refuses the "
+                                             "inputs: ") +
+                                 k_package_line});
+  CHECK(h.report_on_disk()["matrix"]["findings"][0]["contrast"] == "refuses_inputs");
+}
+
+TEST_CASE("job flow, matrix reading: inputs the runner refuses get the package's own check as a second opinion") {
+  Harness h;
+  const std::string own = "input 0 (x, arg0_1): strides [1, 16], the package was compiled for strides [16, 1]";
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return has_env(req, "AOTI_RUNTIME_CHECK_INPUTS") ? package_refuses(k_package_line) : runner_refuses(own);
+  });
+  CHECK(r.exit == ExitCode::cannot_test);
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "check_inputs.1"});
+  CHECK(r.report.error == "inputs file 'inputs.pt' does not fit model 'model': " + own +
+                              "; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: " + k_package_line);
+  CHECK(sentences_on_disk(h.report_on_disk()).size() == 1);
+}
+
+TEST_CASE("job flow, matrix reading: where the runner refuses again with its own line, the package is not quoted") {
+  Harness h;
+  const std::string own = "the inputs file holds 2 tensors, the model takes 1";
+  JobResult r = h.run([&](const ChildRequest&) { return runner_refuses(own); });
+  CHECK(r.exit == ExitCode::cannot_test);
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "check_inputs.1"});
+  CHECK(r.report.error == "inputs file 'inputs.pt' does not fit model 'model': " + own);
+  CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
+}
+
+TEST_CASE("job flow, matrix reading: outputs that change under MALLOC_PERTURB_ are not clean") {
+  Harness h;
+  FakeModel healthy;
+  healthy.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    ChildOutput out = healthy.answer(req);
+    if (has_env(req, "MALLOC_PERTURB_")) {
+      for (auto& e : out.events) {
+        if (e["event"] == "outputs") {
+          e["tensors"][0]["checksum"] = "y";
+        }
+      }
+    }
+    return out;
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(r.report.verdict == Verdict::not_isolated);
+  REQUIRE(r.report.failure.has_value());
+  CHECK(r.report.failure->kind == OutcomeKind::mismatch);
+  CHECK(r.report.failure->reproducing_variant == "perturb");
+  CHECK(r.report.failure->first_line ==
+        "the outputs under MALLOC_PERTURB_=128 differ from the baseline's, which its repeats reproduce bit for bit");
+  const std::string sentence = "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
+                               "exactly: a kernel reads memory nothing wrote";
+  CHECK(sentences_on_disk(h.report_on_disk()) == std::vector<std::string>{sentence});
+  CHECK(r.report.verdict_reason.rfind(sentence + "; the kernel search needs a failure to probe for", 0) == 0);
+  CHECK(r.report.reproduce_command.rfind("MALLOC_PERTURB_=128 aoti-bisect run", 0) == 0);
+}
+
+TEST_CASE("job flow, matrix reading: NaN only under MALLOC_PERTURB_ is searched under it") {
+  Harness h;
+  FakeModel healthy;
+  healthy.bad = 0;
+  FakeModel uninit;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return has_env(req, "MALLOC_PERTURB_") ? uninit.answer(req) : healthy.answer(req);
+  });
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->kernel == "k5");
+  CHECK(r.report.failure->reproducing_variant == "perturb");
+  for (const auto& req : h.log) {
+    if (req.id.rfind("bisect", 0) == 0) {
+      CAPTURE(req.id);
+      CHECK(has_env(req, "MALLOC_PERTURB_"));
+    }
+  }
+  // scalar_aten runs only after a failing baseline: not here.
+  const std::vector<std::string> ids = h.ids();
+  CHECK(std::find(ids.begin(), ids.end(), "scalar_aten.1") == ids.end());
+  CHECK(sentences_on_disk(h.report_on_disk()) ==
+        std::vector<std::string>{"fails only under MALLOC_PERTURB_ (1/1; 0/4 without it): a kernel reads memory "
+                                 "nothing wrote"});
+}
+
+TEST_CASE("job flow, matrix reading: a flaky baseline runs one_thread after the first stage; a race is stated") {
+  Harness h;
+  h.opt.no_bisect = true;
+  FakeModel nan;
+  FakeModel healthy;
+  healthy.bad = 0;
+  int base_runs = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    if (has_env(req, "OMP_NUM_THREADS")) {
+      return healthy.answer(req);
+    }
+    if (req.env.empty()) {
+      return base_runs++ % 2 == 0 ? nan.answer(req) : healthy.answer(req);  // 2 of the 4
+    }
+    return nan.answer(req);
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                            "perturb.1", "scalar_aten.1", "one_thread.1", "one_thread.2",
+                                            "one_thread.3", "one_thread.4", "one_thread.5"});
+  CHECK(sentences_on_disk(h.report_on_disk()) ==
+        std::vector<std::string>{"fails 2/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): likely a race "
+                                 "between threads in a parallel kernel"});
+  CHECK_FALSE(r.report.failure->deterministic);
+}
+
+TEST_CASE("job flow, matrix reading: ATen's vectorized kernels") {
+  Harness h;
+  h.opt.no_bisect = true;
+  FakeModel nan;
+  FakeModel healthy;
+  healthy.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return has_env(req, "ATEN_CPU_CAPABILITY") ? healthy.answer(req) : nan.answer(req);
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(sentences_on_disk(h.report_on_disk()) ==
+        std::vector<std::string>{"fails 4/4 with ATen's vectorized CPU kernels, 0/1 with ATEN_CPU_CAPABILITY=default: "
+                                 "an ISA-specific ATen kernel, or a result that depends on its rounding"});
+  // Deterministic: one_thread is not run.
+  const std::vector<std::string> ids = h.ids();
+  CHECK(std::find(ids.begin(), ids.end(), "one_thread.1") == ids.end());
+}
+
+TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {
+  Harness h;
+  FakeModel healthy;
+  healthy.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) { return healthy.answer(req); });
+  CHECK(r.exit == ExitCode::clean);
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                            "perturb.1"});
+  CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
 }
 
 TEST_SUITE_END();

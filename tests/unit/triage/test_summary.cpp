@@ -118,7 +118,15 @@ TEST_CASE("manifest: paths resolve against its folder; mistakes are located") {
       "m.yaml", "/nightly");
   REQUIRE(m.cases.size() == 1);
   CHECK(m.cases[0].package == "/nightly/p.pt2");
-  CHECK(m.cases[0].inputs == "/abs/i.pt");
+  CHECK(m.cases[0].inputs == std::vector<std::filesystem::path>{"/abs/i.pt"});
+  // Several inputs: the batches of a loop, each resolved against the manifest's folder.
+  ab::Manifest batches = ab::parse_manifest(
+      "cases:\n  - name: loop\n    package: p.pt2\n    inputs: [b0.pt, epoch3/, 'epoch4/*.pt']\n", "m.yaml", "/nightly");
+  CHECK(batches.cases[0].inputs ==
+        std::vector<std::filesystem::path>{"/nightly/b0.pt", "/nightly/epoch3/", "/nightly/epoch4/*.pt"});
+  CHECK_THROWS_WITH_AS(ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: []\n", "m.yaml", "."),
+                       doctest::Contains("m.yaml:4:13: error: 'inputs' must be a path or a non-empty list of paths"),
+                       ab::Error);
   CHECK(m.cases[0].against_eager);
   CHECK(m.cases[0].exported_program == "/nightly/ep.pt2");
   CHECK_THROWS_WITH_AS(ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: i\n    against_eager: yes!\n",

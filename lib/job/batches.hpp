@@ -1,0 +1,49 @@
+#pragma once
+// Many batches (--inputs A --inputs B ..., a folder or a glob; --calls N):
+// the job begins with one run over every batch in the given order, in one
+// process, as the user's loop did; it ends at the first batch that fails.
+// That batch then runs alone in a fresh process: if it fails alone, the
+// rest of the job feeds it alone; if it fails only after the batches
+// before it (needs_history), every later run feeds them first.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "phase/children.hpp"
+#include "phase/recorder.hpp"
+#include "phase/runs.hpp"
+#include "phase/settings.hpp"
+
+namespace aoti_bisect {
+
+// Orders names as people number files: "batch2" before "batch10".
+bool natural_less(const std::string& a, const std::string& b);
+
+// The batches --inputs names, in order: a file as given; a folder, its .pt
+// files; anything else a glob pattern, its matches (folders and matches in
+// natural order). Throws Error(cannot_test), one line, for a value that
+// names no file.
+std::vector<std::filesystem::path> expand_inputs(const std::vector<std::string>& given);
+
+// What the batch loop found.
+struct BatchLoop {
+  ChildResult loop;                           // the run over the batches: the job's baseline
+  std::optional<int> failing;                 // the first batch that failed
+  std::optional<bool> needs_history;          // it does not fail alone
+  std::vector<std::filesystem::path> run_list;  // what the job's later runs feed
+  std::optional<FailingBatch> batch;          // the failure's batch, for the report
+};
+
+// Runs `baseline` over every batch (Settings::batches), then the failing
+// batch alone; records batches[] and needs_history. nullopt: interrupted.
+std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder& rec, ChildRequest baseline);
+
+// The report's batches[]: each batch's outcome ("ok", the failure kind of the
+// one that failed, "not_run" after it).
+std::vector<BatchRecord> batch_records(const std::vector<std::filesystem::path>& files,
+                                       const std::vector<BatchRun>& ran, const std::string& failed_kind,
+                                       const std::string& failed_line);
+
+}  // namespace aoti_bisect

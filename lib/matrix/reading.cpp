@@ -1,0 +1,137 @@
+#include "matrix/reading.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/text.hpp"
+
+namespace aoti_bisect {
+namespace {
+
+struct Tally {
+  int runs = 0;
+  int failed = 0;        // showed the matrix's failure
+  int ok = 0;
+  int refused = 0;       // input_mismatch
+  int changed = 0;       // ok, with outputs other than the baseline's
+  std::string line;      // the first error line
+};
+
+std::string fill(const std::string& says, const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < says.size();) {
+    if (says[i] == '{') {
+      size_t close = says.find('}', i);
+      if (close != std::string::npos) {
+        auto it = values.find(says.substr(i + 1, close - i - 1));
+        if (it != values.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += says[i++];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string env_difference(const std::map<std::string, std::string>& env, const std::map<std::string, std::string>& base) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : env) {
+    auto it = base.find(k);
+    if (it == base.end() || it->second != v) {
+      parts.push_back(k + "=" + v);
+    }
+  }
+  return join(parts, " ");
+}
+
+std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const std::vector<MatrixRunFacts>& runs,
+                                 std::optional<OutcomeKind> failure) {
+  std::vector<Finding> out;
+  if (runs.empty()) {
+    return out;
+  }
+  const MatrixRunFacts& baseline = runs.front();
+  auto shows = [&](const MatrixRunFacts& r) { return failure && r.kind == *failure; };
+  // The baseline environment's outputs, when its runs agree on them.
+  Tally base;
+  std::optional<std::vector<std::string>> base_outputs;
+  bool base_outputs_agree = true;
+  for (const auto& r : runs) {
+    if (r.env != baseline.env) {
+      continue;
+    }
+    base.runs += 1;
+    base.failed += shows(r) ? 1 : 0;
+    base.ok += r.kind == OutcomeKind::ok ? 1 : 0;
+    base.refused += r.kind == OutcomeKind::input_mismatch ? 1 : 0;
+    if (r.kind == OutcomeKind::ok && !r.output_checksums.empty()) {
+      if (!base_outputs) {
+        base_outputs = r.output_checksums;
+      } else if (*base_outputs != r.output_checksums) {
+        base_outputs_agree = false;
+      }
+    }
+  }
+  std::map<std::string, Tally> tallies;
+  for (const auto& r : runs) {
+    if (r.env == baseline.env) {
+      continue;
+    }
+    Tally& t = tallies[r.variant];
+    t.runs += 1;
+    t.failed += shows(r) ? 1 : 0;
+    t.ok += r.kind == OutcomeKind::ok ? 1 : 0;
+    t.refused += r.kind == OutcomeKind::input_mismatch ? 1 : 0;
+    if (r.kind == OutcomeKind::ok && base_outputs && r.output_checksums != *base_outputs) {
+      t.changed += 1;
+    }
+    if (t.line.empty() && r.kind != OutcomeKind::ok) {
+      t.line = r.first_line;
+    }
+  }
+  const double base_rate = base.runs ? double(base.failed) / base.runs : 0.0;
+  for (const FindingRule& rule : rules) {
+    auto it = tallies.find(rule.variant);
+    if (it == tallies.end() || it->second.runs == 0) {
+      continue;
+    }
+    const Tally& t = it->second;
+    const double rate = double(t.failed) / t.runs;
+    bool supported = false;
+    if (rule.contrast == "refuses_inputs") {
+      supported = t.refused > 0;
+    } else if (rule.contrast == "passes_with") {
+      supported = base.failed > 0 && t.ok == t.runs && std::pow(1.0 - base_rate, t.runs) <= k_contrast_chance;
+    } else if (rule.contrast == "fails_with") {
+      supported = t.failed > 0 && base.failed == 0 && base.runs > 0 &&
+                  std::pow(1.0 - rate, base.runs) <= k_contrast_chance;
+    } else if (rule.contrast == "more_reliable") {
+      supported = t.failed == t.runs && base.failed > 0 && base.failed < base.runs &&
+                  std::pow(base_rate, t.runs) <= k_contrast_chance;
+    } else if (rule.contrast == "outputs_change") {
+      supported = base.ok == base.runs && base.runs >= 2 && base_outputs && base_outputs_agree && t.changed > 0;
+    }
+    if (!supported) {
+      continue;
+    }
+    auto env_it = std::find_if(runs.begin(), runs.end(), [&](const MatrixRunFacts& r) { return r.variant == rule.variant; });
+    std::map<std::string, std::string> values = {
+        {"k", std::to_string(t.failed)},        {"n", std::to_string(t.runs)},
+        {"base_k", std::to_string(base.failed)}, {"base_n", std::to_string(base.runs)},
+        {"changed", std::to_string(t.changed)},  {"line", t.line},
+        {"env", env_difference(env_it->env, baseline.env)},
+    };
+    out.push_back({rule.variant, rule.contrast, fill(rule.says, values)});
+  }
+  return out;
+}
+
+}  // namespace aoti_bisect

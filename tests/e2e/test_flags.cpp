@@ -1,0 +1,112 @@
+// The flag matrix read as a differential diagnosis (configs/cpu.yaml
+// `findings:`), on real packages: the package's own input check, memory
+// nothing wrote, and a healthy model about which nothing is said.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "e2e/e2e.hpp"
+
+namespace fs = std::filesystem;
+using e2e::example;
+using e2e::read_text;
+using e2e::run_tool;
+
+namespace {
+
+std::vector<std::string> run_args(const std::string& package, const std::string& inputs,
+                                  std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"run", example(package + ".pt2").string(), "--inputs", example(inputs).string(),
+                                   "--cache-dir", fs::absolute("build-cache").string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string error_line(const e2e::Result& r) {
+  size_t pos = r.err.rfind("aoti-bisect: error: ");
+  return pos == std::string::npos ? "" : r.err.substr(pos, r.err.find('\n', pos) - pos);
+}
+
+std::vector<std::string> run_ids(const nlohmann::json& report) {
+  std::vector<std::string> ids;
+  for (const auto& run : report["runs"]) {
+    ids.push_back(run["id"]);
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("e2e/flags");
+
+TEST_CASE("a transposed input: the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees, with its line") {
+  auto r = run_tool(run_args("healthy", "healthy.transposed.inputs.pt"), "out");
+  CHECK(r.code() == 4);
+  CHECK(r.report["verdict"] == "could_not_test");
+  CHECK(error_line(r).find("does not fit model 'model': input 0 (args[0], arg8_1): strides [1, 8], the package was "
+                           "compiled for strides [16, 1]") != std::string::npos);
+  CHECK(error_line(r).find("; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: input_handles[0]: "
+                           "unmatched stride value at 0, expected: 16, but got: 1") != std::string::npos);
+  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "check_inputs.1"});
+  REQUIRE(r.report["matrix"]["findings"].size() == 1);
+  CHECK(r.report["matrix"]["findings"][0]["variant"] == "check_inputs");
+  CHECK(r.report["matrix"]["findings"][0]["contrast"] == "refuses_inputs");
+  CHECK(r.report["matrix"]["findings"][0]["sentence"].get<std::string>().find(
+            "the package's own input check (AOTI_RUNTIME_CHECK_INPUTS=1) refuses the inputs: input_handles[0]: "
+            "unmatched stride value at 0, expected: 16, but got: 1") == 0);
+  // Nothing searched: it is the inputs.
+  CHECK(r.report["bisection"].is_null());
+}
+
+TEST_CASE("uninit_read: the outputs change under MALLOC_PERTURB_, and the finding says a kernel reads memory nothing "
+          "wrote") {
+  auto r = run_tool(run_args("uninit_read", "uninit_read.inputs.pt"), "out");
+  CHECK(r.code() == 3);
+  CHECK(r.report["verdict"] == "not_isolated");
+  CHECK(r.report["failure"]["reproducing_variant"] == "perturb");
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  // The plain runs agree bit for bit, or the contrast would not be stated.
+  auto ids = run_ids(r.report);
+  CHECK(ids == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "perturb.1"});
+  for (const auto& run : r.report["runs"]) {
+    CAPTURE(run["id"]);
+    CHECK(run["outcome"] == "ok");
+  }
+  REQUIRE(r.report["matrix"]["findings"].size() == 1);
+  const std::string sentence = r.report["matrix"]["findings"][0]["sentence"];
+  CHECK(sentence == "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree exactly: "
+                    "a kernel reads memory nothing wrote");
+  CHECK(r.report["verdict_reason"].get<std::string>().rfind(sentence, 0) == 0);
+  std::string md = read_text("out/report.md");
+  CHECK(md.find("## What the flags say") != std::string::npos);
+  CHECK(md.find("a kernel reads memory nothing wrote") != std::string::npos);
+  CHECK(r.report["reproduce_command"].get<std::string>().rfind("MALLOC_PERTURB_=128 aoti-bisect run", 0) == 0);
+}
+
+TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and no finding is stated") {
+  auto r = run_tool(run_args("healthy", "healthy.inputs.pt"), "out");
+  CHECK(r.code() == 0);
+  CHECK(r.report["verdict"] == "clean");
+  CHECK(run_ids(r.report) ==
+        std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "perturb.1"});
+  CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
+  CHECK(read_text("out/report.md").find("What the flags say") == std::string::npos);
+}
+
+TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it needs --against-eager") {
+  auto r = run_tool(run_args("relu_accuracy", "relu_accuracy.inputs.pt",
+                             {"--no-matrix", "--no-bisect", "--against-eager", "--eager-device", "cpu",
+                              "--exported-program", example("relu_accuracy.ep.pt2").string()}),
+                    "out");
+  // The same reference as eager where the program is: the mismatch is found.
+  CHECK(r.code() == 3);
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  CHECK(r.report["reference"].get<std::string>().find("(eager, from the exported program, on the cpu)") !=
+        std::string::npos);
+  auto alone = run_tool(run_args("healthy", "healthy.inputs.pt", {"--eager-device", "cpu"}), "out-alone");
+  CHECK(alone.code() == 2);
+  CHECK(error_line(alone).find("--eager-device requires --against-eager") != std::string::npos);
+}
+
+TEST_SUITE_END();
