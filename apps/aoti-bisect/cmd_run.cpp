@@ -15,7 +15,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "job/job.hpp"
-#include "progress.hpp"
+#include "stderr_progress.hpp"
 #include "report/sinks.hpp"
 
 namespace aoti_bisect::cli {

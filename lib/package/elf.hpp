@@ -4,7 +4,7 @@
 // (DT_SYMBOLIC), which functions it reaches through its GOT (PLT or
 // -fno-plt slots), and what it defines. The driver uses it to decide whether
 // interposition can see every call site; the runner, to find the GOT slots
-// it rebinds (lib/torchside/hooks.cpp).
+// it rebinds (lib/torchside/hook_binding.cpp).
 
 #include <cstdint>
 #include <filesystem>

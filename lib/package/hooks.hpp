@@ -6,7 +6,7 @@
 // shim calls that tell which tensor a raw pointer belongs to. Each hook has the exact signature of the function it
 // stands for, tells the runner about its arguments, and forwards to the real
 // function. The runner binds the hooks into the model's own GOT slots
-// (lib/torchside/hooks.cpp); nothing is interposed for any other object.
+// (lib/torchside/hook_binding.cpp); nothing is interposed for any other object.
 //
 // The generated file needs no LibTorch headers: tensor handles are opaque
 // pointers, kernel pointer parameters are void*, and the runner's callbacks

@@ -208,7 +208,7 @@ class GuideSearch {
                                           : fmt::format("{}: rebuilt in {:.1f} s ({} of 3 objects compiled)",
                                                         record.purpose, g.seconds, built.compiled));
       WrapperInfo w = parse_wrapper(wrapper);
-      g.problem = compare_sites(w, false);
+      g.problem = call_sites_differ(w, false);
       if (!g.problem.empty()) {
         return g;
       }
@@ -252,7 +252,7 @@ class GuideSearch {
       Package pkg = Package::open(built.package);
       const ModelFiles& model = pkg.select_model(pkg.models().size() == 1 ? "" : m_s.model.name);
       WrapperInfo w = pkg.wrapper_info(model);
-      g.problem = compare_sites(w, true);
+      g.problem = call_sites_differ(w, true);
       if (!g.problem.empty()) {
         rec.call_sites_match(false, g.problem);
         return g;
@@ -271,7 +271,7 @@ class GuideSearch {
 
   // Printed blocks are mapped by occurrence in the original call-site list:
   // the build's wrapper must launch the same kernels in the same order.
-  std::string compare_sites(const WrapperInfo& w, bool inductor) const {
+  std::string call_sites_differ(const WrapperInfo& w, bool inductor) const {
     const auto& orig = m_s.wrapper.call_sites;
     if (inductor && w.printer_level != 2) {
       return "the rebuilt package has no level-2 printer calls";

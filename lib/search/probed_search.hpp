@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "search/evidence.hpp"
+#include "search/wrapper_layout.hpp"
 #include "search/instrumentation.hpp"
 
 namespace aoti_bisect {

@@ -10,6 +10,7 @@
 #include "search/reach.hpp"
 #include "search/probed_search.hpp"
 #include "search/self_check.hpp"
+#include "search/wrapper_layout.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

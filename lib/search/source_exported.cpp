@@ -15,6 +15,7 @@
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
 #include "search/library_rebuild.hpp"
+#include "search/wrapper_layout.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 
 #include "package/rewrite.hpp"
 #include "search/evidence.hpp"
+#include "search/wrapper_layout.hpp"
 
 using namespace aoti_bisect;
 

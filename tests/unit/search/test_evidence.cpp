@@ -3,6 +3,7 @@
 #include "package/wrapper.hpp"
 #include "package_fixture.hpp"
 #include "search/evidence.hpp"
+#include "search/wrapper_layout.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "stderr_progress.hpp"
 
 #include <chrono>
 #include <cstdio>
