@@ -428,6 +428,17 @@ EXAMPLES = {
         culprit_pattern=None,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "stuck_length": dict(
+        description="a length read from the batch bounds a reduction's loop: a length of 10^12 keeps one kernel "
+        "busy for hours (a hang, not a crash)",
+        outcome="timeout",
+        bug="n = length.item() sums a column expanded n times; Inductor fuses it into one reduction kernel whose "
+        "loop runs n times per row without allocating. The batch's length is 10^12: the launch never returns "
+        "within any sane --timeout. Eager would take as long: no reference.",
+        culprit_pattern=r"sum",
+        no_eager="eager runs the same 10^12-step loop",
+        expect={"exit_code": None, "signal": None, "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -438,7 +449,7 @@ EXAMPLES = {
     ),
 }
 
-OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error")
+OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
 
 torch = None  # imported lazily (after --list, and after TORCHINDUCTOR_CACHE_DIR is set)
@@ -1026,6 +1037,25 @@ def build_uninit_read():
     return UninitRead(), (x,), {}
 
 
+def build_stuck_length():
+    class StuckLength(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, H)
+            self.head = nn.Linear(H, 4)
+
+        def forward(self, x, length):
+            n = length.item()
+            torch._check(n >= 1)
+            h = torch.tanh(self.fc(x))  # addmm + cpp kernel
+            total = h[:, :1].expand(-1, n).sum(dim=-1, keepdim=True)  # one reduction kernel, n steps per row
+            h = F.softmax(h * total / n, dim=-1)
+            return (torch.sigmoid(self.head(h)),)  # addmm + cpp kernel: never reached
+
+    x = torch.randn(B, D)
+    return StuckLength(), (x, torch.tensor(10**12)), {}
+
+
 def build_loader_class_index():
     class FourClass(nn.Module):
         def __init__(self):
@@ -1115,6 +1145,7 @@ BUILDERS = {
     "loader_class_index": build_loader_class_index,
     "loader_partial": build_loader_partial,
     "uninit_read": build_uninit_read,
+    "stuck_length": build_stuck_length,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 
@@ -1295,6 +1326,8 @@ def build_one(name, out_dir):
     # Eager reference.
     expected_note = None
     try:
+        if spec.get("no_eager"):
+            raise RuntimeError(spec["no_eager"])
         with torch.no_grad():
             out = model(*inputs, **kwargs)
         if isinstance(out, dict):

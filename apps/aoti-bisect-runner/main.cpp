@@ -20,6 +20,7 @@
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
 #include "package/facts.hpp"
+#include "package/package.hpp"
 #include "torchside/torchside.hpp"
 
 namespace ab = aoti_bisect;
@@ -95,12 +96,11 @@ std::string find_wrapper_source(const fs::path& dir, const std::string& model) {
   std::error_code ec;
   std::string fallback;
   for (const auto& e : fs::directory_iterator(mdir, ec)) {
-    std::string name = e.path().filename().string();
-    if (name.size() > 12 && name.ends_with(".wrapper.cpp")) {
+    ab::SourceRole role = ab::source_role(e.path().filename().string());
+    if (role == ab::SourceRole::wrapper) {
       return e.path().string();
     }
-    if (name.size() > 4 && name.ends_with(".cpp") &&
-        name.find(".kernel.cpp") == std::string::npos) {
+    if (role == ab::SourceRole::both) {
       fallback = e.path().string();
     }
   }

@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"

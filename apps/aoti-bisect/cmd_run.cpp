@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "config/config.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"

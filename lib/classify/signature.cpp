@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "common/cpp_text.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 
@@ -9,7 +10,7 @@ namespace aoti_bisect {
 namespace {
 
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+using cpp_text::is_ident_char;
 bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
 // "buf12" -> "buf#", "arg4_1" -> "arg#", "x0" -> "x#", "int64_t" unchanged:
@@ -44,7 +45,7 @@ std::string strip_numbering(const std::string& ident) {
 // the index after it.
 size_t append_identifier(const std::string& text, size_t i, std::string& out) {
   size_t j = i;
-  while (j < text.size() && ident_char(text[j])) {
+  while (j < text.size() && is_ident_char(text[j])) {
     ++j;
   }
   out += strip_numbering(text.substr(i, j - i));
@@ -124,8 +125,8 @@ std::string kernel_definition(const std::string& kernel_source, const std::strin
     return "";
   }
   for (size_t p = kernel_source.find(name); p != std::string::npos; p = kernel_source.find(name, p + 1)) {
-    if ((p > 0 && ident_char(kernel_source[p - 1])) ||
-        (p + name.size() < kernel_source.size() && ident_char(kernel_source[p + name.size()]))) {
+    if ((p > 0 && is_ident_char(kernel_source[p - 1])) ||
+        (p + name.size() < kernel_source.size() && is_ident_char(kernel_source[p + name.size()]))) {
       continue;
     }
     // A definition: "void NAME(" ... ")" then '{' before any ';'.
@@ -138,15 +139,8 @@ std::string kernel_definition(const std::string& kernel_source, const std::strin
     if (brace == std::string::npos || kernel_source[brace] != '{') {
       continue;
     }
-    int depth = 0;
-    for (size_t i = brace; i < kernel_source.size(); ++i) {
-      if (kernel_source[i] == '{') {
-        ++depth;
-      } else if (kernel_source[i] == '}' && --depth == 0) {
-        return kernel_source.substr(line, i + 1 - line);
-      }
-    }
-    return "";
+    size_t end = cpp_text::after_closing_bracket(kernel_source, brace);
+    return end == std::string::npos ? "" : kernel_source.substr(line, end - line);
   }
   return "";
 }
@@ -172,7 +166,7 @@ std::string normalize_kernel_source(const std::string& source) {
     }
     if (digit(c)) {  // a number literal, whole (so "1e5f" stays one token)
       size_t j = i;
-      while (j < text.size() && (ident_char(text[j]) || text[j] == '.')) {
+      while (j < text.size() && (is_ident_char(text[j]) || text[j] == '.')) {
         ++j;
       }
       out.append(text, i, j - i);

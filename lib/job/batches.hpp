@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "phase/children.hpp"
-#include "phase/recorder.hpp"
-#include "phase/runs.hpp"
-#include "phase/settings.hpp"
+#include "harness/children.hpp"
+#include "harness/recorder.hpp"
+#include "harness/runs.hpp"
+#include "harness/settings.hpp"
 
 namespace aoti_bisect {
 

@@ -10,15 +10,15 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "search/search.hpp"
 #include "job/batches.hpp"
 #include "job/environment.hpp"
 #include "job/out_dir.hpp"
-#include "phase/phase.hpp"
-#include "phase/scoped_dir.hpp"
+#include "harness/phase.hpp"
+#include "harness/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/reading.hpp"
 #include "package/elf.hpp"

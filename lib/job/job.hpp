@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "common/error.hpp"
-#include "phase/children.hpp"
-#include "phase/phase.hpp"
-#include "phase/progress.hpp"
-#include "phase/settings.hpp"
+#include "harness/children.hpp"
+#include "harness/phase.hpp"
+#include "harness/progress.hpp"
+#include "harness/settings.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {

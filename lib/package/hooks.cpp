@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/hooks_cuda.hpp"
 #include "package/wrapper_text.hpp"
@@ -23,7 +24,7 @@ size_t skip_space(const std::string& s, size_t p) {
 
 std::string ident_at(const std::string& s, size_t p) {
   size_t e = p;
-  while (e < s.size() && wrapper_text::is_ident_char(s[e])) {
+  while (e < s.size() && cpp_text::is_ident_char(s[e])) {
     ++e;
   }
   return s.substr(p, e - p);
@@ -49,7 +50,7 @@ std::optional<std::vector<HookParam>> parse_params(std::string_view list) {
     start = i + 1;
     size_t e = p.size();
     size_t b = e;
-    while (b > 0 && wrapper_text::is_ident_char(p[b - 1])) {
+    while (b > 0 && cpp_text::is_ident_char(p[b - 1])) {
       --b;
     }
     std::string type(trim(std::string_view(p).substr(0, b)));
@@ -67,7 +68,7 @@ std::map<std::string, std::vector<HookParam>> declarations(const std::string& ra
   std::string text = wrapper_text::without_comments(raw);
   std::map<std::string, std::vector<HookParam>> out;
   for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
-    if (p > 0 && wrapper_text::is_ident_char(text[p - 1])) {
+    if (p > 0 && cpp_text::is_ident_char(text[p - 1])) {
       continue;
     }
     size_t q = skip_space(text, p + marker.size());
@@ -94,7 +95,7 @@ std::map<std::string, std::vector<HookParam>> declarations(const std::string& ra
 std::vector<std::string> identifiers(const std::string& type) {
   std::vector<std::string> ids;
   for (size_t i = 0; i < type.size();) {
-    if (wrapper_text::is_ident_char(type[i])) {
+    if (cpp_text::is_ident_char(type[i])) {
       std::string id = ident_at(type, i);
       ids.push_back(id);
       i += id.size();
@@ -239,7 +240,7 @@ std::map<std::string, std::vector<HookParam>> kernel_declarations(const std::str
   constexpr std::string_view marker = "extern \"C\"";
   for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
     size_t q = skip_space(text, p + marker.size());
-    if (text.compare(q, 4, "void") != 0 || q + 4 >= text.size() || wrapper_text::is_ident_char(text[q + 4])) {
+    if (text.compare(q, 4, "void") != 0 || q + 4 >= text.size() || cpp_text::is_ident_char(text[q + 4])) {
       continue;
     }
     q = skip_space(text, q + 4);

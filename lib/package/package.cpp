@@ -83,11 +83,12 @@ std::map<std::string, std::string> parse_metadata(const std::string& text) {
 
 void classify_model_file(ModelFiles& m, const std::string& entry) {
   std::string base = entry.substr(entry.find_last_of('/') + 1);
-  if (base.ends_with(".wrapper.cpp")) {
+  SourceRole role = source_role(base);
+  if (role == SourceRole::wrapper) {
     m.wrapper_cpp = entry;
-  } else if (base.ends_with(".kernel.cpp")) {
+  } else if (role == SourceRole::kernel) {
     m.kernel_cpp = entry;
-  } else if (base.ends_with(".cpp")) {
+  } else if (role == SourceRole::both) {
     if (m.wrapper_cpp.empty()) {
       m.wrapper_cpp = entry;  // versions before the wrapper/kernel split
     }
@@ -179,6 +180,19 @@ void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const
 }
 
 }  // namespace
+
+SourceRole source_role(std::string_view file_name) {
+  auto ends = [&](std::string_view suffix) {
+    return file_name.size() > suffix.size() && file_name.ends_with(suffix);
+  };
+  if (ends(".wrapper.cpp")) {
+    return SourceRole::wrapper;
+  }
+  if (ends(".kernel.cpp")) {
+    return SourceRole::kernel;
+  }
+  return ends(".cpp") ? SourceRole::both : SourceRole::none;
+}
 
 std::string ModelFiles::device_key() const {
   auto it = metadata.find("AOTI_DEVICE_KEY");

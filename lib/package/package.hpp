@@ -8,11 +8,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "package/wrapper.hpp"
 
 namespace aoti_bisect {
+
+// Which of a model's generated sources a file is, by its name: the one place
+// that decides. Newer packages split them (NAME.wrapper.cpp, NAME.kernel.cpp);
+// older ones hold both in one NAME.cpp. A split file wins over a combined one.
+enum class SourceRole { none, wrapper, kernel, both };
+SourceRole source_role(std::string_view file_name);
 
 struct ModelFiles {
   std::string name;                   // "model"

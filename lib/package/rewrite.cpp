@@ -5,18 +5,18 @@
 
 #include <fmt/format.h>
 
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/triton_launch.hpp"
 
 namespace aoti_bisect {
 namespace {
 
+// The source's lines, each written back with its newline (no last empty line).
 std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::string line;
-  std::istringstream in(text);
-  while (std::getline(in, line)) {
-    lines.push_back(line);
+  std::vector<std::string> lines = cpp_text::split_lines_copy(text);
+  if (!lines.empty() && lines.back().empty()) {
+    lines.pop_back();
   }
   return lines;
 }
@@ -61,13 +61,9 @@ std::optional<std::vector<std::string>> triton_tensor_args(const std::vector<std
     return std::nullopt;
   }
   size_t open = statement.find('(', at);
-  int depth = 0;
-  size_t close = open;
-  for (; close < statement.size(); ++close) {
-    depth += statement[close] == '(' ? 1 : statement[close] == ')' ? -1 : 0;
-    if (depth == 0) {
-      break;
-    }
+  size_t close = cpp_text::closing_bracket(statement, open);
+  if (close == std::string::npos) {
+    return std::nullopt;
   }
   auto args = split_call_arguments(std::string_view(statement).substr(open, close - open + 1));
   std::vector<std::string> out;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/wrapper.hpp"
 #include "package/wrapper_text.hpp"
@@ -9,10 +10,10 @@
 namespace aoti_bisect {
 namespace {
 
-using wrapper_text::closing_bracket;
+using cpp_text::closing_bracket;
 using wrapper_text::ident_at;
-using wrapper_text::without_comments;
-using wrapper_text::is_ident_char;
+using cpp_text::without_comments;
+using cpp_text::is_ident_char;
 
 // "const in_ptr0_type_& in_ptr0" -> "in_ptr0"; a default value is dropped.
 std::string param_name(std::string p) {

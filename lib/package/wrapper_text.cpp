@@ -10,61 +10,6 @@
 
 namespace aoti_bisect::wrapper_text {
 
-std::string without_comments(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '"' || c == '\'') {
-      size_t j = i + 1;
-      while (j < text.size() && text[j] != c && text[j] != '\n') {
-        j += text[j] == '\\' ? 2 : 1;
-      }
-      j = std::min(j, text.size() - 1);
-      out.append(text, i, j - i + 1);
-      i = j;
-    } else if (text.compare(i, 2, "//") == 0) {
-      i = text.find('\n', i);
-      if (i == std::string::npos) {
-        break;
-      }
-      out += '\n';
-    } else if (text.compare(i, 2, "/*") == 0) {
-      size_t e = text.find("*/", i + 2);
-      if (e == std::string::npos) {
-        break;
-      }
-      auto lines = std::count(text.begin() + static_cast<long>(i), text.begin() + static_cast<long>(e), '\n');
-      out.append(lines > 0 ? static_cast<size_t>(lines) : 1, lines > 0 ? '\n' : ' ');
-      i = e + 1;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-size_t closing_bracket(const std::string& s, size_t open) {
-  const char o = s[open];
-  const char c = o == '(' ? ')' : o == '{' ? '}' : ']';
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
-    if (s[i] == '"') {
-      i = s.find('"', i + 1);
-      if (i == std::string::npos) {
-        return i;
-      }
-    } else if (s[i] == o) {
-      ++depth;
-    } else if (s[i] == c && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string::npos;
-}
-
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
 // The identifier that starts at `pos` (empty if none).
 std::string ident_at(std::string_view s, size_t pos) {
   size_t end = pos;
@@ -105,22 +50,6 @@ std::optional<int64_t> parse_int(std::string_view s) {
   } catch (...) {
     return std::nullopt;
   }
-}
-
-std::vector<std::string_view> split_lines(const std::string& source) {
-  std::vector<std::string_view> lines;
-  std::string_view all(source);
-  size_t start = 0;
-  while (start <= all.size()) {
-    size_t nl = all.find('\n', start);
-    if (nl == std::string_view::npos) {
-      lines.push_back(all.substr(start));
-      break;
-    }
-    lines.push_back(all.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
 }
 
 // [first, last) lines of the function whose signature line contains `marker`.

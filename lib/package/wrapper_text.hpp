@@ -10,24 +10,22 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpp_text.hpp"
 #include "package/wrapper.hpp"
 
 namespace aoti_bisect::wrapper_text {
 
-bool is_ident_char(char c);
-// The text without comments: a `//` comment is dropped up to its line's end,
-// a `/* */` block becomes its newlines (one space when it has none); string
-// literals are kept as they are.
-std::string without_comments(const std::string& text);
-// The position of the bracket that closes the one at `open` ('(', '{' or
-// '['; string literals skipped), or npos.
-size_t closing_bracket(const std::string& s, size_t open);
+// The C++ text toolkit (common/cpp_text.hpp), under the names this parser uses.
+using cpp_text::closing_bracket;
+using cpp_text::is_ident_char;
+using cpp_text::split_lines;
+using cpp_text::without_comments;
+
 // The identifier that starts at `pos` (empty if none).
 std::string ident_at(std::string_view s, size_t pos);
 // `prefix` + an identifier directly followed by '(' in `line`: that identifier.
 std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix);
 std::optional<int64_t> parse_int(std::string_view s);
-std::vector<std::string_view> split_lines(const std::string& source);
 // The lines [first, last) of the body of the function whose header line holds `marker`.
 std::pair<size_t, size_t> function_range(const std::vector<std::string_view>& lines, std::string_view marker);
 // "output_handles[2] = buf4.release();" -> (2, "buf4"); a name declared as a

@@ -13,6 +13,7 @@
 // "mem=", ended by an empty field; the reply is one line, "pid N" or
 // "error WHY". Any error makes the driver exec the run itself.
 #include "process/process.hpp"
+#include "process/group_guard.hpp"
 #include "process/child_setup.hpp"
 
 #include <fcntl.h>
@@ -260,6 +261,7 @@ Server start_server(const fs::path& program, const std::map<std::string, std::st
     return s;
   }
   s.pid = pid;
+  guard_group(pid);  // what a run of it leaves behind dies with the driver, even on SIGKILL
   s.fd = sv[0];
   return s;
 }
@@ -373,6 +375,7 @@ int forkserver_spawn(const SpawnSpec& spec) {
     ::close(s.fd);
     ::kill(s.pid, SIGKILL);
     ::waitpid(s.pid, nullptr, 0);
+    release_group(s.pid);
     s = Server{};
     s.dead = true;  // from now on this environment's runs are exec'd
     return -1;

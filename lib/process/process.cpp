@@ -1,4 +1,5 @@
 #include "process/process.hpp"
+#include "process/group_guard.hpp"
 #include "process/child_setup.hpp"
 
 #include "common/error.hpp"
@@ -287,6 +288,7 @@ struct ProcessSet::Child {
     if (!term_sent) {
       ::kill(-pid, SIGTERM);
       term_sent = now;
+      status.stopped_at = std::chrono::duration<double>(now.time_since_epoch()).count();
     } else if (!kill_sent && now - *term_sent >= seconds(spec.kill_grace_s)) {
       ::kill(-pid, SIGKILL);
       kill_sent = true;
@@ -309,11 +311,12 @@ struct ProcessSet::Child {
     if (info.si_pid == 0) {
       return false;
     }
-    if (stop_reason) {
-      ::kill(-pid, SIGKILL);
-    }
+    // The rest of its group goes with it (a helper it left running), while
+    // its zombie still holds the group id.
+    ::kill(-pid, SIGKILL);
     int wstatus = 0;
     waitpid_retry(pid, &wstatus, 0);
+    release_group(pid);
     decode_wait_status(wstatus, status);
     if (stop_reason) {
       status.how = *stop_reason;
@@ -383,6 +386,9 @@ int ProcessSet::start(const SpawnSpec& spec) {
   c->pid = forkserver_spawn(spec);
   if (c->pid < 0) {
     c->pid = spawn(spec, c->status.spawn_error);
+  }
+  if (c->pid > 0) {
+    guard_group(c->pid);  // what the child starts dies with the driver, even on SIGKILL
   }
   m_children.push_back(c.get());
   return c.release()->token;

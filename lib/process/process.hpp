@@ -35,6 +35,7 @@ struct ExitStatus {
   int signal = 0;            // how == signaled (also the signal that ended a timed-out child)
   bool core_dumped = false;
   double seconds = 0;        // wall time from spawn to reap
+  double stopped_at = 0;     // timed_out/interrupted: steady-clock seconds (CLOCK_MONOTONIC) when the stop began
   std::string stdout_tail;   // last tail_bytes of the streams
   std::string stderr_tail;
   std::string spawn_error;   // how == spawn_failed: "execve: No such file or directory"

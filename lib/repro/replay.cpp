@@ -11,6 +11,7 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "package/package.hpp"
 #include "package/rewrite.hpp"
 #include "repro/replay_texts.hpp"
 #include "repro/source_text.hpp"
@@ -146,7 +147,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
     std::string a = args[i];
     size_t rv = a.find("reinterpret_tensor_wrapper(");
     if (rv != std::string::npos) {
-      auto parts = call_arguments(a.substr(rv, matching(a, rv + 26) - rv));
+      auto parts = call_arguments(a.substr(rv, after_closing_bracket(a, rv + 26) - rv));
       std::string base = parts.empty() ? "" : parts[0];
       std::string vname = fmt::format("view_{}", i);
       auto f = g.saved.find("view of " + base);
@@ -163,7 +164,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
                                       cpp_string("view of " + base), cpp_string(f->second), parts[1], parts[2],
                                       parts[3]));
         a = a.substr(0, rv) + fmt::format("reinterpret_tensor_wrapper({}, {}, {}, {}, 0L)", vname, parts[1],
-                                          parts[2], parts[3]) + a.substr(matching(a, rv + 26));
+                                          parts[2], parts[3]) + a.substr(after_closing_bracket(a, rv + 26));
       } else if (!base.empty()) {
         g.tensor(base, 0);
         for (const auto& id : identifiers(a)) {
@@ -225,7 +226,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   }
   std::string what = fmt::format("call site {} ({})", spec.site, c.kernel);
   rf.note = fmt::format("rebuilds {} alone and checks for the {} symptom", what, spec.predicate);
-  auto lines = split_lines(wrapper_source);
+  auto lines = cpp_text::split_lines_copy(wrapper_source);
   WrapperInfo w = parse_wrapper(wrapper_source);
   int ws = spec.wrapper_site > 0 ? spec.wrapper_site : spec.site;
   const CallSite* cs = ws >= 1 && ws <= static_cast<int>(w.call_sites.size()) ? &w.call_sites[ws - 1] : nullptr;
@@ -252,7 +253,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
       g.need(fmt::format("the definition of {} was not found in the package's kernel source", c.kernel));
     } else {
       size_t open = find_call(kernel_cpp, c.kernel) + c.kernel.size();
-      params = call_arguments(kernel_cpp.substr(open - c.kernel.size(), matching(kernel_cpp, open) - open +
+      params = call_arguments(kernel_cpp.substr(open - c.kernel.size(), after_closing_bracket(kernel_cpp, open) - open +
                                                                           c.kernel.size()));
     }
   }
@@ -266,7 +267,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
         size_t dp = a.find(".data_ptr()");
         if (dp != std::string::npos) {
           size_t b = dp;
-          while (b > 0 && ident_char(a[b - 1])) {
+          while (b > 0 && is_ident_char(a[b - 1])) {
             --b;
           }
           g.tensor(a.substr(b, dp - b), param_role(params[i]));
@@ -299,7 +300,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   }
   if (c.kind != "extern" && !kernel_cpp.empty()) {
     size_t open = kernel_cpp.find("extern \"C\"");
-    size_t body = kernel_cpp.find('{', matching(kernel_cpp, find_call(kernel_cpp, c.kernel, open) + c.kernel.size()));
+    size_t body = kernel_cpp.find('{', after_closing_bracket(kernel_cpp, find_call(kernel_cpp, c.kernel, open) + c.kernel.size()));
     drv += "\n" + kernel_cpp.substr(open, body - open) + ";\n";
   }
   drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_string(c.kernel),
@@ -381,6 +382,7 @@ ReplayResult write_replay(const ReplaySpec& spec) {
   ReplayResult r;
   try {
     std::string wrapper, kernel;
+    bool split_wrapper = false;  // a NAME.wrapper.cpp wins over a combined NAME.cpp
     fs::path dir = spec.model_dir / "data" / "aotinductor" / spec.model_name;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
@@ -388,15 +390,13 @@ ReplayResult write_replay(const ReplaySpec& spec) {
     }
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec)) {
-      std::string n = it->path().filename().string();
-      auto ends = [&](const std::string& suffix) {
-        return n.size() > suffix.size() && n.ends_with(suffix);
-      };
-      if (ends(".wrapper.cpp") && wrapper.empty()) {
+      SourceRole role = source_role(it->path().filename().string());
+      if (role == SourceRole::wrapper) {
         wrapper = read_file(it->path(), "the wrapper source");
-      } else if (ends(".kernel.cpp") && kernel.empty()) {
+        split_wrapper = true;
+      } else if (role == SourceRole::kernel && kernel.empty()) {
         kernel = read_file(it->path(), "the kernel source");
-      } else if (ends(".cpp") && !ends(".wrapper.cpp") && !ends(".kernel.cpp") && wrapper.empty()) {
+      } else if (role == SourceRole::both && !split_wrapper && wrapper.empty()) {
         wrapper = read_file(it->path(), "the wrapper source");  // older packages: one .cpp holds both
       }
     }

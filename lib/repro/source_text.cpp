@@ -12,49 +12,17 @@
 namespace aoti_bisect {
 namespace repro {
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// Position just past the matching close of the bracket at `open`.
-size_t matching(const std::string& s, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < s.size(); ++i) {
-    if (s[i] == s[open]) {
-      ++depth;
-    } else if ((s[open] == '(' && s[i] == ')') || (s[open] == '{' && s[i] == '}')) {
-      if (--depth == 0) {
-        return i + 1;
-      }
-    }
-  }
-  return std::string::npos;
-}
-
-// `name(` as a whole identifier, from `from`.
-size_t find_call(const std::string& s, const std::string& name, size_t from) {
-  for (size_t p = s.find(name + "(", from); p != std::string::npos; p = s.find(name + "(", p + 1)) {
-    if (p == 0 || !ident_char(s[p - 1])) {
-      return p;
-    }
-  }
-  return std::string::npos;
-}
-
 std::vector<std::string> identifiers(const std::string& text) {
   std::vector<std::string> out;
   for (size_t i = 0; i < text.size();) {
-    if (text[i] == '"') {
-      // A string literal ("relu", a oneDNN post-op's name) names nothing.
-      size_t e = i + 1;
-      while (e < text.size() && text[e] != '"') {
-        e += text[e] == '\\' ? 2 : 1;
-      }
-      i = e + 1;
+    if (size_t past = cpp_text::skip_literal_or_comment(text, i); past != i) {
+      i = past;  // a string literal ("relu", a oneDNN post-op's name) names nothing
       continue;
     }
-    if (ident_char(text[i]) && !std::isdigit(static_cast<unsigned char>(text[i])) &&
-        (i == 0 || !ident_char(text[i - 1]))) {
+    if (is_ident_char(text[i]) && !std::isdigit(static_cast<unsigned char>(text[i])) &&
+        (i == 0 || !is_ident_char(text[i - 1]))) {
       size_t e = i;
-      while (e < text.size() && ident_char(text[e])) {
+      while (e < text.size() && is_ident_char(text[e])) {
         ++e;
       }
       size_t next = text.find_first_not_of(' ', e);
@@ -85,25 +53,12 @@ std::string declaration_of(const std::vector<std::string>& lines, int line, cons
   return "";
 }
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t p = s.find('\n'); ; p = s.find('\n', start)) {
-    out.push_back(s.substr(start, p == std::string::npos ? std::string::npos : p - start));
-    if (p == std::string::npos) {
-      break;
-    }
-    start = p + 1;
-  }
-  return out;
-}
-
 }  // namespace repro
 
 using namespace repro;
 
 std::string call_text_at(const std::string& source, int line, const std::string& name) {
-  auto lines = split_lines(source);
+  auto lines = cpp_text::split_lines_copy(source);
   if (line < 1 || line > static_cast<int>(lines.size())) {
     return "";
   }
@@ -115,7 +70,7 @@ std::string call_text_at(const std::string& source, int line, const std::string&
   if (p == std::string::npos || p >= lines[line - 1].size()) {
     return "";  // the call must start on that line
   }
-  size_t end = matching(text, p + name.size());
+  size_t end = after_closing_bracket(text, p + name.size());
   return end == std::string::npos ? "" : text.substr(p, end - p);
 }
 
@@ -140,9 +95,9 @@ std::string replay_kernel_source(const std::string& src, const std::string& kern
   if (p == std::string::npos) {
     return "";
   }
-  size_t params_end = matching(src, find_call(src, kernel, p) + kernel.size());
+  size_t params_end = after_closing_bracket(src, find_call(src, kernel, p) + kernel.size());
   size_t body = params_end == std::string::npos ? std::string::npos : src.find('{', params_end);
-  size_t end = body == std::string::npos ? std::string::npos : matching(src, body);
+  size_t end = body == std::string::npos ? std::string::npos : after_closing_bracket(src, body);
   if (end == std::string::npos) {
     return "";
   }
@@ -150,7 +105,7 @@ std::string replay_kernel_source(const std::string& src, const std::string& kern
   size_t prev = src.rfind("\n}", p);
   size_t from = prev == std::string::npos ? 0 : prev + 2;
   std::string prefix;
-  for (const auto& l : split_lines(src.substr(from, p - from))) {
+  for (const auto& l : cpp_text::split_lines_copy(src.substr(from, p - from))) {
     auto t = trim(l);
     if (!t.empty() && t.rfind("//", 0) != 0) {
       prefix += l + "\n";

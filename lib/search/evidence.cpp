@@ -79,6 +79,7 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
     s.kernel = e.value("kernel", s.kernel);
     if (kind == EventKind::site_begin) {
       s.wrapper_site = e.value("static", s.wrapper_site);
+      s.began_at = e.value("clock", 0.0);
       s.began = true;
       last_begun = k;
       t.launched = std::max(t.launched, k);
@@ -119,6 +120,30 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
     t.unfinished = last_begun;
   }
   return t;
+}
+
+namespace {
+constexpr double k_stuck_floor_s = 1.0;  // a first call's thread-pool start-up alone can take tens of ms
+}  // namespace
+
+std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at,
+                                          double limit_s) {
+  if (kind != OutcomeKind::timeout || limit_s <= 0) {
+    return std::nullopt;
+  }
+  const SiteTrace* s = trace.unfinished ? trace.site(*trace.unfinished) : nullptr;
+  if (s == nullptr) {
+    return std::nullopt;  // no launch began: nothing is named anyway
+  }
+  double ran = stopped_at > 0 && s->began_at > 0 ? stopped_at - s->began_at : -1;
+  if (ran >= std::max(limit_s / 2, k_stuck_floor_s)) {
+    return std::nullopt;
+  }
+  std::string how = ran >= 0 ? fmt::format("had run {:.2f} s", ran) : "had run for a time the runner did not report";
+  return fmt::format("the run was stopped at its {:.2f} s limit while call site {} ({}) {} (a launch is called stuck "
+                     "after half the limit and at least {:.0f} s): the model is slow, not stuck in one launch; "
+                     "raise --timeout",
+                     limit_s, s->site, s->kernel, how, k_stuck_floor_s);
 }
 
 namespace {
@@ -262,6 +287,11 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
       p.verdict = u <= hi ? StepVerdict::reproduces : StepVerdict::clean;
       p.exact = u <= hi ? std::optional<int>(u) : std::nullopt;
     }
+  } else if (cls.kind == OutcomeKind::timeout && trace.launched > 0) {
+    // Stopped between launches: the time went elsewhere (no heap hint).
+    p.note = fmt::format("the run was stopped at its time limit after call site {} returned, outside any launch; "
+                         "raise --timeout",
+                         trace.launched);
   } else if (failed && trace.launched > 0) {
     // Failed after every probed launch returned: on CUDA without a sync in
     // range, the fault is later than hi.

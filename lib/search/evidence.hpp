@@ -45,6 +45,7 @@ struct SiteTrace {
   bool began = false;
   bool ended = false;
   bool failed = false;                         // the call returned an error code (the model raised there)
+  double began_at = 0;                         // steady-clock seconds when it began; 0: not known
   std::vector<ProbeStats> tensors;             // in probe order; `initialized` as the probe judged it
   std::vector<std::string> touched;            // tensors the launch touched (trace: site_end)
   const ProbeStats* find(const std::string& tensor) const;
@@ -62,6 +63,14 @@ struct RunTrace {
 
 // From the runner's events (run-time probes).
 RunTrace trace_from_events(const std::vector<nlohmann::json>& events);
+
+// A run stopped at its time limit names the launch it was inside only where
+// that launch had run for at least half the limit and 1 s. Stopped sooner, the model
+// was slow, not stuck in one launch: the line says so (and to raise
+// --timeout). nullopt where the run did not time out or the launch was stuck.
+// `stopped_at`: ExitStatus::stopped_at.
+std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at,
+                                          double limit_s);
 
 // Buffer -> the extern call site that created what it holds (returned
 // handles and the names they were moved to). Such a buffer is never shown

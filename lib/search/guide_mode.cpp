@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -27,6 +27,7 @@
 #include "process/process.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
+#include "search/wrapper_layout.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -272,21 +273,10 @@ class GuideSearch {
   // Printed blocks are mapped by occurrence in the original call-site list:
   // the build's wrapper must launch the same kernels in the same order.
   std::string call_sites_differ(const WrapperInfo& w, bool inductor) const {
-    const auto& orig = m_s.wrapper.call_sites;
     if (inductor && w.printer_level != 2) {
       return "the rebuilt package has no level-2 printer calls";
     }
-    for (size_t i = 0; i < std::min(orig.size(), w.call_sites.size()); ++i) {
-      if (orig[i].kernel != w.call_sites[i].kernel) {
-        return fmt::format("call site {} is {} in the package but {} in the guide-mode build", i + 1, orig[i].kernel,
-                           w.call_sites[i].kernel);
-      }
-    }
-    if (orig.size() != w.call_sites.size()) {
-      return fmt::format("the package launches {} call sites, the guide-mode build {}", orig.size(),
-                         w.call_sites.size());
-    }
-    return "";
+    return aoti_bisect::call_sites_differ(m_s.wrapper, w, "guide-mode build");
   }
 
   // Print calls do not change what the model computes: a rewritten build's

@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "search/divergence.hpp"
 #include "search/evidence.hpp"
-#include "phase/phase.hpp"
+#include "harness/phase.hpp"
 #include "package/package.hpp"
 
 namespace aoti_bisect {
@@ -63,9 +63,6 @@ struct ProbedModel;
 // map and the eager values of the mapped nodes. Or one line saying why not.
 std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& setup,
                                                                Predicate predicate);
-
-// The same kernels in the same order.
-bool same_call_sites(const WrapperInfo& a, const WrapperInfo& b);
 
 class InstrumentationSource {
  public:

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/hooks.hpp"
 
@@ -77,9 +78,9 @@ std::string nonfinite_text(const TensorStats& s) {
 
 bool has_token(std::string_view text, const std::string& token) {
   for (size_t at = text.find(token); at != std::string_view::npos; at = text.find(token, at + 1)) {
-    bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_');
+    bool left = at == 0 || !cpp_text::is_ident_char(text[at - 1]);
     size_t end = at + token.size();
-    bool right = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+    bool right = end >= text.size() || !cpp_text::is_ident_char(text[end]);
     if (left && right) {
       return true;
     }

@@ -120,8 +120,14 @@ Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi) {
     note_honest_error(m_bis, sites);
     return mismatch_answer(res.cls, sites, lo, hi);
   }
-  return answer_step(m_pred, m_s.kind, res.cls, trace_from_events(res.events), lo, hi, m_returned_by,
-                     m_constant_sources, m_inf_by_design);
+  RunTrace trace = trace_from_events(res.events);
+  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at, m_env.settings.timeout_s)) {
+    Probe p;
+    p.runs = 1;
+    p.note = *why;
+    return p;  // an error: the search stops
+  }
+  return answer_step(m_pred, m_s.kind, res.cls, trace, lo, hi, m_returned_by, m_constant_sources, m_inf_by_design);
 }
 
 Probe ProbedSearch::ask(int lo, int hi) {
@@ -275,6 +281,12 @@ BisectOutcome ProbedSearch::run() {
   if (auto stop = check_trace(trace, n_static)) {
     m_env.recorder.bisection(m_bis);
     return *stop;
+  }
+  if (auto why = slow_not_stuck(trace.cls.kind, m_trace, trace.status.stopped_at, m_env.settings.timeout_s)) {
+    m_bis.status = "error";
+    m_bis.message = *why;
+    m_env.recorder.bisection(m_bis);
+    return {Verdict::not_isolated, *why, ""};
   }
   int n = std::max(m_trace.launched, 1);
   link_returned(trace, n_static);

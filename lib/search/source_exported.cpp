@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "search/instrumentation.hpp"
@@ -26,17 +26,8 @@ void compare_call_sites(Recorder& rec, const WrapperInfo& original, const Wrappe
   if (original.call_sites.empty() || instrumented.call_sites.empty()) {
     return;
   }
-  size_t n = std::min(original.call_sites.size(), instrumented.call_sites.size());
-  for (size_t i = 0; i < n; ++i) {
-    if (original.call_sites[i].kernel != instrumented.call_sites[i].kernel) {
-      rec.call_sites_match(false, fmt::format("call site {} is {} in the package but {} in the instrumented build",
-                                              i + 1, original.call_sites[i].kernel, instrumented.call_sites[i].kernel));
-      return;
-    }
-  }
-  bool match = original.call_sites.size() == instrumented.call_sites.size();
-  rec.call_sites_match(match, match ? "" : fmt::format("the package launches {} call sites, the instrumented build {}",
-                                                       original.call_sites.size(), instrumented.call_sites.size()));
+  std::string why = call_sites_differ(original, instrumented, "instrumented build");
+  rec.call_sites_match(why.empty(), why);
 }
 
 // The eager value of every mapped buffer's graph node, for the mismatch search.
@@ -153,12 +144,6 @@ BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int p
 std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& env, const BisectSetup& s,
                                                                       Predicate pred) {
   return probed_exported_program(env, s, pred);
-}
-
-bool same_call_sites(const WrapperInfo& a, const WrapperInfo& b) {
-  return a.call_sites.size() == b.call_sites.size() &&
-         std::equal(a.call_sites.begin(), a.call_sites.end(), b.call_sites.begin(),
-                    [](const CallSite& x, const CallSite& y) { return x.kernel == y.kernel; });
 }
 
 std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& s, Predicate pred) {

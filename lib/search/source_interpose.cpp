@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -26,6 +26,7 @@
 #include "package/hooks.hpp"
 #include "process/process.hpp"
 #include "search/instrumentation.hpp"
+#include "search/wrapper_layout.hpp"
 
 #ifndef AOTI_BISECT_TORCH_INCLUDE
 #define AOTI_BISECT_TORCH_INCLUDE ""
@@ -236,10 +237,10 @@ std::variant<ProbedModel, std::string> package_model_base(JobEnv& env, const Bis
     return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
   }
   ProbedModel nodes = std::move(std::get<ProbedModel>(ep));
-  if (!same_call_sites(s.wrapper, nodes.wrapper)) {
+  if (auto why = call_sites_differ(s.wrapper, nodes.wrapper, "exported program's build"); !why.empty()) {
     return fmt::format("the exported program's build launches other kernels than the package ({} call sites "
-                       "against {}): its map from buffers to graph nodes does not fit the package's",
-                       nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size());
+                       "against {}; {}): its map from buffers to graph nodes does not fit the package's",
+                       nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size(), why);
   }
   return nodes;
 }

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"

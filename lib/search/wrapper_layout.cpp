@@ -3,6 +3,7 @@
 // (blind_spots).
 #include "search/wrapper_layout.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -93,6 +94,21 @@ std::string describe(const BlindSpot& spot) {
   std::string where = spot.after == 0 ? "before call site 1"
                                       : fmt::format("between call sites {} and {}", spot.after, spot.after + 1);
   return fmt::format("{} ({})", where, join(spot.kernels, ", "));
+}
+
+std::string call_sites_differ(const WrapperInfo& package, const WrapperInfo& build, std::string_view build_name) {
+  const auto& a = package.call_sites;
+  const auto& b = build.call_sites;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i].kernel != b[i].kernel) {
+      return fmt::format("call site {} is {} in the package but {} in the {}", i + 1, a[i].kernel, b[i].kernel,
+                         build_name);
+    }
+  }
+  if (a.size() != b.size()) {
+    return fmt::format("the package launches {} call sites, the {} {}", a.size(), build_name, b.size());
+  }
+  return "";
 }
 
 }  // namespace aoti_bisect

@@ -4,6 +4,7 @@
 // probes.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "package/wrapper.hpp"
@@ -20,6 +21,12 @@ namespace aoti_bisect {
 // calls, tensor names), and cannot know that yet. Unchanged when no branch
 // is known to have run.
 void settle_branches(RunTrace& trace, const WrapperInfo& wrapper);
+
+// Where `build` (an instrumented or rebuilt build of the same model) does not
+// launch the package's kernels in the package's order: one line ("call site 3
+// is X in the package but Y in the {build_name}", or the two counts); "" where
+// they are the same. The one check of it.
+std::string call_sites_differ(const WrapperInfo& package, const WrapperInfo& build, std::string_view build_name);
 
 // Code an instrumented wrapper runs without probes: call sites the printer
 // skips (inside torch.cond branches and other control flow), grouped by the

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "package/package.hpp"
 #include "torchside/internal.hpp"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 13)
@@ -149,9 +150,9 @@ std::unique_ptr<LoadedModel> load_with_container_runner(const fs::path& dir, con
   // The metadata: the loader reads `<stem of the .cpp>_metadata.json`. Newer
   // packages have a wrapper and a kernel .cpp with identical metadata files;
   // the wrapper's is taken first.
-  std::stable_sort(cpp_files.begin(), cpp_files.end(), [](const fs::path& a, const fs::path& b) {
-    return a.filename().string().ends_with(".wrapper.cpp") && !b.filename().string().ends_with(".wrapper.cpp");
-  });
+  auto is_wrapper = [](const fs::path& p) { return source_role(p.filename().string()) == SourceRole::wrapper; };
+  std::stable_sort(cpp_files.begin(), cpp_files.end(),
+                   [&](const fs::path& a, const fs::path& b) { return is_wrapper(a) && !is_wrapper(b); });
   fs::path metadata_path;
   std::error_code ec;
   for (const auto& cpp : cpp_files) {

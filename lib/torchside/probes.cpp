@@ -2,6 +2,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -79,7 +80,11 @@ void begin_site(ProbeState& s, const std::string& kernel) {
   s.tensors.clear();
   s.mode = s.plan.mode_for(s.site);
   if (s.mode >= ProbeMode::trace) {
-    nlohmann::json fields = {{"site", s.site}, {"kernel", kernel}};
+    // "clock": when it began on the driver's clock (steady = CLOCK_MONOTONIC;
+    // "t" counts from the runner's start), so a run stopped at the time limit
+    // shows how long the launch had run.
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    nlohmann::json fields = {{"site", s.site}, {"kernel", kernel}, {"clock", t}};
     if (s.static_site != nullptr) {
       // Interposition knows which call site of the wrapper this is (sites in
       // branches that did not run are skipped).

@@ -8,7 +8,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "job/out_dir.hpp"
-#include "phase/recorder.hpp"
+#include "harness/recorder.hpp"
 #include "process/process.hpp"
 
 namespace aoti_bisect {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "e2e/e2e.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"

@@ -110,6 +110,16 @@ fs::path sleeping_runner() {
   return p;
 }
 
+// A runner that forks a helper of its own (a shell loop named
+// aoti-bisect-grandchild, in the runner's process group), then never answers.
+fs::path forking_runner() {
+  fs::path p = fs::absolute("aoti-bisect-forking-runner.sh");
+  std::ofstream(p) << "#!/bin/sh\nsh -c 'while :; do sleep 1; done' aoti-bisect-grandchild &\n"
+                      "while :; do sleep 1; done\n";
+  fs::permissions(p, fs::perms::owner_all);
+  return p;
+}
+
 // A tmpfs of `size` (read-only when asked) at `dir`; false where mounting
 // is not allowed (not root), and the test says it was skipped.
 bool mount_tmpfs(const fs::path& dir, const std::string& options) {
@@ -219,6 +229,22 @@ TEST_CASE("a SIGKILLed driver takes its runners with it; the next run into the f
   auto notes = again.report["notes"].dump();
   CHECK(notes.find("removed the work folder of 1 earlier run") != std::string::npos);
   CHECK(notes.find(std::to_string(pid)) != std::string::npos);
+}
+
+TEST_CASE("a SIGKILLed driver takes its runners' own children with it (the group guard)") {
+  fs::path out = fs::absolute("out-killed-forking");
+  fs::remove_all(out);
+  aoti_bisect::ProcessSet set;
+  set.start(tool_spec(healthy_args(out.string()), "killed-forking",
+                      {{"AOTI_BISECT_RUNNER", forking_runner().string()}, {"AOTI_BISECT_FORKSERVER", "0"}}));
+  REQUIRE(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") > 0; }, 60));
+  int pid = driver_pid(out);
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGKILL);
+  set.wait_any();
+  // The runner dies by its parent-death signal; its helper only by the guard.
+  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-forking-runner") == 0; }, 10));
+  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") == 0; }, 10));
 }
 
 TEST_CASE("one run per output folder: a second run refuses at once, naming the first; an earlier run moves aside") {

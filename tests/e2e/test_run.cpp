@@ -259,8 +259,23 @@ TEST_CASE("--no-matrix runs the baseline only; --timeout kills a slow child as a
   CHECK(r.code() == 0);
   CHECK(r.report["runs"].size() == 1);
   auto t = run_tool(with(run_args("healthy"), {"--no-matrix", "--timeout", "0.01"}), "out2");
-  CHECK(t.code() == 3);
+  CHECK(t.code() == 3);  // never "isolated" to whichever launch the limit happened to stop
   CHECK(t.report["failure"]["kind"] == "timeout");
+  CHECK(t.report["verdict"] == "not_isolated");
+}
+
+TEST_CASE("a launch stuck past the time limit (a length of 10^12 from the batch) is named; its run killed") {
+  auto meta = e2e::meta_of("stuck_length");
+  auto r = run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--timeout", "3"}), "out");
+  CHECK(r.code() == 1);
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "timeout");
+  CHECK(r.report["verdict"] == "isolated");
+  REQUIRE(r.report["culprit"].is_object());
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  std::string why = r.report["culprit"]["why"];
+  CHECK(why.find("the launch never returned") == 0);
 }
 
 TEST_CASE("--exit-codes=git-bisect: 0 good, 1 bad, 125 cannot test") {

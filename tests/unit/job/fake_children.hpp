@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "phase/children.hpp"
+#include "harness/children.hpp"
 #include "process/process.hpp"
 #include "protocol/runner.hpp"
 

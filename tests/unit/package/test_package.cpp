@@ -27,6 +27,15 @@ using fixture::make_zip;
 
 TEST_SUITE_BEGIN("package");
 
+TEST_CASE("source_role: which generated source a file is, by its name") {
+  CHECK(source_role("cxyz.wrapper.cpp") == SourceRole::wrapper);
+  CHECK(source_role("cxyz.kernel.cpp") == SourceRole::kernel);
+  CHECK(source_role("cxyz.cpp") == SourceRole::both);  // before the wrapper/kernel split
+  CHECK(source_role("cxyz.wrapper.so") == SourceRole::none);
+  CHECK(source_role("cxyz_metadata.json") == SourceRole::none);
+  CHECK(source_role(".cpp") == SourceRole::none);
+}
+
 TEST_CASE("Package::open reads models, files, metadata and call sites") {
   make_package("m.pt2");
   Package p = Package::open("m.pt2");

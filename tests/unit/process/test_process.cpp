@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "process/process.hpp"
+#include "process/group_guard.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -363,6 +364,28 @@ TEST_CASE("a timeout kills the whole group") {
     pid_t grandchild = static_cast<pid_t>(std::stol(st.stdout_tail));
     CHECK(gone_soon(grandchild));
   }
+}
+
+TEST_CASE("a child that exits leaving a helper running: the helper dies when the child is reaped") {
+  SpawnSpec spec = shell("sleep 1000 & echo $!");
+  spec.stdout_path = "helper.txt";
+  ExitStatus st = run_process(spec);
+  CHECK(st.ok());
+  pid_t helper = static_cast<pid_t>(std::stol(st.stdout_tail));
+  CHECK(gone_soon(helper));
+}
+
+TEST_CASE("the group guard runs in its own session once a child has started") {
+  CHECK(run_process(shell("true")).ok());
+  pid_t guard = group_guard_pid();
+  REQUIRE(guard > 0);
+  CHECK(::kill(guard, 0) == 0);      // alive while this process lives
+  CHECK(::getsid(guard) == guard);   // outside our session: a Ctrl-C or group kill leaves it be
+  CHECK(::getpgid(guard) != ::getpgid(0));
+  // Nothing that looks for this process by its command line takes the guard for it.
+  std::ifstream in("/proc/" + std::to_string(guard) + "/cmdline", std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(in)), {});
+  CHECK(cmd.rfind("aoti-bisect-group-guard", 0) == 0);
 }
 
 TEST_CASE("signals the caller ignores are default again in the child") {

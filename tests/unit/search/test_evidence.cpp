@@ -36,6 +36,65 @@ TEST_CASE("trace_from_events: the site that began and never ended is the fault")
   CHECK_FALSE(trace_from_events({begin(1), end(1)}).unfinished.has_value());
 }
 
+TEST_CASE("call_sites_differ: the first call site that differs, else the counts, else nothing") {
+  auto wrapper = [](std::vector<std::string> kernels) {
+    WrapperInfo w;
+    for (const auto& k : kernels) {
+      CallSite c;
+      c.kernel = k;
+      w.call_sites.push_back(c);
+    }
+    return w;
+  };
+  auto pkg = wrapper({"cpp_fused_0", "aoti_torch_cpu_addmm_out", "cpp_fused_1"});
+  CHECK(call_sites_differ(pkg, wrapper({"cpp_fused_0", "aoti_torch_cpu_addmm_out", "cpp_fused_1"}), "x").empty());
+  CHECK(call_sites_differ(pkg, wrapper({"cpp_fused_0", "cpp_fused_1", "aoti_torch_cpu_addmm_out"}), "rebuild") ==
+        "call site 2 is aoti_torch_cpu_addmm_out in the package but cpp_fused_1 in the rebuild");
+  CHECK(call_sites_differ(pkg, wrapper({"cpp_fused_0", "aoti_torch_cpu_addmm_out"}), "rebuild") ==
+        "the package launches 3 call sites, the rebuild 2");
+}
+
+TEST_CASE("slow_not_stuck: a timed-out run names its launch only where it had run half the limit") {
+  auto at = [](int site, double t) {
+    json e = begin(site);
+    e["clock"] = t;
+    return e;
+  };
+  // Stopped at 110.0 with a 10 s limit: site 3 began at 101.0 (9 s in it): stuck there.
+  auto stuck = trace_from_events({at(1, 100.0), end(1), at(2, 100.5), end(2), at(3, 101.0)});
+  CHECK(stuck.site(3)->began_at == doctest::Approx(101.0));
+  CHECK_FALSE(slow_not_stuck(OutcomeKind::timeout, stuck, 110.0, 10.0).has_value());
+  // Site 3 began at 108.0: 2 s of a 10 s limit. The model was slow, not stuck.
+  auto slow = trace_from_events({at(1, 100.0), end(1), at(2, 104.0), end(2), at(3, 108.0)});
+  auto why = slow_not_stuck(OutcomeKind::timeout, slow, 110.0, 10.0);
+  REQUIRE(why.has_value());
+  CHECK(why->find("call site 3 (k3) had run 2.00 s") != std::string::npos);
+  CHECK(why->find("raise --timeout") != std::string::npos);
+  // Half of a tiny limit is not enough: a launch is called stuck after 1 s at least.
+  auto tiny = trace_from_events({at(1, 100.0), end(1), at(2, 100.004)});
+  REQUIRE(slow_not_stuck(OutcomeKind::timeout, tiny, 100.05, 0.01).has_value());
+  CHECK(slow_not_stuck(OutcomeKind::timeout, tiny, 100.05, 0.01)->find("had run 0.05 s") != std::string::npos);
+  // Without a time (an older runner) nothing is claimed; other failures are not judged.
+  CHECK(slow_not_stuck(OutcomeKind::timeout, trace_from_events({begin(1)}), 110.0, 10.0).has_value());
+  CHECK_FALSE(slow_not_stuck(OutcomeKind::crash, slow, 110.0, 10.0).has_value());
+  // No launch began: nothing to name, nothing to refuse here.
+  CHECK_FALSE(slow_not_stuck(OutcomeKind::timeout, trace_from_events({}), 110.0, 10.0).has_value());
+}
+
+TEST_CASE("answer_step: a run stopped inside a launch names it; stopped between launches, no heap hint") {
+  Classification cls;
+  cls.kind = OutcomeKind::timeout;
+  auto inside = answer_step(Predicate::fault, OutcomeKind::timeout, cls,
+                            trace_from_events({begin(1), end(1), begin(2)}), 1, 3, {}, false, {});
+  CHECK(inside.verdict == StepVerdict::reproduces);
+  CHECK(inside.exact == 2);
+  auto between = answer_step(Predicate::fault, OutcomeKind::timeout, cls,
+                             trace_from_events({begin(1), end(1), begin(2), end(2)}), 1, 3, {}, false, {});
+  CHECK(between.verdict == StepVerdict::error);
+  CHECK(between.note.find("after call site 2 returned, outside any launch") != std::string::npos);
+  CHECK(between.note.find("memory corruption") == std::string::npos);
+}
+
 TEST_CASE("first_introducer: the first site in range that introduces NaN, not the ones that propagate it") {
   std::vector<json> events = {
       begin(4), probe(4, "before", "buf6", false, 0), end(4), probe(4, "after", "buf6", true, 0),

@@ -1,4 +1,4 @@
-#include "phase/runs.hpp"
+#include "harness/runs.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 
 #include <sys/stat.h>
 
@@ -130,7 +130,7 @@ BuildRequest request_with(const fs::path& python) {
 
 }  // namespace
 
-TEST_SUITE_BEGIN("build");
+TEST_SUITE_BEGIN("inductor/build");
 
 TEST_CASE("add_inductor_config: values are YAML scalars") {
   nlohmann::json c = nlohmann::json::object();
@@ -262,7 +262,7 @@ TEST_CASE("build_cache_key: stable for one input, changes with each") {
 
 TEST_CASE("build_helper_source is the helper script") {
   std::string text(build_helper_source());
-  CHECK(text == slurp(fs::path(AOTI_BISECT_SOURCE_DIR) / "lib/build/aoti_bisect_build.py"));
+  CHECK(text == slurp(fs::path(AOTI_BISECT_SOURCE_DIR) / "lib/inductor/aoti_bisect_build.py"));
   CHECK(text.find("aot_inductor.debug_intermediate_value_printer") != std::string::npos);
 }
 

@@ -1,4 +1,4 @@
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/text.hpp"
 
 #include <algorithm>

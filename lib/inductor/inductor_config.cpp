@@ -1,5 +1,5 @@
 // --inductor-config key=value: the value read as one YAML scalar.
-#include "build/build.hpp"
+#include "inductor/build.hpp"
 #include "common/text.hpp"
 
 #include <cmath>

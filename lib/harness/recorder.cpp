@@ -1,4 +1,4 @@
-#include "phase/recorder.hpp"
+#include "harness/recorder.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "common/error.hpp"
-#include "phase/recorder.hpp"
+#include "harness/recorder.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -31,7 +31,7 @@ Bisection three_sites() {
 
 }  // namespace
 
-TEST_SUITE_BEGIN("phase/recorder");
+TEST_SUITE_BEGIN("harness/recorder");
 
 TEST_CASE("Recorder: report.svg beside report.md once the bisection has call sites") {
   QuietProgress progress;

@@ -105,7 +105,7 @@ struct EagerResult {
 };
 EagerResult compute_eager_reference(const EagerRequest& request);
 
-// The embedded helper's source (lib/build/aoti_bisect_build.py).
+// The embedded helper's source (lib/inductor/aoti_bisect_build.py).
 std::string_view build_helper_source();
 
 }  // namespace aoti_bisect

@@ -1,4 +1,4 @@
-#include "phase/settings.hpp"
+#include "harness/settings.hpp"
 
 #include <doctest/doctest.h>
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "phase/recorder.hpp"
-#include "phase/runs.hpp"
-#include "phase/settings.hpp"
+#include "harness/recorder.hpp"
+#include "harness/runs.hpp"
+#include "harness/settings.hpp"
 
 namespace aoti_bisect {
 

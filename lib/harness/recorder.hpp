@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "phase/progress.hpp"
+#include "harness/progress.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {

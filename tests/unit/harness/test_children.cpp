@@ -3,11 +3,11 @@
 #include <cstdlib>
 
 #include "matrix/matrix.hpp"
-#include "phase/children.hpp"
+#include "harness/children.hpp"
 
 using namespace aoti_bisect;
 
-TEST_SUITE_BEGIN("phase/children");
+TEST_SUITE_BEGIN("harness/children");
 
 TEST_CASE("runner_argv: a variant's run-under tool goes before the runner, found on PATH") {
   ::unsetenv(k_run_under_env);

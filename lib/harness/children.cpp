@@ -1,4 +1,4 @@
-#include "phase/children.hpp"
+#include "harness/children.hpp"
 
 #include <cstdlib>
 #include <fstream>

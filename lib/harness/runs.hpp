@@ -9,8 +9,8 @@
 
 #include "classify/batches.hpp"
 #include "classify/classify.hpp"
-#include "phase/children.hpp"
-#include "phase/recorder.hpp"
+#include "harness/children.hpp"
+#include "harness/recorder.hpp"
 
 namespace aoti_bisect {
 
