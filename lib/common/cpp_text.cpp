@@ -12,8 +12,9 @@ namespace {
 // R"delim( ... )delim" starting at `i` (the R): one past it, or npos when
 // it is not one (or not closed).
 size_t raw_string_end(std::string_view s, size_t i) {
-  if (s[i] != 'R' || i + 1 >= s.size() || s[i + 1] != '"' || (i > 0 && is_ident_char(s[i - 1]) && s[i - 1] != 'u' &&
-                                                               s[i - 1] != 'U' && s[i - 1] != 'L' && s[i - 1] != '8')) {
+  // R starts a raw string alone or after an encoding prefix (u8R, uR, UR, LR), not inside a name.
+  bool starts = i == 0 || !is_ident_char(s[i - 1]) || std::string_view("uUL8").find(s[i - 1]) != std::string_view::npos;
+  if (!starts || s[i] != 'R' || i + 1 >= s.size() || s[i + 1] != '"') {
     return std::string_view::npos;
   }
   size_t open = s.find('(', i + 2);

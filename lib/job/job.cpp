@@ -16,6 +16,7 @@
 #include "search/search.hpp"
 #include "job/batches.hpp"
 #include "job/environment.hpp"
+#include "job/matrix_runs.hpp"
 #include "job/out_dir.hpp"
 #include "harness/phase.hpp"
 #include "harness/scoped_dir.hpp"
@@ -193,106 +194,6 @@ std::vector<ChildRequest> matrix_requests(const std::vector<PlannedRun>& plan, c
 
 // The matrix's runs, summarized: the failure (if any) and the variant the
 // search will use.
-struct MatrixResult {
-  std::vector<VariantSummary> variants;
-  std::optional<Failure> failure;
-  std::map<std::string, std::string> chosen_env;
-};
-
-MatrixResult summarize(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
-  std::vector<RunOutcome> outcomes;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (results[i].finished) {
-      outcomes.push_back({plan[i].variant, plan[i].env, results[i].cls.kind, plan[i].localizes_faults});
-    }
-  }
-  MatrixSummary m = summarize_matrix(outcomes);
-  MatrixResult out;
-  for (const auto& v : m.variants) {
-    out.variants.push_back({v.variant, v.env, v.runs, v.reproduced, v.deterministic()});
-    if (m.chosen && v.variant == *m.chosen) {
-      out.chosen_env = v.env;
-    }
-  }
-  if (!m.failure) {
-    return out;
-  }
-  Failure f;
-  f.kind = *m.failure;
-  f.first_check = std::string(outcome_info(f.kind).first_check);
-  f.reproduced = m.total_reproduced;
-  f.runs = m.total_runs;
-  f.deterministic = m.deterministic;
-  f.reproducing_variant = m.chosen.value_or("");
-  for (const auto& r : results) {
-    if (r.finished && r.cls.kind == f.kind) {
-      f.first_line = redact_paths(r.cls.first_line);
-      f.signal = r.cls.signal;
-      if (f.kind == OutcomeKind::nonfinite && !bad_inputs_text(r.cls.input_stats).empty()) {
-        f.first_check = "the inputs: they hold NaN/Inf themselves (invalid data before any kernel)";
-      }
-      break;
-    }
-  }
-  out.failure = f;
-  return out;
-}
-
-// The runs of the matrix as its reading needs them (matrix/reading.hpp).
-std::vector<MatrixRunFacts> run_facts(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
-  std::vector<MatrixRunFacts> facts;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (!results[i].finished) {
-      continue;
-    }
-    MatrixRunFacts f{plan[i].variant, plan[i].env, results[i].cls.kind, redact_paths(results[i].cls.first_line), {}};
-    for (const auto& out : results[i].cls.outputs) {
-      f.output_checksums.push_back(out.checksum);
-    }
-    facts.push_back(std::move(f));
-  }
-  return facts;
-}
-
-std::vector<MatrixFinding> report_findings(const std::vector<Finding>& findings) {
-  std::vector<MatrixFinding> out;
-  for (const auto& f : findings) {
-    out.push_back({f.variant, f.contrast, f.sentence});
-  }
-  return out;
-}
-
-// Whether the runs of the baseline's environment (the baseline, `repeat`)
-// ended in different outcomes.
-bool baseline_env_flaky(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
-  std::optional<OutcomeKind> seen;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (!results[i].finished || plan[i].env != plan[0].env) {
-      continue;
-    }
-    if (seen && *seen != results[i].cls.kind) {
-      return true;
-    }
-    seen = results[i].cls.kind;
-  }
-  return false;
-}
-
-// The variants whose refusal of the inputs a finding rule reads (the
-// package's own input check): one run of each.
-std::vector<PlannedRun> input_check_runs(const Settings& s) {
-  std::vector<PlannedRun> out;
-  for (const auto& run : s.plan) {
-    bool checks = std::any_of(s.findings.begin(), s.findings.end(), [&](const FindingRule& r) {
-      return r.variant == run.variant && r.contrast == "refuses_inputs";
-    });
-    if (checks && run.repeat == 1) {
-      out.push_back(run);
-    }
-  }
-  return out;
-}
-
 Environment with_runner(Environment env, const Classification& cls) {
   auto get = [&](const char* k) {
     auto it = cls.environment.find(k);
@@ -616,7 +517,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
     results.insert(results.end(), more.begin(), more.end());
     if (!completed) {
-      MatrixResult partial = summarize(ran, results);
+      MatrixResult partial = summarize_runs(ran, results);
       m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env, run_list));
       return interrupted("during the flag matrix");
     }
@@ -627,7 +528,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     }
   }
   plan = ran;
-  MatrixResult m = summarize(plan, results);
+  MatrixResult m = summarize_runs(plan, results);
   if (m.failure && loop) {
     m.failure->batch = loop->batch;
   }

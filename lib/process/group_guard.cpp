@@ -79,12 +79,13 @@ void name_this_process() {
   }
   ::close(fd);
   static constexpr char k_name[] = "aoti-bisect-group-guard";
-  // program_invocation_name is argv[0], the start of the area.
-  if (program_invocation_name == nullptr || total < static_cast<ssize_t>(sizeof k_name)) {
+  // program_invocation_name is argv[0], the start of the area; a short area
+  // gets as much of the name as fits.
+  if (program_invocation_name == nullptr || total < 2) {
     return;
   }
   for (ssize_t i = 0; i < total; ++i) {
-    program_invocation_name[i] = i < static_cast<ssize_t>(sizeof k_name) ? k_name[i] : '\0';
+    program_invocation_name[i] = i < total - 1 && i < static_cast<ssize_t>(sizeof k_name) ? k_name[i] : '\0';
   }
 }
 

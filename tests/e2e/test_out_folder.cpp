@@ -207,17 +207,20 @@ TEST_CASE("`aoti-bisect build` interrupted: its helper is killed, its work folde
   CHECK(processes_mentioning(cache.string()) == 0);
 }
 
-TEST_CASE("a SIGKILLed driver takes its runners with it; the next run into the folder cleans up and says so") {
+TEST_CASE("a SIGKILLed driver takes its runners and their own children with it; the next run into the folder "
+          "cleans up and says so") {
   fs::path out = fs::absolute("out-killed");
   fs::remove_all(out);
   aoti_bisect::ProcessSet set;
-  set.start(tool_spec(healthy_args(out.string()), "killed", {{"AOTI_BISECT_RUNNER", sleeping_runner().string()}}));
-  REQUIRE(wait_for([&] { return processes_mentioning("aoti-bisect-sleeping-runner") > 0; }, 60));
+  set.start(tool_spec(healthy_args(out.string()), "killed", {{"AOTI_BISECT_RUNNER", forking_runner().string()}}));
+  REQUIRE(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") > 0; }, 60));
   int pid = driver_pid(out);
   REQUIRE(pid > 0);
   ::kill(pid, SIGKILL);
   set.wait_any();
-  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-sleeping-runner") == 0; }, 10));
+  // The runner dies by its parent-death signal; its helper only by the group guard.
+  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-forking-runner") == 0; }, 10));
+  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") == 0; }, 10));
   CHECK(has_entry(out, ".work-"));  // a SIGKILLed driver cannot clean up
 
   auto again = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
@@ -229,22 +232,6 @@ TEST_CASE("a SIGKILLed driver takes its runners with it; the next run into the f
   auto notes = again.report["notes"].dump();
   CHECK(notes.find("removed the work folder of 1 earlier run") != std::string::npos);
   CHECK(notes.find(std::to_string(pid)) != std::string::npos);
-}
-
-TEST_CASE("a SIGKILLed driver takes its runners' own children with it (the group guard)") {
-  fs::path out = fs::absolute("out-killed-forking");
-  fs::remove_all(out);
-  aoti_bisect::ProcessSet set;
-  set.start(tool_spec(healthy_args(out.string()), "killed-forking",
-                      {{"AOTI_BISECT_RUNNER", forking_runner().string()}, {"AOTI_BISECT_FORKSERVER", "0"}}));
-  REQUIRE(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") > 0; }, 60));
-  int pid = driver_pid(out);
-  REQUIRE(pid > 0);
-  ::kill(pid, SIGKILL);
-  set.wait_any();
-  // The runner dies by its parent-death signal; its helper only by the guard.
-  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-forking-runner") == 0; }, 10));
-  CHECK(wait_for([&] { return processes_mentioning("aoti-bisect-grandchild") == 0; }, 10));
 }
 
 TEST_CASE("one run per output folder: a second run refuses at once, naming the first; an earlier run moves aside") {
