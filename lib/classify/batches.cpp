@@ -200,9 +200,9 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
     };
     bool clean_elsewhere = std::all_of(passing.begin(), passing.end(), [&](const BatchRun* b) {
       const TensorStats* p = stats_of(*b);
-      return p == nullptr || p->nan_count + p->inf_count == 0;
+      return p == nullptr || p->nonfinite() == 0;
     });
-    if (s.nan_count + s.inf_count > 0 && clean_elsewhere) {
+    if (s.nonfinite() > 0 && clean_elsewhere) {
       facts.push_back(fmt::format("{}: input {} holds {} NaN and {} Inf; the other batches hold none", name, i,
                                   s.nan_count, s.inf_count));
     }

@@ -128,11 +128,11 @@ void read_tensor_events(const std::vector<nlohmann::json>& events, Classificatio
 void classify_finished(Classification& c) {
   int64_t out_bad = 0;
   for (const auto& s : c.outputs) {
-    out_bad += s.nan_count + s.inf_count;
+    out_bad += s.nonfinite();
   }
   int64_t in_bad = 0;
   for (const auto& s : c.input_stats) {
-    in_bad += s.nan_count + s.inf_count;
+    in_bad += s.nonfinite();
   }
   // Non-finite outputs are a failure even when the reference holds the
   // same NaN (eager computes the same bad value), and when the inputs hold
@@ -142,7 +142,7 @@ void classify_finished(Classification& c) {
     c.kind = OutcomeKind::nonfinite;
     std::vector<std::string> parts;
     for (const auto& s : c.outputs) {
-      if (s.nan_count + s.inf_count > 0) {
+      if (s.nonfinite() > 0) {
         parts.push_back(fmt::format("{}: {} NaN, {} Inf of {}", s.name, s.nan_count, s.inf_count, s.numel));
       }
     }
@@ -324,7 +324,7 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
 std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
   std::vector<std::string> parts;
   for (const auto& s : inputs) {
-    if (s.nan_count + s.inf_count > 0) {
+    if (s.nonfinite() > 0) {
       parts.push_back(fmt::format("{} holds {} NaN and {} Inf{}", s.name, s.nan_count, s.inf_count,
                                   s.first_nonfinite.empty()
                                       ? ""

@@ -27,6 +27,8 @@ struct TensorInfo {           // an input: what it is, never what it holds
   std::vector<int64_t> first_nonfinite;  // where the first of them sits; empty when none
   int64_t storage_offset = 0; // as saved: what the model is given
   std::string argument;       // where the call spec bound it from ("attention_mask", "args[1][0]"); "" when positional
+
+  int64_t nonfinite() const { return nan_count + inf_count; }
 };
 
 struct TensorStats {          // statistics of one output (or probed) tensor
@@ -46,6 +48,10 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   // (`opaque`: only name, dtype and shape are known).
   std::string layout;
   bool opaque = false;
+
+  int64_t nonfinite() const { return nan_count + inf_count; }
+  // "NaN", "Inf" or "NaN/Inf": what kind of non-finite values it holds.
+  const char* nonfinite_name() const { return nan_count && inf_count ? "NaN/Inf" : inf_count ? "Inf" : "NaN"; }
 };
 
 struct Comparison {           // outputs against the reference

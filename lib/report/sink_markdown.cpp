@@ -206,7 +206,7 @@ std::string inputs(const Report& r) {
   }
   if (!r.inputs.empty()) {
     bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
-                           [](const TensorInfo& t) { return t.nan_count + t.inf_count > 0; });
+                           [](const TensorInfo& t) { return t.nonfinite() > 0; });
     bool named = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return !t.argument.empty(); });
     bool offset = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return t.storage_offset != 0; });
     std::vector<std::string> head = {"name"};
@@ -233,7 +233,7 @@ std::string inputs(const Report& r) {
       }
       row.push_back(t.device);
       if (bad) {
-        row.push_back(t.nan_count + t.inf_count == 0
+        row.push_back(t.nonfinite() == 0
                           ? "none"
                           : fmt::format("{} NaN, {} Inf, first at {}", t.nan_count, t.inf_count,
                                         shape_string(t.first_nonfinite)));

@@ -148,7 +148,6 @@ std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trac
 
 namespace {
 
-int64_t bad_count(const TensorStats& s) { return s.nan_count + s.inf_count; }
 
 // The tensor whose NaN/Inf count grew the most at this site (the first in
 // probe order among equals), and by how much.
@@ -158,9 +157,9 @@ std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
     if (!p.after) {
       continue;
     }
-    int64_t before = p.initialized && p.before ? bad_count(*p.before) : 0;
-    if (bad_count(*p.after) - before > worst.second) {
-      worst = {&p, bad_count(*p.after) - before};
+    int64_t before = p.initialized && p.before ? p.before->nonfinite() : 0;
+    if (p.after->nonfinite() - before > worst.second) {
+      worst = {&p, p.after->nonfinite() - before};
     }
   }
   return worst;
@@ -194,10 +193,6 @@ bool new_nonfinite(const TensorStats& after, int64_t nan_before, int64_t inf_bef
   return nan || inf;
 }
 
-std::string nonfinite_name(const TensorStats& s) {
-  return s.nan_count && s.inf_count ? "NaN/Inf" : s.inf_count ? "Inf" : "NaN";
-}
-
 }  // namespace
 
 std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const ReturnedBy& returned_by) {
@@ -210,7 +205,7 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
       if (p == nullptr || !p->before) {
         continue;
       }
-      if (p->initialized && bad_count(*p->before) > 0) {
+      if (p->initialized && p->before->nonfinite() > 0) {
         return CreatedBad{it->first, p};
       }
       break;  // its first appearance was finite
@@ -379,9 +374,9 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
   }
   if (flags) {
     std::string state = !p->before             ? "not printed before launch"
-                        : bad_count(*p->before) == 0 ? "its before-launch min/max were finite"
+                        : p->before->nonfinite() == 0 ? "its before-launch min/max were finite"
                                                      : "not yet written before launch";
-    return fmt::format("introduced {} in {} ({})", nonfinite_name(*p->after), p->tensor, state);
+    return fmt::format("introduced {} in {} ({})", p->after->nonfinite_name(), p->tensor, state);
   }
   return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", p->after->nan_count,
                      p->after->inf_count, p->tensor, p->initialized ? "finite" : "not written under this name");

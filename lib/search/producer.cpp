@@ -16,18 +16,13 @@ namespace aoti_bisect {
 
 namespace {
 
-int64_t bad_count(const TensorStats& s) { return s.nan_count + s.inf_count; }
-
-std::string nonfinite_name(const TensorStats& s) {
-  return s.nan_count && s.inf_count ? "NaN/Inf" : s.inf_count ? "Inf" : "NaN";
-}
 
 // Why a tensor's values were already bad before a launch: non-finite, or an
 // integer index outside the bound the error names (or negative, or beyond
 // the int32 range, when no bound is known); nullopt when they look fine.
 std::optional<std::string> bad_values(const TensorStats& st, bool flags, std::optional<int64_t> bound) {
-  if (bad_count(st) > 0) {
-    return flags ? fmt::format("held {} before the launch", nonfinite_name(st))
+  if (st.nonfinite() > 0) {
+    return flags ? fmt::format("held {} before the launch", st.nonfinite_name())
                  : fmt::format("holds {} NaN and {} Inf before the launch", st.nan_count, st.inf_count);
   }
   bool integral = st.dtype.rfind("int", 0) == 0 || st.dtype.rfind("uint", 0) == 0;
@@ -68,8 +63,8 @@ namespace {
 // is the input's own (within 1: `idx + 0`, a copy, a cast). A site whose
 // output's extreme differs (a clamp, then a multiply) made them itself.
 bool passes_on(const TensorStats& read, const TensorStats& made, std::optional<int64_t> bound) {
-  if (bad_count(made) > 0) {
-    return bad_count(read) > 0;
+  if (made.nonfinite() > 0) {
+    return read.nonfinite() > 0;
   }
   if (!bad_values(read, false, bound) || !bad_values(made, false, bound) || !read.min || !read.max || !made.min ||
       !made.max) {

@@ -34,7 +34,6 @@ struct Made {  // what an origin site made
   int64_t inf = 0;
 };
 
-int64_t bad(const TensorStats& s) { return s.nan_count + s.inf_count; }
 
 class ReachWalk {
  public:
@@ -167,7 +166,7 @@ Taint ReachWalk::write(int site, const std::string& kernel, const Taint& in, con
   }
   if (w.nan.count(site) || w.inf.count(site)) {
     Made& m = m_made[site];
-    if (bad(after) > m.nan + m.inf) {
+    if (after.nonfinite() > m.nan + m.inf) {
       m = Made{after.name, after.nan_count, after.inf_count};
     }
   }
@@ -247,7 +246,7 @@ void ReachWalk::visit(const SiteTrace& s) {
   }
   for (const auto& p : s.tensors) {
     bool read = p.initialized || read_in_place.count(&p) > 0;
-    if (!read || !p.before || bad(*p.before) == 0) {
+    if (!read || !p.before || p.before->nonfinite() == 0) {
       continue;
     }
     Taint t = input_taint(s, p);
@@ -333,7 +332,7 @@ Reach ReachWalk::run() {
   std::set<int> reached;
   for (size_t i = 0; i < m_in.outputs.size(); ++i) {
     const TensorStats& out = m_in.outputs[i];
-    if (bad(out) == 0) {
+    if (out.nonfinite() == 0) {
       continue;
     }
     std::string name = i < m_in.wrapper->outputs.size() ? m_in.wrapper->outputs[i] : "";

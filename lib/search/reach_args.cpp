@@ -49,7 +49,7 @@ std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(cons
     }
     for (const auto& spec : w.inputs) {
       auto i = static_cast<size_t>(spec.index);
-      if (spec.name == base && i < in.inputs.size() && in.inputs[i].nan_count + in.inputs[i].inf_count > 0) {
+      if (spec.name == base && i < in.inputs.size() && in.inputs[i].nonfinite() > 0) {
         out.emplace_back(base, &in.inputs[i]);
       }
     }

@@ -61,7 +61,6 @@ std::string label(const WrapperInfo& w, const std::string& tensor) {
   return in.empty() ? tensor : fmt::format("{} ({})", in, r);
 }
 
-int64_t bad(const TensorStats& s) { return s.nan_count + s.inf_count; }
 
 bool integral(const std::string& dtype) { return dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0; }
 
@@ -281,7 +280,7 @@ std::string root_cause(const Culprit& c, Predicate predicate, const std::optiona
     if (a.fqn.empty() && a.origin.rfind("parameter", 0) != 0 && a.origin.rfind("buffer", 0) != 0) {
       continue;
     }
-    if (a.before && bad(*a.before) > 0) {
+    if (a.before && a.before->nonfinite() > 0) {
       return fmt::format("reads {}, which holds {}: the non-finite values come from the model's weights",
                          a.origin.empty() ? label(w, a.tensor) : a.origin, nonfinite_text(*a.before));
     }
@@ -306,7 +305,7 @@ std::string root_cause(const Culprit& c, Predicate predicate, const std::optiona
   bool roots = kernel.find("sqrt") != std::string::npos && kernel.find("rsqrt") == std::string::npos;
   if ((logs || roots) && c.kind == "cpp") {
     for (const auto& a : c.args) {
-      if (a.initialized && a.before && a.before->min && *a.before->min < 0 && bad(*a.before) == 0 &&
+      if (a.initialized && a.before && a.before->min && *a.before->min < 0 && a.before->nonfinite() == 0 &&
           !integral(a.before->dtype)) {
         return fmt::format("{} of negative values: {} holds values down to {}", logs ? "log" : "square root",
                            label(w, a.tensor), number_text(*a.before->min));
@@ -321,7 +320,7 @@ std::string root_cause(const Culprit& c, Predicate predicate, const std::optiona
     if (after && after->inf_count > 0 && (!a.before || !a.initialized || a.before->inf_count == 0)) {
       out = out ? out : &a;
     }
-    if (a.initialized && a.before && bad(*a.before) == 0 && a.before->max && a.before->min) {
+    if (a.initialized && a.before && a.before->nonfinite() == 0 && a.before->max && a.before->min) {
       largest_in = std::max({largest_in, std::fabs(*a.before->max), std::fabs(*a.before->min)});
     }
   }

@@ -214,7 +214,7 @@ std::vector<TensorStats> Session::input_stats() const {
   for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
     const at::Tensor& t = m_impl->inputs[i];
     TensorStats s = tensor_stats("input" + std::to_string(i), t);
-    if (s.nan_count + s.inf_count > 0) {
+    if (s.nonfinite() > 0) {
       // Where the first bad value sits (an index, never a value).
       at::Tensor flat = t.detach().to(at::kCPU).contiguous().reshape({-1});
       int64_t at = at::logical_not(at::isfinite(flat)).to(at::kByte).argmax().item<int64_t>();

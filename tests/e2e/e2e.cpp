@@ -22,6 +22,16 @@ std::map<std::string, std::string> warm_inductor() {
   return {{"TORCHINDUCTOR_CACHE_DIR", std::string(home ? home : "/tmp") + "/.cache/aoti-bisect/inductor-tests"}};
 }
 
+std::string error_line(const Result& r) {
+  size_t pos = r.err.rfind("aoti-bisect: error: ");
+  return pos == std::string::npos ? "" : r.err.substr(pos, r.err.find('\n', pos) - pos);
+}
+
+std::string last_tool_line(const Result& r) {
+  size_t pos = r.err.rfind("aoti-bisect: ");
+  return pos == std::string::npos ? "" : r.err.substr(pos, r.err.find('\n', pos) - pos);
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), {});

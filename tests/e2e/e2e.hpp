@@ -28,6 +28,10 @@ nlohmann::json meta_of(const std::string& name);         // the example's NAME.j
 // cache is fresh per test, so builds.count is what a test expects).
 std::map<std::string, std::string> warm_inductor();
 std::string read_text(const std::filesystem::path& path);
+// The last "aoti-bisect: error: ..." line of the run's stderr; "" when none.
+std::string error_line(const Result& r);
+// The last line of stderr from "aoti-bisect: " on (an error or a warning); "" when none.
+std::string last_tool_line(const Result& r);
 // Writes a copy of the package `src` to `dst` with its entries edited:
 // `edit(name, bytes)` may change the bytes, and returns false to drop the
 // entry. For packages that are broken or built in another way.

@@ -16,16 +16,6 @@ using e2e::run_tool;
 
 namespace {
 
-std::string error_line(const e2e::Result& r) {
-  std::string err = r.err;
-  size_t pos = err.rfind("aoti-bisect: ");
-  if (pos == std::string::npos) {
-    return "";
-  }
-  std::string line = err.substr(pos);
-  return line.substr(0, line.find('\n'));
-}
-
 e2e::Result run_healthy_with(const std::string& inputs, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"run", example("healthy.pt2").string(), "--inputs", inputs};
   args.insert(args.end(), more.begin(), more.end());
@@ -52,8 +42,8 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     CAPTURE(c.file);
     auto r = run_healthy_with(example(c.file).string());
     CHECK(r.code() == 4);
-    CHECK(error_line(r).find("aoti-bisect: error: inputs file '") == 0);
-    CHECK(error_line(r).find("does not fit model 'model': " + c.says) != std::string::npos);
+    CHECK(last_tool_line(r).find("aoti-bisect: error: inputs file '") == 0);
+    CHECK(last_tool_line(r).find("does not fit model 'model': " + c.says) != std::string::npos);
     REQUIRE(r.report.is_object());
     CHECK(r.report["verdict"] == "could_not_test");
     // The baseline, then one check_inputs run as a second opinion; the
@@ -63,10 +53,10 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     CHECK(r.report["runs"][0]["outcome"] == "input_mismatch");
     CHECK(r.report["runs"][1]["id"] == "check_inputs.1");
     if (c.package_says.empty()) {
-      CHECK(error_line(r).find("the package's own check") == std::string::npos);
+      CHECK(last_tool_line(r).find("the package's own check") == std::string::npos);
       CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
     } else {
-      CHECK(error_line(r).find(c.package_says) != std::string::npos);
+      CHECK(last_tool_line(r).find(c.package_says) != std::string::npos);
       CHECK(r.report["matrix"]["findings"].size() == 1);
     }
     CHECK(r.report["error"].get<std::string>().find(c.says) != std::string::npos);
@@ -76,23 +66,23 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
 TEST_CASE("an inputs file that holds other things than tensors, or is not torch.save's format") {
   auto r = run_healthy_with(example("healthy.not_tensors.inputs.pt").string());
   CHECK(r.code() == 4);
-  CHECK(error_line(r).find("holds a Int at position 1; save a tuple of plain tensors") != std::string::npos);
+  CHECK(last_tool_line(r).find("holds a Int at position 1; save a tuple of plain tensors") != std::string::npos);
   aoti_bisect::write_file_atomic("garbage.pt", "not a torch file");
   auto g = run_healthy_with("garbage.pt");
   CHECK(g.code() == 4);
-  CHECK(error_line(g) == "aoti-bisect: error: inputs file 'garbage.pt' is not in torch.save's format (expected a zip "
+  CHECK(last_tool_line(g) == "aoti-bisect: error: inputs file 'garbage.pt' is not in torch.save's format (expected a zip "
                          "written by torch.save)");
   CHECK(g.report["verdict"] == "could_not_test");
   auto m = run_healthy_with("missing.pt");
   CHECK(m.code() == 4);
-  CHECK(error_line(m) == "aoti-bisect: error: inputs file 'missing.pt' does not exist");
+  CHECK(last_tool_line(m) == "aoti-bisect: error: inputs file 'missing.pt' does not exist");
 }
 
 TEST_CASE("a reference whose structure differs from the outputs") {
   auto r = run_healthy_with(example("healthy.inputs.pt").string(),
                             {"--reference", example("healthy.bad_reference.pt").string()});
   CHECK(r.code() == 4);
-  CHECK(error_line(r).find("holds 4 tensors, the model returns 2") != std::string::npos);
+  CHECK(last_tool_line(r).find("holds 4 tensors, the model returns 2") != std::string::npos);
   CHECK(r.report["verdict"] == "could_not_test");
 }
 
@@ -100,41 +90,41 @@ TEST_CASE("bad packages: missing, not a zip, truncated, no AOTI model") {
   std::string inputs = example("healthy.inputs.pt").string();
   auto missing = run_tool({"run", "nope.pt2", "--inputs", inputs}, "out");
   CHECK(missing.code() == 4);
-  CHECK(error_line(missing) == "aoti-bisect: error: package 'nope.pt2' does not exist");
+  CHECK(last_tool_line(missing) == "aoti-bisect: error: package 'nope.pt2' does not exist");
   CHECK(missing.report["verdict"] == "could_not_test");
 
   aoti_bisect::write_file_atomic("text.pt2", "just text");
   auto text = run_tool({"run", "text.pt2", "--inputs", inputs}, "out");
   CHECK(text.code() == 4);
-  CHECK(error_line(text) == "aoti-bisect: error: package 'text.pt2' is not a zip archive (a .pt2 package is one)");
+  CHECK(last_tool_line(text) == "aoti-bisect: error: package 'text.pt2' is not a zip archive (a .pt2 package is one)");
 
   std::string bytes = aoti_bisect::read_file(example("healthy.pt2"), "package");
   aoti_bisect::write_file_atomic("cut.pt2", bytes.substr(0, bytes.size() / 2));
   auto cut = run_tool({"run", "cut.pt2", "--inputs", inputs}, "out");
   CHECK(cut.code() == 4);
-  CHECK(error_line(cut).find("package 'cut.pt2' is a damaged or truncated zip archive") != std::string::npos);
+  CHECK(last_tool_line(cut).find("package 'cut.pt2' is a damaged or truncated zip archive") != std::string::npos);
 
   auto ep = run_tool({"run", example("healthy.ep.pt2").string(), "--inputs", inputs}, "out");
   CHECK(ep.code() == 4);
-  CHECK(error_line(ep).find("holds no AOTInductor model") != std::string::npos);
+  CHECK(last_tool_line(ep).find("holds no AOTInductor model") != std::string::npos);
 }
 
 TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   std::string inputs = example("healthy.inputs.pt").string();
   auto model = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--model", "encoder"}, "out");
   CHECK(model.code() == 2);
-  CHECK(error_line(model).find("has no model 'encoder'; it holds: model") != std::string::npos);
+  CHECK(last_tool_line(model).find("has no model 'encoder'; it holds: model") != std::string::npos);
   // Found after the report started: the report says so, not `running`.
   CHECK(model.report["verdict"] == "could_not_test");
   CHECK(model.report["error"].get<std::string>().find("has no model 'encoder'") != std::string::npos);
 
   auto option = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--bogus"}, "");
   CHECK(option.code() == 2);
-  CHECK(error_line(option).find("--bogus") != std::string::npos);
+  CHECK(last_tool_line(option).find("--bogus") != std::string::npos);
 
   auto frob = run_tool({"frob"}, "");
   CHECK(frob.code() == 2);
-  CHECK(error_line(frob) ==
+  CHECK(last_tool_line(frob) ==
         "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, triage-merge, verify); see 'aoti-bisect --help'");
 
   for (auto [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
@@ -146,26 +136,26 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
     CAPTURE(value);
     auto bad = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, option, value}, "");
     CHECK(bad.code() == 2);
-    CHECK(error_line(bad).find(says) != std::string::npos);
-    CHECK(error_line(bad).size() < 200);
+    CHECK(last_tool_line(bad).find(says) != std::string::npos);
+    CHECK(last_tool_line(bad).size() < 200);
   }
 
   aoti_bisect::write_file_atomic("nightly.yaml", "repeats: 2\ntmeout: 5\n");
   auto config = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "nightly.yaml"}, "out");
   CHECK(config.code() == 2);
-  CHECK(error_line(config).find("aoti-bisect: nightly.yaml:2:1: error: unknown key 'tmeout'") == 0);
+  CHECK(last_tool_line(config).find("aoti-bisect: nightly.yaml:2:1: error: unknown key 'tmeout'") == 0);
 
   aoti_bisect::write_file_atomic("broken.yaml", "variants: [\n");
   auto yaml = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "broken.yaml"}, "out");
   CHECK(yaml.code() == 2);
-  CHECK(error_line(yaml).find("aoti-bisect: broken.yaml:") == 0);
+  CHECK(last_tool_line(yaml).find("aoti-bisect: broken.yaml:") == 0);
 }
 
 TEST_CASE("internal error: the runner cannot be started, exit 5 and a report") {
   auto r = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string()},
                     "out", {{"AOTI_BISECT_RUNNER", "/nonexistent/aoti-bisect-runner"}});
   CHECK(r.code() == 5);
-  CHECK(error_line(r).find("cannot start the runner") != std::string::npos);
+  CHECK(last_tool_line(r).find("cannot start the runner") != std::string::npos);
   CHECK(r.report["verdict"] == "internal_error");
 }
 

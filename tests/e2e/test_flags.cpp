@@ -15,17 +15,12 @@ using e2e::run_tool;
 
 namespace {
 
-std::vector<std::string> run_args(const std::string& package, const std::string& inputs,
+std::vector<std::string> matrix_run_args(const std::string& package, const std::string& inputs,
                                   std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"run", example(package + ".pt2").string(), "--inputs", example(inputs).string(),
                                    "--cache-dir", fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
-}
-
-std::string error_line(const e2e::Result& r) {
-  size_t pos = r.err.rfind("aoti-bisect: error: ");
-  return pos == std::string::npos ? "" : r.err.substr(pos, r.err.find('\n', pos) - pos);
 }
 
 std::vector<std::string> run_ids(const nlohmann::json& report) {
@@ -41,7 +36,7 @@ std::vector<std::string> run_ids(const nlohmann::json& report) {
 TEST_SUITE_BEGIN("e2e/flags");
 
 TEST_CASE("a transposed input: the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees, with its line") {
-  auto r = run_tool(run_args("healthy", "healthy.transposed.inputs.pt"), "out");
+  auto r = run_tool(matrix_run_args("healthy", "healthy.transposed.inputs.pt"), "out");
   CHECK(r.code() == 4);
   CHECK(r.report["verdict"] == "could_not_test");
   CHECK(error_line(r).find("does not fit model 'model': input 0 (args[0], arg8_1): strides [1, 8], the package was "
@@ -61,7 +56,7 @@ TEST_CASE("a transposed input: the package's own check (AOTI_RUNTIME_CHECK_INPUT
 
 TEST_CASE("uninit_read: the outputs change under MALLOC_PERTURB_, and the finding says a kernel reads memory nothing "
           "wrote") {
-  auto r = run_tool(run_args("uninit_read", "uninit_read.inputs.pt"), "out");
+  auto r = run_tool(matrix_run_args("uninit_read", "uninit_read.inputs.pt"), "out");
   CHECK(r.code() == 3);
   CHECK(r.report["verdict"] == "not_isolated");
   CHECK(r.report["failure"]["reproducing_variant"] == "perturb");
@@ -85,7 +80,7 @@ TEST_CASE("uninit_read: the outputs change under MALLOC_PERTURB_, and the findin
 }
 
 TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and no finding is stated") {
-  auto r = run_tool(run_args("healthy", "healthy.inputs.pt"), "out");
+  auto r = run_tool(matrix_run_args("healthy", "healthy.inputs.pt"), "out");
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
   CHECK(run_ids(r.report) ==
@@ -95,7 +90,7 @@ TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and 
 }
 
 TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it needs --against-eager") {
-  auto r = run_tool(run_args("relu_accuracy", "relu_accuracy.inputs.pt",
+  auto r = run_tool(matrix_run_args("relu_accuracy", "relu_accuracy.inputs.pt",
                              {"--no-matrix", "--no-bisect", "--against-eager", "--eager-device", "cpu",
                               "--exported-program", example("relu_accuracy.ep.pt2").string()}),
                     "out");
@@ -104,7 +99,7 @@ TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it 
   CHECK(r.report["failure"]["kind"] == "mismatch");
   CHECK(r.report["reference"].get<std::string>().find("(eager, from the exported program, on the cpu)") !=
         std::string::npos);
-  auto alone = run_tool(run_args("healthy", "healthy.inputs.pt", {"--eager-device", "cpu"}), "out-alone");
+  auto alone = run_tool(matrix_run_args("healthy", "healthy.inputs.pt", {"--eager-device", "cpu"}), "out-alone");
   CHECK(alone.code() == 2);
   CHECK(error_line(alone).find("--eager-device requires --against-eager") != std::string::npos);
 }

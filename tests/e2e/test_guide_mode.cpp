@@ -42,10 +42,6 @@ std::string step_seconds(const nlohmann::json& report) {
   return aoti_bisect::join(v, ", ");
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The package alone, guide mode: no exported program, no config.
 std::vector<std::string> guide_package_only(const std::string& name, const std::string& cache) {
   return {"run",        example(name + ".pt2").string(), "--inputs", example(name + ".inputs.pt").string(),
@@ -66,7 +62,7 @@ TEST_CASE("NaN midway: guide mode's Inductor rebuilds name the call site the def
   // cannot be rebuilt, so each step rebuilds the exported program.
   fs::path pkg = fs::absolute("no-kernel-cmd.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [](const std::string& name, std::string& bytes) {
-    if (ends_with(name, ".kernel.cpp")) {
+    if (name.ends_with(".kernel.cpp")) {
       // Every one: a package built on a warm Inductor cache records its
       // commands twice (the cached source already held them).
       REQUIRE(bytes.find("// Compile cmd") != std::string::npos);

@@ -58,10 +58,6 @@ bool mark_symbolic(std::string& so) {
   return false;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 }  // namespace
 
 TEST_SUITE_BEGIN("e2e/interpose");
@@ -180,7 +176,7 @@ TEST_CASE("the rewrite's fidelity guard: a rebuilt library with one weight byte 
     fs::path x = fs::absolute("extracted");
     e2e::rewrite_package(example("relu_accuracy.pt2"), fs::absolute("copy.pt2"),
                          [&](const std::string& name, std::string& bytes) {
-                           if (ends_with(name, ".so")) {
+                           if (name.ends_with(".so")) {
                              fs::create_directories(x);
                              package_so = x / "model.so";
                              std::ofstream(package_so, std::ios::binary) << bytes;
@@ -247,7 +243,7 @@ TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interpositi
   fs::path pkg = fs::absolute("nan_midway_symbolic.pt2");
   bool marked = false;
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [&](const std::string& name, std::string& bytes) {
-    if (ends_with(name, ".so")) {
+    if (name.ends_with(".so")) {
       marked = mark_symbolic(bytes);
     }
     return true;
@@ -273,7 +269,7 @@ TEST_CASE("a model library that binds its own symbols (DT_SYMBOLIC): interpositi
 TEST_CASE("a package without its wrapper.cpp: both package-level sources say why; the exported program takes over") {
   fs::path pkg = fs::absolute("nan_midway_no_wrapper.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg,
-                       [](const std::string& name, std::string&) { return !ends_with(name, ".wrapper.cpp"); });
+                       [](const std::string& name, std::string&) { return !name.ends_with(".wrapper.cpp"); });
   auto r = run_tool(package_only(pkg.string(), "nan_midway"), "out");
   CHECK(r.code() == 3);
   CHECK(r.report["verdict"] == "not_isolated");
@@ -352,7 +348,7 @@ TEST_CASE("torch.cond through the exported program: the printer's blind spots ar
 TEST_CASE("a truncated model library: one line and exit 4, with a report") {
   fs::path pkg = fs::absolute("nan_midway_truncated_so.pt2");
   e2e::rewrite_package(example("nan_midway.pt2"), pkg, [](const std::string& name, std::string& bytes) {
-    if (ends_with(name, ".so")) {
+    if (name.ends_with(".so")) {
       bytes.resize(4096);
     }
     return true;

@@ -27,7 +27,7 @@ namespace {
 
 const std::map<std::string, std::string> kFallback = {{"AOTI_BISECT_RUNNER_LOADER", "container"}};
 
-std::vector<std::string> run_args(const std::string& name, const std::vector<std::string>& more) {
+std::vector<std::string> reference_run_args(const std::string& name, const std::vector<std::string>& more) {
   std::vector<std::string> args = {"run", example(name + ".pt2").string(), "--inputs",
                                    example(name + ".inputs.pt").string()};
   if (fs::exists(example(name + ".expected.pt"))) {
@@ -92,8 +92,8 @@ TEST_SUITE_BEGIN("e2e/loader");
 TEST_CASE("fallback loader: healthy and nan_midway give the same report, events and outputs as the default") {
   for (std::string name : {"healthy", "nan_midway"}) {
     CAPTURE(name);
-    auto a = run_tool(run_args(name, {"--no-matrix", "--no-bisect"}), "out-default");
-    auto b = run_tool(run_args(name, {"--no-matrix", "--no-bisect"}), "out-fallback", kFallback);
+    auto a = run_tool(reference_run_args(name, {"--no-matrix", "--no-bisect"}), "out-default");
+    auto b = run_tool(reference_run_args(name, {"--no-matrix", "--no-bisect"}), "out-fallback", kFallback);
     REQUIRE(a.report.is_object());
     REQUIRE(b.report.is_object());
     CHECK(a.code() == b.code());
@@ -112,7 +112,7 @@ TEST_CASE("fallback loader: a crashing child leaks no extracted folder") {
   std::string wrapper = wrapper_file_of("wild_gather");
   REQUIRE_FALSE(wrapper.empty());
   int before = loader_dirs_holding(wrapper);
-  auto r = run_tool(run_args("wild_gather", {"--repeats", "1"}), "out", kFallback);
+  auto r = run_tool(reference_run_args("wild_gather", {"--repeats", "1"}), "out", kFallback);
   // Interposition binds its hooks under the fallback loader too.
   CHECK(r.code() == 1);
   REQUIRE(r.report.is_object());

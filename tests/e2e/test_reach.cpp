@@ -18,7 +18,7 @@ using e2e::warm_inductor;
 
 namespace {
 
-std::vector<std::string> run_args(const std::string& name, std::vector<std::string> more = {}) {
+std::vector<std::string> example_search_args(const std::string& name, std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"run",        example(name + ".pt2").string(),   "--inputs",
                                    example(name + ".inputs.pt").string(), "--no-matrix", "--cache-dir",
                                    fs::absolute("build-cache").string()};
@@ -69,7 +69,7 @@ TEST_CASE("NaN made by log and cleaned by nan_to_num before a later sqrt's: the 
   auto meta = meta_of("healed_nan");
   for (std::string source : {"interpose", "rewrite"}) {
     CAPTURE(source);
-    auto r = run_tool(run_args("healed_nan", {"--source", source}), "out-" + source);
+    auto r = run_tool(example_search_args("healed_nan", {"--source", source}), "out-" + source);
     check_reach(r, meta, "nan_to_num", "out-" + source);
     const auto& h = r.report["bisection"]["healed"][0];
     CHECK(h["cleaned"] == true);
@@ -85,7 +85,7 @@ TEST_CASE("NaN made by log and cleaned by nan_to_num before a later sqrt's: the 
 TEST_CASE("CPP GEMM templates (freezing, max_autotune CPP): each template is a call site, the epilogue's sqrt named") {
   auto meta = meta_of("healed_gemm_template");
   REQUIRE(meta["inductor_configs"]["max_autotune_gemm_backends"] == "CPP");
-  auto r = run_tool(run_args("healed_gemm_template"), "out");
+  auto r = run_tool(example_search_args("healed_gemm_template"), "out");
   check_reach(r, meta, "nan_to_num");
   // Every template launch is seen: the run's call sites are the wrapper's.
   CHECK(r.report["bisection"]["call_sites"].get<size_t>() == meta["kernels"].size());
@@ -93,14 +93,14 @@ TEST_CASE("CPP GEMM templates (freezing, max_autotune CPP): each template is a c
 
 TEST_CASE("the same compiled under no_grad, where freezing takes effect: frozen weights, the sqrt's template named") {
   auto meta = meta_of("healed_gemm_frozen");
-  auto r = run_tool(run_args("healed_gemm_frozen"), "out");
+  auto r = run_tool(example_search_args("healed_gemm_frozen"), "out");
   check_reach(r, meta, "nan_to_num");
   CHECK(r.report["bisection"]["call_sites"].get<size_t>() == meta["kernels"].size());
 }
 
 TEST_CASE("NaN made by log and cleaned, through the exported program's level-1 build") {
   auto meta = meta_of("healed_nan");
-  auto r = run_tool(run_args("healed_nan", {"--exported-program", example("healed_nan.ep.pt2").string(), "--source",
+  auto r = run_tool(example_search_args("healed_nan", {"--exported-program", example("healed_nan.ep.pt2").string(), "--source",
                                             "exported_program"}),
                     "out", warm_inductor());
   check_reach(r, meta, "nan_to_num");
@@ -108,7 +108,7 @@ TEST_CASE("NaN made by log and cleaned, through the exported program's level-1 b
 
 TEST_CASE("-inf from log(0) healed by exp before a later 0/0: the division kernel") {
   auto meta = meta_of("healed_log_zero");
-  auto r = run_tool(run_args("healed_log_zero"), "out");
+  auto r = run_tool(example_search_args("healed_log_zero"), "out");
   check_reach(r, meta, "exp");
   const auto& h = r.report["bisection"]["healed"][0];
   CHECK(h["nan_count"] == 0);
@@ -118,7 +118,7 @@ TEST_CASE("-inf from log(0) healed by exp before a later 0/0: the division kerne
 
 TEST_CASE("a fully masked attention row: the softmax makes the NaN; the mask's -inf is by design, passed over") {
   auto meta = meta_of("masked_row_nan");
-  auto r = run_tool(run_args("masked_row_nan"), "out");
+  auto r = run_tool(example_search_args("masked_row_nan"), "out");
   check_reach(r, meta, "softmax");
   const auto& h = r.report["bisection"]["healed"][0];
   CHECK(h["by_design"] == true);
@@ -130,7 +130,7 @@ TEST_CASE("a wild index passed on by a kernel: its producer is the graph input; 
   for (std::string name : {"index_passthrough_fault", "index_clamped_fault"}) {
     CAPTURE(name);
     auto meta = meta_of(name);
-    auto r = run_tool(run_args(name), "out-" + name);
+    auto r = run_tool(example_search_args(name), "out-" + name);
     CHECK(r.code() == 1);
     REQUIRE(r.report["culprit"].is_object());
     CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);

@@ -18,18 +18,13 @@ using e2e::run_tool;
 
 namespace {
 
-std::vector<std::string> run_args(const std::string& package, const std::string& inputs,
+std::vector<std::string> search_args(const std::string& package, const std::string& inputs,
                                   std::vector<std::string> more = {}) {
   std::vector<std::string> args = {"run",        example(package + ".pt2").string(), "--inputs",
                                    example(inputs).string(), "--no-matrix", "--cache-dir",
                                    fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
-}
-
-std::string error_line(const e2e::Result& r) {
-  size_t pos = r.err.rfind("aoti-bisect: error: ");
-  return pos == std::string::npos ? "" : r.err.substr(pos, r.err.find('\n', pos) - pos);
 }
 
 // The run isolated the example's culprit (NAME.json, 0-based) at its call site.
@@ -47,7 +42,7 @@ TEST_SUITE_BEGIN("e2e/real-packages");
 
 TEST_CASE("a keyword-argument package fed a tokenizer's dict in another order: bound by name, the NaN culprit named") {
   auto meta = meta_of("kwargs_mask_nan");
-  auto r = run_tool(run_args("kwargs_mask_nan", "kwargs_mask_nan.inputs.pt"), "out");
+  auto r = run_tool(search_args("kwargs_mask_nan", "kwargs_mask_nan.inputs.pt"), "out");
   check_culprit(r, meta);
   // The file's order is input_ids, token_type_ids, attention_mask; the
   // package's is the export's: the names say which tensor went where.
@@ -64,13 +59,13 @@ TEST_CASE("a keyword-argument package fed a tokenizer's dict in another order: b
   CHECK(r.report["failure"]["first_line"].get<std::string>().find("output0 (logits): 4 NaN") != std::string::npos);
 
   // (args, kwargs), the form torch.export takes: the same binding, the same culprit.
-  auto pair = run_tool(run_args("kwargs_mask_nan", "kwargs_mask_nan.args_kwargs.inputs.pt"), "out-pair");
+  auto pair = run_tool(search_args("kwargs_mask_nan", "kwargs_mask_nan.args_kwargs.inputs.pt"), "out-pair");
   check_culprit(pair, meta);
   CHECK(pair.report["inputs"]["tensors"][1]["argument"] == "attention_mask");
 }
 
 TEST_CASE("inputs that do not fit the call spec: the argument named, exit 4") {
-  auto missing = run_tool(run_args("kwargs_mask_nan", "kwargs_mask_nan.missing_key.inputs.pt"), "out");
+  auto missing = run_tool(search_args("kwargs_mask_nan", "kwargs_mask_nan.missing_key.inputs.pt"), "out");
   CHECK(missing.code() == 4);
   CHECK(error_line(missing).find("does not fit model 'model': the inputs file has no 'token_type_ids': the package "
                                  "takes keyword arguments input_ids, attention_mask, token_type_ids") !=
@@ -78,7 +73,7 @@ TEST_CASE("inputs that do not fit the call spec: the argument named, exit 4") {
   CHECK(missing.report["verdict"] == "could_not_test");
   CHECK(missing.report["runs"][0]["outcome"] == "input_mismatch");
   // Names lost: a tuple is not bound to keyword arguments by guesswork.
-  auto tuple = run_tool(run_args("kwargs_mask_nan", "kwargs_mask_nan.tuple.inputs.pt"), "out-tuple");
+  auto tuple = run_tool(search_args("kwargs_mask_nan", "kwargs_mask_nan.tuple.inputs.pt"), "out-tuple");
   CHECK(tuple.code() == 4);
   CHECK(error_line(tuple).find("the inputs file holds a tuple of 3: save a dict with those keys, or (args, kwargs)") !=
         std::string::npos);
@@ -87,7 +82,7 @@ TEST_CASE("inputs that do not fit the call spec: the argument named, exit 4") {
 TEST_CASE("a transposed view the package was not compiled for: input_mismatch naming both layouts, as the package's "
           "own check does") {
   auto meta = meta_of("healthy");
-  auto r = run_tool(run_args("healthy", "healthy.transposed.inputs.pt",
+  auto r = run_tool(search_args("healthy", "healthy.transposed.inputs.pt",
                              {"--reference", example("healthy.expected.pt").string()}),
                     "out");
   CHECK(r.code() == 4);
@@ -101,7 +96,7 @@ TEST_CASE("a transposed view the package was not compiled for: input_mismatch na
         std::string::npos);
 
   // Asked for: run on a copy in the package's layout; said so.
-  auto copied = run_tool(run_args("healthy", "healthy.transposed.inputs.pt",
+  auto copied = run_tool(search_args("healthy", "healthy.transposed.inputs.pt",
                                   {"--reference", example("healthy.expected.pt").string(), "--contiguous-inputs"}),
                          "out-copied");
   CHECK(copied.code() == 0);
@@ -114,7 +109,7 @@ TEST_CASE("a transposed view the package was not compiled for: input_mismatch na
   CHECK(noted);
 
   // A view at a storage offset with the strides it expects runs as saved.
-  auto offset = run_tool(run_args("healthy", "healthy.offset.inputs.pt",
+  auto offset = run_tool(search_args("healthy", "healthy.offset.inputs.pt",
                                   {"--reference", example("healthy.expected.pt").string()}),
                          "out-offset");
   CHECK(offset.code() == 0);
@@ -123,14 +118,14 @@ TEST_CASE("a transposed view the package was not compiled for: input_mismatch na
 
 TEST_CASE("frozen oneDNN weights: a NaN between two mkldnn convolutions, and an Inf in a packed linear weight") {
   auto conv_meta = meta_of("frozen_conv_nan");
-  auto conv = run_tool(run_args("frozen_conv_nan", "frozen_conv_nan.inputs.pt"), "out");
+  auto conv = run_tool(search_args("frozen_conv_nan", "frozen_conv_nan.inputs.pt"), "out");
   check_culprit(conv, conv_meta);
   // The packed weights were probed through dense copies, not left out.
   std::string md = read_text("out/report.md");
   CHECK(md.find("Cannot access data pointer") == std::string::npos);
 
   auto lin_meta = meta_of("frozen_linear_inf");
-  auto lin = run_tool(run_args("frozen_linear_inf", "frozen_linear_inf.inputs.pt"), "out-linear");
+  auto lin = run_tool(search_args("frozen_linear_inf", "frozen_linear_inf.inputs.pt"), "out-linear");
   check_culprit(lin, lin_meta);
   CHECK(lin_meta["culprit"]["kernel"] == "aoti_torch_cpu__linear_pointwise");
   // The weight's name is lost to freezing: said by shape and layout, with
@@ -142,7 +137,7 @@ TEST_CASE("frozen oneDNN weights: a NaN between two mkldnn convolutions, and an 
 
 TEST_CASE("ATen's range check inside an extern call: the call site that returned the error, and the index's producer") {
   auto meta = meta_of("embedding_bag_range");
-  auto r = run_tool(run_args("embedding_bag_range", "embedding_bag_range.inputs.pt"), "out");
+  auto r = run_tool(search_args("embedding_bag_range", "embedding_bag_range.inputs.pt"), "out");
   check_culprit(r, meta);
   CHECK(r.report["culprit"]["why"].get<std::string>().rfind(
             "the call returned an error: Index 5 of input takes value 65 which is not in the valid range [0, 60)", 0) ==
@@ -155,7 +150,7 @@ TEST_CASE("ATen's range check inside an extern call: the call site that returned
 TEST_CASE("a oneDNN relu post-op that maps NaN to 0 where eager keeps it: the convolution call named against eager") {
   auto meta = meta_of("relu_postop_nan");
   // No --config: freezing is read from the package's frozen constants.
-  auto r = run_tool(run_args("relu_postop_nan", "relu_postop_nan.inputs.pt",
+  auto r = run_tool(search_args("relu_postop_nan", "relu_postop_nan.inputs.pt",
                              {"--against-eager", "--exported-program", example("relu_postop_nan.ep.pt2").string()}),
                     "out");
   check_culprit(r, meta);
@@ -170,7 +165,7 @@ TEST_CASE("a oneDNN relu post-op that maps NaN to 0 where eager keeps it: the co
 }
 
 TEST_CASE("a package that holds no weights (package_constants_in_so=False alone): refused, not a culprit") {
-  auto r = run_tool(run_args("no_weights", "no_weights.inputs.pt"), "out");
+  auto r = run_tool(search_args("no_weights", "no_weights.inputs.pt"), "out");
   CHECK(r.code() == 4);
   CHECK(r.report["verdict"] == "could_not_test");
   CHECK(r.report["culprit"].is_null());

@@ -1,6 +1,9 @@
 #pragma once
-// Small AOTI-shaped zip archives for unit tests (no torch): a wrapper source
-// from tests/data, a metadata file and a stand-in shared object.
+// What the unit and fuzz tests share (no torch): reading and writing files,
+// counting occurrences, an Error's message, and small AOTI-shaped zip
+// archives (a wrapper source from tests/data, a metadata file and a stand-in
+// shared object). One copy each: unity builds put several test files in one
+// compile, where two helpers of one name collide.
 
 #include <doctest/doctest.h>
 
@@ -61,8 +64,18 @@ inline void write(const std::filesystem::path& p, const std::string& text) {
   out << text;
 }
 
+// How many times `what` occurs in `s` (overlapping occurrences counted).
+inline size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// The file's bytes; "" when it cannot be read.
 inline std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
+  std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

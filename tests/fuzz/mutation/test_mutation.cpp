@@ -47,13 +47,6 @@ struct AddressSpaceLimit {
   }
 } const g_limit;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Feeds `iterations` mutants of `seeds` to `target`; stops at the first
 // violation, printing the input's seed and index so it can be replayed.
 void run_mutants(const std::string& what, uint64_t rng_seed, int iterations, const std::vector<std::string>& seeds,
@@ -103,7 +96,7 @@ std::string entry_mutant(fuzz::Mutator& m, std::vector<hand_zip::Entry> entries,
     if (!only_suffix.empty()) {
       for (size_t k = 0; k < entries.size(); ++k) {
         const std::string& n = entries[k].name;
-        if (n.size() >= only_suffix.size() && n.compare(n.size() - only_suffix.size(), only_suffix.size(), only_suffix) == 0) {
+        if (n.ends_with(only_suffix)) {
           i = k;
         }
       }
@@ -145,7 +138,7 @@ std::vector<std::string> package_seeds() {
        {"pkg/data/aotinductor/model/abc.wrapper_metadata.json", R"({"AOTI_DEVICE_KEY": "cpu"})"},
        {"pkg/data/aotinductor/model/abc.wrapper.so", so, std::nullopt, true},
        {"pkg/data/", ""}});
-  return {slurp("seed_libzip.pt2"), slurp("seed_two.pt2"), stored};
+  return {fixture::read("seed_libzip.pt2"), fixture::read("seed_two.pt2"), stored};
 }
 
 std::vector<std::string> wrapper_seeds() {
@@ -160,7 +153,7 @@ std::vector<std::string> wrapper_seeds() {
 std::vector<std::string> config_seeds() {
   std::vector<std::string> seeds;
   for (const char* name : {"cpu.yaml", "cuda.yaml", "rocm.yaml"}) {
-    seeds.push_back(slurp(fs::path(AOTI_BISECT_SOURCE_DIR) / "configs" / name));
+    seeds.push_back(fixture::read(fs::path(AOTI_BISECT_SOURCE_DIR) / "configs" / name));
   }
   seeds.push_back(R"(repeats: 2
 timeout: 60
@@ -179,7 +172,7 @@ inductor_configs: {max_autotune: false, "triton.cudagraphs": [1, 2.5, null]}
 }
 
 std::vector<std::string> torch_save_seeds() {
-  std::string real = slurp(fs::path(AOTI_BISECT_TEST_DATA) / "fuzz_seed.inputs.pt");
+  std::string real = fixture::read(fs::path(AOTI_BISECT_TEST_DATA) / "fuzz_seed.inputs.pt");
   REQUIRE(real.size() > 1000);
   std::vector<std::string> seeds = {real};
   // The same archive with its records deflated, and with one lying size.

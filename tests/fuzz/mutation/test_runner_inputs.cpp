@@ -27,6 +27,7 @@
 #include "hand_zip.hpp"
 #include "package/package.hpp"
 #include "package/torch_save.hpp"
+#include "package_fixture.hpp"
 
 namespace fs = std::filesystem;
 
@@ -83,13 +84,6 @@ ChildRun run_child(const std::vector<std::string>& argv, const fs::path& log) {
   return r;
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A mutant of the whole file, or (every other time) of its data.pkl alone in
 // an otherwise intact archive, which reaches the unpickler more often.
 std::string mutant(fuzz::Mutator& m, const std::string& seed, const std::vector<hand_zip::Entry>& entries) {
@@ -98,7 +92,7 @@ std::string mutant(fuzz::Mutator& m, const std::string& seed, const std::vector<
   }
   auto edited = entries;
   for (auto& e : edited) {
-    if (e.name.size() >= 8 && e.name.compare(e.name.size() - 8, 8, "data.pkl") == 0) {
+    if (e.name.ends_with("data.pkl")) {
       e.data = m.mutate(e.data, {});
     }
   }
@@ -119,7 +113,7 @@ TEST_CASE("fuzz: the runner's inputs loader, on mutants the driver's check lets 
   auto pkg = aoti_bisect::Package::open(example);
   const auto& model = pkg.select_model("");
   const fs::path dir = pkg.extract("pkg");
-  const std::string seed = slurp(inputs);
+  const std::string seed = fixture::read(inputs);
   const auto entries = hand_zip::entries_of(inputs);
   fuzz::Mutator m(0x5eed0005);
   int checked = 0;
@@ -155,7 +149,7 @@ TEST_CASE("fuzz: the runner's inputs loader, on mutants the driver's check lets 
     if (!WIFEXITED(r.status) || r.max_rss_kb > k_runner_max_rss_kb) {
       std::ofstream(fmt::format("runner-mutant-{}.pt", i), std::ios::binary) << input;
     }
-    INFO("runner on mutant ", i, " (kept as runner-mutant-", i, ".pt): ", slurp("runner.log"));
+    INFO("runner on mutant ", i, " (kept as runner-mutant-", i, ".pt): ", fixture::read("runner.log"));
     CHECK_FALSE(r.timed_out);
     REQUIRE(WIFEXITED(r.status));
     const int code = WEXITSTATUS(r.status);

@@ -7,19 +7,13 @@
 
 #include "common/error.hpp"
 #include "config/config.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 
 namespace {
 
 const char* const k_user_keys = "env, repeats, timeout, jobs, variants, findings, variants_mode, inductor_configs, tolerance";
-
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> names_of(const std::vector<Variant>& variants) {
   std::vector<std::string> names;
@@ -431,7 +425,7 @@ TEST_CASE("builtin profile texts are the configs/ files as built") {
     CAPTURE(p.backend);
     std::filesystem::path file =
         std::filesystem::path(AOTI_BISECT_SOURCE_DIR) / "configs" / (std::string(p.backend) + ".yaml");
-    CHECK(std::string(p.yaml) == slurp(file));
+    CHECK(std::string(p.yaml) == fixture::read(file));
   }
 }
 

@@ -29,7 +29,7 @@ TEST_CASE("runner_argv: a variant's run-under tool goes before the runner, found
   argv = runner_argv(s, under, "/tmp/out/runs/memcheck.1");
   REQUIRE(argv.size() > 3);
   CHECK(argv[0].size() > 4);
-  CHECK(argv[0].compare(argv[0].size() - 4, 4, "/env") == 0);  // the PATH lookup made it absolute
+  CHECK(argv[0].ends_with("/env"));  // the PATH lookup made it absolute
   CHECK(argv[1] == "FOO=1");
   CHECK(argv[2] == "/opt/tool/aoti-bisect-runner");
 

@@ -13,18 +13,12 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
 
 void spit(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
@@ -262,7 +256,7 @@ TEST_CASE("build_cache_key: stable for one input, changes with each") {
 
 TEST_CASE("build_helper_source is the helper script") {
   std::string text(build_helper_source());
-  CHECK(text == slurp(fs::path(AOTI_BISECT_SOURCE_DIR) / "lib/inductor/aoti_bisect_build.py"));
+  CHECK(text == fixture::read(fs::path(AOTI_BISECT_SOURCE_DIR) / "lib/inductor/aoti_bisect_build.py"));
   CHECK(text.find("aot_inductor.debug_intermediate_value_printer") != std::string::npos);
 }
 
@@ -290,20 +284,20 @@ TEST_CASE("build_instrumented: builds once, then finds the build in the cache") 
   CHECK(first.compile_seconds == doctest::Approx(1.5));
   CHECK(first.key == build_cache_key(r, "2.13.0+cpu"));
   CHECK(first.package == fs::absolute("cache") / (first.key + ".pt2"));
-  CHECK(slurp(first.package) == "fake package");
-  auto entry = nlohmann::json::parse(slurp(fs::absolute("cache") / (first.key + ".json")));
+  CHECK(fixture::read(first.package) == "fake package");
+  auto entry = nlohmann::json::parse(fixture::read(fs::absolute("cache") / (first.key + ".json")));
   CHECK(entry["torch_version"] == "2.13.0+cpu");
   CHECK(entry["compile_seconds"] == 1.5);
   CHECK(entry["created"].is_string());
   CHECK(lines_in("fake/runs") == 1);
 
-  std::string argv = slurp("fake/runs");
+  std::string argv = fixture::read("fake/runs");
   CHECK(argv.find("--level 2") != std::string::npos);
   CHECK(argv.find("--filter k1,k2") != std::string::npos);
   CHECK(argv.find("--model-name model") != std::string::npos);
   CHECK(argv.find("--exported-program " + fs::absolute("ep.pt2").string()) != std::string::npos);
   if (std::getenv("TORCHINDUCTOR_CACHE_DIR") == nullptr) {
-    CHECK(slurp("fake/inductor_cache") == (fs::absolute("cache") / "inductor").string() + "\n");
+    CHECK(fixture::read("fake/inductor_cache") == (fs::absolute("cache") / "inductor").string() + "\n");
   }
 
   BuildResult second = build_instrumented(r);
@@ -329,7 +323,7 @@ TEST_CASE("build_instrumented: builds once, then finds the build in the cache") 
     CHECK_FALSE(other.cache_hit);
     CHECK(other.key != first.key);
     CHECK(lines_in("fake/runs") == 2);
-    std::string runs = slurp("fake/runs");
+    std::string runs = fixture::read("fake/runs");
     std::string last = runs.substr(runs.rfind('\n', runs.size() - 2) + 1);
     CHECK(last.find("--level 1") != std::string::npos);
     CHECK(last.find("--filter") == std::string::npos);

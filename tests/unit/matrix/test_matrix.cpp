@@ -9,6 +9,8 @@ using namespace aoti_bisect;
 
 namespace {
 
+using enum OutcomeKind;  // ok, crash, nonfinite, ...
+
 using Env = std::map<std::string, std::string>;
 
 Profile two_variant_profile() {
@@ -49,8 +51,6 @@ const VariantResult& result_of(const MatrixSummary& s, const std::string& varian
   return *it;
 }
 
-constexpr OutcomeKind ok = OutcomeKind::ok;
-constexpr OutcomeKind crash = OutcomeKind::crash;
 
 }  // namespace
 

@@ -10,9 +10,8 @@ using namespace aoti_bisect;
 
 namespace {
 
-constexpr OutcomeKind ok = OutcomeKind::ok;
-constexpr OutcomeKind nonfinite = OutcomeKind::nonfinite;
-constexpr OutcomeKind crash = OutcomeKind::crash;
+using enum OutcomeKind;  // ok, crash, nonfinite, ...
+
 
 // Runs of one variant: the baseline and `repeat` share the base environment.
 void add(std::vector<MatrixRunFacts>& runs, const std::string& variant, std::vector<OutcomeKind> kinds,

@@ -333,7 +333,7 @@ TEST_CASE("recorded commands of a torch 2.11 CUDA package: wrapper and kernel co
   for (const auto& a : *link) {
     for (const char* suffix : {".wrapper.o", ".kernel.o", ".weights.o"}) {
       std::string s = suffix;
-      objects += a.size() > s.size() && a.compare(a.size() - s.size(), s.size(), s) == 0 ? 1 : 0;
+      objects += a.size() > s.size() && a.ends_with(s) ? 1 : 0;
     }
   }
   CHECK(objects == 3);

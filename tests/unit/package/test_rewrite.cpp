@@ -6,17 +6,11 @@
 #include "package/rewrite.hpp"
 #include "search/evidence.hpp"
 #include "search/wrapper_layout.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 
 namespace {
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Without the `// g++ ...` command comments, whose paths differ per build.
 std::string without_commands(const std::string& text) {
@@ -35,9 +29,9 @@ std::string without_commands(const std::string& text) {
 TEST_SUITE_BEGIN("package/rewrite");
 
 TEST_CASE("insert_probes: the plain wrapper becomes, line for line, what Inductor writes at printer level 1") {
-  std::string plain = fixture("nan_plain.wrapper.cpp");
+  std::string plain = fixture::text("nan_plain.wrapper.cpp");
   std::string rewritten = insert_probes(plain, parse_wrapper(plain));
-  CHECK(without_commands(rewritten) == without_commands(fixture("nan_level1.wrapper.cpp")));
+  CHECK(without_commands(rewritten) == without_commands(fixture::text("nan_level1.wrapper.cpp")));
   WrapperInfo w = parse_wrapper(rewritten);
   CHECK(w.printer_level == 1);
   REQUIRE(w.call_sites.size() == 4);
@@ -104,14 +98,14 @@ TEST_CASE("insert_probes: an extern call whose tensor arguments are views and an
 TEST_CASE("insert_probes: a torch.cond wrapper is probed inside its branches, where the printer left blind spots") {
   // The plain wrapper of the cond fixture: its level-1 build without the
   // printer's lines.
-  std::istringstream in(fixture("cond_level1.wrapper.cpp"));
+  std::istringstream in(fixture::text("cond_level1.wrapper.cpp"));
   std::string plain, line;
   while (std::getline(in, line)) {
     if (line.find("aoti_torch_save_tensor_handle(") == std::string::npos) {
       plain += line + "\n";
     }
   }
-  CHECK_FALSE(blind_spots(parse_wrapper(fixture("cond_level1.wrapper.cpp"))).empty());
+  CHECK_FALSE(blind_spots(parse_wrapper(fixture::text("cond_level1.wrapper.cpp"))).empty());
   WrapperInfo rewritten = parse_wrapper(insert_probes(plain, parse_wrapper(plain)));
   REQUIRE(rewritten.call_sites.size() == 10);
   for (const auto& site : rewritten.call_sites) {

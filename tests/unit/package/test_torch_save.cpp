@@ -79,7 +79,7 @@ void write_saved(const std::string& file, const std::string& pickle, size_t reco
                          {"archive/version", "3\n"}});
 }
 
-std::string error_of(const std::function<void()>& f) {
+std::string cannot_test_message(const std::function<void()>& f) {
   try {
     f();
   } catch (const Error& e) {
@@ -90,7 +90,7 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 std::string check(const std::string& file) {
-  return error_of([&] { check_torch_save(file, "inputs file"); });
+  return cannot_test_message([&] { check_torch_save(file, "inputs file"); });
 }
 
 }  // namespace
@@ -168,7 +168,7 @@ TEST_CASE("check_torch_save: _rebuild_tensor_v3 (float8, uint16): elements of th
 TEST_CASE("check_torch_pickle: malformed pickles are not torch.save's format") {
   auto record = [](const std::string&) -> int64_t { return 512; };
   auto check_pickle = [&](const std::string& pickle) {
-    return error_of([&] { check_torch_pickle(pickle, record, 1000, "inputs file", "x.pt"); });
+    return cannot_test_message([&] { check_torch_pickle(pickle, record, 1000, "inputs file", "x.pt"); });
   };
   std::string good = tensor_pickle(128, {8, 16}, {16, 1});
   CHECK(check_pickle(good) == "(no error)");

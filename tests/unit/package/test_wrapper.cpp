@@ -7,19 +7,11 @@
 
 using namespace aoti_bisect;
 
-namespace {
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 TEST_SUITE_BEGIN("package/wrapper");
 
 TEST_CASE("parse_wrapper: call sites of a plain torch 2.13 CPU wrapper, in launch order") {
-  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
   REQUIRE(w.found);
   CHECK_FALSE(w.instrumented);
   CHECK(w.printer_level == 0);
@@ -35,8 +27,8 @@ TEST_CASE("parse_wrapper: call sites of a plain torch 2.13 CPU wrapper, in launc
 }
 
 TEST_CASE("parse_wrapper: a level-1 build has the same call sites and is instrumented") {
-  WrapperInfo plain = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
-  WrapperInfo w = parse_wrapper(fixture("nan_level1.wrapper.cpp"));
+  WrapperInfo plain = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_level1.wrapper.cpp"));
   CHECK(w.instrumented);
   CHECK(w.printer_level == 1);
   REQUIRE(w.call_sites.size() == plain.call_sites.size());
@@ -46,7 +38,7 @@ TEST_CASE("parse_wrapper: a level-1 build has the same call sites and is instrum
 }
 
 TEST_CASE("parse_wrapper: inputs from the generated input checks") {
-  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
   REQUIRE(w.num_inputs.has_value());
   CHECK(*w.num_inputs == 1);
   REQUIRE(w.inputs.size() == 1);
@@ -126,7 +118,7 @@ TEST_CASE("parse_wrapper: empty source finds nothing") {
 TEST_SUITE_END();
 
 TEST_CASE("parse_wrapper: call sites inside torch.cond branches are not probed at printer level 1") {
-  WrapperInfo w = parse_wrapper(fixture("cond_level1.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("cond_level1.wrapper.cpp"));
   REQUIRE(w.printer_level == 1);
   std::vector<std::string> kernels;
   std::vector<bool> probed;
@@ -142,14 +134,14 @@ TEST_CASE("parse_wrapper: call sites inside torch.cond branches are not probed a
 }
 
 TEST_CASE("parse_wrapper: every call site of a level-1 build outside control flow is probed") {
-  WrapperInfo w = parse_wrapper(fixture("nan_level1.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_level1.wrapper.cpp"));
   REQUIRE(w.printer_level == 1);
   REQUIRE_FALSE(w.call_sites.empty());
   for (const auto& s : w.call_sites) {
     CAPTURE(s.kernel);
     CHECK(s.probed);
   }
-  for (const auto& s : parse_wrapper(fixture("nan_plain.wrapper.cpp")).call_sites) {
+  for (const auto& s : parse_wrapper(fixture::text("nan_plain.wrapper.cpp")).call_sites) {
     CHECK_FALSE(s.probed);
   }
 }
@@ -220,7 +212,7 @@ void AOTInductorModel::run_impl(
 }
 
 TEST_CASE("parse_wrapper: what each call-site argument names, and the constants' names") {
-  WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+  WrapperInfo w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
   REQUIRE(w.call_sites.size() == 4);
   // aoti_torch_cpu_addmm_out(buf0, l1_bias, arg4_1, wrap(reinterpret_tensor_wrapper(l1_weight, ...)), 1L, 1L)
   CHECK(w.call_sites[0].args == std::vector<std::string>{"buf0", "l1_bias", "arg4_1", "view of l1_weight", "", ""});
@@ -269,6 +261,7 @@ TEST_CASE("graph input and buffer names, also inside subgraphs") {
 }
 
 #include "package/wrapper_text.hpp"
+#include "package_fixture.hpp"
 
 TEST_CASE("wrapper_text: comments dropped, strings kept; the closing bracket skips strings") {
   using namespace aoti_bisect::wrapper_text;
@@ -283,7 +276,7 @@ TEST_CASE("wrapper_text: comments dropped, strings kept; the closing bracket ski
 
 TEST_CASE("parse_wrapper: what each output is released from") {
   SUBCASE("a buffer") {
-    WrapperInfo w = parse_wrapper(fixture("nan_plain.wrapper.cpp"));
+    WrapperInfo w = parse_wrapper(fixture::text("nan_plain.wrapper.cpp"));
     REQUIRE(w.outputs.size() == 1);
     CHECK(w.outputs[0] == "buf4");
   }

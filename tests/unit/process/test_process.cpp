@@ -17,6 +17,8 @@
 #include <string>
 #include <thread>
 
+#include "package_fixture.hpp"
+
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
 using How = ExitStatus::How;
@@ -32,13 +34,6 @@ SpawnSpec shell(const std::string& script) {
   return spec;
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 void spit(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
@@ -49,7 +44,7 @@ bool alive(pid_t pid) {
   if (::kill(pid, 0) != 0) {
     return false;
   }
-  std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = fixture::read("/proc/" + std::to_string(pid) + "/stat");
   size_t paren = stat.rfind(')');
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
@@ -65,7 +60,7 @@ bool gone_soon(pid_t pid) {
 // Waits until the child has written a pid line to `path`.
 pid_t read_pid(const fs::path& path) {
   for (int i = 0; i < 200; ++i) {
-    std::string text = slurp(path);
+    std::string text = fixture::read(path);
     if (!text.empty() && text.back() == '\n') {
       return static_cast<pid_t>(std::stol(text));
     }
@@ -196,16 +191,16 @@ TEST_CASE("the child's environment is exactly the env map") {
   SUBCASE("one variable") {
     spec.env = {{"A", "1"}};
     REQUIRE(run_process(spec).ok());
-    CHECK(slurp("env.txt") == "A=1\n");
+    CHECK(fixture::read("env.txt") == "A=1\n");
   }
   SUBCASE("empty") {
     REQUIRE(run_process(spec).ok());
-    CHECK(slurp("env.txt") == "");
+    CHECK(fixture::read("env.txt") == "");
   }
   SUBCASE("values with '=' and spaces, sorted by name") {
     spec.env = {{"B", "x=y"}, {"A", "two words"}};
     REQUIRE(run_process(spec).ok());
-    CHECK(slurp("env.txt") == "A=two words\nB=x=y\n");
+    CHECK(fixture::read("env.txt") == "A=two words\nB=x=y\n");
   }
 }
 
@@ -214,7 +209,7 @@ TEST_CASE("argv is passed as is, without a shell") {
   spec.argv = {"/bin/sh", "-c", "printf '%s|' \"$0\" \"$@\"", "zero", "a b", "$HOME", "*"};
   spec.stdout_path = "argv.txt";
   REQUIRE(run_process(spec).ok());
-  CHECK(slurp("argv.txt") == "zero|a b|$HOME|*|");
+  CHECK(fixture::read("argv.txt") == "zero|a b|$HOME|*|");
 }
 
 TEST_CASE("cwd: the child runs there, output paths stay relative to the caller") {
@@ -223,8 +218,8 @@ TEST_CASE("cwd: the child runs there, output paths stay relative to the caller")
   spec.cwd = "sub";
   spec.stdout_path = "pwd.txt";
   REQUIRE(run_process(spec).ok());
-  CHECK(slurp("pwd.txt") == fs::canonical("sub").string() + "\n");
-  CHECK(slurp("sub/here.txt") == "file\n");
+  CHECK(fixture::read("pwd.txt") == fs::canonical("sub").string() + "\n");
+  CHECK(fixture::read("sub/here.txt") == "file\n");
   CHECK_FALSE(fs::exists("sub/pwd.txt"));
 }
 
@@ -239,14 +234,14 @@ TEST_CASE("stdin is /dev/null, unset streams go to /dev/null") {
     CHECK(st.how == How::exited);
     CHECK(st.exit_code == 0);
     CHECK(st.seconds < 2);
-    CHECK(slurp("cat.txt") == "");
+    CHECK(fixture::read("cat.txt") == "");
   }
   SUBCASE("fds 0 and 1") {
     // The substitution runs in a subshell; $$ stays the shell we spawned.
     SpawnSpec spec = shell("fds=$(readlink /proc/$$/fd/0 /proc/$$/fd/1); echo \"$fds\" >&2");
     spec.stderr_path = "fds.txt";
     REQUIRE(run_process(spec).ok());
-    CHECK(slurp("fds.txt") == "/dev/null\n/dev/null\n");
+    CHECK(fixture::read("fds.txt") == "/dev/null\n/dev/null\n");
   }
   SUBCASE("no other descriptor of ours leaks into the child") {
     int inheritable = ::open("leak.txt", O_WRONLY | O_CREAT, 0644);  // no O_CLOEXEC
@@ -258,7 +253,7 @@ TEST_CASE("stdin is /dev/null, unset streams go to /dev/null") {
     ::close(inheritable);
     REQUIRE(st.ok());
     // 0-2 plus the one ls opens to list the directory.
-    CHECK(slurp("fdlist.txt") == "0\n1\n2\n3\n");
+    CHECK(fixture::read("fdlist.txt") == "0\n1\n2\n3\n");
   }
 }
 
@@ -276,7 +271,7 @@ TEST_CASE("a caller with stdin and stdout closed still gives the child its strea
   ::close(saved_in);
   ::close(saved_out);
   CHECK(st.ok());
-  CHECK(slurp("links.txt") == "/dev/null\n" + fs::canonical("links.txt").string() + "\n");
+  CHECK(fixture::read("links.txt") == "/dev/null\n" + fs::canonical("links.txt").string() + "\n");
 }
 
 TEST_CASE("output files are truncated, created 0644, and their tails kept") {
@@ -289,8 +284,8 @@ TEST_CASE("output files are truncated, created 0644, and their tails kept") {
   ExitStatus st = run_process(spec);
   ::umask(old_umask);
   REQUIRE(st.ok());
-  CHECK(slurp("out.txt") == "short");
-  CHECK(slurp("err.txt") == "0123456789abcdefghij");
+  CHECK(fixture::read("out.txt") == "short");
+  CHECK(fixture::read("err.txt") == "0123456789abcdefghij");
   CHECK(st.stdout_tail == "short");
   CHECK(st.stderr_tail == "fghij");
   CHECK((fs::status("err.txt").permissions() & fs::perms::all) ==
@@ -349,8 +344,8 @@ TEST_CASE("a timeout kills the whole group") {
     ExitStatus st = run_process(spec);
     CHECK(st.how == How::timed_out);
     CHECK(st.signal == SIGKILL);
-    CHECK(slurp("trap.txt") == "term\n");
-    CHECK(slurp("status.txt") == "143\n");
+    CHECK(fixture::read("trap.txt") == "term\n");
+    CHECK(fixture::read("status.txt") == "143\n");
   }
   SUBCASE("the leader exits on TERM, a grandchild ignoring it is killed anyway") {
     spec = shell("(trap '' TERM; exec sleep 1000) & echo $!; wait");

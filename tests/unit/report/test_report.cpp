@@ -13,6 +13,7 @@
 #include "common/files.hpp"
 #include "report/report.hpp"
 #include "report/sinks.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -173,14 +174,6 @@ Report culprit_report() {
   r.repro = Reproducer{"out/repro", {"arg11_1.pt", "buf3.pt"},
                        "aoti-bisect-runner --package out/repro/model.pt2 --inputs out/repro/inputs.pt"};
   return r;
-}
-
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
 }
 
 std::string attribute(const std::string& xml, const std::string& element, const std::string& name) {
@@ -376,7 +369,7 @@ TEST_CASE("report_to_markdown: a clean verdict is short") {
   CHECK(clean.find("| `launch_blocking` | `CUDA_LAUNCH_BLOCKING=1` | 0/3 |") != std::string::npos);
   CHECK(clean.find("**Environment:** tool aoti-bisect 0.1.0 · torch 2.5.1 ·") != std::string::npos);
   CHECK(clean.find("**Package:** `model.pt2` (sha256 `0123456789ab`)") != std::string::npos);
-  CHECK(count(clean, "\n") * 2 < count(crash, "\n"));
+  CHECK(fixture::count(clean, "\n") * 2 < fixture::count(crash, "\n"));
 }
 
 TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and escaping") {
@@ -385,11 +378,11 @@ TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and es
     r.runs[1].first_error_line = "index <0 & \"x\" 'y' \x01";
     std::string xml = report_to_junit(r);
     CHECK(xml_problem(xml) == "");
-    CHECK(count(xml, "<testcase ") == r.runs.size() + 1);
+    CHECK(fixture::count(xml, "<testcase ") == r.runs.size() + 1);
     CHECK(attribute(xml, "testsuite", "tests") == "5");
     CHECK(attribute(xml, "testsuite", "failures") == "4");  // 3 failing runs + verdict
     CHECK(attribute(xml, "testsuite", "errors") == "0");
-    CHECK(count(xml, "<failure ") == 4);
+    CHECK(fixture::count(xml, "<failure ") == 4);
     CHECK(xml.find("classname=\"aoti-bisect.model\" name=\"launch_blocking.2\" time=\"1.250\"/>") !=
           std::string::npos);
     CHECK(xml.find("message=\"index &lt;0 &amp; &quot;x&quot; &apos;y&apos; \\x01\"") != std::string::npos);
@@ -409,7 +402,7 @@ TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and es
     r.error = "package 'm<1>.pt2' is not a zip & cannot be read";
     std::string xml = report_to_junit(r);
     CHECK(xml_problem(xml) == "");
-    CHECK(count(xml, "<testcase ") == 1);
+    CHECK(fixture::count(xml, "<testcase ") == 1);
     CHECK(attribute(xml, "testsuite", "failures") == "0");
     CHECK(attribute(xml, "testsuite", "errors") == "1");
     CHECK(xml.find("<error type=\"could_not_test\" message=\"package &apos;m&lt;1&gt;.pt2&apos; is not a zip "
@@ -596,13 +589,13 @@ TEST_CASE("report_to_markdown: long argument lists and searches are cut, the tel
   r.builds.items = {{"instrumented", "k", false, 12.34, ""}};
   std::string md = report_to_markdown(r);
 
-  CHECK(count(md, "| `buf1") == 12);
+  CHECK(fixture::count(md, "| `buf1") == 12);
   CHECK(md.find("| `buf113` | yes | 0 / 0 / 0 / 1 | 9 / 0 / 0 / 1 |\n") != std::string::npos);
   CHECK(md.find("`buf111`") == std::string::npos);  // the last plain rows give way
   CHECK(md.find("`buf110`") != std::string::npos);
   CHECK(md.find("\n... and 3 more arguments, all in `report.json`.\n") != std::string::npos);
 
-  CHECK(count(md, " | linear | ") == 20);
+  CHECK(fixture::count(md, " | linear | ") == 20);
   CHECK(md.find("| 10 | linear | clean | 2 |\n") != std::string::npos);
   CHECK(md.find("| 11 | linear |") == std::string::npos);
   CHECK(md.find("| ... | 10 more steps |  |  |\n") != std::string::npos);

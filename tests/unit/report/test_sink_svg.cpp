@@ -17,6 +17,7 @@
 #include "report/report.hpp"
 #include "report/sink_svg.hpp"
 #include "report/sinks.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -81,7 +82,7 @@ bool valid_entity(const std::string& s, size_t amp) {
 
 // A small XML checker: one root, balanced tags, quoted attributes without
 // '<', and every '&' an entity. Returns "" or what is wrong.
-std::string xml_problem(const std::string& s) {
+std::string svg_problem(const std::string& s) {
   size_t i = 0;
   if (s.rfind("<?xml", 0) == 0) {
     i = s.find("?>");
@@ -162,14 +163,6 @@ std::string xml_problem(const std::string& s) {
   return roots == 1 ? "" : std::to_string(roots) + " root elements";
 }
 
-size_t count(const std::string& s, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // The attributes of the first element at or after `from`.
 std::map<std::string, std::string> attrs_at(const std::string& s, size_t from) {
   size_t start = s.find('<', from);
@@ -210,9 +203,9 @@ TEST_SUITE_BEGIN("report/sink_svg");
 
 TEST_CASE("report_to_svg: a cell per call site, the steps, the culprit and its producer on their cells") {
   std::string svg = report_to_svg(svg_report(12, 7, 3));
-  CHECK(xml_problem(svg) == "");
+  CHECK(svg_problem(svg) == "");
   CHECK(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\"") != std::string::npos);
-  CHECK(count(svg, "id=\"site-") == 12);
+  CHECK(fixture::count(svg, "id=\"site-") == 12);
   for (int k = 1; k <= 12; ++k) {
     CHECK(svg.find("id=\"site-" + std::to_string(k) + "\"") != std::string::npos);
   }
@@ -230,7 +223,7 @@ TEST_CASE("report_to_svg: a cell per call site, the steps, the culprit and its p
   CHECK(cell(svg, 12).y == cell(svg, 1).y);
   // One bar per step, coloured by verdict, the labels in words.
   const Bisection& b = *svg_report(12, 7, 3).bisection;
-  CHECK(count(svg, "id=\"step-") == b.steps.size());
+  CHECK(fixture::count(svg, "id=\"step-") == b.steps.size());
   CHECK(svg.find("1. trace call sites 1–12: reproduces") != std::string::npos);
   CHECK(svg.find("confirm call site 7: reproduces (2 of 3 runs agree)") != std::string::npos);
   auto step_fill = [&](int i) {
@@ -254,7 +247,7 @@ TEST_CASE("report_to_svg: a cell per call site, the steps, the culprit and its p
   CHECK(svg.find("href") == std::string::npos);
   CHECK(svg.find("<script") == std::string::npos);
   CHECK(svg.find("@import") == std::string::npos);
-  CHECK(count(svg, "http") == 1);  // the namespace name
+  CHECK(fixture::count(svg, "http") == 1);  // the namespace name
 }
 
 TEST_CASE("report_to_svg: kernel and tensor names are escaped, bad UTF-8 replaced") {
@@ -263,7 +256,7 @@ TEST_CASE("report_to_svg: kernel and tensor names are escaped, bad UTF-8 replace
   r.culprit->kernel = "evil</text><script>alert(1)</script>";
   r.culprit->producer->tensor = "in&put\xff\xfe";
   std::string svg = report_to_svg(r);
-  CHECK(xml_problem(svg) == "");
+  CHECK(svg_problem(svg) == "");
   CHECK(svg.find("k&lt;&amp;&gt;&quot;&apos;x") != std::string::npos);
   CHECK(svg.find("k<&>") == std::string::npos);
   CHECK(svg.find("<script") == std::string::npos);
@@ -282,8 +275,8 @@ TEST_CASE("report_to_svg: a blind spot or a search without a culprit has no culp
   r.verdict = Verdict::not_isolated;
   r.bisection->status = "blind_spot";
   std::string svg = report_to_svg(r);
-  CHECK(xml_problem(svg) == "");
-  CHECK(count(svg, "id=\"site-") == 9);
+  CHECK(svg_problem(svg) == "");
+  CHECK(fixture::count(svg, "id=\"site-") == 9);
   CHECK(svg.find("id=\"culprit\"") == std::string::npos);
   CHECK(svg.find("id=\"producer\"") == std::string::npos);
   CHECK(svg.find("blind spot") != std::string::npos);
@@ -293,14 +286,14 @@ TEST_CASE("report_to_svg: a blind spot or a search without a culprit has no culp
   r.bisection->steps.back().verdict = "inconclusive";
   svg = report_to_svg(r);
   CHECK(svg.find("No culprit: the search ended inconclusive") != std::string::npos);
-  CHECK(xml_problem(svg) == "");
+  CHECK(svg_problem(svg) == "");
 
   // Sites the steps cover that never ran: grey cells without an id.
   r.bisection->sites.resize(6);
   svg = report_to_svg(r);
-  CHECK(xml_problem(svg) == "");
-  CHECK(count(svg, "id=\"site-") == 6);
-  CHECK(count(svg, "fill=\"#e8e8e8\"") == 3 + 1);  // sites 7-9, the legend's swatch
+  CHECK(svg_problem(svg) == "");
+  CHECK(fixture::count(svg, "id=\"site-") == 6);
+  CHECK(fixture::count(svg, "fill=\"#e8e8e8\"") == 3 + 1);  // sites 7-9, the legend's swatch
 
   // No call sites (the trace run never got that far): no picture.
   r.bisection->sites.clear();
@@ -312,8 +305,8 @@ TEST_CASE("report_to_svg: a blind spot or a search without a culprit has no culp
 TEST_CASE("report_to_svg: 1,500 call sites wrap into rows of 100 and stay a sane size") {
   Report r = svg_report(1500, 1234, 1100);
   std::string svg = report_to_svg(r);
-  CHECK(xml_problem(svg) == "");
-  CHECK(count(svg, "id=\"site-") == 1500);
+  CHECK(svg_problem(svg) == "");
+  CHECK(fixture::count(svg, "id=\"site-") == 1500);
   CHECK(svg.size() < 400 * 1024);
   std::smatch m;
   REQUIRE(std::regex_search(svg, m, std::regex(R"re(<svg [^>]*height="(\d+)")re")));
@@ -333,15 +326,15 @@ TEST_CASE("report_to_svg: 1,500 call sites wrap into rows of 100 and stay a sane
     r.bisection->steps.push_back({k, k, "linear", "clean", 1, 1, ""});
   }
   svg = report_to_svg(r);
-  CHECK(xml_problem(svg) == "");
-  CHECK(count(svg, "id=\"step-") == 40);
+  CHECK(svg_problem(svg) == "");
+  CHECK(fixture::count(svg, "id=\"step-") == 40);
   CHECK(svg.find("more steps") != std::string::npos);
   CHECK(svg.size() < 400 * 1024);
 
   // 20,000 call sites: rows of 500, no tooltip per cell.
   svg = report_to_svg(svg_report(20000, 15000, std::nullopt));
-  CHECK(xml_problem(svg) == "");
-  CHECK(count(svg, "id=\"site-") == 20000);
+  CHECK(svg_problem(svg) == "");
+  CHECK(fixture::count(svg, "id=\"site-") == 20000);
   CHECK(cell(svg, 501).x == doctest::Approx(cell(svg, 1).x));
   CHECK(svg.size() < 2 * 1024 * 1024);
 }

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "search/guide_mode.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 
@@ -16,14 +17,6 @@ namespace {
 //    makes NaN. The wrapper is that build's (compile commands cut off).
 //  - class_index_level2_fault: class_index filtered to its nll_loss kernel
 //    (site 5), which stopped with "index out of bounds: 0 <= tmp21 < 5L".
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(AOTI_BISECT_TEST_DATA) + "/" + name);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 const std::string k_addmm = "aoti_torch_cpu_addmm_out";
 const std::string k_log = "cpp_fused_log_2";
 const std::string k_nll = "cpp_fused__log_softmax_mul_nll_loss_forward_2";
@@ -33,7 +26,7 @@ const std::string k_nll = "cpp_fused__log_softmax_mul_nll_loss_forward_2";
 std::vector<std::string> nan_printing() { return {"", k_addmm, "", k_addmm, k_log, k_addmm, "", k_addmm, ""}; }
 
 SiteMapping nan_mapping() {
-  return map_printed_sites(parse_printer_output(fixture("nan_level2_filtered.stdout.txt")), nan_printing());
+  return map_printed_sites(parse_printer_output(fixture::text("nan_level2_filtered.stdout.txt")), nan_printing());
 }
 
 PrintedTensor block(const std::string& phase, const std::string& kernel, const std::string& tensor, double v) {
@@ -58,7 +51,7 @@ Classification outcome(OutcomeKind kind, const std::string& line = "") {
 TEST_SUITE_BEGIN("search/guide_mode");
 
 TEST_CASE("parse_printer_output: every block of a real level-2 run, in order") {
-  auto blocks = parse_printer_output(fixture("nan_level2_filtered.stdout.txt"));
+  auto blocks = parse_printer_output(fixture::text("nan_level2_filtered.stdout.txt"));
   REQUIRE(blocks.size() == 21);
   CHECK(blocks[0].phase == "aoti_model_inputs");
   CHECK(blocks[0].kernel == "");
@@ -95,7 +88,7 @@ TEST_CASE("parse_printer_output: every block of a real level-2 run, in order") {
 }
 
 TEST_CASE("parse_printer_output: integer and scalar tensors of a run that faulted") {
-  auto blocks = parse_printer_output(fixture("class_index_level2_fault.stdout.txt"));
+  auto blocks = parse_printer_output(fixture::text("class_index_level2_fault.stdout.txt"));
   REQUIRE(blocks.size() == 8);
   CHECK(blocks[1].phase == "aoti_model_inputs");
   CHECK(blocks[1].tensor == "arg11_1");
@@ -133,7 +126,7 @@ TEST_CASE("parse_printer_output: Inf, noise lines, no trailing newline") {
 }
 
 TEST_CASE("printing_kernels: the sites of a level-2 wrapper that print, by the filter") {
-  std::string source = fixture("nan_level2_filtered.wrapper.cpp");
+  std::string source = fixture::text("nan_level2_filtered.wrapper.cpp");
   WrapperInfo w = parse_wrapper(source);
   CHECK(w.printer_level == 2);
   REQUIRE(w.call_sites.size() == 9);
@@ -229,7 +222,7 @@ TEST_CASE("guide_answer, NaN/Inf: exact site, clean, or an error that is not cle
 TEST_CASE("guide_answer, fault: the site printed before launch and never after") {
   std::vector<std::string> printing(9, "");
   printing[4] = k_nll;
-  SiteMapping m = map_printed_sites(parse_printer_output(fixture("class_index_level2_fault.stdout.txt")), printing);
+  SiteMapping m = map_printed_sites(parse_printer_output(fixture::text("class_index_level2_fault.stdout.txt")), printing);
   REQUIRE(m.problem == "");
   CHECK(trace_from_printer(m).unfinished == 5);
   Classification assert_ = outcome(OutcomeKind::device_assert, "index out of bounds: 0 <= tmp21 < 5L");

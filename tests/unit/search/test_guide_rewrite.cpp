@@ -27,11 +27,11 @@ size_t count_of(const std::string& text, const std::string& what) {
 
 // nan_plain launches: 1 addmm (buf0, arg4_1), 2 cpp_fused_log_relu_sub_0
 // (buf1, buf2), 3 addmm (buf3, buf2, buf1), 4 cpp_fused_tanh_1 (buf4).
-const std::string k_addmm = "aoti_torch_cpu_addmm_out";
-const std::string k_log = "cpp_fused_log_relu_sub_0";
+const std::string k_addmm_out = "aoti_torch_cpu_addmm_out";
+const std::string k_log_relu = "cpp_fused_log_relu_sub_0";
 const std::string k_tanh = "cpp_fused_tanh_1";
 
-PrintedTensor block(const std::string& phase, const std::string& kernel, const std::string& tensor, double v) {
+PrintedTensor printed_tensor(const std::string& phase, const std::string& kernel, const std::string& tensor, double v) {
   PrintedTensor t;
   t.phase = phase;
   t.kernel = kernel;
@@ -53,9 +53,9 @@ TEST_CASE("insert_probes, print=true with `only`: level-2 print calls around the
   std::string rewritten = insert_probes(plain, w, ProbeText{&only, true});
 
   // The printer's own text (what Inductor writes at level 2), nothing of level 1.
-  CHECK(rewritten.find("    aoti_torch_print_tensor_handle(buf1, \"before_launch - " + k_log + " - buf1\");\n") !=
+  CHECK(rewritten.find("    aoti_torch_print_tensor_handle(buf1, \"before_launch - " + k_log_relu + " - buf1\");\n") !=
         std::string::npos);
-  CHECK(rewritten.find("aoti_torch_print_tensor_handle(buf3, \"after_launch - " + k_addmm + " - buf3\");") !=
+  CHECK(rewritten.find("aoti_torch_print_tensor_handle(buf3, \"after_launch - " + k_addmm_out + " - buf3\");") !=
         std::string::npos);
   CHECK(count_of(rewritten, "aoti_torch_save_tensor_handle(") == 0);
   // Site 2: buf1, buf2 before and after; site 3: buf3, buf2, buf1 before and after.
@@ -65,9 +65,9 @@ TEST_CASE("insert_probes, print=true with `only`: level-2 print calls around the
   CHECK(count_of(rewritten, " - arg4_1\"") == 0);
   CHECK(count_of(rewritten, k_tanh + " - ") == 0);
   // The print calls come before the launch they watch and after it.
-  size_t before = rewritten.find("\"before_launch - " + k_log + " - buf1\"");
-  size_t launch = rewritten.find("    " + k_log + "((float*)(buf1.data_ptr())");
-  size_t after = rewritten.find("\"after_launch - " + k_log + " - buf1\"");
+  size_t before = rewritten.find("\"before_launch - " + k_log_relu + " - buf1\"");
+  size_t launch = rewritten.find("    " + k_log_relu + "((float*)(buf1.data_ptr())");
+  size_t after = rewritten.find("\"after_launch - " + k_log_relu + " - buf1\"");
   REQUIRE(launch != std::string::npos);
   CHECK(before < launch);
   CHECK(launch < after);
@@ -80,7 +80,7 @@ TEST_CASE("insert_probes, print=true with `only`: level-2 print calls around the
   for (size_t i = 0; i < 4; ++i) {
     CHECK(r.call_sites[i].kernel == w.call_sites[i].kernel);
   }
-  std::vector<std::string> expected = {"", k_log, k_addmm, ""};
+  std::vector<std::string> expected = {"", k_log_relu, k_addmm_out, ""};
   CHECK(range_printing(w, only) == expected);
   CHECK(printing_kernels(rewritten, r.call_sites) == expected);
 
@@ -103,11 +103,11 @@ TEST_CASE("range printing: blocks map to the range's sites, not to an earlier si
   // What the rewritten build of sites 2-3 prints: site 2 turns buf2 into
   // NaN, site 3 (the second addmm) reads it.
   std::vector<PrintedTensor> printed = {
-      block("before_launch", k_log, "buf1", 1),    block("before_launch", k_log, "buf2", 0),
-      block("after_launch", k_log, "buf1", 1),     block("after_launch", k_log, "buf2", NAN),
-      block("before_launch", k_addmm, "buf3", 0),  block("before_launch", k_addmm, "buf2", NAN),
-      block("before_launch", k_addmm, "buf1", 1),  block("after_launch", k_addmm, "buf3", NAN),
-      block("after_launch", k_addmm, "buf2", NAN), block("after_launch", k_addmm, "buf1", 1)};
+      printed_tensor("before_launch", k_log_relu, "buf1", 1),    printed_tensor("before_launch", k_log_relu, "buf2", 0),
+      printed_tensor("after_launch", k_log_relu, "buf1", 1),     printed_tensor("after_launch", k_log_relu, "buf2", NAN),
+      printed_tensor("before_launch", k_addmm_out, "buf3", 0),  printed_tensor("before_launch", k_addmm_out, "buf2", NAN),
+      printed_tensor("before_launch", k_addmm_out, "buf1", 1),  printed_tensor("after_launch", k_addmm_out, "buf3", NAN),
+      printed_tensor("after_launch", k_addmm_out, "buf2", NAN), printed_tensor("after_launch", k_addmm_out, "buf1", 1)};
   SiteMapping m = map_printed_sites(printed, printing);
   CHECK(m.problem == "");
   REQUIRE(m.sites.size() == 2);
@@ -122,7 +122,7 @@ TEST_CASE("range printing: blocks map to the range's sites, not to an earlier si
   CHECK(p.exact == 2);
 
   SUBCASE("taking every site as printing would misread the addmm group as site 1's") {
-    SiteMapping all = map_printed_sites(printed, {k_addmm, k_log, k_addmm, k_tanh});
+    SiteMapping all = map_printed_sites(printed, {k_addmm_out, k_log_relu, k_addmm_out, k_tanh});
     REQUIRE(all.sites.size() == 2);
     CHECK(all.sites[1].site == 1);
   }
