@@ -195,17 +195,29 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
   return run;
 }
 
-// The driver's side: one server per environment.
+// The driver's side: one server per environment, at most k_live_servers
+// alive at once. Each holds LibTorch after its start (about 100 MB resident),
+// and a job's matrix makes one environment per variant, most of which serve
+// one run: beyond the limit, the server that has served the fewest runs (the
+// older on a tie) is stopped, and started again if its environment is asked
+// for later. Two keep the baseline environment's and the last variant's.
+constexpr size_t k_live_servers = 2;
+
 struct Server {
   pid_t pid = -1;
   int fd = -1;  // the socket
   bool dead = false;
+  uint64_t served = 0;    // runs it started
+  uint64_t last_use = 0;  // the registry's clock at its last request
 };
+
 
 struct Registry {
   std::mutex mutex;
   fs::path program;
   std::map<std::map<std::string, std::string>, Server> servers;
+  uint64_t clock = 0;
+  std::vector<pid_t> stopping;  // servers killed and not yet reaped
   ~Registry() {
     for (auto& [env, s] : servers) {
       if (s.fd >= 0) {
@@ -218,6 +230,45 @@ struct Registry {
 Registry& registry() {
   static Registry r;
   return r;
+}
+
+// Kills the server without waiting for it (a process holding LibTorch takes
+// a while to tear down): it is reaped by a later call.
+void stop_server(Registry& r, Server& s) {
+  ::close(s.fd);
+  ::kill(s.pid, SIGKILL);
+  release_group(s.pid);  // its runs are in groups of their own, untouched
+  r.stopping.push_back(s.pid);
+  s = Server{};
+}
+
+void reap_stopped(Registry& r) {
+  std::erase_if(r.stopping, [](pid_t pid) {
+    pid_t got = ::waitpid(pid, nullptr, WNOHANG);
+    return got == pid || (got < 0 && errno != EINTR);
+  });
+}
+
+// Stops live servers other than `keep` until fewer than k_live_servers are
+// alive (lib/process/forkserver.cpp's top: which one goes).
+void make_room(Registry& r, const Server* keep) {
+  for (;;) {
+    Server* victim = nullptr;
+    size_t live = 0;
+    for (auto& [env, s] : r.servers) {
+      if (s.pid < 0 || &s == keep) {
+        continue;
+      }
+      ++live;
+      if (victim == nullptr || std::pair(s.served, s.last_use) < std::pair(victim->served, victim->last_use)) {
+        victim = &s;
+      }
+    }
+    if (live < k_live_servers || victim == nullptr) {
+      return;
+    }
+    stop_server(r, *victim);
+  }
 }
 
 Server start_server(const fs::path& program, const std::map<std::string, std::string>& env) {
@@ -340,11 +391,13 @@ int forkserver_spawn(const SpawnSpec& spec) {
   if (r.program.empty() || spec.argv.empty() || fs::path(spec.argv[0]) != r.program) {
     return -1;
   }
+  reap_stopped(r);
   Server& s = r.servers[spec.env];
   if (s.dead) {
     return -1;
   }
   if (s.pid < 0) {
+    make_room(r, &s);
     s = start_server(r.program, spec.env);
     if (s.dead) {
       return -1;
@@ -372,14 +425,12 @@ int forkserver_spawn(const SpawnSpec& spec) {
   std::string line;
   // The first request waits for the server's own start (LibTorch's).
   if (!write_all(s.fd, req) || !read_reply(s.fd, line, std::chrono::seconds(60)) || line.rfind("pid ", 0) != 0) {
-    ::close(s.fd);
-    ::kill(s.pid, SIGKILL);
-    ::waitpid(s.pid, nullptr, 0);
-    release_group(s.pid);
-    s = Server{};
+    stop_server(r, s);
     s.dead = true;  // from now on this environment's runs are exec'd
     return -1;
   }
+  ++s.served;
+  s.last_use = ++r.clock;
   return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
 }
 

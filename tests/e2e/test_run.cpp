@@ -7,6 +7,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -201,16 +203,20 @@ std::vector<std::pair<int, bool>> run_starts(const nlohmann::json& report, const
   return starts;
 }
 
-// Processes that are a fork server of this build's runner.
-int runner_servers() {
-  int n = 0;
+// Processes that are a fork server of this build's runner, or a run forked
+// from one (a run keeps its server's command line).
+std::set<int> served_processes() {
+  std::set<int> pids;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     std::string cmd = e2e::read_text(e.path() / "cmdline");
-    n += cmd == std::string(AOTI_BISECT_RUNNER_BIN) + std::string("\0--serve\0", 9);
+    if (cmd == std::string(AOTI_BISECT_RUNNER_BIN) + std::string("\0--serve\0", 9)) {
+      pids.insert(std::atoi(e.path().filename().c_str()));
+    }
   }
-  return n;
+  return pids;
 }
+int runner_servers() { return static_cast<int>(served_processes().size()); }
 
 }  // namespace
 
@@ -245,6 +251,41 @@ TEST_CASE("fork server: every CPU run its own process forked from one server; AO
     left = runner_servers();
   }
   CHECK(left == 0);
+}
+
+TEST_CASE("fork server: at most two servers alive at once over a matrix of four environments") {
+  std::atomic<bool> done{false};
+  std::vector<std::set<int>> seen;  // what was alive, sampled every 20 ms
+  std::thread watch([&] {
+    while (!done) {
+      seen.push_back(served_processes());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto r = run_tool(run_args("nan_midway", false), "out");
+  done = true;
+  watch.join();
+  REQUIRE(r.report.is_object());
+  CHECK(r.code() == 1);
+  CHECK(r.report["culprit"]["kernel"] == e2e::meta_of("nan_midway")["culprit"]["kernel"]);
+  std::set<std::string> variants;
+  for (const auto& run : r.report["runs"]) {
+    variants.insert(run.value("variant", ""));
+  }
+  CHECK(variants.size() >= 3);  // the baseline's environment and at least two variants'
+  int forked = 0;
+  std::set<int> runs;
+  for (auto [pid, by_server] : run_starts(r.report, "out")) {
+    forked += by_server;
+    runs.insert(pid);
+  }
+  CHECK(forked == static_cast<int>(r.report["runs"].size()));  // a stopped server is started again when asked for
+  size_t most = 0;  // servers alive at once: the sampled processes that were not runs
+  for (const auto& alive : seen) {
+    most = std::max<size_t>(most, std::count_if(alive.begin(), alive.end(), [&](int p) { return !runs.count(p); }));
+  }
+  CHECK(most >= 1);
+  CHECK(most <= 2);
 }
 
 TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
