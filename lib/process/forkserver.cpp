@@ -211,7 +211,6 @@ struct Server {
   uint64_t last_use = 0;  // the registry's clock at its last request
 };
 
-
 struct Registry {
   std::mutex mutex;
   fs::path program;
@@ -241,14 +240,14 @@ void stop_server(Server& s) {
   s = Server{};
 }
 
-// Stops live servers other than `keep` until fewer than k_live_servers are
-// alive (lib/process/forkserver.cpp's top: which one goes).
-void make_room(Registry& r, const Server* keep) {
+// Stops live servers until fewer than k_live_servers are alive, the one that
+// has served the fewest runs first (the older on a tie).
+void make_room(Registry& r) {
   for (;;) {
     Server* victim = nullptr;
     size_t live = 0;
     for (auto& [env, s] : r.servers) {
-      if (s.pid < 0 || &s == keep) {
+      if (s.pid < 0) {
         continue;
       }
       ++live;
@@ -388,7 +387,7 @@ int forkserver_spawn(const SpawnSpec& spec) {
     return -1;
   }
   if (s.pid < 0) {
-    make_room(r, &s);
+    make_room(r);  // `s` itself is not alive
     s = start_server(r.program, spec.env);
     if (s.dead) {
       return -1;

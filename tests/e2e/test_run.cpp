@@ -210,13 +210,23 @@ std::vector<std::pair<int, bool>> run_starts(const nlohmann::json& report, const
 std::map<int, int> served_processes() {
   std::map<int, int> parent_of;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    std::string cmd = e2e::read_text(e.path() / "cmdline");
-    if (cmd == std::string(AOTI_BISECT_RUNNER_BIN) + std::string("\0--serve\0", 9)) {
-      std::string stat = e2e::read_text(e.path() / "stat");
+  // Processes come and go while /proc is read: the iterator advances with
+  // increment(ec), and a file whose process ended between open and read
+  // (ESRCH, thrown by the stream) means that process is gone. Never a throw:
+  // this also runs on the watching thread, where a throw would abort.
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path dir = it->path();
+    try {
+      if (e2e::read_text(dir / "cmdline") != std::string(AOTI_BISECT_RUNNER_BIN) + std::string("\0--serve\0", 9)) {
+        continue;
+      }
+      std::string stat = e2e::read_text(dir / "stat");
       size_t paren = stat.rfind(')');
-      int ppid = paren == std::string::npos ? 0 : std::atoi(stat.c_str() + paren + 4);  // ") S PPID"
-      parent_of[std::atoi(e.path().filename().c_str())] = ppid;
+      if (paren != std::string::npos) {
+        parent_of[std::atoi(dir.filename().c_str())] = std::atoi(stat.c_str() + paren + 4);  // ") S PPID"
+      }
+    } catch (const std::exception&) {
+      continue;
     }
   }
   return parent_of;
