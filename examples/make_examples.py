@@ -11,6 +11,8 @@ Each example NAME is written into --out DIR as:
   NAME.json          what the example is and what running it should show; written last,
                      so an example without its .json is incomplete
 
+Some examples write more files (listed in NAME.json's "files"); the eight in handoff.py (imported
+from here) also write inputs in other forms and other packages, see handoff.py.
 Every file is written to a temporary name in DIR and renamed into place.
 Deterministic: fixed seeds, fixed inputs.
 
@@ -175,16 +177,19 @@ EXAMPLES = {
         "from finite inputs. The intermediate-value printer puts no probes inside the branches. Eager computes the "
         "same NaN.",
         culprit_pattern=r"log",
+        taken_branch="true_graph_0",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
     "cond_nan_false": dict(
         description="torch.cond whose taken (false) branch makes NaN with a log of negative values; the true "
-        "branch, listed first in the wrapper, does not run",
+        "branch does not run",
         outcome="nonfinite",
         bug="h = relu(Linear(x)); torch.cond(h.sum() < 0, true: tanh(Linear(h)), false: log(Linear(h) - 100)). "
-        "The false branch runs; its log kernel makes NaN. The wrapper lists the true branch's call sites first, so "
-        "the culprit's call index in the run is smaller than its index in the wrapper.",
+        "The false branch runs; its log kernel makes NaN. Where the wrapper lists the true branch's call sites "
+        "first (torch 2.13; 2.15 writes the false branch first), the culprit's index in the run (culprit.run_index) "
+        "is smaller than its index in the wrapper.",
         culprit_pattern=r"log",
+        taken_branch="false_graph_0",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
     "bn_negative_var": dict(
@@ -238,6 +243,7 @@ EXAMPLES = {
         "(cpp_fused_add_embedding_*) reads far past the table and the process dies from a signal. Eager raises "
         "IndexError on these inputs, so there is no expected.pt.",
         culprit_pattern=r"embedding",
+        taken_branch="true_graph_0",
         expect={"exit_code": None, "signal": "SIGSEGV", "stderr_contains": None},
     ),
     "healed_nan": dict(
@@ -448,6 +454,12 @@ EXAMPLES = {
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
 }
+
+# Eight more, in examples/handoff.py: inputs and packages in the forms users hand over.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import handoff  # noqa: E402  (free of torch at import time, as this catalogue)
+
+EXAMPLES.update(handoff.EXAMPLES)
 
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
@@ -1147,6 +1159,7 @@ BUILDERS = {
     "uninit_read": build_uninit_read,
     "stuck_length": build_stuck_length,
 }
+BUILDERS.update(handoff.BUILDERS)
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 SEED = 20240531
@@ -1196,33 +1209,76 @@ def _plain(t):
     return t.detach().to("cpu").contiguous().clone()
 
 
-_CALL_RE = re.compile(r"\b((?:cpp_fused_\w+|aoti_torch_cpu_\w+))\(")
+_CALL_RE = re.compile(
+    r"\b(cpp_fused_\w+|aoti_torch_cpu_\w+)\("
+    r"|\baoti_torch_proxy_executor_call_function\(\s*proxy_executor\s*,\s*(\d+)\s*,"
+)
+_RAW_STRING_RE = re.compile(r'R"\((.*?)\)"', re.S)  # KernelContextGuard's stack traces
+
+
+def _extern_node_targets(z, wrapper):
+    """The targets of the package's extern nodes (custom operators run by the proxy executor), by
+    node index: nodes[N]["node"]["target"] of <stem>.wrapper.json beside the wrapper (older torch:
+    <stem>.json)."""
+    stem = wrapper[: -len(".wrapper.cpp")] if wrapper.endswith(".wrapper.cpp") else wrapper[: -len(".cpp")]
+    names = set(z.namelist())
+    for cand in (stem + ".wrapper.json", stem + ".json"):
+        if cand in names:
+            try:
+                nodes = json.loads(z.read(cand)).get("nodes", [])
+                return [str(n.get("node", {}).get("target", "")) for n in nodes]
+            except (ValueError, AttributeError):
+                return []
+    return []
 
 
 def kernel_call_order(package_path):
-    """Kernel and extern call sites in the wrapper's run_impl, in source order."""
+    """Kernel and extern call sites in the wrapper's run_impl, in source order. A proxy-executor
+    call of a custom operator (aoti_torch_proxy_executor_call_function(proxy_executor, N, ...)) is
+    named by its operator, e.g. "aoti_bisect_ex::scaled_log" (extern node N's target)."""
     with zipfile.ZipFile(package_path) as z:
         names = [n for n in z.namelist() if n.endswith(".cpp") and "/data/aotinductor/" in "/" + n]
         wrappers = [n for n in names if n.endswith(".wrapper.cpp")] or names
         if not wrappers:
             return [], None
         src = z.read(wrappers[0]).decode("utf-8", "replace")
+        targets = _extern_node_targets(z, wrappers[0])
     start = src.find("AOTInductorModel::run_impl(")
     if start < 0:
         return [], wrappers[0]
-    body = src[start:]
+    # Stack traces in raw strings (provenance tracking) are text, not code.
+    body = _RAW_STRING_RE.sub('""', src[start:])
     # run_impl ends at "} // AOTInductorModel::run_impl" (or, failing that, a lone "}" at column 0).
     m = re.search(r"\n}\s*(//[^\n]*)?\n", body)
     if m:
         body = body[: m.start()]
     calls = []
+    branches = []
     for line in body.splitlines():
         s = line.strip()
         if s.startswith("//"):
             continue
-        for name in _CALL_RE.findall(s):
+        for name, node in _CALL_RE.findall(s):
+            if node:
+                i = int(node)
+                name = targets[i] if i < len(targets) and targets[i] else f"proxy_executor_call_function#{i}"
             calls.append(name)
+            # A call inside a torch.cond branch names its tensors with the subgraph's prefix.
+            b = _BRANCH_RE.search(s)
+            branches.append(b.group(1) if b else "")
+    _LAST_BRANCHES[:] = branches
     return calls, wrappers[0]
+
+
+_BRANCH_RE = re.compile(r"\b((?:true|false)_graph_\d+)_(?:buf|arg)")
+_LAST_BRANCHES = []  # kernel_call_order's last list: each call's torch.cond branch ("" at top level)
+
+
+def run_index(call_index, branches, taken):
+    """The 0-based index in the RUN of the call site at `call_index` in the wrapper: call sites in a
+    torch.cond branch that did not run (any branch but `taken`) are not call sites of the run. Which
+    branch the wrapper writes first differs between torch versions (2.13: true, 2.15: false)."""
+    return sum(1 for b in branches[:call_index] if b == "" or b == taken)
 
 
 def find_culprit(spec, calls):
@@ -1231,7 +1287,8 @@ def find_culprit(spec, calls):
     A spec names it in one of three ways:
       culprit_kernel (+ culprit_occurrence, default 0): the n-th call site (0-based) whose kernel
           is exactly that name; for extern calls such as aoti_torch_cpu_addmm_out, which appear
-          at several call sites;
+          at several call sites, and custom operators run by the proxy executor, named by their
+          operator (e.g. "aoti_bisect_ex::scaled_log");
       culprit_call_index: that call site; culprit_pattern, if given too, must match its kernel;
       culprit_pattern alone: the first cpp_fused_* kernel it matches (re.search).
     A culprit that the spec names but the wrapper lacks is an error: the build fails rather than
@@ -1317,9 +1374,11 @@ def build_one(name, out_dir):
             os.unlink(p)
 
     torch.manual_seed(SEED)
+    handoff.OUT_DIR = out_dir
     built = BUILDERS[name]()
     model, inputs, configs = built[:3]
     kwargs = {k: _plain(v) for k, v in built[3].items()} if len(built) > 3 else {}
+    extras = built[4] if len(built) > 4 else {}  # {files key: (kind, value, base)}: see handoff.py
     model = model.eval()
     inputs = tuple(_plain(t) for t in inputs)
 
@@ -1374,6 +1433,8 @@ def build_one(name, out_dir):
                 # The values alone, in the dict's order: names lost.
                 "tuple_inputs": (tuple(saved.values()), f"{name}.tuple.inputs.pt"),
             }
+            if "token_type_ids" not in saved:
+                del variants["missing_key_inputs"]  # nothing to leave out
             for key, (value, base) in variants.items():
                 torch.save(value, stage.path(base))
                 files[key] = base
@@ -1440,8 +1501,30 @@ def build_one(name, out_dir):
             # says of the transposed view, in a fresh process.
             checked = _package_input_check(stage.path(files["package"]), stage.path(files["transposed_inputs"]))
 
+        extra_meta = {}
+        for key, (kind, value, base) in extras.items():
+            if kind == "meta":
+                extra_meta[key] = value
+                continue
+            if kind == "combined":
+                _package_combined(ep, stage.path(files["package"]), stage.path(base))
+                with zipfile.ZipFile(stage.path(base)) as z:
+                    if not any(n.endswith("data/sample_inputs/model.pt") for n in z.namelist()):
+                        raise RuntimeError(f"{base} holds no data/sample_inputs/model.pt")
+            else:
+                handoff.write_extra(kind, value, stage.path(base))
+            files[key] = base
+
         calls, wrapper = kernel_call_order(stage.path(files["package"]))
+        branches = list(_LAST_BRANCHES)
         culprit = find_culprit(spec, calls)
+        if culprit is not None:
+            culprit["run_index"] = run_index(culprit["call_index"], branches, spec.get("taken_branch", ""))
+        if spec.get("other_origin_patterns"):  # other sites whose NaN reach the outputs
+            extra_meta["other_origins"] = [find_culprit({"culprit_pattern": p}, calls)
+                                           for p in spec["other_origin_patterns"]]
+            if not all(o and o["call_index"] > culprit["call_index"] for o in extra_meta["other_origins"]):
+                raise RuntimeError(f"the culprit {culprit} does not come before {extra_meta['other_origins']}")
         # A site that makes NaN/Inf which never reach the outputs: the tool passes over it.
         healed = find_culprit({"culprit_pattern": spec["healed_pattern"]}, calls) if spec.get("healed_pattern") else None
         # Where a culprit's bad input comes from: a graph input (its index) or a call site.
@@ -1472,6 +1555,7 @@ def build_one(name, out_dir):
             "python_version": platform.python_version(),
             "compile_seconds": round(compile_s, 2),
             "build_seconds": round(time.monotonic() - t0, 2),
+            **extra_meta,
         }
         stage.commit_example(files, meta_base, meta)
     finally:

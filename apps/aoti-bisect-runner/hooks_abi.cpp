@@ -10,6 +10,9 @@ namespace ts = aoti_bisect::torchside;
 
 AOTI_BISECT_EXPORT int aoti_bisect_enter(const char* kernel) { return ts::hook_enter(kernel); }
 AOTI_BISECT_EXPORT void aoti_bisect_tensor(void* handle, int arg, int after) { ts::hook_tensor(handle, arg, after != 0); }
+AOTI_BISECT_EXPORT void aoti_bisect_tensor_at(void* handle, int arg, int element, int after) {
+  ts::hook_tensor(handle, arg, after != 0, element);
+}
 AOTI_BISECT_EXPORT void aoti_bisect_pointer(const void* pointer, int arg, int after) {
   ts::hook_pointer(pointer, arg, after != 0);
 }

@@ -52,6 +52,7 @@ struct Options {
   std::string tolerances;
   std::string model_facts;
   std::string hooks;
+  std::vector<std::string> libraries;  // --load-library, loaded RTLD_GLOBAL before the model
   bool contiguous_inputs = false;
 };
 
@@ -299,6 +300,7 @@ bool load_checked_inputs(const Options& opt, const ab::ModelFacts& facts, const 
 
 void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
                      ab::EventWriter& events) {
+  ab::torchside::require_operators(facts.proxy_ops, opt.libraries, opt.model);
   session.load_model(opt.package_dir, opt.model, opt.device_key);
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
@@ -327,6 +329,7 @@ int run(const Options& opt, ab::EventWriter& events) {
   if (const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES"); guard && std::string(guard) == "1") {
     ab::torchside::install_guard_page_allocator();
   }
+  ab::torchside::load_libraries(opt.libraries);
   ab::torchside::Session session;
   const ab::ModelFacts facts = model_facts(opt);
   const std::vector<std::string> files = batch_files(opt);
@@ -381,7 +384,7 @@ int run_once(int argc, char** argv) {
     // What this runner's LibTorch is, before any model: the driver picks the
     // backend profile from it (a HIP build runs "cuda" packages on ROCm).
     ab::torchside::Versions v = ab::torchside::versions("");
-    std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}}.dump().c_str());
+    std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}, {"torch_dir", v.torch_dir}}.dump().c_str());
     return 0;
   }
   CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
@@ -405,6 +408,9 @@ int run_once(int argc, char** argv) {
   app.add_option("--hooks", opt.hooks, "interposition hook library (generated per package) to bind into the model");
   app.add_flag("--contiguous-inputs", opt.contiguous_inputs,
                "copy inputs whose strides differ from the package's into its layout (else they are refused)");
+  app.add_option("--load-library", opt.libraries,
+                 "a shared library of custom operators (TORCH_LIBRARY) to load before the model (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
   try {
     app.parse(argc, argv);

@@ -99,10 +99,11 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   RunOptions& r = o.run;
   cmd->add_option("package", r.package, "the .pt2 package (aoti_compile_and_package)")->required();
   cmd->add_option("--inputs", r.inputs_given,
-                  "inputs saved with torch.save: a tuple in input order, a dict of keyword arguments, or (args, "
-                  "kwargs); bound by the package's call spec. Repeatable, and a folder (its .pt files) or a glob: "
-                  "the batches of a loop, run in order in one process; the first that fails is searched")
-      ->required()
+                  "inputs saved with torch.save (zip or legacy format) or safetensors: a tuple in input order, a "
+                  "dict of keyword arguments (a tokenizer's BatchEncoding too), or (args, kwargs); bound by the "
+                  "package's call spec. Repeatable, and a folder (its .pt files) or a glob: the batches of a loop, "
+                  "run in order in one process; the first that fails is searched. Default: the package's own "
+                  "sample inputs (data/sample_inputs/), where it has them")
       ->allow_extra_args(false);
   cmd->add_option("--calls", r.calls, "run the one --inputs N times in one process; report the failing call")
       ->check(CLI::Range(1, 1000000));
@@ -112,6 +113,10 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_flag("--contiguous-inputs", r.contiguous_inputs,
                 "run the package on copies of inputs whose strides it was not compiled for (default: refuse them, "
                 "exit 4); the report says the inputs were changed");
+  cmd->add_option("--load-library", r.load_libraries,
+                  "a shared library that registers the model's custom operators (TORCH_LIBRARY), loaded before "
+                  "the package in every run and in the eager run (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--reference", r.reference, "expected outputs saved with torch.save; enables the mismatch check");
   CLI::Option* against_eager = cmd->add_flag("--against-eager", r.against_eager,
                 "without --reference: compare with the exported program run eagerly on the same inputs");

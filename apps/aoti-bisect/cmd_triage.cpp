@@ -204,7 +204,7 @@ Action add_verify_command(CLI::App& app) {
   struct Opts {
     Common common;
     std::string package, manifest, exported_program, config, model;
-    std::vector<std::string> inputs, references, signatures;
+    std::vector<std::string> inputs, references, signatures, libraries;
     bool against_eager = false;
   };
   auto o = std::make_shared<Opts>();
@@ -223,6 +223,9 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_option("--exported-program", o->exported_program, "the model's exported program");
   cmd->add_option("--config", o->config, "YAML config, as for run");
   cmd->add_option("--model", o->model, "model name inside the package");
+  cmd->add_option("--load-library", o->libraries,
+                  "a shared library that registers the model's custom operators, as for run (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--manifest", o->manifest, "cases from a triage manifest instead of PACKAGE and --inputs");
   cmd->add_option("--signature", o->signatures, "an earlier failure's signature (repeatable)")
       ->allow_extra_args(false);
@@ -235,8 +238,10 @@ Action add_verify_command(CLI::App& app) {
     }
     TriageOptions opt = options_of(o->common, "verify");
     if (!o->manifest.empty()) {
-      if (!o->inputs.empty() || !o->references.empty()) {
-        throw Error(ErrorKind::usage, "--inputs and --reference go with a PACKAGE, not with --manifest");
+      if (!o->inputs.empty() || !o->references.empty() || !o->libraries.empty()) {
+        throw Error(ErrorKind::usage,
+                    "--inputs, --reference and --load-library go with a PACKAGE, not with --manifest (its cases "
+                    "say them)");
       }
       Manifest m = load_manifest(o->manifest, check_run_options);
       opt.cases = m.cases;
@@ -270,6 +275,7 @@ Action add_verify_command(CLI::App& app) {
         c.config = o->config;
         c.model = o->model;
         c.against_eager = o->against_eager;
+        c.load_libraries.assign(o->libraries.begin(), o->libraries.end());
         opt.cases.push_back(std::move(c));
       }
     }

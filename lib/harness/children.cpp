@@ -30,6 +30,9 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   if (s.contiguous_inputs) {
     argv.push_back("--contiguous-inputs");
   }
+  for (const auto& lib : s.load_libraries) {
+    argv.insert(argv.end(), {"--load-library", lib.string()});
+  }
   if (!req.model.facts.empty()) {
     argv.insert(argv.end(), {"--model-facts", fs::absolute(req.model.facts).string()});
   }

@@ -81,6 +81,7 @@ struct ChildSetup {
   // A run over several batches reached batch `index` of `of` (its `file`):
   // told while the run goes on (the person watching a long loop).
   std::function<void(const std::string& run_id, int index, int of, const std::string& file)> on_batch;
+  std::vector<std::filesystem::path> load_libraries;  // custom operator libraries, loaded by every run
 };
 
 // The runner's command line for a request (exposed for tests).

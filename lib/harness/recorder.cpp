@@ -64,6 +64,15 @@ void Recorder::package(PackageSummary summary, const std::string& inputs_sha256)
 
 void Recorder::package_sha256(const std::string& sha256) { m_report.package.sha256 = sha256; }
 
+void Recorder::package_torch(const std::string& version, const std::string& torch_dir,
+                             std::vector<std::string> libraries) {
+  if (m_report.package.torch_version.empty()) {
+    m_report.package.torch_version = version;
+  }
+  m_report.package.torch_dir = torch_dir;
+  m_report.package.torch_libraries = std::move(libraries);
+}
+
 void Recorder::reference(const std::string& reference_path) { m_report.reference_path = reference_path; }
 
 void Recorder::environment(const Environment& env) {
@@ -90,6 +99,12 @@ void Recorder::batch_groups(std::vector<BatchGroup> groups) {
 void Recorder::inputs_source(const std::string& path, const std::string& sha256) {
   m_report.inputs_path = path;
   m_report.inputs_sha256 = sha256;
+}
+
+void Recorder::inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin) {
+  m_report.inputs_format = format;
+  m_report.inputs_read_as = std::move(read_as);
+  m_report.inputs_origin = origin;
 }
 
 void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure,

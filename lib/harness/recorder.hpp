@@ -37,7 +37,9 @@ class Recorder {
   void start(const std::vector<std::string>& command_line, const std::string& inputs_path,
              const std::string& reference_path);
   void package(PackageSummary summary, const std::string& inputs_sha256);
-  void package_sha256(const std::string& sha256);  // hashed apart (job.cpp)
+  void package_sha256(const std::string& sha256);
+  // The torch the package was built with, as far as it shows it (package/package_torch.hpp).
+  void package_torch(const std::string& version, const std::string& torch_dir, std::vector<std::string> libraries);  // hashed apart (job.cpp)
   void reference(const std::string& reference_path);
   void environment(const Environment& env);
   void inputs(std::vector<TensorInfo> inputs, std::string binding = "");
@@ -47,6 +49,9 @@ class Recorder {
   void batch_groups(std::vector<BatchGroup> groups);  // --all-batches
   // The inputs file the report's inputs section shows (the failing batch).
   void inputs_source(const std::string& path, const std::string& sha256);
+  // What the inputs file is (package/tensor_file.hpp) and where it came from
+  // when the user gave none ("" for the user's own file).
+  void inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin = "");
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
   void findings(std::vector<MatrixFinding> findings);  // each also a line for the person watching
   void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "process/process.hpp"
 #include "protocol/runner.hpp"
 
@@ -47,7 +48,8 @@ Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
   return choose_profile(opt, device_key, ask ? runner_hip_version(opt) : "");
 }
 
-std::string runner_hip_version(const RunOptions& opt) {
+RunnerVersions runner_versions(const RunOptions& opt) {
+  RunnerVersions v;
   SpawnSpec spec;
   spec.argv = {runner_path(opt).string(), std::string(k_runner_versions_flag)};
   spec.env = current_environment();
@@ -59,7 +61,7 @@ std::string runner_hip_version(const RunOptions& opt) {
   std::error_code ec;
   fs::remove(spec.stdout_path, ec);
   if (!st.ok()) {
-    return "";
+    return v;
   }
   // The last line: LibTorch may print warnings before it.
   std::string out = st.stdout_tail;
@@ -68,11 +70,20 @@ std::string runner_hip_version(const RunOptions& opt) {
   }
   auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr,
                                  false);
-  if (!j.is_object() || !j.contains("hip") || !j["hip"].is_string()) {
-    return "";
+  if (!j.is_object()) {
+    return v;
   }
-  return j["hip"].get<std::string>();
+  auto text = [&](const char* key) {
+    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  };
+  v.ran = true;
+  v.torch = text("torch");
+  v.hip = text("hip");
+  v.torch_dir = text("torch_dir");
+  return v;
 }
+
+std::string runner_hip_version(const RunOptions& opt) { return runner_versions(opt).hip; }
 
 Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile,
                           const std::vector<std::filesystem::path>& batches) {
@@ -83,6 +94,11 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.batches = batches.size() > 1 ? batches : std::vector<std::filesystem::path>(
                                                  static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
   s.calls = batches.size() <= 1 && opt.calls > 1;
+  s.sample_inputs = opt.sample_inputs;
+  for (const auto& lib : opt.load_libraries) {
+    s.load_libraries.push_back(std::filesystem::absolute(lib));
+  }
+  s.python_library = opt.python_library;
   s.all_batches = opt.all_batches;
   s.reference = opt.reference;
   s.against_eager = opt.against_eager;

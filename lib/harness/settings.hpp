@@ -27,12 +27,15 @@ struct RunOptions {
   // Every --inputs as given: files, folders, globs (job/batches.hpp
   // expand_inputs); empty: `inputs` alone.
   std::vector<std::string> inputs_given;
+  bool sample_inputs = false;                  // `inputs` are the package's own sample inputs (no --inputs given)
   int calls = 1;                               // --calls N: the one batch N times in one process
   bool all_batches = false;                    // --all-batches: every failing batch, not the first only
   std::filesystem::path reference;             // empty = none
   bool against_eager = false;                  // no reference file: compute it from the exported program
   std::string eager_device;                    // --eager-device: "" where the program is, or "cpu"
   bool contiguous_inputs = false;              // inputs of another layout copied into the package's, not refused
+  std::vector<std::filesystem::path> load_libraries;  // --load-library: custom operator libraries for every run
+  std::filesystem::path python_library;        // libpython, loaded first where a library is a Python extension
   std::filesystem::path out_dir = "aoti-bisect-out";
   std::filesystem::path config;                // empty = none
   std::string backend;                         // "" = from the package's device key
@@ -69,9 +72,12 @@ struct Settings {
   // plain run. More than one: the job begins with the batch loop.
   std::vector<std::filesystem::path> batches;
   bool calls = false;                // the batches are --calls of one file
+  bool sample_inputs = false;        // the inputs are the package's own (no --inputs to reproduce with)
   bool all_batches = false;          // the loop goes on past failures, grouping every failing batch
   std::filesystem::path reference;   // the user's --reference; empty = none
   bool contiguous_inputs = false;
+  std::vector<std::filesystem::path> load_libraries;  // absolute; loaded by every run and the eager helper
+  std::filesystem::path python_library;  // loaded by every run before them (a library is a Python extension)
   bool against_eager = false;
   std::string eager_device;          // "" = where the exported program is; "cpu": eager moved to the CPU
   std::filesystem::path out_dir;
@@ -122,6 +128,16 @@ Profile choose_profile(const RunOptions& options, const std::string& device_key)
 // "" for a CPU or CUDA build, and when the runner cannot say (then the
 // package's device key decides, as before).
 std::string runner_hip_version(const RunOptions& options);
+
+// What `aoti-bisect-runner --versions` says of its LibTorch; `ran` false
+// (and the rest empty) when the runner cannot tell.
+struct RunnerVersions {
+  bool ran = false;
+  std::string torch;                // "2.13.0"
+  std::string hip;                  // "" unless a ROCm build
+  std::filesystem::path torch_dir;  // holds its lib/ and include/
+};
+RunnerVersions runner_versions(const RunOptions& options);
 
 // Profile, then config, then command line. Throws Error(usage) for
 // settings that cannot work together (a variant named twice, --jobs 0).

@@ -430,6 +430,8 @@ def parse_args(argv):
     p.add_argument("--node-values", help="eager: where to save each mapped buffer's eager values")
     p.add_argument("--node-info", help="eager: where to write the mapped nodes' ops and source locations")
     p.add_argument("--result", required=True, help="the result JSON to write")
+    p.add_argument("--load-library", action="append", default=[],
+                   help="a library of custom operators the program calls (torch.ops.load_library), repeatable")
     args = p.parse_args(argv)
     if args.eager_inputs or args.eager_out or args.node_values:
         if not args.eager_inputs or not (args.eager_out or args.node_values):
@@ -774,6 +776,11 @@ def run(args):
     result["torch_version"] = torch.__version__
 
     try:
+        for library in args.load_library:
+            try:
+                torch.ops.load_library(library)
+            except Exception as e:
+                raise StepError("load", f"library '{library}' cannot be loaded: {first_useful_line(e)}") from e
         if args.eager_inputs:
             ep = load_step(torch, args)
             try:

@@ -150,6 +150,35 @@ std::string query_torch_version(const fs::path& python, const WorkDir& work) {
   return version;
 }
 
+}  // namespace
+
+std::optional<fs::path> python_shared_library(const fs::path& cache_dir) {
+  fs::path python;
+  try {
+    python = resolve_python("");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  WorkDir work(cache_dir.empty() ? default_cache_dir() : cache_dir);
+  SpawnSpec spec;
+  spec.argv = {python.string(), "-c",
+               "import os, sysconfig\n"
+               "d, n = sysconfig.get_config_var('LIBDIR'), sysconfig.get_config_var('LDLIBRARY') or ''\n"
+               "print(os.path.join(d, n) if d and '.so' in n else '')"};
+  spec.env = current_environment();
+  spec.stdout_path = work.path() / "libpython.stdout";
+  spec.timeout_s = k_version_timeout_s;
+  ExitStatus status = run_process(spec);
+  std::string found = last_nonempty_line(status.stdout_tail);
+  std::error_code ec;
+  if (!status.ok() || found.empty() || !fs::exists(found, ec)) {
+    return std::nullopt;
+  }
+  return fs::path(found);
+}
+
+namespace {
+
 void check_torch_version(const std::string& found, const fs::path& python,
                          const std::string& expected) {
   if (expected.empty() || release_of(found) == release_of(expected)) {
@@ -199,6 +228,14 @@ fs::path node_map_path(const fs::path& package) {
   return p.replace_extension(".nodes.json");
 }
 
+// The operator libraries the exported program calls, for the helper to
+// load (torch.ops.load_library).
+void add_library_args(std::vector<std::string>& argv, const std::vector<fs::path>& libraries) {
+  for (const auto& lib : libraries) {
+    argv.insert(argv.end(), {"--load-library", fs::absolute(lib).string()});
+  }
+}
+
 std::vector<std::string> helper_argv(const fs::path& python, const fs::path& helper,
                                      const BuildRequest& request, const fs::path& work,
                                      const fs::path& out) {
@@ -219,6 +256,7 @@ std::vector<std::string> helper_argv(const fs::path& python, const fs::path& hel
   if (request.printer_level == 1) {
     argv.insert(argv.end(), {"--node-map", node_map_path(out).string()});
   }
+  add_library_args(argv, request.libraries);
   return argv;
 }
 
@@ -455,6 +493,7 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
     products.emplace_back(values, request.node_values_out);
     products.emplace_back(info, request.node_info_out);
   }
+  add_library_args(argv, request.libraries);
   ExitStatus status = run_process(helper_spec(argv, work, request.timeout_s));
   if (status.how == ExitStatus::How::timed_out) {
     throw Error(ErrorKind::cannot_test, fmt::format("the eager run timed out after {:g} s", request.timeout_s));

@@ -29,6 +29,7 @@ struct BuildRequest {
   double timeout_s = 1800;
   std::string expected_torch_version;      // the runner's LibTorch ("2.13.0"); "" = don't check
   std::string python;                      // empty: $AOTI_BISECT_PYTHON, else python3 on PATH
+  std::vector<std::filesystem::path> libraries;  // custom operator libraries (torch.ops.load_library)
 };
 
 struct BuildResult {
@@ -98,12 +99,19 @@ struct EagerRequest {
   // "" runs eager where the program and inputs are; "cpu" moves both there
   // first (torch.export.passes.move_to_device_pass): --eager-device cpu.
   std::string device;
+  std::vector<std::filesystem::path> libraries;  // custom operator libraries (torch.ops.load_library)
 };
 struct EagerResult {
   double seconds = 0;
   std::string torch_version;
 };
 EagerResult compute_eager_reference(const EagerRequest& request);
+
+// Python's shared library (libpython3.X.so) of the helper's python
+// (AOTI_BISECT_PYTHON, else python3), for an operator library built as a
+// Python extension module, which refers to Python's C API; nullopt when
+// that python has none.
+std::optional<std::filesystem::path> python_shared_library(const std::filesystem::path& cache_dir);
 
 // The embedded helper's source (lib/inductor/aoti_bisect_build.py).
 std::string_view build_helper_source();

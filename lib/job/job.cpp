@@ -25,7 +25,9 @@
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
-#include "package/torch_save.hpp"
+#include "package/package_torch.hpp"
+#include "package/sources_only.hpp"
+#include "package/tensor_file.hpp"
 #include "classify/signature.hpp"
 
 namespace aoti_bisect {
@@ -47,6 +49,9 @@ Stop stop_of(const Error& e) {
 struct Inspected {
   std::optional<Package> pkg;
   const ModelFiles* model = nullptr;
+  // A package_cpp_only model once its library is built (package/sources_only.hpp):
+  // the model's files with that library; `model` then points here.
+  ModelFiles built;
   WrapperInfo wrapper;
   // The package's SHA-256, hashed on a thread of its own while the package
   // is extracted (a 1 GiB package takes seconds to hash).
@@ -69,7 +74,74 @@ PackageSummary summarize_package(const Package& pkg, const ModelFiles& model, co
 
 // Opens the package and checks the files exist. Usage errors (an unknown
 // model name) propagate; the others stop the job.
-std::variant<Inspected, Stop> inspect(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
+// With no --inputs, the package's own sample inputs (extracted into the
+// output folder), else a usage error that says --inputs is needed.
+void take_sample_inputs(RunOptions& opt, const Package& pkg, const ModelFiles& model, Recorder& rec) {
+  std::string entry = pkg.sample_inputs(model);
+  if (entry.empty()) {
+    throw Error(ErrorKind::usage,
+                fmt::format("no --inputs given, and package '{}' holds no sample inputs for model '{}' "
+                            "(data/sample_inputs/{}.pt, which torch.export's package_pt2 writes beside an exported "
+                            "program): give --inputs FILE (torch.save or safetensors)",
+                            pkg.path().string(), model.name, model.name));
+  }
+  opt.inputs = opt.out_dir / "sample-inputs.pt";
+  pkg.extract_file(entry, opt.inputs);
+  opt.sample_inputs = true;
+  rec.inputs_source(display_path(opt.inputs), "");
+  rec.note(fmt::format("no --inputs given: the run uses the package's own sample inputs ({})",
+                       entry.substr(pkg.prefix().size())));
+}
+
+// Every inputs and reference file is read torch-free before any child
+// loads it: the runner's unpickler trusts the sizes these files declare.
+void check_inputs_files(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
+  TensorFile main = check_tensor_file(opt.inputs, "inputs file");
+  rec.inputs_format(std::string(tensor_file_format_name(main.format)), main.notes,
+                    opt.sample_inputs ? "the package's own sample inputs" : "");
+  for (size_t i = 1; i < batches.size(); ++i) {
+    if (batches[i] != batches[i - 1]) {
+      check_tensor_file(batches[i], "inputs file");
+    }
+  }
+  if (!opt.reference.empty()) {
+    check_tensor_file(opt.reference, "reference file");
+  }
+}
+
+// An operator library built as a Python extension module (load_inline, a
+// setuptools CppExtension) refers to Python's C API, which the runner, a
+// C++ program, does not carry: Python's own library is loaded before it.
+void load_python_for_extensions(RunOptions& opt, Recorder& rec) {
+  for (const auto& lib : opt.load_libraries) {
+    ElfFacts elf;
+    try {
+      elf = read_elf_facts(lib);
+    } catch (const Error&) {
+      continue;  // the runner says why it cannot be loaded
+    }
+    bool python = std::any_of(elf.slots.begin(), elf.slots.end(), [](const GotSlot& s) {
+      return s.symbol.rfind("Py", 0) == 0 || s.symbol.rfind("_Py", 0) == 0;
+    });
+    if (!python) {
+      continue;
+    }
+    std::optional<fs::path> libpython = python_shared_library(opt.cache_dir);
+    if (!libpython) {
+      rec.note(fmt::format("library '{}' is a Python extension module (it refers to Python's C API), and python3 "
+                           "has no shared libpython to load before it",
+                           display_path(lib)));
+      return;
+    }
+    opt.python_library = *libpython;
+    rec.note(fmt::format("library '{}' is a Python extension module (it refers to Python's C API): {} is loaded "
+                         "before it",
+                         display_path(lib), display_path(*libpython)));
+    return;
+  }
+}
+
+std::variant<Inspected, Stop> inspect(RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
   rec.begin_phase("inspect", display_path(opt.package));
   Inspected in;
   try {
@@ -78,20 +150,16 @@ std::variant<Inspected, Stop> inspect(const RunOptions& opt, const std::vector<f
     in.model = &in.pkg->select_model(opt.model);
     in.wrapper = in.pkg->wrapper_info(*in.model);
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);
+    if (opt.inputs.empty()) {
+      take_sample_inputs(opt, *in.pkg, *in.model, rec);
+    }
     require_file(opt.inputs, "inputs file");
     rec.package(std::move(summary), sha256_file(opt.inputs));
-    // The runner's unpickler trusts the sizes these files declare.
-    check_torch_save(opt.inputs, "inputs file");
-    for (size_t i = 1; i < batches.size(); ++i) {
-      if (batches[i] != batches[i - 1]) {
-        require_file(batches[i], "inputs file");
-        check_torch_save(batches[i], "inputs file");
-      }
+    for (const auto& lib : opt.load_libraries) {
+      require_file(lib, "library (--load-library)");
     }
-    if (!opt.reference.empty()) {
-      require_file(opt.reference, "reference file");
-      check_torch_save(opt.reference, "reference file");
-    }
+    load_python_for_extensions(opt, rec);
+    check_inputs_files(opt, batches, rec);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::usage) {
       throw;
@@ -121,7 +189,9 @@ std::string reproduce_command(const Settings& s, const std::map<std::string, std
   if (!s.model.empty()) {
     parts.push_back("--model " + shell_quote(s.model));
   }
-  if (batches.size() > 1 && s.calls) {
+  if (s.sample_inputs) {
+    // the package's own sample inputs: no --inputs
+  } else if (batches.size() > 1 && s.calls) {
     parts.push_back("--inputs " + shell_quote(display_path(s.inputs)) + fmt::format(" --calls {}", batches.size()));
   } else {
     for (const auto& b : batches.empty() ? std::vector<fs::path>{s.inputs} : batches) {
@@ -130,6 +200,9 @@ std::string reproduce_command(const Settings& s, const std::map<std::string, std
   }
   if (s.contiguous_inputs) {
     parts.push_back("--contiguous-inputs");
+  }
+  for (const auto& lib : s.load_libraries) {
+    parts.push_back("--load-library " + shell_quote(display_path(lib)));
   }
   if (!s.reference.empty()) {
     parts.push_back("--reference " + shell_quote(display_path(s.reference)));
@@ -145,7 +218,8 @@ std::string reproduce_command(const Settings& s, const std::map<std::string, std
 
 // --against-eager: the exported program run eagerly on the inputs. Returns
 // the reference to compare with (the user's, the eager one, or none).
-std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected& in, Recorder& rec) {
+std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected& in, const fs::path& work,
+                                             Recorder& rec) {
   if (!s.against_eager || !s.reference.empty()) {
     return s.reference;
   }
@@ -158,11 +232,13 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   EagerRequest req;
   req.exported_program = *ep;
   req.model_name = ep_model;
-  req.inputs = s.inputs;
   req.out = s.out_dir / "eager-reference.pt";
+  req.libraries = s.load_libraries;
   req.cache_dir = s.cache_dir;
   req.device = s.eager_device;
   try {
+    // torch.load (weights_only) reads torch.save's zip format only.
+    req.inputs = plain_torch_save(s.inputs, "inputs file", work);
     compute_eager_reference(req);
   } catch (const EagerRunFailed& e) {
     // Eager fails on these inputs too: the package's run may still fault or
@@ -298,6 +374,10 @@ class Job {
     }
   }
   JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
+  void build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s);
+  void note_package_torch(const Inspected& in, const fs::path& package_dir);
+  Stop versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner) const;
+  PackageTorch m_built_with;        // the torch the package was built with, as far as it shows it
 
   RunOptions m_opt;                 // inputs set to the first batch once --inputs is expanded
   std::vector<fs::path> m_batches;  // every --inputs, expanded (job/batches.hpp); empty: m_opt.inputs
@@ -388,18 +468,24 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   ModelDir model;
   try {
     model.dir = in.pkg->extract(work.path() / "package", in.model);
+    build_from_sources(in, model.dir, s);
+    note_package_torch(in, model.dir);
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
     check_model_library(model.dir, *in.model, in.wrapper);
     settle_package_hash();
   } catch (const Error& e) {
     return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }
-  auto reference = reference_phase(s, in, m_rec);
+  auto reference = reference_phase(s, in, work.path(), m_rec);
   if (auto* stop = std::get_if<Stop>(&reference)) {
     return fail(*stop);
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
                    s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs, {}};
+  if (!s.python_library.empty()) {
+    setup.load_libraries.push_back(s.python_library);
+  }
+  setup.load_libraries.insert(setup.load_libraries.end(), s.load_libraries.begin(), s.load_libraries.end());
   setup.on_batch = [this](const std::string& id, int index, int of, const std::string& file) {
     m_rec.progress().batch(id, index, of, display_path(file));
   };
@@ -412,6 +498,78 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   Runs runs(*children, m_rec);
   JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
   return run_matrix(s, in, env, model);
+}
+
+// Which torch built the package (its recorded compile command, the
+// libraries its library needs), for the report and for the line that says
+// why a runner of another torch cannot load it.
+void Job::note_package_torch(const Inspected& in, const fs::path& package_dir) {
+  const fs::path so = package_dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
+  std::string wrapper = in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp);
+  std::string flags = in.model->compile_flags_json.empty() ? "" : in.pkg->read_entry(in.model->compile_flags_json);
+  m_built_with = package_torch(wrapper, flags, in.model->shared_object.empty() ? fs::path() : so);
+  m_rec.package_torch(m_built_with.version, m_built_with.torch_dir.empty() ? "" : display_path(m_built_with.torch_dir),
+                      m_built_with.libraries);
+}
+
+// A runner that cannot load the package because it was built by another
+// torch (its library needs libtorch.so where this LibTorch has none, or
+// AOTInductor runtime symbols of another version): one line naming both
+// versions and how to get a matching runner.
+Stop Job::versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner_env) const {
+  std::string runner = torch_release(runner_env.count("torch") ? runner_env.at("torch") : "");
+  const std::string& built = m_built_with.version;
+  bool load_failed = stop.message.find("cannot be loaded") != std::string::npos;
+  if (stop.verdict != Verdict::could_not_test || !load_failed || built.empty() || runner.empty() || built == runner) {
+    return stop;
+  }
+  std::string why = stop.message.substr(stop.message.find("cannot be loaded"));
+  return {Verdict::could_not_test,
+          fmt::format("package '{}' was built by torch {}{}, and this runner's LibTorch is {}: the model {}; run it "
+                      "with a runner built against torch {} (AOTI_BISECT_TORCH_VERSION={} scripts/build, then "
+                      "AOTI_BISECT_RUNNER=build-torch-{}/apps/aoti-bisect-runner)",
+                      display_path(m_opt.package), built,
+                      m_built_with.libraries.empty() ? "" : fmt::format(" (it links {})", join(m_built_with.libraries, ", ")),
+                      runner, why, built, built, built)};
+}
+
+// A package that ships its model's sources, not its library
+// (package_cpp_only): the library built from them with their own flags
+// against the runner's LibTorch, once (cached), as LibTorch's loader would
+// at every load.
+void Job::build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s) {
+  const fs::path model_dir = package_dir / "data" / "aotinductor" / in.model->name;
+  std::optional<SourcesOnly> src = sources_only(model_dir, *in.model);
+  if (!src) {
+    return;
+  }
+  m_rec.begin_phase("build", "the model's library from the package's own sources (package_cpp_only)");
+  RunnerVersions runner = runner_versions(m_opt);
+  if (runner.torch_dir.empty()) {
+    throw Error(ErrorKind::cannot_test,
+                "the package holds sources only (package_cpp_only), and the runner does not say where its LibTorch "
+                "is, to compile them against");
+  }
+  fs::path cache = s.cache_dir.empty() ? default_cache_dir() : s.cache_dir;
+  SourcesOnlyBuild built = build_sources_only(*src, runner.torch_dir, cache,
+                                              s.build_timeout_s,
+                                              [this](const std::string& line) { m_rec.progress().note(line); });
+  BuildRecord record;
+  record.purpose = "model library";
+  record.source = "package sources (package_cpp_only)";
+  record.fidelity = "the package's own sources and flags, compiled as LibTorch's loader compiles them";
+  record.key = built.library.parent_path().filename().string();
+  record.cache_hit = built.cache_hit;
+  record.seconds = built.seconds;
+  record.torch_version = runner.torch;
+  m_rec.build(record, !built.cache_hit);
+  m_rec.note(fmt::format("the package holds sources only (package_cpp_only): its model library was built from them "
+                         "with their own flags against torch {} ({}, {})",
+                         runner.torch, display_path(built.compiler),
+                         built.cache_hit ? "found in the cache" : fmt::format("{:.1f} s", built.seconds)));
+  in.built = *in.model;
+  in.built.shared_object = in.built.dir + src->library.filename().string();
+  in.model = &in.built;
 }
 
 JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model) {
@@ -442,7 +600,13 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     m_rec.note(changed);
   }
   if (auto stop = broken_run(results[0])) {
-    return fail(*stop);
+    return fail(versions_apart(*stop, base.environment));
+  }
+  if (std::string runner = torch_release(base.environment.count("torch") ? base.environment.at("torch") : "");
+      !m_built_with.version.empty() && !runner.empty() && m_built_with.version != runner) {
+    m_rec.note(fmt::format("the package was built by torch {}, the runner's LibTorch is {}: a package runs with the "
+                           "LibTorch it was built with (AOTInductor's runtime is compiled into it)",
+                           m_built_with.version, runner));
   }
   if (base.kind == OutcomeKind::input_mismatch) {
     const auto& ran = results[0].batches;

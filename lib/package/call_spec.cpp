@@ -320,6 +320,20 @@ InputBinding bind_inputs(const std::optional<TreeSpec>& in_spec, const InputValu
         return tried.back().binding;
       }
     }
+    // A safetensors file for positional arguments: its keys (in natural
+    // order, package/tensor_file.hpp) stand for positions.
+    if (value.kind == InputValue::Kind::dict && value.keys_are_positions && !args.children.empty() &&
+        value.children.size() == args.children.size()) {
+      InputValue seq = value;
+      seq.kind = InputValue::Kind::tuple;
+      tried.push_back(attempt("keys in order as positional arguments", [&](Matcher& m) { return match_args(m, seq); }));
+      if (tried.back().ok) {
+        for (size_t i = 0; i < tried.back().binding.names.size() && i < value.keys.size(); ++i) {
+          tried.back().binding.names[i] = "'" + value.keys[i] + "' as " + tried.back().binding.names[i];
+        }
+        return tried.back().binding;
+      }
+    }
     // The one positional argument itself (a tensor, a dict of tensors).
     if (args.children.size() == 1) {
       tried.push_back(attempt("single argument", [&](Matcher& m) { return m.match(args.children[0], value, "args[0]"); }));

@@ -48,6 +48,9 @@ struct InputValue {
   std::vector<std::string> keys;    // dict: its keys, in file order
   std::vector<InputValue> children;
   int tensor = -1;                  // tensor: its index in file order
+  // dict: its keys stand for positions where the spec takes positional
+  // arguments (a safetensors file, which holds nothing but named tensors)
+  bool keys_are_positions = false;
 };
 
 struct InputBinding {

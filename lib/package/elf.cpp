@@ -88,6 +88,7 @@ ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
   }
   uint64_t strtab = 0, symtab = 0, rela = 0, relasz = 0, jmprel = 0, pltrelsz = 0, syment = sizeof(Elf64_Sym);
   uint64_t gnu_hash = 0, hash = 0;
+  std::vector<uint64_t> needed;  // DT_NEEDED names, as offsets into the string table
   for (uint64_t off = dynamic->p_offset; off + sizeof(Elf64_Dyn) <= dynamic->p_offset + dynamic->p_filesz;
        off += sizeof(Elf64_Dyn)) {
     auto d = r.at<Elf64_Dyn>(off);
@@ -105,6 +106,7 @@ ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
       case DT_HASH: hash = d.d_un.d_ptr; break;
       case DT_GNU_HASH: gnu_hash = d.d_un.d_ptr; break;
       case DT_SYMBOLIC: facts.symbolic = true; break;
+      case DT_NEEDED: needed.push_back(d.d_un.d_val); break;
       case DT_FLAGS: facts.symbolic = facts.symbolic || (d.d_un.d_val & DF_SYMBOLIC) != 0; break;
       default: break;
     }
@@ -113,6 +115,9 @@ ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
     throw Error(ErrorKind::cannot_test, what + " has no dynamic symbol table");
   }
   uint64_t str_off = file_off(strtab), sym_off = file_off(symtab);
+  for (uint64_t n : needed) {
+    facts.needed.push_back(r.str(str_off + n));
+  }
   auto sym = [&](uint64_t index) { return r.at<Elf64_Sym>(sym_off + index * syment); };
   auto collect = [&](uint64_t table, uint64_t size) {
     if (table == 0) {

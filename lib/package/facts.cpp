@@ -1,5 +1,7 @@
 #include "package/facts.hpp"
 
+#include <algorithm>
+
 #include "common/error.hpp"
 #include "common/files.hpp"
 
@@ -39,13 +41,18 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
     f.returned.push_back(name);
   }
   for (const auto& site : w.call_sites) {
-    f.sites.push_back({site.kernel, site.args, site.in_out});
+    f.sites.push_back({site.kernel, site.args, site.in_out, site.elements});
   }
   f.constants = w.constants;
   f.moves = w.value_moves;
   f.reuse = w.moves;
   f.in_spec = w.in_spec;
   f.out_spec = w.out_spec;
+  for (const auto& op : w.proxy_ops) {
+    if (!op.empty() && std::find(f.proxy_ops.begin(), f.proxy_ops.end(), op) == f.proxy_ops.end()) {
+      f.proxy_ops.push_back(op);
+    }
+  }
   return f;
 }
 
@@ -63,7 +70,7 @@ nlohmann::json to_json(const ModelFacts& f) {
   }
   nlohmann::json sites = nlohmann::json::array();
   for (const auto& site : f.sites) {
-    sites.push_back({{"kernel", site.kernel}, {"args", site.args}, {"in_out", site.in_out}});
+    sites.push_back({{"kernel", site.kernel}, {"args", site.args}, {"in_out", site.in_out}, {"elements", site.elements}});
   }
   return {{"num_inputs", f.num_inputs ? nlohmann::json(*f.num_inputs) : nlohmann::json(nullptr)},
           {"inputs", inputs},
@@ -76,7 +83,8 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"moves", f.moves},
           {"reuse", f.reuse},
           {"in_spec", f.in_spec},
-          {"out_spec", f.out_spec}};
+          {"out_spec", f.out_spec},
+          {"proxy_ops", f.proxy_ops}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -105,13 +113,15 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.returned = j.at("returned").get<std::vector<std::string>>();
     for (const auto& site : j.value("sites", nlohmann::json::array())) {
       f.sites.push_back({site.at("kernel").get<std::string>(), site.at("args").get<std::vector<std::string>>(),
-                         site.value("in_out", std::vector<int>{})});
+                         site.value("in_out", std::vector<int>{}),
+                         site.value("elements", std::vector<std::vector<std::string>>{})});
     }
     f.constants = j.value("constants", std::vector<std::string>{});
     f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
     f.reuse = j.value("reuse", std::vector<std::pair<std::string, std::string>>{});
     f.in_spec = j.value("in_spec", std::string());
     f.out_spec = j.value("out_spec", std::string());
+    f.proxy_ops = j.value("proxy_ops", std::vector<std::string>{});
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

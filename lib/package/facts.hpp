@@ -28,6 +28,7 @@ struct ModelFacts {
     std::string kernel;
     std::vector<std::string> args;
     std::vector<int> in_out;  // argument positions a cpp kernel reads and writes in place
+    std::vector<std::vector<std::string>> elements;  // a list argument's tensors (CallSite::elements)
   };
   std::vector<Site> sites;
   std::vector<std::string> constants;
@@ -40,6 +41,9 @@ struct ModelFacts {
   // bound to the flat inputs, and what the outputs are called.
   std::string in_spec;
   std::string out_spec;
+  // Custom operators the model runs through the proxy executor
+  // (WrapperInfo::proxy_ops): each must be registered before it loads.
+  std::vector<std::string> proxy_ops;
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

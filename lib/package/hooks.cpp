@@ -196,7 +196,7 @@ void probe_lines(const std::vector<HookParam>& params, bool kernel, std::string&
           li = params[j].name == len ? j : li;
         }
         both(fmt::format("    for (int64_t i = 0; a{{0}} && i < (int64_t)a{}; ++i) if (a{{0}}[i]) "
-                         "aoti_bisect_tensor(a{{0}}[i], {{0}}, {{1}});\n",
+                         "aoti_bisect_tensor_at(a{{0}}[i], {{0}}, (int)i, {{1}});\n",
                          li),
              i);
         break;
@@ -217,6 +217,7 @@ typedef struct AtenTensorOpaque* AtenTensorHandle;
 // The runner's callbacks (apps/aoti-bisect-runner/hooks_abi.cpp).
 int aoti_bisect_enter(const char* kernel);
 void aoti_bisect_tensor(void* handle, int arg, int after);
+void aoti_bisect_tensor_at(void* handle, int arg, int element, int after);
 void aoti_bisect_pointer(const void* pointer, int arg, int after);
 void aoti_bisect_launched(int failed);
 void aoti_bisect_data_ptr(void* handle, void* pointer);
@@ -274,6 +275,20 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
   std::string table;
   std::set<std::string> done;
   int n = 0;
+  // What a hook tells the runner it entered: its symbol, or for the proxy
+  // executor's one function, the operator its extern node runs.
+  std::string proxy_table;
+  auto enter_name = [&](const std::string& symbol) -> std::string {
+    if (symbol != k_proxy_call || wrapper.proxy_ops.empty()) {
+      return fmt::format("\"{}\"", symbol);
+    }
+    std::vector<std::string> ops;
+    for (const auto& op : wrapper.proxy_ops) {
+      ops.push_back(fmt::format("\"{}\"", op.empty() ? std::string(k_proxy_call) : op));
+    }
+    proxy_table = fmt::format("static const char* const aoti_bisect_proxy_ops[] = {{{}}};\n", join(ops, ", "));
+    return fmt::format("(a1 >= 0 && a1 < {} ? aoti_bisect_proxy_ops[a1] : \"{}\")", ops.size(), k_proxy_call);
+  };
   auto add = [&](const std::string& symbol, const std::vector<HookParam>& params, bool kernel, bool site) {
     std::vector<std::string> types;
     for (const auto& p : params) {
@@ -306,7 +321,10 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
         body += fmt::format("  aoti_bisect_forget(a0);\n  return real_{}({});\n}}\n\n", n, join(call, ", "));
       }
     } else {
-      body += fmt::format("  int m = aoti_bisect_enter(\"{}\");\n", symbol);
+      std::string entered = enter_name(symbol);
+      body = proxy_table + body;
+      proxy_table.clear();
+      body += fmt::format("  int m = aoti_bisect_enter({});\n", entered);
       body += fmt::format("  if (m) {{\n{}  }}\n", before);
       if (kernel) {
         body += fmt::format("  real_{}({});\n  const int e = 0;\n  aoti_bisect_launched(0);\n", n, join(call, ", "));
@@ -322,7 +340,8 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
   };
   std::vector<const TritonLaunch*> launches;
   for (const auto& site : wrapper.call_sites) {
-    if (!done.insert(site.kernel).second) {
+    const std::string symbol = called_symbol(site);
+    if (!done.insert(symbol).second) {
       continue;
     }
     if (site.kind == KernelKind::triton) {
@@ -338,13 +357,13 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
     }
     bool kernel = site.kind == KernelKind::cpp;
     const auto& decls = kernel ? kernels : shims;
-    auto it = decls.find(site.kernel);
+    auto it = decls.find(symbol);
     if (it == decls.end()) {
-      lib.problems.push_back(site.kernel + (kernel ? ": no declaration in the wrapper or kernel source"
-                                                   : ": no declaration in the installed C-shim headers"));
+      lib.problems.push_back(symbol + (kernel ? ": no declaration in the wrapper or kernel source"
+                                              : ": no declaration in the installed C-shim headers"));
       continue;
     }
-    add(site.kernel, it->second, kernel, true);
+    add(symbol, it->second, kernel, true);
   }
   if (!launches.empty()) {
     HookText cuda{"", "", n, {}};

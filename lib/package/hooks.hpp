@@ -51,6 +51,6 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
 
 // The callbacks' ABI version, written into the generated file and checked by
 // the runner, so that a cached library from another version is never bound.
-inline constexpr int k_hook_abi_version = 1;
+inline constexpr int k_hook_abi_version = 2;
 
 }  // namespace aoti_bisect

@@ -4,6 +4,7 @@
 
 #include "common/files.hpp"
 #include "package/call_spec.hpp"
+#include "package/package_torch.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -21,6 +22,20 @@ std::vector<const ModelFiles*> chosen(const Package& pkg, const std::string& mod
 }
 
 std::string base_name(const std::string& entry) { return entry.substr(entry.find_last_of('/') + 1); }
+
+// The torch a model was built with, from its recorded compile command.
+PackageTorch built_with(const Package& pkg, const ModelFiles& m) {
+  return package_torch(m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp),
+                       m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json), "");
+}
+
+std::string built_with_text(const PackageTorch& t) {
+  if (t.torch_dir.empty()) {
+    return "(not recorded)";
+  }
+  return fmt::format("{} ({})", t.version.empty() ? "a torch no longer installed there" : "torch " + t.version,
+                     display_path(t.torch_dir));
+}
 
 }  // namespace
 
@@ -42,6 +57,10 @@ nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model
                    {"metadata_json", base_name(m->metadata_json)},
                    {"shared_object", base_name(m->shared_object)},
                    {"cubins", m->cubins.size()}};
+    PackageTorch t = built_with(pkg, *m);
+    jm["built_with"] = {{"torch_version", t.version.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.version)},
+                        {"torch_dir", t.torch_dir.empty() ? nlohmann::ordered_json(nullptr)
+                                                           : nlohmann::ordered_json(display_path(t.torch_dir))}};
     jm["instrumented"] = w.instrumented;
     jm["printer_level"] = w.printer_level;
     jm["has_exported_program"] = !pkg.exported_programs().empty();
@@ -86,6 +105,7 @@ std::string inspect_table(const Package& pkg, const std::string& model) {
     WrapperInfo w = pkg.wrapper_info(*m);
     out += fmt::format("\nmodel '{}'\n", m->name);
     out += fmt::format("  device key   {}\n", m->device_key().empty() ? "(missing)" : m->device_key());
+    out += fmt::format("  built with   {}\n", built_with_text(built_with(pkg, *m)));
     for (const auto& [k, v] : m->metadata) {
       if (k != "AOTI_DEVICE_KEY") {
         out += fmt::format("  {:<24} {}\n", k, v.empty() ? "\"\"" : v);

@@ -98,6 +98,16 @@ void classify_model_file(ModelFiles& m, const std::string& entry) {
     m.metadata_json = entry;
   } else if (base.ends_with(".so")) {
     m.shared_object = entry;
+  } else if (base == "kernel_information.json") {
+    m.kernel_information_json = entry;
+  } else if (base.ends_with("_compile_flags.json")) {
+    m.compile_flags_json = entry;
+  } else if (base.ends_with("_linker_flags.json")) {
+    m.linker_flags_json = entry;
+  } else if (base.ends_with(".wrapper.json") ||
+             (base.ends_with(".json") && !base.ends_with("_metadata.json") && m.extern_json.empty())) {
+    m.extern_json = entry;
+    m.other.push_back(entry);
   } else if (base.ends_with(".cubin") || base.ends_with(".hsaco") || base.ends_with(".spv")) {
     m.cubins.push_back(entry);
   } else {
@@ -291,6 +301,24 @@ const ModelFiles& Package::select_model(const std::string& requested) const {
                                             requested, fmt::join(model_names(), ", ")));
 }
 
+std::string Package::sample_inputs(const ModelFiles& model) const {
+  const std::string entry = m_prefix + "data/sample_inputs/" + model.name + ".pt";
+  return std::find(m_entries.begin(), m_entries.end(), entry) == m_entries.end() ? "" : entry;
+}
+
+void Package::extract_file(const std::string& name, const fs::path& dest) const {
+  ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
+  std::ofstream o(dest, std::ios::binary | std::ios::trunc);
+  if (!o) {
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}': {}", dest.string(), std::strerror(errno)));
+  }
+  z.stream(z.index_of(name), [&](const char* p, size_t n) { o.write(p, static_cast<std::streamsize>(n)); });
+  o.close();
+  if (!o) {
+    throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", dest.string()));
+  }
+}
+
 std::string Package::read_entry(const std::string& name) const {
   ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
   return z.read(name);
@@ -300,7 +328,14 @@ WrapperInfo Package::wrapper_info(const ModelFiles& model) const {
   if (model.wrapper_cpp.empty()) {
     return {};
   }
-  return parse_wrapper(read_entry(model.wrapper_cpp));
+  WrapperInfo info = parse_wrapper(read_entry(model.wrapper_cpp));
+  if (!model.extern_json.empty()) {
+    name_proxy_calls(info, read_entry(model.extern_json));
+  }
+  if (!model.kernel_information_json.empty()) {
+    attach_kernel_information(info, read_entry(model.kernel_information_json));
+  }
+  return info;
 }
 
 fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {

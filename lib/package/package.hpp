@@ -28,6 +28,14 @@ struct ModelFiles {
   std::string kernel_cpp;
   std::string metadata_json;
   std::string shared_object;
+  // The extern nodes the proxy executor runs (`<stem>.wrapper.json`, older
+  // `<stem>.json`): custom operators by node index.
+  std::string extern_json;
+  // trace.provenance_tracking_level's map from call sites to Python source.
+  std::string kernel_information_json;
+  // aot_inductor.package_cpp_only: the flags to build the library with.
+  std::string compile_flags_json;
+  std::string linker_flags_json;
   std::vector<std::string> cubins;
   std::vector<std::string> other;
   std::map<std::string, std::string> metadata;  // parsed metadata_json
@@ -68,6 +76,13 @@ class Package {
   // Error(usage) for an unknown name (listing the ones there are) or when
   // several exist and none was named.
   const ModelFiles& select_model(const std::string& requested) const;
+
+  // The archive entry of the sample inputs saved beside `model`'s exported
+  // program (data/sample_inputs/<name>.pt, written by package_pt2); "" when
+  // the archive holds none.
+  std::string sample_inputs(const ModelFiles& model) const;
+  // Writes entry `name` to the file `dest` (its folder must exist).
+  void extract_file(const std::string& name, const std::filesystem::path& dest) const;
 
   // Text of one entry (throws Error(cannot_test) if unreadable).
   std::string read_entry(const std::string& name) const;

@@ -14,23 +14,24 @@
 namespace aoti_bisect {
 
 // Refuses, with Error(cannot_test) and one line naming `what` ("inputs file")
-// and the path, a torch.save archive:
-// - whose entries declare more than zip_expansion_cap of its size, or that
-//   holds one entry name twice, or that is a damaged zip archive;
-// - whose data.pkl is not a pickle LibTorch reads (an unknown opcode, a
-//   truncated stream, a storage reference of another form);
-// - with a storage whose element count times its element size is not the
-//   size of its record (data/<key>);
-// - with a tensor whose shape and strides reach past its storage, or whose
+// and the path, a pickle LibTorch would load past what its file holds:
+// - one LibTorch does not read (an unknown opcode, a truncated stream, a
+//   storage reference of another form);
+// - a storage whose element count times its element size is not the size
+//   of its record;
+// - a tensor whose shape and strides reach past its storage, or whose
 //   elements (what a contiguous copy takes) pass the cap, each or in all.
-// A file that is not a zip archive at all is left to the loader, which says
-// so in its own words.
-void check_torch_save(const std::filesystem::path& path, const std::string& what);
-
-// The pickle part alone (for tests and fuzzing): `pickle` is data.pkl's
+// package/tensor_file.hpp check_tensor_file applies it to every inputs and
+// reference file (zip, legacy or safetensors) before any child loads one.
+//
+// `pickle` is data.pkl's
 // bytes, `record_size(key)` the declared size of data/<key> (-1 when there
 // is none), `archive_bytes` the file's size (its tensors' cap is
 // zip_expansion_cap of it). Errors read "<what> '<path>' ...".
+// The element size of a storage type as a pickle names it ("torch
+// FloatStorage" -> 4, "torch.storage UntypedStorage" -> 1); 0 when unknown.
+uint64_t storage_item_size(const std::string& type);
+
 void check_torch_pickle(const std::string& pickle, const std::function<std::int64_t(const std::string&)>& record_size,
                         uint64_t archive_bytes, const std::string& what, const std::filesystem::path& path);
 

@@ -1,5 +1,6 @@
 #include "package/wrapper.hpp"
 
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/call_spec.hpp"
 #include "package/hooks.hpp"
@@ -10,6 +11,8 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace aoti_bisect {
 namespace {
@@ -100,8 +103,8 @@ std::optional<CallSite> call_site_of(std::string_view t, const std::set<std::str
       return CallSite{0, id, cpp_kernels.count(id) ? KernelKind::cpp : KernelKind::triton, 0, ""};
     }
   }
-  if (t.find("aoti_torch_proxy_executor_call_function(") != std::string_view::npos) {
-    return CallSite{0, "aoti_torch_proxy_executor_call_function", KernelKind::extern_call, 0, ""};
+  if (t.find(std::string(k_proxy_call) + "(") != std::string_view::npos) {
+    return CallSite{0, std::string(k_proxy_call), KernelKind::extern_call, 0, ""};
   }
   for (std::string_view dev : {"aoti_torch_cpu_", "aoti_torch_cuda_", "aoti_torch_xpu_", "aoti_torch_mps_"}) {
     if (auto id = called_ident_with_prefix(t, dev)) {
@@ -256,6 +259,39 @@ std::string arg_name(std::string_view a) {
   return id.size() == a.size() ? id : "";
 }
 
+// A list argument's tensors (`std::array<AtenTensorHandle, 2>{buf2,
+// buf4}.data()`, `std::vector<AtenTensorHandle>{...}.data()`), and a proxy
+// call's extern node (its second argument).
+void note_list_elements(const std::vector<std::string>& texts, CallSite& site) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string_view a = texts[i];
+    size_t open = a.find('{');
+    if ((a.rfind("std::array<", 0) != 0 && a.rfind("std::vector<", 0) != 0) || open == std::string_view::npos) {
+      continue;
+    }
+    size_t close = cpp_text::closing_bracket(a, open);
+    if (close == std::string_view::npos) {
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const auto& e : split_call_arguments(a.substr(open, close - open + 1))) {
+      names.push_back(arg_name(e));
+    }
+    site.elements.resize(texts.size());
+    site.elements[i] = std::move(names);
+  }
+  if (site.kernel == k_proxy_call && texts.size() > 1) {
+    std::string_view n = trim(texts[1]);
+    int node = 0;
+    bool digits = !n.empty() && n.size() < 9;
+    for (char c : n) {
+      digits = digits && std::isdigit(static_cast<unsigned char>(c));
+      node = node * 10 + (c - '0');
+    }
+    site.extern_node = digits ? node : -1;
+  }
+}
+
 // "[[maybe_unused]] auto& ln_weight = constants_->at(0);" -> (0, "ln_weight").
 std::optional<std::pair<size_t, std::string>> constant_alias(std::string_view t) {
   size_t amp = t.find("auto& ");
@@ -404,6 +440,8 @@ WrapperInfo parse_wrapper(const std::string& source) {
     info.found = true;
   }
   std::string pending_nodes;
+  std::string pending_handle;               // `// [Provenance debug handles] K:H`
+  std::vector<std::string> pending_stacks;  // KernelContextGuard _ctx("K", R"(...)");
   std::set<std::string> printed;  // kernels printed before launch since the previous call site
   std::map<std::string, std::string> views;  // name -> the tensor it is a view of
   for (size_t i = first; i < last; ++i) {
@@ -418,7 +456,41 @@ WrapperInfo parse_wrapper(const std::string& source) {
     if (auto v = view_declaration(t)) {
       views[v->first] = v->second;
     }
+    if (t.rfind("KernelContextGuard ", 0) == 0) {
+      // The stack is a raw string over several lines: taken whole, and
+      // its lines (the model's Python source) never read as code.
+      size_t open = lines[i].find("R\"(");
+      if (open != std::string_view::npos) {
+        std::string stack;
+        std::string_view rest = lines[i].substr(open + 3);
+        size_t j = i;
+        while (rest.find(")\"") == std::string_view::npos && j + 1 < last) {
+          stack += std::string(rest) + "\n";
+          rest = lines[++j];
+        }
+        stack += std::string(rest.substr(0, rest.find(")\"")));
+        i = j;
+        // One stack per fused node: each begins with an unindented `File "`.
+        std::string one;
+        for (const auto& l : split_lines(stack)) {
+          if (l.rfind("File \"", 0) == 0 && !trim(one).empty()) {
+            pending_stacks.push_back(std::string(trim(one)));
+            one.clear();
+          }
+          one += std::string(l) + "\n";
+        }
+        if (!trim(one).empty()) {
+          pending_stacks.push_back(std::string(trim(one)));
+        }
+      }
+      continue;
+    }
     if (t.rfind("//", 0) == 0) {
+      constexpr std::string_view handles = "// [Provenance debug handles] ";
+      if (t.rfind(handles, 0) == 0) {
+        pending_handle = std::string(trim(t.substr(handles.size())));
+        continue;
+      }
       size_t p = t.find("Source Nodes: ");
       if (p != std::string_view::npos) {
         auto rest = t.substr(p + 14);
@@ -452,9 +524,11 @@ WrapperInfo parse_wrapper(const std::string& source) {
       size_t at = line.find(site->kind == KernelKind::triton ? "call_" + site->kernel + "(" : site->kernel + "(");
       std::string call = at == std::string_view::npos ? std::string(t) : call_text(lines, i, line.find('(', at));
       if (at != std::string_view::npos) {
-        for (const auto& a : split_call_arguments(call)) {
+        std::vector<std::string> texts = split_call_arguments(call);
+        for (const auto& a : texts) {
           site->args.push_back(arg_name(a));
         }
+        note_list_elements(texts, *site);
       }
       if (site->kind == KernelKind::extern_call) {
         site->returns = returned_handles(call);
@@ -464,6 +538,10 @@ WrapperInfo parse_wrapper(const std::string& source) {
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;
       site->probed = printed_for(printed, site->kernel);
+      site->python_stacks = std::move(pending_stacks);
+      site->provenance_handle = pending_handle;
+      pending_stacks.clear();
+      pending_handle.clear();
       pending_nodes.clear();
       printed.clear();
       info.call_sites.push_back(std::move(*site));
@@ -490,6 +568,63 @@ WrapperInfo parse_wrapper(const std::string& source) {
     }
   }
   return info;
+}
+
+std::string called_symbol(const CallSite& site) {
+  return site.extern_node >= 0 ? std::string(k_proxy_call) : site.kernel;
+}
+
+void name_proxy_calls(WrapperInfo& info, const std::string& extern_json) {
+  auto j = nlohmann::json::parse(extern_json, nullptr, false);
+  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
+    return;
+  }
+  info.proxy_ops.clear();
+  for (const auto& n : j["nodes"]) {
+    std::string target;
+    if (n.is_object() && n.contains("node") && n["node"].is_object() && n["node"].contains("target") &&
+        n["node"]["target"].is_string()) {
+      target = n["node"]["target"].get<std::string>();
+    }
+    info.proxy_ops.push_back(target);
+  }
+  for (auto& site : info.call_sites) {
+    if (site.extern_node >= 0 && static_cast<size_t>(site.extern_node) < info.proxy_ops.size() &&
+        !info.proxy_ops[static_cast<size_t>(site.extern_node)].empty()) {
+      site.kernel = info.proxy_ops[static_cast<size_t>(site.extern_node)];
+    }
+  }
+}
+
+void attach_kernel_information(WrapperInfo& info, const std::string& kernel_information_json) {
+  auto j = nlohmann::json::parse(kernel_information_json, nullptr, false);
+  if (!j.is_object()) {
+    return;
+  }
+  for (auto& site : info.call_sites) {
+    if (!site.python_stacks.empty() || site.provenance_handle.empty() || !j.contains(site.provenance_handle)) {
+      continue;
+    }
+    const auto& entry = j[site.provenance_handle];
+    if (!entry.is_object() || !entry.contains("stack_traces") || !entry["stack_traces"].is_array()) {
+      continue;
+    }
+    for (const auto& st : entry["stack_traces"]) {
+      if (st.is_string() && !st.get<std::string>().empty()) {
+        site.python_stacks.push_back(std::string(trim(st.get<std::string>())));
+      }
+    }
+  }
+}
+
+OperatorName split_operator_name(const std::string& target) {
+  size_t ns = target.find("::");
+  size_t dot = target.find('.', ns == std::string::npos ? 0 : ns);
+  OperatorName op{target.substr(0, dot), dot == std::string::npos ? "" : target.substr(dot + 1)};
+  if (op.overload == "default") {
+    op.overload.clear();
+  }
+  return op;
 }
 
 }  // namespace aoti_bisect

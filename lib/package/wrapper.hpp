@@ -31,6 +31,24 @@ struct CallSite {
   // `(float*)(buf3.data_ptr())`, `buf3` and `&buf3_handle`; "view of buf3"
   // for a reinterpret_tensor_wrapper(buf3, ...) view; "" for scalars.
   std::vector<std::string> args;
+  // A list argument's tensors by position (`std::array<AtenTensorHandle,
+  // 2>{buf2, buf4}.data()` -> {"buf2", "buf4"}); empty for other arguments.
+  // Sized like `args` where any argument is a list, else empty.
+  std::vector<std::vector<std::string>> elements;
+  // A custom operator called through AOTInductor's proxy executor
+  // (`aoti_torch_proxy_executor_call_function(proxy_executor, N, ...)`):
+  // N, its node in the package's extern-node JSON; -1 for other calls. Its
+  // `kernel` is the operator ("myops::scaled_log") once name_proxy_calls ran.
+  int extern_node = -1;
+  // Where the call comes from in the model's Python source, where the
+  // package carries it: the stack traces of the graph nodes it computes,
+  // outermost frame first ("File \"m.py\", line 28, in forward\n    b =
+  // self.block2(a)\n  File ..."), one per node, from the wrapper's
+  // KernelContextGuard (cpp.enable_kernel_profile) or, by the call's
+  // `// [Provenance debug handles] K:H` comment, the package's
+  // kernel_information.json (trace.provenance_tracking_level).
+  std::vector<std::string> python_stacks;
+  std::string provenance_handle;  // "cpp_fused_relu_0:2" from that comment; "" without one
   // The subgraph the call sits in ("true_graph_0": a torch.cond branch), from
   // its arguments' names (subgraph code prefixes every tensor with it); "" at top level.
   std::string branch;
@@ -87,7 +105,34 @@ struct WrapperInfo {
   // R"(...)"`, package/call_spec.hpp); "" when absent.
   std::string in_spec;
   std::string out_spec;
+  // The operators proxy-executor calls run, by extern node (name_proxy_calls).
+  std::vector<std::string> proxy_ops;
 };
+
+// The function a call site calls: its kernel, or for an operator run
+// through the proxy executor, aoti_torch_proxy_executor_call_function.
+std::string called_symbol(const CallSite& site);
+inline constexpr std::string_view k_proxy_call = "aoti_torch_proxy_executor_call_function";
+
+// Gives each call site with a provenance handle the stack traces the
+// package's kernel_information.json records for it ({"K:H": {"stack_traces":
+// [...], ...}}), where the wrapper did not carry them itself. Malformed
+// JSON gives nothing.
+void attach_kernel_information(WrapperInfo& info, const std::string& kernel_information_json);
+
+// "myops::scaled_log.out" -> {"myops::scaled_log", "out"}; ".default" and
+// no overload are "" (how the dispatcher names them).
+struct OperatorName {
+  std::string name;
+  std::string overload;
+};
+OperatorName split_operator_name(const std::string& target);
+
+// Names each proxy-executor call site by the operator its extern node runs,
+// from the package's extern-node JSON (`<stem>.wrapper.json` or
+// `<stem>.json`: {"nodes": [{"name": ..., "node": {"target": "myops::op",
+// ...}}]}). Sites whose node the JSON does not name keep the shim's name.
+void name_proxy_calls(WrapperInfo& info, const std::string& extern_json);
 
 // The arguments of a call's parenthesized text, "(buf3, f(a, b),
 // std::array<int64_t, 2>{1L, 1L}.cbegin(), 2)", split at its top-level

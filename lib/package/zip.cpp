@@ -111,14 +111,18 @@ void ZipReader::stream(uint64_t index, const std::function<void(const char*, siz
   m_streamed += got;
 }
 
-std::string ZipReader::read(const std::string& entry) {
+uint64_t ZipReader::index_of(const std::string& entry) const {
   zip_int64_t index = zip_name_locate(m_zip, entry.c_str(), 0);
   if (index < 0) {
     throw Error(ErrorKind::cannot_test,
                 fmt::format("{} '{}' has no entry '{}'", m_what, m_path.string(), printable_name(entry)));
   }
+  return static_cast<uint64_t>(index);
+}
+
+std::string ZipReader::read(const std::string& entry) {
   std::string out;
-  stream(static_cast<uint64_t>(index), [&](const char* p, size_t n) { out.append(p, n); });
+  stream(index_of(entry), [&](const char* p, size_t n) { out.append(p, n); });
   return out;
 }
 

@@ -47,6 +47,8 @@ class ZipReader {
   // the bytes streamed so far by this reader past the cap, and one that
   // fails to decompress or to match its checksum.
   void stream(uint64_t index, const std::function<void(const char*, size_t)>& sink);
+  // The index of entry `name`; Error(cannot_test) when there is none.
+  uint64_t index_of(const std::string& name) const;
   // The whole text of entry `name` (which must exist).
   std::string read(const std::string& name);
 

@@ -20,8 +20,9 @@ enum class RunnerExit : int {
 };
 
 // `aoti-bisect-runner --versions` (its only argument): no run; one JSON line
-// on stdout, {"torch": "2.11.0", "hip": ""}, "hip" naming the HIP runtime
-// where the runner's LibTorch is a ROCm build. Exit 0.
+// on stdout, {"torch": "2.11.0", "hip": "", "torch_dir": "/.../torch"},
+// "hip" naming the HIP runtime where the runner's LibTorch is a ROCm build,
+// "torch_dir" the folder holding its lib/ and include/. Exit 0.
 inline constexpr std::string_view k_runner_versions_flag = "--versions";
 
 // In the order a run writes them.

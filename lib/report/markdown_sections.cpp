@@ -131,6 +131,10 @@ std::string culprit_section(const Culprit& c) {
   if (!c.why.empty()) {
     out += "**Why:** " + plain(c.why) + "  \n";
   }
+  for (const auto& l : c.source_lines) {
+    out += fmt::format("**Source:** {}{}{}  \n", code(fmt::format("{}:{}", l.file, l.line)),
+                       l.module.empty() ? "" : " in " + code(l.module), l.code.empty() ? "" : ": " + code(l.code));
+  }
   if (!c.graph_nodes.empty()) {
     constexpr size_t k_max_nodes = 12;
     std::vector<std::string> nodes;
@@ -300,6 +304,9 @@ std::string search_section(const Report& r) {
     }
     if (!b.reach.empty()) {
       item(out, "Reaches the outputs", plain(b.reach));
+    }
+    for (const auto& o : b.other_origins) {
+      item(out, "Another origin", plain(o.note));
     }
     for (const auto& h : b.healed) {
       item(out, "Passed over", plain(h.note));

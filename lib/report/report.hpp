@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "classify/outcome.hpp"
+#include "package/provenance.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect {
@@ -61,7 +62,9 @@ struct PackageSummary {
   std::string model;               // the one run
   std::string device_key;          // "cpu", "cuda"
   std::map<std::string, std::string> metadata;
-  std::string torch_version;       // where recorded, else ""
+  std::string torch_version;       // where recorded, or where its build's torch folder still holds a torch; else ""
+  std::string torch_dir;           // display path of the torch folder its build used, "" when unknown
+  std::vector<std::string> torch_libraries;  // the LibTorch libraries its library needs (libtorch.so, libc10.so)
   int call_sites = 0;
   bool instrumented = false;
   bool has_exported_program = false;
@@ -187,6 +190,9 @@ struct Culprit {
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
   std::vector<GraphNodeRef> graph_nodes;  // mismatch: the exported-program nodes it computes (fused in)
+  // Its lines of the model's Python source, where the package carries them
+  // (package/provenance.hpp): from the package alone.
+  std::vector<SourceLine> source_lines;
 };
 
 struct UnmappedSite {                 // a call site whose outputs name no graph node
@@ -227,6 +233,7 @@ struct SiteSummary {
   std::string kernel;
   std::string kind;                   // "cpp", "triton", "extern"
   std::string branch;                 // the subgraph (torch.cond branch) it ran in, "" at top level
+  std::string source;                 // its Python source lines, where the package carries them (SourceLine::text)
 };
 
 // A call site whose NaN/Inf never reached the outputs: made and healed (or
@@ -243,6 +250,16 @@ struct HealedSite {
   std::string last_read_kernel;
   bool cleaned = false;               // that site wrote none of them on
   std::string note;                   // "call site 2 cpp_fused_log_0 made 12 NaN in buf1, which call site 4 ... cleaned: not the cause"
+};
+
+// Another call site whose NaN/Inf reach outputs on their own, beside the
+// culprit (the earliest such site): where outputs have independent origins.
+struct OtherOrigin {
+  int call_index = 0;
+  std::string kernel;
+  std::vector<int> outputs;           // 0-based output indices its values reach
+  std::string source;                 // its Python source lines, where the package carries them
+  std::string note;                   // "call site 8 cpp_fused_log_3 makes the NaN/Inf of output 0 on its own"
 };
 
 struct Bisection {
@@ -264,6 +281,7 @@ struct Bisection {
   // passed over because what they made never reached an output.
   std::string reach;
   std::vector<HealedSite> healed;
+  std::vector<OtherOrigin> other_origins;  // independent origins beside the culprit, in run order
   // mismatch: call sites with mapped outputs, those without, and the largest
   // difference seen that was within tolerance (how close honest rounding came)
   std::optional<int> mapped_sites;
@@ -317,6 +335,9 @@ struct Report {
   std::vector<TensorInfo> inputs;
   std::string inputs_binding;               // how the file was bound to the flat inputs (classify inputs_binding_text)
   std::string inputs_path;                  // display path
+  std::string inputs_format;                // "torch.save", "torch.save (legacy format)", "safetensors"; "" unknown
+  std::vector<std::string> inputs_read_as;  // values read as something else ("a ...BatchEncoding read as the dict it holds")
+  std::string inputs_origin;                // "" the user's file; else where it came from ("the package's sample inputs ...")
   std::string inputs_sha256;
   std::string reference_path;               // display path, "" when none
   std::vector<RunRecord> runs;

@@ -99,9 +99,15 @@ std::string report_to_console(const Report& r, bool color) {
   }
   if (r.culprit) {
     out += fmt::format("  culprit:     {}\n", paint(culprit_summary(*r.culprit), Tone::bad));
+    for (const auto& l : r.culprit->source_lines) {
+      out += fmt::format("  source:      {}\n", one_line(l.text()));
+    }
   }
   if (r.bisection) {
     out += fmt::format("  bisection:   {}\n", bisection_summary(*r.bisection, r.builds));
+    for (const auto& o : r.bisection->other_origins) {
+      out += fmt::format("  also:        {}\n", one_line(o.note));
+    }
     for (const auto& h : r.bisection->healed) {
       out += fmt::format("  passed over: {}\n", one_line(h.note));
     }

@@ -65,6 +65,8 @@ Json package_json(const PackageSummary& p) {
       {"device_key", text_or_null(p.device_key)},
       {"metadata", env_json(p.metadata)},
       {"torch_version", text_or_null(p.torch_version)},
+      {"torch_dir", text_or_null(p.torch_dir)},
+      {"torch_libraries", p.torch_libraries},
       {"call_sites", p.call_sites},
       {"instrumented", p.instrumented},
       {"has_exported_program", p.has_exported_program},
@@ -88,6 +90,9 @@ Json inputs_json(const Report& r) {
   }
   return Json{{"path", text_or_null(r.inputs_path)},
               {"sha256", text_or_null(r.inputs_sha256)},
+              {"format", text_or_null(r.inputs_format)},
+              {"read_as", r.inputs_read_as},
+              {"origin", text_or_null(r.inputs_origin)},
               {"binding", text_or_null(r.inputs_binding)},
               {"tensors", std::move(tensors)}};
 }
@@ -205,6 +210,18 @@ Json producer_json(const std::optional<Producer>& p) {
               {"why", text_or_null(p->why)}};
 }
 
+Json source_lines_json(const std::vector<SourceLine>& lines) {
+  Json out = Json::array();
+  for (const auto& l : lines) {
+    out.push_back(Json{{"file", l.file},
+                       {"line", l.line},
+                       {"function", text_or_null(l.function)},
+                       {"code", text_or_null(l.code)},
+                       {"module", text_or_null(l.module)}});
+  }
+  return out;
+}
+
 Json graph_nodes_json(const std::vector<GraphNodeRef>& refs) {
   Json nodes = Json::array();
   for (const auto& n : refs) {
@@ -262,7 +279,8 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},
-              {"graph_nodes", graph_nodes_json(c->graph_nodes)}};
+              {"graph_nodes", graph_nodes_json(c->graph_nodes)},
+              {"source_lines", source_lines_json(c->source_lines)}};
 }
 
 Json passed_over_json(const std::vector<PassedOver>& items) {
@@ -290,6 +308,18 @@ Json healed_json(const std::vector<HealedSite>& healed) {
   return out;
 }
 
+Json other_origins_json(const std::vector<OtherOrigin>& others) {
+  Json out = Json::array();
+  for (const auto& o : others) {
+    out.push_back(Json{{"call_index", o.call_index},
+                       {"kernel", text_or_null(o.kernel)},
+                       {"outputs", o.outputs},
+                       {"source", text_or_null(o.source)},
+                       {"note", text_or_null(o.note)}});
+  }
+  return out;
+}
+
 Json bisection_json(const std::optional<Bisection>& b) {
   if (!b) {
     return nullptr;
@@ -309,6 +339,9 @@ Json bisection_json(const std::optional<Bisection>& b) {
     Json j{{"index", site.index}, {"kernel", site.kernel}, {"kind", site.kind}};
     if (!site.branch.empty()) {
       j["branch"] = site.branch;  // only inside a subgraph: the list stays short for big models
+    }
+    if (!site.source.empty()) {
+      j["source"] = site.source;  // only where the package carries provenance
     }
     sites.push_back(std::move(j));
   }
@@ -343,6 +376,7 @@ Json bisection_json(const std::optional<Bisection>& b) {
               {"self_check", text_or_null(b->self_check)},
               {"reach", text_or_null(b->reach)},
               {"healed", healed_json(b->healed)},
+              {"other_origins", other_origins_json(b->other_origins)},
               {"steps", std::move(steps)},
               {"sites", std::move(sites)}};
 }

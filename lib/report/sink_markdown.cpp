@@ -196,10 +196,28 @@ std::string inputs(const Report& r) {
   std::string out = "## Inputs\n\n";
   if (!r.inputs_path.empty()) {
     out += "From " + code(r.inputs_path);
+    std::vector<std::string> about;
+    if (!r.inputs_format.empty()) {
+      about.push_back(r.inputs_format);
+    }
     if (!r.inputs_sha256.empty()) {
-      out += fmt::format(" (sha256 {})", code(r.inputs_sha256.substr(0, 12)));
+      about.push_back(fmt::format("sha256 {}", code(r.inputs_sha256.substr(0, 12))));
+    }
+    if (!about.empty()) {
+      out += fmt::format(" ({})", fmt::join(about, ", "));
+    }
+    if (!r.inputs_origin.empty()) {
+      out += ", " + r.inputs_origin;
     }
     out += r.reference_path.empty() ? ".\n\n" : "; reference " + code(r.reference_path) + ".\n\n";
+    for (const auto& line : r.inputs_read_as) {
+      std::string sentence = line;
+      sentence[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sentence[0])));
+      out += sentence + ".\n";
+    }
+    if (!r.inputs_read_as.empty()) {
+      out += "\n";
+    }
   }
   if (!r.inputs_binding.empty()) {
     out += r.inputs_binding + "\n\n";
@@ -320,7 +338,14 @@ std::string package(const Report& r) {
   item(out, "model", model);
   item(out, "device key", code(p.device_key));
   item(out, "call sites", p.call_sites > 0 ? std::to_string(p.call_sites) : "");
-  item(out, "built with torch", plain(p.torch_version));
+  std::string built = plain(p.torch_version);
+  if (!p.torch_dir.empty()) {
+    built += (built.empty() ? "" : " ") + fmt::format("({})", code(p.torch_dir));
+  }
+  if (!p.torch_libraries.empty()) {
+    built += (built.empty() ? "" : ", ") + plain(fmt::format("links {}", fmt::join(p.torch_libraries, ", ")));
+  }
+  item(out, "built with torch", built);
   return out + "\n";
 }
 

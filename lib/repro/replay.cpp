@@ -190,7 +190,8 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
   }
   static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
                                               "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
-                                              "int",     "long",    "char"};
+                                              "int",     "long",    "char",    "array", "vector",  "data",
+                                              "AtenTensorHandle", "proxy_executor"};
   for (const auto& id : scalars) {
     if (known.count(id) || id.rfind("cached_torch_", 0) == 0 || g.declared.count(id)) {
       continue;
@@ -208,10 +209,90 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
   return out + ")";
 }
 
+// A custom operator's call (the proxy executor's): LibTorch does not
+// export its proxy executor, so the driver makes the call the executor
+// makes, a boxed call of the operator through the dispatcher, its
+// arguments from the package's extern node (static values as recorded,
+// tensors from the call's flat list: the inputs', then the outputs').
+std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_json) {
+  auto j = nlohmann::json::parse(extern_json, nullptr, false);
+  const size_t n = static_cast<size_t>(cs.extern_node);
+  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array() || n >= j["nodes"].size() ||
+      !j["nodes"][n].is_object() || !j["nodes"][n].contains("node")) {
+    g.need("the package's extern-node JSON does not describe the call");
+    return "";
+  }
+  const auto& node = j["nodes"][n]["node"];
+  std::string target = node.value("target", "");
+  auto [name, overload] = split_operator_name(target);
+  std::vector<std::string> flat;
+  for (const auto& e : cs.elements) {
+    if (!e.empty()) {
+      flat = e;
+    }
+  }
+  size_t next = 0;
+  auto take = [&](int role) -> std::string {
+    if (next >= flat.size() || flat[next].empty()) {
+      g.need(fmt::format("the call's tensor list does not name its tensor {}", next));
+      return "nullptr";
+    }
+    g.tensor(flat[next], role);
+    return flat[next++];
+  };
+  std::string out = fmt::format(
+      "auto op = c10::Dispatcher::singleton().findSchemaOrThrow({}, {});\n    torch::jit::Stack stack;\n",
+      cpp_string(name), cpp_string(overload));
+  auto tensor_of = [](const std::string& h) {
+    return fmt::format("*torch::aot_inductor::tensor_handle_to_tensor_pointer({})", h);
+  };
+  for (const auto& in : node.value("inputs", nlohmann::json::array())) {
+    const auto& arg = in.value("arg", nlohmann::json::object());
+    std::string value;
+    if (arg.contains("as_tensor")) {
+      value = tensor_of(take(0));
+    } else if (arg.contains("as_tensors")) {
+      std::vector<std::string> items;
+      for (size_t i = 0; i < arg["as_tensors"].size(); ++i) {
+        items.push_back(tensor_of(take(0)));
+      }
+      value = fmt::format("std::vector<at::Tensor>{{{}}}", join(items, ", "));
+    } else if (arg.contains("as_float") && arg["as_float"].is_number()) {
+      value = fmt::format("double({:.17g})", arg["as_float"].get<double>());
+    } else if (arg.contains("as_int") && arg["as_int"].is_number_integer()) {
+      value = fmt::format("int64_t({})", arg["as_int"].get<int64_t>());
+    } else if (arg.contains("as_bool") && arg["as_bool"].is_boolean()) {
+      value = arg["as_bool"].get<bool>() ? "true" : "false";
+    } else if (arg.contains("as_none")) {
+      value = "c10::IValue()";
+    } else if (arg.contains("as_ints") && arg["as_ints"].is_array()) {
+      value = fmt::format("std::vector<int64_t>{{{}}}", arg["as_ints"].dump().substr(1, arg["as_ints"].dump().size() - 2));
+    } else if (arg.contains("as_string") && arg["as_string"].is_string()) {
+      value = fmt::format("std::string({})", cpp_string(arg["as_string"].get<std::string>()));
+    } else {
+      g.need(fmt::format("{}'s argument '{}' is of a kind the replay does not make ({})", target,
+                         in.value("name", "?"), arg.empty() ? "none" : arg.begin().key()));
+      return "";
+    }
+    out += fmt::format("    stack.emplace_back({});  // {}\n", value, in.value("name", ""));
+  }
+  out += "    op.callBoxed(&stack);\n";
+  size_t k = 0;
+  for (const auto& o : node.value("outputs", nlohmann::json::array())) {
+    if (!o.contains("as_tensor")) {
+      g.need(fmt::format("{} returns something other than tensors", target));
+      return "";
+    }
+    // Into the output's own tensor (the judge holds it), as the executor's result.
+    out += fmt::format("    ({}).set_(stack.at({}).toTensor());\n", tensor_of(take(2)), k++);
+  }
+  return out;
+}
+
 }  // namespace
 
 ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
-                            const std::string& kernel_source) {
+                            const std::string& kernel_source, const std::string& extern_json) {
   ReplayFiles rf;
   const Culprit& c = *spec.culprit;
   Gen g{spec, c, {}, {}, "", {}, {}, {}, {}};
@@ -228,6 +309,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   rf.note = fmt::format("rebuilds {} alone and checks for the {} symptom", what, spec.predicate);
   auto lines = cpp_text::split_lines_copy(wrapper_source);
   WrapperInfo w = parse_wrapper(wrapper_source);
+  if (!extern_json.empty()) {
+    name_proxy_calls(w, extern_json);
+  }
   int ws = spec.wrapper_site > 0 ? spec.wrapper_site : spec.site;
   const CallSite* cs = ws >= 1 && ws <= static_cast<int>(w.call_sites.size()) ? &w.call_sites[ws - 1] : nullptr;
   if (cs == nullptr || cs->kernel != c.kernel) {
@@ -238,7 +322,12 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
       }
     }
   }
-  std::string call = cs ? call_text_at(wrapper_source, cs->line, c.kernel) : "";
+  std::string call = cs ? call_text_at(wrapper_source, cs->line, called_symbol(*cs)) : "";
+  const bool proxy = cs != nullptr && cs->extern_node >= 0;
+  std::vector<std::string> libraries;  // their file names beside the replay
+  for (const auto& lib : spec.libraries) {
+    libraries.push_back(lib.filename().string());
+  }
   std::string kernel_cpp;
   std::vector<std::string> params;
   if (c.kind == "triton" || (cs && cs->kind == KernelKind::triton)) {
@@ -247,6 +336,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     g.need(fmt::format("no replay for a {} failure", spec.predicate));
   } else if (call.empty()) {
     g.need(fmt::format("the wrapper's call of {} was not found", c.kernel));
+  } else if (proxy && extern_json.empty()) {
+    g.need(fmt::format("{} runs through the proxy executor, and the package's extern-node JSON was not found",
+                       c.kernel));
   } else if (c.kind != "extern") {
     kernel_cpp = replay_kernel_source(kernel_source, c.kernel);
     if (kernel_cpp.empty()) {
@@ -274,7 +366,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
         }
       }
     }
-    statement = call_statement(g, call, cs->args, lines, cs->line);
+    statement = proxy ? proxy_call(g, *cs, extern_json) : call_statement(g, call, cs->args, lines, cs->line);
   }
   std::string predicate_call = "replay::judge_" + spec.predicate + "()";
   if (spec.predicate == "mismatch") {
@@ -293,6 +385,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   std::string drv = fmt::format(
       "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n", what, call);
   drv += replay_driver_prelude();
+  if (proxy) {
+    drv += "#include <dlfcn.h>\n";
+  }
   for (const auto& l : lines) {
     if (l.rfind("CACHE_TORCH_", 0) == 0) {
       drv += l + "\n";
@@ -305,11 +400,24 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   }
   drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_string(c.kernel),
                      cpp_string(spec.predicate));
+  if (proxy) {
+    // The operator's library (and Python's, for a Python extension module,
+    // which the script names) before the call.
+    drv += "  if (const char* py = std::getenv(\"AOTI_BISECT_LIBPYTHON\"); py != nullptr && *py != '\\0') {\n"
+           "    ::dlopen(py, RTLD_NOW | RTLD_GLOBAL);\n  }\n";
+    for (const auto& lib : libraries) {
+      drv += fmt::format("  if (::dlopen(\"./{0}\", RTLD_NOW | RTLD_GLOBAL) == nullptr) {{\n"
+                         "    replay::cannot(std::string(\"{0} cannot be loaded: \") + ::dlerror());\n  }}\n",
+                         lib);
+    }
+  }
   for (const auto& l : g.decls) {
     drv += l + "\n";
   }
   drv += "  replay::before();\n  try {\n    replay::arm();\n";
-  if (c.kind == "extern") {
+  if (proxy) {
+    drv += fmt::format("    {}    replay::disarm();\n", statement);
+  } else if (c.kind == "extern") {
     drv += fmt::format("    AOTITorchError err = {};\n    replay::disarm();\n", statement);
     drv += "    if (err != AOTI_TORCH_SUCCESS) {\n      replay::cannot(\"the call returned an error\");\n    }\n";
   } else {
@@ -343,6 +451,10 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     compile_kernel = "  compile kernel.cpp kernel.o \"${kernel_flags[@]}\"\n  objs+=(\"$tmp/kernel.o\")";
   }
   needed.insert(needed.end(), g.files.begin(), g.files.end());
+  if (proxy) {
+    needed.push_back("extern_nodes.json");
+    needed.insert(needed.end(), libraries.begin(), libraries.end());
+  }
   std::vector<std::string> quoted_flags;
   for (const auto& f : flags) {
     quoted_flags.push_back(shell_quote(f));
@@ -371,6 +483,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   rf.files.push_back({"README", readme});
   if (g.problem.empty()) {
     rf.files.push_back({"driver.cpp", drv});
+    if (proxy) {
+      rf.files.push_back({"extern_nodes.json", extern_json});
+    }
     if (!kernel_cpp.empty()) {
       rf.files.push_back({"kernel.cpp", kernel_cpp});
     }
@@ -403,7 +518,16 @@ ReplayResult write_replay(const ReplaySpec& spec) {
     if (kernel.empty()) {
       kernel = wrapper;
     }
-    ReplayFiles rf = generate_replay(spec, wrapper, kernel);
+    // The proxy executor's extern nodes: <stem>.wrapper.json (older: <stem>.json).
+    std::string extern_json;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string n = e.path().filename().string();
+      if (n.ends_with(".json") && !n.ends_with("_metadata.json") && !n.ends_with("_flags.json") &&
+          n != "kernel_information.json" && (extern_json.empty() || n.ends_with(".wrapper.json"))) {
+        extern_json = read_file(e.path(), "the extern-node JSON");
+      }
+    }
+    ReplayFiles rf = generate_replay(spec, wrapper, kernel, extern_json);
     std::vector<std::string> private_paths = {fs::absolute(spec.repro_dir).string(),
                                               fs::absolute(spec.model_dir).string()};
     if (const char* home = std::getenv("HOME")) {
@@ -417,6 +541,11 @@ ReplayResult write_replay(const ReplaySpec& spec) {
     }
     for (const auto& [name, text] : rf.files) {
       write_file_atomic(spec.repro_dir / name, text);
+    }
+    if (rf.problem.empty()) {
+      for (const auto& lib : spec.libraries) {
+        fs::copy_file(lib, spec.repro_dir / lib.filename(), fs::copy_options::overwrite_existing);
+      }
     }
     ::chmod((spec.repro_dir / "replay").c_str(), 0755);
     r.written = true;

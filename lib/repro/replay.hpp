@@ -37,6 +37,9 @@ struct ReplaySpec {
   std::string predicate;                 // "fault", "nonfinite", "mismatch"
   const Culprit* culprit = nullptr;      // kernel, kind, argument statistics, divergence
   std::vector<nlohmann::json> events;    // the evidence run's events ("saved" ones name the files)
+  // The user's custom operator libraries (--load-library): copied beside
+  // the replay, which loads them before a proxy-executor call.
+  std::vector<std::filesystem::path> libraries;
 };
 
 struct ReplayResult {
@@ -47,7 +50,10 @@ struct ReplayResult {
 
 // The generated folder's texts, by file name ("replay", "driver.cpp",
 // "kernel.cpp", "README"). `problem` is set when the call cannot be replayed
-// (the script then prints it and exits 2).
+// (the script then prints it and exits 2). A custom operator's call (the
+// proxy executor's) is replayed through LibTorch's own proxy executor,
+// built from the package's extern-node JSON (`extern_json`, written beside
+// it as extern_nodes.json), after the libraries are loaded.
 struct ReplayFiles {
   std::vector<std::pair<std::string, std::string>> files;
   std::string problem;
@@ -56,7 +62,7 @@ struct ReplayFiles {
 
 // Texts only; reads nothing but the arguments.
 ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
-                            const std::string& kernel_source);
+                            const std::string& kernel_source, const std::string& extern_json = "");
 
 // Reads the model's wrapper.cpp and kernel.cpp under spec.model_dir, then
 // writes the folder. Never throws: a failure is a note.

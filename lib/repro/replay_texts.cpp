@@ -333,6 +333,12 @@ if [ ! -x "$build/replay-driver" ]; then
     fail "the driver does not link: $(grep -m1 -E 'error|undefined' "$tmp/link.log" | cut -c1-300)"
   mkdir -p "$build.new.$$" && mv "$tmp/replay-driver" "$build.new.$$/" && { mv -T "$build.new.$$" "$build" 2>/dev/null || rm -rf "$build.new.$$"; }
 fi
+# A custom operator's library built as a Python extension module needs
+# Python's own library loaded first (the driver loads it where named).
+if [ -z "${AOTI_BISECT_LIBPYTHON:-}" ] && command -v "$PYTHON" >/dev/null 2>&1; then
+  AOTI_BISECT_LIBPYTHON="$("$PYTHON" -c 'import os, sysconfig; d, n = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDLIBRARY") or ""; print(os.path.join(d, n) if d and ".so" in n else "")' 2>/dev/null)"
+  export AOTI_BISECT_LIBPYTHON
+fi
 "$build/replay-driver"
 rc=$?
 case "$rc" in

@@ -10,6 +10,7 @@
 
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "package/provenance.hpp"
 #include "classify/signature.hpp"
 #include "package/wrapper_text.hpp"
 #include "protocol/runner.hpp"
@@ -350,6 +351,9 @@ std::optional<int64_t> index_bound_of(const std::string& line) {
 }
 
 std::string kind_of_kernel(const std::string& kernel) {
+  if (kernel.find("::") != std::string::npos) {
+    return "extern";  // a custom operator run by the proxy executor ("myops::scaled_log")
+  }
   if (kernel.rfind("triton_", 0) == 0) {
     return "triton";
   }
@@ -403,6 +407,7 @@ Culprit build_culprit(const CulpritInput& in) {
     c.kind = std::string(kernel_kind_name(sites[at - 1].kind));
     c.source_nodes = sites[at - 1].source_nodes;
     c.branch = sites[at - 1].branch;
+    c.source_lines = source_lines(sites[at - 1].python_stacks);
   }
   for (const auto& info : predicate_table()) {
     c.phase = info.predicate == in.predicate ? std::string(info.culprit_phase) : c.phase;

@@ -4,9 +4,11 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "classify/classify.hpp"
 #include "common/text.hpp"
+#include "package/provenance.hpp"
 #include "search/reach_args.hpp"
 
 namespace aoti_bisect {
@@ -367,24 +369,44 @@ Reach ReachWalk::run() {
     return r;
   }
   r.followed = true;
-  const OutputOrigin& first = r.origins.front();
-  r.output = first.output;
-  if (!first.sites.empty()) {
-    r.culprit = *first.sites.begin();
+  // Several outputs may hold NaN/Inf from independent sites: the culprit is
+  // the earliest in run order whose values reach an output, whichever
+  // output that is; its output is the first it reaches.
+  const OutputOrigin* first = &r.origins.front();
+  for (const auto& o : r.origins) {
+    if (!o.sites.empty() && (!r.culprit || *o.sites.begin() < *r.culprit)) {
+      r.culprit = *o.sites.begin();
+      first = &o;
+    }
+  }
+  r.output = first->output;
+  // Every other origin, with the outputs it reaches.
+  std::map<int, std::vector<int>> reaches;
+  for (const auto& o : r.origins) {
+    if (!o.sites.empty() && *o.sites.begin() != r.culprit) {
+      reaches[*o.sites.begin()].push_back(o.output);
+    }
+  }
+  for (const auto& [site, outputs] : reaches) {
+    const SiteTrace* st = m_in.trace->site(site);
+    const CallSite* cs = st ? wrapper_site_of(*st, *m_in.wrapper) : nullptr;
+    r.other_origins.push_back({site, kernel_of(site), outputs, cs ? source_text(source_lines(cs->python_stacks)) : ""});
   }
   std::vector<std::string> others;
-  for (size_t i = 1; i < r.origins.size(); ++i) {
-    const OutputOrigin& o = r.origins[i];
+  for (const auto& o : r.origins) {
+    if (&o == first) {
+      continue;
+    }
     std::string from = !o.sites.empty() ? describe(*o.sites.begin()) : o.inputs.empty() ? "?" : o.inputs.front();
     others.push_back(r.culprit && !o.sites.empty() && *o.sites.begin() == *r.culprit
                          ? fmt::format("output {} shares it", o.output)
                          : fmt::format("output {}'s come from {}", o.output, from));
   }
   r.others = join(others, "; ");
-  const TensorStats& out = m_in.outputs[static_cast<size_t>(first.output)];
+  const TensorStats& out = m_in.outputs[static_cast<size_t>(first->output)];
   std::string what = out.nan_count > 0 ? "NaN" : "Inf";
-  std::string from = r.culprit ? describe(*r.culprit) : join(first.inputs, ", ");
-  r.summary = fmt::format("the {} in output {} come from {}{}", what, first.output, from,
+  std::string from = r.culprit ? describe(*r.culprit) : join(first->inputs, ", ");
+  r.summary = fmt::format("the {} in output {} come from {}{}", what, first->output, from,
                           r.others.empty() ? "" : "; " + r.others);
   note_healed(r, reached);
   return r;
@@ -395,6 +417,18 @@ Reach ReachWalk::run() {
 void record_reach(Bisection& bis, const Reach& r) {
   bis.reach = r.followed ? r.summary : "not traced: " + r.why_not;
   bis.healed = r.healed;
+  bis.other_origins.clear();
+  for (const auto& o : r.other_origins) {
+    OtherOrigin other;
+    other.call_index = o.site;
+    other.kernel = o.kernel;
+    other.outputs = o.outputs;
+    other.source = o.source;
+    other.note = fmt::format("call site {}{} makes the NaN/Inf of output{} {} on its own{}", o.site,
+                             other.kernel.empty() ? "" : " " + other.kernel, o.outputs.size() == 1 ? "" : "s",
+                             fmt::join(o.outputs, ", "), o.source.empty() ? "" : " (" + o.source + ")");
+    bis.other_origins.push_back(std::move(other));
+  }
 }
 
 std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, int launched) {

@@ -14,8 +14,10 @@
 //     no NaN;
 //   - NaN/Inf read from a constant enter at the site that reads it; read
 //     from a graph input, they come from that input.
-// The culprit is the earliest origin of the first non-finite output: the
-// backward walk from the output over the wrapper's data flow, done forward.
+// The culprit is the earliest origin, in run order, of any non-finite
+// output (several outputs may have independent origins: the others are
+// named beside it): the backward walk from the outputs over the wrapper's
+// data flow, done forward.
 // The values are matched to the writes that made them by tensor name (moves
 // and reuses followed, views by their buffer, extern calls' returned
 // buffers at their call) and by checksum.
@@ -53,6 +55,15 @@ struct Reach {
   std::optional<int> culprit;                // the earliest site the first non-finite output's values come from
   std::optional<int> output;                 // that output
   std::vector<OutputOrigin> origins;         // every non-finite output's origins, in output order
+  // Sites other than the culprit whose NaN/Inf reach an output on their
+  // own (independent origins), in run order, with the outputs they reach.
+  struct Other {
+    int site = 0;
+    std::string kernel;
+    std::vector<int> outputs;
+    std::string source;  // its Python source lines, where the package carries them
+  };
+  std::vector<Other> other_origins;
   std::vector<HealedSite> healed;            // sites that made NaN/Inf that reach no output
   std::string others;                        // whether the other non-finite outputs share the culprit
   std::string summary;                       // "the NaN in output 0 come from call site 6 cpp_fused_sqrt_2; ..."

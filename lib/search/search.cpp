@@ -7,6 +7,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "package/provenance.hpp"
 #include "search/reach.hpp"
 #include "search/probed_search.hpp"
 #include "search/self_check.hpp"
@@ -264,7 +265,8 @@ BisectOutcome ProbedSearch::run() {
       const auto& ws = m_model.wrapper.call_sites;
       int at = site.wrapper_site;
       bool known = at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == site.kernel;
-      m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel), known ? ws[at - 1].branch : ""});
+      m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel), known ? ws[at - 1].branch : "",
+                             known ? source_text(source_lines(ws[at - 1].python_stacks)) : ""});
     }
   }
   if (auto untrusted = check_fidelity(trace)) {

@@ -110,7 +110,8 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   repro.command = m_env.recorder.report().reproduce_command;
   const SiteTrace* at = ev.site(k);
   ReplayResult replay = write_replay({repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
-                                      std::string(predicate_name(m_pred)), &c, evidence.events});
+                                      std::string(predicate_name(m_pred)), &c, evidence.events,
+                                      m_env.settings.load_libraries});
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
   m_env.recorder.culprit(c, repro);

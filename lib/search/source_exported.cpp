@@ -14,6 +14,7 @@
 #include "search/search.hpp"
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
+#include "package/tensor_file.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/wrapper_layout.hpp"
 
@@ -37,7 +38,8 @@ void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& buil
   EagerRequest er;
   er.exported_program = s.exported_program;
   er.model_name = s.exported_model;
-  er.inputs = env.settings.inputs;
+  er.inputs = plain_torch_save(env.settings.inputs, "inputs file", env.work_dir);
+  er.libraries = env.settings.load_libraries;
   er.node_map = built.node_map;
   er.node_values_out = env.work_dir / "node-values.pt";
   er.node_info_out = env.work_dir / "node-info.json";
@@ -119,6 +121,7 @@ BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int p
   req.inductor_configs = env.settings.inductor_configs;
   req.printer_level = printer_level;
   req.filtered_kernels = filtered_kernels;
+  req.libraries = env.settings.load_libraries;
   // Freezing took effect in the package (it holds constants freezing made):
   // it was compiled with grad off, and so is the rebuild.
   req.no_grad = std::any_of(s.wrapper.constant_info.begin(), s.wrapper.constant_info.end(),

@@ -104,7 +104,7 @@ std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs
       ++wrapper_calls["cuLaunchKernel"];
       ++wrapper_calls["cuModuleGetFunction"];
     } else {
-      ++wrapper_calls[site.kernel];
+      ++wrapper_calls[called_symbol(site)];
     }
   }
   std::map<std::string, bool> has_slot;

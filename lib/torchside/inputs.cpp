@@ -1,15 +1,17 @@
 // The inputs file: read, bound to the model's flat inputs by its call spec
 // (package/call_spec.hpp), and checked against what the model takes.
 
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "package/call_spec.hpp"
+#include "package/tensor_file.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
@@ -75,19 +77,41 @@ void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::str
   }
 }
 
-c10::IValue load_ivalue(const fs::path& path, const std::string& what) {
-  std::string bytes = read_file(path, what);
-  if (bytes.size() < 4 || bytes.compare(0, 2, "PK") != 0) {
-    throw Error(ErrorKind::cannot_test, what + " '" + path.string() +
-                                            "' is not in torch.save's format (expected a zip written by torch.save)");
+// Any file of tensors users save (package/tensor_file.hpp): its pickle, made
+// plain torch-free, read by LibTorch's unpickler, each storage read from
+// where the file holds it. `notes` gets what was read as something else.
+c10::IValue load_ivalue(const fs::path& path, const std::string& what, std::vector<std::string>* notes = nullptr,
+                        TensorFileFormat* format = nullptr) {
+  TensorFile file = read_tensor_file(path, what);
+  if (format != nullptr) {
+    *format = file.format;
+  }
+  TensorRecords records(path, file, what);
+  size_t pos = 0;
+  auto reader = [&](char* buf, size_t n) {
+    size_t k = std::min(n, file.pickle.size() - pos);
+    std::memcpy(buf, file.pickle.data() + pos, k);
+    pos += k;
+    return k;
+  };
+  auto read_record = [&](const std::string& key) {
+    at::DataPtr data = c10::GetCPUAllocator()->allocate(records.size(key));
+    records.read(key, static_cast<char*>(data.get()));
+    return data;
+  };
+  if (notes != nullptr) {
+    *notes = file.notes;
   }
   try {
-    return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    torch::jit::Unpickler unpickler(reader, nullptr, nullptr, read_record, std::nullopt);
+    return unpickler.parse_ivalue();
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
     std::string msg = e.what();
     msg = msg.substr(0, msg.find('\n'));
     throw Error(ErrorKind::cannot_test, what + " '" + path.string() + "' cannot be loaded (" + msg +
-                                            "); save plain tensors (no nn.Parameter, subclasses or custom objects)");
+                                            "); save plain tensors in a tuple or dict with torch.save");
   }
 }
 
@@ -105,13 +129,17 @@ std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& wh
 LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model) {
   const std::string what = "inputs file '" + path.string() + "'";
   std::vector<at::Tensor> in_file;
-  InputValue value = to_input_value(load_ivalue(path, "inputs file"), in_file);
+  std::vector<std::string> notes;
+  TensorFileFormat format = TensorFileFormat::torch_zip;
+  InputValue value = to_input_value(load_ivalue(path, "inputs file", &notes, &format), in_file);
+  value.keys_are_positions = format == TensorFileFormat::safetensors && value.kind == InputValue::Kind::dict;
   std::optional<TreeSpec> spec = model.in_spec.empty() ? std::nullopt : parse_treespec(model.in_spec);
   if (!spec || !model.num_inputs || *model.num_inputs == spec->leaves()) {
     int before = 0;
     refuse_non_tensors(value, before, what);
   }
   LoadedInputs loaded;
+  loaded.notes = std::move(notes);
   loaded.binding = bind_inputs(spec, value, model.num_inputs);
   if (!loaded.binding.error.empty()) {
     return loaded;

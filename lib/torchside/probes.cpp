@@ -256,11 +256,20 @@ std::string plain_name(const std::string& name) {
   return name;
 }
 
-// The name of argument `arg` at the current hooked site.
-std::string hook_arg_name(const ProbeState& s, int arg) {
-  if (s.static_site && arg >= 0 && static_cast<size_t>(arg) < s.static_site->args.size() &&
-      !s.static_site->args[arg].empty()) {
-    return s.static_site->args[arg];
+// The name of argument `arg` at the current hooked site (of its tensor at
+// `element` for a list argument).
+std::string hook_arg_name(const ProbeState& s, int arg, int element = -1) {
+  const size_t a = static_cast<size_t>(arg);
+  if (element >= 0) {
+    const size_t e = static_cast<size_t>(element);
+    if (s.static_site && arg >= 0 && a < s.static_site->elements.size() && e < s.static_site->elements[a].size() &&
+        !s.static_site->elements[a][e].empty()) {
+      return s.static_site->elements[a][e];
+    }
+    return fmt::format("{}.arg{}[{}]", s.kernel, arg, element);
+  }
+  if (s.static_site && arg >= 0 && a < s.static_site->args.size() && !s.static_site->args[a].empty()) {
+    return s.static_site->args[a];
   }
   return fmt::format("{}.arg{}", s.kernel, arg);
 }
@@ -356,12 +365,12 @@ int hook_enter(const char* kernel) {
   return static_cast<int>(s.mode);
 }
 
-void hook_tensor(void* handle, int arg, bool after) {
+void hook_tensor(void* handle, int arg, bool after, int element) {
   ProbeState& s = state();
   if (!s.installed || s.site == 0) {
     return;
   }
-  std::string name = hook_arg_name(s, arg);
+  std::string name = hook_arg_name(s, arg, element);
   if (!after) {
     s.tensors.push_back(name);
   }

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <link.h>
+
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -36,6 +38,27 @@ std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
 
 namespace {
 
+// The parent of the folder libtorch_cpu.so was loaded from.
+std::string torch_dir() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (name.ends_with("/libtorch_cpu.so")) {
+          *static_cast<std::string*>(data) = name;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  if (found.empty()) {
+    return "";
+  }
+  std::error_code ec;
+  fs::path lib = fs::weakly_canonical(fs::path(found), ec).parent_path();
+  return lib.parent_path().string();
+}
+
 // "6.2.41133" where LibTorch is a ROCm build (its CUDA hooks are HIP's), read
 // from the hooks' build summary ("  - HIP Runtime 6.2.41133"); "" for a CPU or
 // CUDA build. Needs no device.
@@ -65,6 +88,7 @@ Versions versions(const std::string& device_key) {
   v.torch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
             std::to_string(TORCH_VERSION_PATCH);
   v.hip = hip_version();
+  v.torch_dir = torch_dir();
   if (device_key == "cuda") {
     cuda_fill_versions(v);
   }

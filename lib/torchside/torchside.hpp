@@ -29,6 +29,9 @@ struct Versions {
   std::string device_name;  // of the device the model runs on
   std::string driver;
   bool cuda_available = false;
+  // The folder LibTorch was loaded from (the torch package or a LibTorch
+  // distribution: its lib/ and include/), "" when it cannot be told.
+  std::string torch_dir;
 };
 Versions versions(const std::string& device_key);
 
@@ -45,6 +48,7 @@ struct ModelError {
 struct LoadedInputs {
   std::vector<TensorInfo> infos;  // the bound inputs, in the model's flat order
   InputBinding binding;
+  std::vector<std::string> notes;  // values read as something else (a BatchEncoding as its dict)
 };
 
 class Session {
@@ -143,7 +147,8 @@ void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& mo
                       const std::vector<std::string>& constants,
                       const std::vector<std::pair<std::string, std::string>>& reuse = {});
 int hook_enter(const char* kernel);
-void hook_tensor(void* handle, int arg, bool after);
+// `element`: the tensor's position in a list argument (-1 for one tensor).
+void hook_tensor(void* handle, int arg, bool after, int element = -1);
 void hook_pointer(const void* pointer, int arg, bool after);
 void hook_launched(bool failed);
 void hook_data_ptr(void* handle, void* pointer);
@@ -168,6 +173,18 @@ HookBinding bind_hooks(const std::filesystem::path& hook_library, const std::str
 // (max_abs is null when NaN/Inf positions differ; nonfinite counts them).
 // Throws Error(cannot_test) when the file cannot be read.
 void load_node_reference(const std::filesystem::path& path);
+
+// The user's operator libraries (--load-library), each dlopen'ed
+// RTLD_GLOBAL before the model loads; throws Error(cannot_test) naming the
+// one that cannot be loaded.
+void load_libraries(const std::vector<std::string>& paths);
+// Of the proxy executor's operators ("myops::scaled_log"), those no loaded
+// library registers.
+std::vector<std::string> unregistered_operators(const std::vector<std::string>& ops);
+// Throws Error(cannot_test), one line naming each unregistered operator and
+// what to do (--load-library), when any of `ops` is not registered.
+void require_operators(const std::vector<std::string>& ops, const std::vector<std::string>& libraries,
+                       const std::string& model);
 
 // CUDA helpers (cuda_device.cpp where the toolkit exists, cuda_none.cpp
 // otherwise): synchronise and return the pending error text, if any.

@@ -4,12 +4,14 @@
 //   cases:
 //     - name: resnet_nan            # [A-Za-z0-9._-], unique: DIR/cases/<name>
 //       package: resnet.pt2         # paths relative to the manifest's folder
-//       inputs: batch.pt            # or a folder, a glob, or a list of them: the batches, in order
+//       inputs: batch.pt            # or a folder, a glob, or a list of them: the batches, in order;
+//                                   # none: the package's own sample inputs
 //       reference: expected.pt      # optional
 //       exported_program: ep.pt2    # optional
 //       config: cpu-extra.yaml      # optional, as --config
 //       against_eager: true         # optional, as --against-eager
 //       model: model                # optional, as --model
+//       load_library: libmyops.so   # optional, as --load-library: a path or a list of them
 //       timeout: 600                # optional, as --timeout (seconds per child run)
 //       repeats: 5                  # optional, as --repeats
 //       jobs: 2                     # optional, as --jobs
@@ -34,6 +36,7 @@ struct ManifestCase {
   std::filesystem::path reference;          // empty when not given
   std::filesystem::path exported_program;
   std::filesystem::path config;
+  std::vector<std::filesystem::path> load_libraries;  // --load-library each: custom operator libraries
   std::string model;
   bool against_eager = false;
   std::optional<double> timeout_s;          // --timeout, per child run

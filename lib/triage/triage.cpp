@@ -38,6 +38,9 @@ std::vector<std::string> case_argv(const TriageOptions& o, const ManifestCase& c
   add("--exported-program", c.exported_program);
   add("--config", c.config);
   add("--cache-dir", o.cache_dir);
+  for (const auto& lib : c.load_libraries) {
+    add("--load-library", lib);
+  }
   if (!c.model.empty()) {
     argv.push_back("--model");
     argv.push_back(c.model);

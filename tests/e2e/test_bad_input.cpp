@@ -70,8 +70,9 @@ TEST_CASE("an inputs file that holds other things than tensors, or is not torch.
   aoti_bisect::write_file_atomic("garbage.pt", "not a torch file");
   auto g = run_healthy_with("garbage.pt");
   CHECK(g.code() == 4);
-  CHECK(last_tool_line(g) == "aoti-bisect: error: inputs file 'garbage.pt' is not in torch.save's format (expected a zip "
-                         "written by torch.save)");
+  CHECK(last_tool_line(g) == "aoti-bisect: error: inputs file 'garbage.pt' is not a file of tensors aoti-bisect reads "
+                             "(torch.save's zip or legacy format, or safetensors); save it with torch.save or "
+                             "safetensors.torch.save_file");
   CHECK(g.report["verdict"] == "could_not_test");
   auto m = run_healthy_with("missing.pt");
   CHECK(m.code() == 4);

@@ -8,7 +8,7 @@
 #include "config/config.hpp"
 #include "package/hooks.hpp"
 #include "package/package.hpp"
-#include "package/torch_save.hpp"
+#include "package/tensor_file.hpp"
 #include "package/wrapper.hpp"
 
 namespace fuzz {
@@ -82,7 +82,7 @@ void torch_save_check(const std::string& bytes, const fs::path& scratch) {
   fs::create_directories(scratch);
   const fs::path file = scratch / "inputs.pt";
   write_bytes(file, bytes);
-  aoti_bisect::check_torch_save(file, "inputs file");
+  aoti_bisect::check_tensor_file(file, "inputs file");
 }
 
 std::string violation(const std::function<void()>& f) {

@@ -188,6 +188,16 @@ std::vector<std::string> torch_save_seeds() {
   return seeds;
 }
 
+// The other forms users save tensors in (tests/data/tensor_files): the
+// legacy format, safetensors, a tokenizer's BatchEncoding, an OrderedDict.
+std::vector<std::string> tensor_file_seeds() {
+  std::vector<std::string> seeds;
+  for (const char* name : {"tf_legacy.pt", "tf.safetensors", "tf_batch.pt", "tf_ordered.pt", "tf_parameter.pt"}) {
+    seeds.push_back(fixture::read(fs::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / name));
+  }
+  return seeds;
+}
+
 }  // namespace
 
 TEST_SUITE_BEGIN("fuzz");
@@ -225,5 +235,9 @@ TEST_CASE("fuzz: the driver's check of inputs and reference files") {
     restructured.push_back(entry_mutant(m, entries, i % 3 == 0 ? "" : "data.pkl"));
   }
   run_mutants("torch_save-entries", 0x5eed0015, 3000, restructured,
+              [](const std::string& bytes) { fuzz::torch_save_check(bytes, "scratch"); });
+  // The legacy format, safetensors and pickled mapping objects: the same
+  // rule (success or one line), through the pickle reader and writer.
+  run_mutants("tensor_files", 0x5eed0016, 3000, tensor_file_seeds(),
               [](const std::string& bytes) { fuzz::torch_save_check(bytes, "scratch"); });
 }

@@ -26,7 +26,7 @@
 #include "fuzz/targets.hpp"
 #include "hand_zip.hpp"
 #include "package/package.hpp"
-#include "package/torch_save.hpp"
+#include "package/tensor_file.hpp"
 #include "package_fixture.hpp"
 
 namespace fs = std::filesystem;
@@ -127,7 +127,7 @@ TEST_CASE("fuzz: the runner's inputs loader, on mutants the driver's check lets 
     bool passes = true;
     std::string broken = fuzz::violation([&] {
       try {
-        aoti_bisect::check_torch_save("in.pt", "inputs file");
+        aoti_bisect::check_tensor_file("in.pt", "inputs file");
       } catch (const aoti_bisect::Error&) {
         passes = false;
         throw;

@@ -71,7 +71,9 @@ struct Harness {
 
   Harness() {
     fixture::make_package("model.pt2");
-    std::ofstream("inputs.pt") << "stand-in";
+    // Read torch-free before any (scripted) child: a real torch.save file.
+    std::filesystem::copy_file(std::filesystem::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / "tf_plain.pt",
+                               "inputs.pt", std::filesystem::copy_options::overwrite_existing);
     opt.package = "model.pt2";
     opt.inputs = "inputs.pt";
     opt.out_dir = "out";
@@ -433,7 +435,7 @@ TEST_CASE("job flow: never isolated past code that ran without probes (a torch.c
 TEST_CASE("job flow: batches: the third fails only after the two before it; they are fed first in every run") {
   Harness h;
   for (const char* f : {"a.pt", "b.pt", "c.pt", "d.pt"}) {
-    std::ofstream(f) << "stand-in";
+    std::filesystem::copy_file("inputs.pt", f, std::filesystem::copy_options::overwrite_existing);
   }
   h.opt.inputs_given = {"a.pt", "b.pt", "c.pt", "d.pt"};
   FakeModel model;
@@ -474,7 +476,7 @@ TEST_CASE("job flow: batches: the third fails only after the two before it; they
 TEST_CASE("job flow: --all-batches: every failing batch, grouped by signature; the first one is searched") {
   Harness h;
   for (const char* f : {"a.pt", "b.pt", "c.pt", "d.pt", "e.pt"}) {
-    std::ofstream(f) << "stand-in";
+    std::filesystem::copy_file("inputs.pt", f, std::filesystem::copy_options::overwrite_existing);
   }
   h.opt.inputs_given = {"a.pt", "b.pt", "c.pt", "d.pt", "e.pt"};
   h.opt.all_batches = true;
@@ -507,7 +509,7 @@ TEST_CASE("job flow: --all-batches: every failing batch, grouped by signature; t
 TEST_CASE("job flow: batches where none fails: clean, one run, with the count") {
   Harness h;
   for (const char* f : {"a.pt", "b.pt", "c.pt"}) {
-    std::ofstream(f) << "stand-in";
+    std::filesystem::copy_file("inputs.pt", f, std::filesystem::copy_options::overwrite_existing);
   }
   h.opt.inputs_given = {"a.pt", "b.pt", "c.pt"};
   FakeModel model;

@@ -96,7 +96,7 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
 )");
   HookLibrary lib = generate_hooks(w, {}, shim_declarations(k_shims));
   REQUIRE(lib.problems.empty());
-  CHECK(lib.source.find("for (int64_t i = 0; a0 && i < (int64_t)a1; ++i) if (a0[i]) aoti_bisect_tensor(a0[i], 0, 0);") !=
+  CHECK(lib.source.find("for (int64_t i = 0; a0 && i < (int64_t)a1; ++i) if (a0[i]) aoti_bisect_tensor_at(a0[i], 0, (int)i, 0);") !=
         std::string::npos);
   CHECK(lib.source.find("typedef struct AtenGeneratorHandle_opaque* AtenGeneratorHandle;") != std::string::npos);
 }
@@ -124,3 +124,27 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("generate_hooks: custom operators share the proxy executor's one hook, which enters each by its operator") {
+  // torch 2.13: a TORCH_LIBRARY operator run through the proxy executor.
+  WrapperInfo w = parse_wrapper(R"(
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 0, 0, std::array<int64_t, 0>{}.data(), 2, std::array<AtenTensorHandle, 2>{buf2, buf4}.data()));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 1, 0, std::array<int64_t, 0>{}.data(), 2, std::array<AtenTensorHandle, 2>{buf4, buf5}.data()));
+}
+)");
+  name_proxy_calls(w, R"({"nodes": [{"name": "buf3", "node": {"target": "myops::scaled_log"}},
+                                     {"name": "buf6", "node": {"target": "myops::clamp_all.out"}}]})");
+  const char* shims = R"(
+AOTI_TORCH_EXPORT AOTITorchError aoti_torch_proxy_executor_call_function(AOTIProxyExecutorHandle proxy_executor, int extern_node_index, int num_ints, int64_t* flatten_int_args, int num_tensors, AtenTensorHandle* flatten_tensor_args);
+)";
+  HookLibrary lib = generate_hooks(w, {}, shim_declarations(shims));
+  REQUIRE(lib.problems.empty());
+  CHECK(lib.hooked == std::vector<std::string>{"aoti_torch_proxy_executor_call_function", "aoti_torch_get_data_ptr",
+                                               "aoti_torch_delete_tensor_object"});
+  CHECK(lib.source.find(R"(static const char* const aoti_bisect_proxy_ops[] = {"myops::scaled_log", "myops::clamp_all.out"};)") !=
+        std::string::npos);
+  CHECK(lib.source.find(R"(aoti_bisect_enter((a1 >= 0 && a1 < 2 ? aoti_bisect_proxy_ops[a1] : "aoti_torch_proxy_executor_call_function")))") !=
+        std::string::npos);
+  CHECK(lib.source.find("aoti_bisect_tensor_at(a5[i], 5, (int)i, 1);") != std::string::npos);
+}

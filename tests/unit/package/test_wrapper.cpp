@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "package/wrapper.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 
@@ -313,4 +314,33 @@ TEST_CASE("parse_wrapper: CPP GEMM template kernels, declared over two lines, ar
   CHECK(w.call_sites[0].kind == KernelKind::cpp);
   CHECK(w.call_sites[0].args == std::vector<std::string>{"arg7_1", "constant6", "fc0_bias", "buf1"});
   CHECK(w.call_sites[1].kernel == "cpp_fused_mean_1");
+}
+
+TEST_CASE("name_proxy_calls: a custom operator's call site is its operator, its tensors named by position") {
+  WrapperInfo w = parse_wrapper(R"(
+void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
+    AtenTensorHandle buf4_handle;  // output buffer
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_new_uninitialized_tensor(&buf4_handle));
+    RAIIAtenTensorHandle buf4(buf4_handle);
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 0, 0, std::array<int64_t, 0>{}.data(), 2, std::array<AtenTensorHandle, 2>{buf2, buf4}.data()));
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 7, 0, std::array<int64_t, 0>{}.data(), 1, std::array<AtenTensorHandle, 1>{buf4}.data()));
+}
+)");
+  REQUIRE(w.call_sites.size() == 2);
+  CHECK(w.call_sites[0].kernel == "aoti_torch_proxy_executor_call_function");
+  name_proxy_calls(w, R"({"nodes": [{"name": "buf3", "node": {"target": "myops::scaled_log", "inputs": []}}]})");
+  CHECK(w.proxy_ops == std::vector<std::string>{"myops::scaled_log"});
+  CHECK(w.call_sites[0].kernel == "myops::scaled_log");
+  CHECK(w.call_sites[0].extern_node == 0);
+  CHECK(called_symbol(w.call_sites[0]) == "aoti_torch_proxy_executor_call_function");
+  REQUIRE(w.call_sites[0].elements.size() == 6);
+  CHECK(w.call_sites[0].elements[5] == std::vector<std::string>{"buf2", "buf4"});
+  CHECK(w.call_sites[0].elements[3].empty());
+  // A node the JSON does not hold keeps the shim's name.
+  CHECK(w.call_sites[1].extern_node == 7);
+  CHECK(w.call_sites[1].kernel == "aoti_torch_proxy_executor_call_function");
+  // Malformed JSON names nothing.
+  WrapperInfo copy = w;
+  name_proxy_calls(copy, "{not json");
+  CHECK(copy.call_sites[0].kernel == "myops::scaled_log");
 }

@@ -166,3 +166,54 @@ TEST_CASE("generate_replay: what it cannot replay, the script says and exits 2")
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("generate_replay: a custom operator's call goes through LibTorch's proxy executor, its library loaded") {
+  const std::string wrapper = R"(#include <torch/csrc/inductor/aoti_include/cpu.h>
+void AOTInductorModel::run_impl(
+    AtenTensorHandle* input_handles,
+    AOTIProxyExecutorHandle proxy_executor) {
+    AtenTensorHandle buf4_handle;  // output buffer
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_new_uninitialized_tensor(&buf4_handle));
+    RAIIAtenTensorHandle buf4(buf4_handle);
+    AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 0, 0, std::array<int64_t, 0>{}.data(), 2, std::array<AtenTensorHandle, 2>{buf2, buf4}.data()));
+} // AOTInductorModel::run_impl
+)";
+  const std::string nodes = R"({"nodes": [{"name": "buf3", "node": {"target": "myops::scaled_log", "inputs": [{"name": "x", "arg": {"as_tensor": {"name": "buf2"}}, "kind": 1}, {"name": "s", "arg": {"as_float": 2.0}, "kind": 1}], "outputs": [{"as_tensor": {"name": "buf4"}}]}}]})";
+  Culprit c;
+  c.kernel = "myops::scaled_log";
+  c.kind = "extern";
+  ProbeStats out;
+  out.tensor = "buf4";
+  out.initialized = false;
+  TensorStats after;
+  after.dtype = "float32";
+  after.shape = {4, 8};
+  out.after = after;
+  c.args = {out};
+  ReplaySpec spec{"out/repro", "x", "model", 1, 1, "nonfinite", &c, {saved(1, "buf2", "site1_buf2.pt")},
+                  {"/home/me/ops/libmyops.so"}};
+  ReplayFiles rf = generate_replay(spec, wrapper, "", nodes);
+  CHECK(rf.problem.empty());
+  const std::string& drv = text_of(rf, "driver.cpp");
+  CHECK(drv.find("::dlopen(\"./libmyops.so\", RTLD_NOW | RTLD_GLOBAL)") != std::string::npos);
+  CHECK(drv.find("replay::load(\"buf2\", \"site1_buf2.pt\", 3, true)") != std::string::npos);
+  CHECK(drv.find("replay::alloc(\"buf4\", {4, 8}, \"float32\", 2)") != std::string::npos);
+  // The call the proxy executor makes: the operator, boxed, its arguments from the extern node.
+  CHECK(drv.find("auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"myops::scaled_log\", \"\");") !=
+        std::string::npos);
+  CHECK(drv.find("stack.emplace_back(*torch::aot_inductor::tensor_handle_to_tensor_pointer(buf2));  // x") !=
+        std::string::npos);
+  CHECK(drv.find("stack.emplace_back(double(2));  // s") != std::string::npos);
+  CHECK(drv.find("(*torch::aot_inductor::tensor_handle_to_tensor_pointer(buf4)).set_(stack.at(0).toTensor());") !=
+        std::string::npos);
+  CHECK(text_of(rf, "extern_nodes.json") == nodes);
+  CHECK(text_of(rf, "replay").find("extern_nodes.json libmyops.so") != std::string::npos);
+  for (const auto& [name, text] : rf.files) {
+    CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);
+  }
+  SUBCASE("without the package's extern nodes, it says why it cannot run") {
+    ReplayFiles none = generate_replay(spec, wrapper, "", "");
+    // Without them the call is not even known as the operator's.
+    CHECK(none.problem == "the wrapper's call of myops::scaled_log was not found");
+  }
+}

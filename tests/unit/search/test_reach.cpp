@@ -190,6 +190,36 @@ TEST_CASE("trace_to_outputs: several non-finite outputs, views and extern calls'
   }
 }
 
+TEST_CASE("trace_to_outputs: independent origins: the earliest site whose NaN reach an output, the other named") {
+  // Output 1's NaN are made early (sqrt at call site 3); output 0's later, by an unrelated log (call site 8).
+  Run r;
+  r.launch(1, "aoti_torch_cpu_addmm_out", {{"arg0_1", 0, 0, "x"}}, "buf0", 0, 0, "a");
+  r.launch(2, "cpp_fused_tanh_0", {{"buf0", 0, 0, "a"}}, "buf1", 0, 0, "t");
+  r.launch(3, "cpp_fused_sqrt_1", {{"arg0_1", 0, 0, "x"}}, "buf2", 5, 0, "s");
+  r.launch(4, "cpp_fused_mul_2", {{"buf2", 5, 0, "s"}}, "buf3", 5, 0, "m");
+  r.launch(5, "aoti_torch_cpu_addmm_out", {{"buf1", 0, 0, "t"}}, "buf4", 0, 0, "b");
+  r.launch(6, "cpp_fused_relu_3", {{"buf4", 0, 0, "b"}}, "buf5", 0, 0, "r");
+  r.launch(7, "aoti_torch_cpu_addmm_out", {{"buf5", 0, 0, "r"}}, "buf6", 0, 0, "c");
+  r.launch(8, "cpp_fused_log_4", {{"buf6", 0, 0, "c"}}, "buf7", 3, 0, "l");
+  WrapperInfo w;
+  w.outputs = {"buf7", "buf3"};
+  Reach got = reach(r, {output(3, 0, "l"), output(5, 0, "m")}, w);
+  REQUIRE(got.followed);
+  REQUIRE(got.culprit.has_value());
+  CHECK(*got.culprit == 3);
+  CHECK(got.output == 1);
+  REQUIRE(got.other_origins.size() == 1);
+  CHECK(got.other_origins[0].site == 8);
+  CHECK(got.other_origins[0].kernel == "cpp_fused_log_4");
+  CHECK(got.other_origins[0].outputs == std::vector<int>{0});
+  CHECK(got.summary == "the NaN in output 1 come from call site 3 cpp_fused_sqrt_1; output 0's come from call site 8 "
+                       "cpp_fused_log_4");
+  Bisection b;
+  record_reach(b, got);
+  REQUIRE(b.other_origins.size() == 1);
+  CHECK(b.other_origins[0].note == "call site 8 cpp_fused_log_4 makes the NaN/Inf of output 0 on its own");
+}
+
 TEST_CASE("trace_to_outputs: NaN in the data come from the graph input; a constant's enter at its reader") {
   WrapperInfo w;
   w.outputs = {"buf1"};

@@ -129,6 +129,13 @@ TEST_CASE("manifest: paths resolve against its folder; mistakes are located") {
                        ab::Error);
   CHECK(m.cases[0].against_eager);
   CHECK(m.cases[0].exported_program == "/nightly/ep.pt2");
+  // Custom operator libraries, resolved like the other paths; no inputs: the package's sample inputs.
+  ab::Manifest ops = ab::parse_manifest(
+      "cases:\n  - name: op\n    package: p.pt2\n    load_library: [lib/libops.so, /opt/libmore.so]\n", "m.yaml",
+      "/nightly");
+  CHECK(ops.cases[0].load_libraries ==
+        std::vector<std::filesystem::path>{"/nightly/lib/libops.so", "/opt/libmore.so"});
+  CHECK(ops.cases[0].inputs.empty());
   CHECK_THROWS_WITH_AS(ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: i\n    against_eager: yes!\n",
                                           "m.yaml", "."),
                        doctest::Contains("m.yaml:5:20: error: 'against_eager' must be true or false"), ab::Error);
