@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,30 @@ std::string emit_normalized(Graph& g, const std::string& who, std::vector<std::s
   return pickle::emit(g, opt, notes);
 }
 
+// The most the legacy format's pickles may take (they hold no tensor data).
+constexpr uint64_t k_pickles_max = 64ull << 20;
+
+ByteSource bytes_source(std::string_view bytes) {
+  return {bytes.size(), [bytes](uint64_t off, uint64_t n) {
+            return off >= bytes.size() ? std::string() : std::string(bytes.substr(off, n));
+          }};
+}
+
+ByteSource file_source(const fs::path& path, uint64_t size, const std::string& who) {
+  auto in = std::make_shared<std::ifstream>(path, std::ios::binary);
+  if (!*in) {
+    throw Error(ErrorKind::cannot_test, who + " cannot be read");
+  }
+  return {size, [in](uint64_t off, uint64_t n) {
+            std::string out(n, '\0');
+            in->clear();
+            in->seekg(static_cast<std::streamoff>(off));
+            in->read(out.data(), static_cast<std::streamsize>(n));
+            out.resize(static_cast<size_t>(std::max<std::streamsize>(in->gcount(), 0)));
+            return out;
+          }};
+}
+
 // ---- the zip format ----
 
 TensorFile read_zip(const fs::path& path, const std::string& what) {
@@ -114,7 +139,10 @@ TensorFile read_zip(const fs::path& path, const std::string& what) {
 
 }  // namespace
 
-TensorFile read_legacy_torch_save(std::string_view bytes, const std::string& who) {
+TensorFile read_legacy_torch_save(const ByteSource& src, const std::string& who) {
+  // The pickles come first and are small; the storages' bytes are never read here.
+  const std::string head = src.read(0, std::min<uint64_t>(src.size, k_pickles_max));
+  std::string_view bytes = head;
   size_t pos = 0;
   std::string part;
   auto next = [&](const char* what_part) {
@@ -160,23 +188,28 @@ TensorFile read_legacy_torch_save(std::string_view bytes, const std::string& who
     if (key.kind != Node::Kind::text) {
       refuse_file(who, "is in torch.save's legacy format with a storage key that is not a string");
     }
-    if (bytes.size() - pos < 8) {
+    std::string at = src.size - pos >= 8 ? src.read(pos, 8) : "";
+    if (at.size() < 8) {
       refuse_file(who, fmt::format("ends before storage '{}' (truncated)", printable_name(key.text)));
     }
     uint64_t count = 0;
     for (int i = 0; i < 8; ++i) {
-      count |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[pos + i])) << (8 * i);
+      count |= static_cast<uint64_t>(static_cast<uint8_t>(at[i])) << (8 * i);
     }
     pos += 8;
     auto it = item_size.find(key.text);
     uint64_t size = it == item_size.end() ? 1 : it->second;
-    if (size == 0 || count > (bytes.size() - pos) / size) {
+    if (size == 0 || count > (src.size - pos) / size) {
       refuse_file(who, fmt::format("ends inside storage '{}' (truncated)", printable_name(key.text)));
     }
     out.records[key.text] = TensorFile::Record{"", pos, count * size};
     pos += count * size;
   }
   return out;
+}
+
+TensorFile read_legacy_torch_save(std::string_view bytes, const std::string& who) {
+  return read_legacy_torch_save(bytes_source(bytes), who);
 }
 
 // ---- safetensors ----
@@ -217,19 +250,21 @@ bool natural_less(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-TensorFile read_safetensors(std::string_view bytes, const std::string& who) {
+TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
   const std::string remedy = "save it again with safetensors.torch.save_file";
-  if (bytes.size() < 8) {
+  if (src.size < 8) {
     refuse_file(who, "is too short for a safetensors file", remedy);
   }
+  const std::string length = src.read(0, 8);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) {
-    n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
+    n |= static_cast<uint64_t>(static_cast<uint8_t>(length[i])) << (8 * i);
   }
-  if (n > bytes.size() - 8) {
+  if (n > src.size - 8) {
     refuse_file(who, fmt::format("declares a safetensors header of {} bytes past its end", n), remedy);
   }
-  auto header = nlohmann::ordered_json::parse(bytes.substr(8, n), nullptr, false);
+  // Only the header is read; the tensors' bytes stay in the file.
+  auto header = nlohmann::ordered_json::parse(src.read(8, n), nullptr, false);
   if (header.is_discarded() || !header.is_object()) {
     refuse_file(who, "has a safetensors header that is not a JSON object", remedy);
   }
@@ -242,7 +277,7 @@ TensorFile read_safetensors(std::string_view bytes, const std::string& who) {
       {"U16", {"UInt16", 2}},         {"U32", {"UInt32", 4}},        {"U64", {"UInt64", 8}},
       {"C64", {"ComplexFloat", 8}}};
   const uint64_t data_start = 8 + n;
-  const uint64_t data_size = bytes.size() - data_start;
+  const uint64_t data_size = src.size - data_start;
   TensorFile out;
   out.format = TensorFileFormat::safetensors;
   Graph g;
@@ -330,6 +365,10 @@ TensorFile read_safetensors(std::string_view bytes, const std::string& who) {
   return out;
 }
 
+TensorFile read_safetensors(std::string_view bytes, const std::string& who) {
+  return read_safetensors(bytes_source(bytes), who);
+}
+
 std::string_view tensor_file_format_name(TensorFileFormat format) {
   switch (format) {
     case TensorFileFormat::torch_zip: return "torch.save";
@@ -349,10 +388,10 @@ TensorFile read_tensor_file(const fs::path& path, const std::string& what) {
     return read_zip(path, what);
   }
   if (is_legacy_torch_save(head)) {
-    return read_legacy_torch_save(read_file(path, what), who);
+    return read_legacy_torch_save(file_source(path, size, who), who);
   }
   if (!ec && is_safetensors_head(head, size)) {
-    return read_safetensors(read_file(path, what), who);
+    return read_safetensors(file_source(path, size, who), who);
   }
   throw Error(ErrorKind::cannot_test,
               who + " is not a file of tensors aoti-bisect reads (torch.save's zip or legacy format, or "

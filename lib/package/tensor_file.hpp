@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,10 +73,18 @@ TensorFile check_tensor_file(const std::filesystem::path& path, const std::strin
 std::filesystem::path plain_torch_save(const std::filesystem::path& path, const std::string& what,
                                        const std::filesystem::path& dir);
 
-// The safetensors part alone (for tests and fuzzing): `bytes` is the whole
-// file. Throws Error(cannot_test) as read_tensor_file.
+// The formats alone (read_tensor_file picks them by the file's first
+// bytes). They read only what they need: safetensors its header, the
+// legacy format its pickles and each storage's count, never the tensors'
+// bytes. Throw Error(cannot_test) as read_tensor_file.
+struct ByteSource {
+  uint64_t size = 0;
+  std::function<std::string(uint64_t offset, uint64_t n)> read;  // fewer bytes at the end
+};
+TensorFile read_safetensors(const ByteSource& src, const std::string& who);
+TensorFile read_legacy_torch_save(const ByteSource& src, const std::string& who);
+// The same on a whole file in memory (tests, fuzzing).
 TensorFile read_safetensors(std::string_view bytes, const std::string& who);
-// The legacy part alone: `bytes` is the whole file.
 TensorFile read_legacy_torch_save(std::string_view bytes, const std::string& who);
 
 }  // namespace aoti_bisect

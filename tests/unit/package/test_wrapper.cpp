@@ -344,3 +344,19 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   name_proxy_calls(copy, "{not json");
   CHECK(copy.call_sites[0].kernel == "myops::scaled_log");
 }
+
+TEST_CASE("parse_wrapper: torch 2.15's torch.cond (false branch first, an int64 predicate), each site in its branch") {
+  // A real 2.15.0 wrapper (cond_nan_true): `if (buf2_scalar == 0) { // subgraph: false_graph_0 ... } else { ...
+  // true_graph_0 }`; 2.13 wrote `if (buf2_scalar)` with the true branch first.
+  WrapperInfo w = parse_wrapper(fixture::text("torch215_cond_nan_true.wrapper.cpp"));
+  REQUIRE(w.call_sites.size() == 9);
+  std::vector<std::string> branches;
+  for (const auto& s : w.call_sites) {
+    branches.push_back(s.branch);
+  }
+  CHECK(branches == std::vector<std::string>{"", "", "false_graph_0", "false_graph_0", "true_graph_0", "true_graph_0",
+                                             "", "", ""});
+  CHECK(w.call_sites[5].kernel == "cpp_fused_gt_log_relu_sub_2");
+  CHECK(w.call_sites[2].kernel == "aoti_torch_cpu_addmm_out");
+  CHECK(w.call_sites[2].args[0] == "false_graph_0_buf0");
+}
