@@ -1,7 +1,7 @@
-"""Eight more examples for make_examples.py: packages and inputs in the forms users hand over
+"""Nine more examples for make_examples.py: packages and inputs in the forms users hand over
 (a custom operator's library, a sources-only package, safetensors, a tokenizer's BatchEncoding,
 a legacy torch.save file, a combined archive with sample inputs, provenance-tracked kernels, two
-independent NaN origins).
+independent NaN origins, a Python custom operator).
 
 make_examples.py merges EXAMPLES and BUILDERS into its own and builds these with its build_one.
 A builder returns (model, inputs, configs, kwargs, extras); extras maps a files key (or, for kind
@@ -122,6 +122,18 @@ EXAMPLES = {
         "the graph's order (on, the pass would run the log's branch first). Eager computes the same NaN.",
         culprit_pattern=r"sqrt",
         other_origin_patterns=(r"log",),
+        expect=_RUNS,
+    ),
+    "python_op_nan": dict(
+        description="a Python custom operator (torch.library.custom_op, aoti_bisect_py::shift) called through the "
+        "AOTI proxy executor: its kernel is Python code, which no C++ program can run",
+        outcome="nonfinite",
+        bug="log(shift(x) * 2) with shift(x) = x - 1 written in Python (torch.library.custom_op, with a fake "
+        "kernel for export) and x in [0, 2): NaN where x < 1. In the package the operator is a proxy-executor call "
+        "whose extern node's metadata says torch_library_custom_op; it runs only in a Python process that "
+        "defined it. Eager computes the same NaN.",
+        culprit_pattern=None,
+        culprit_kernel="aoti_bisect_py::shift",
         expect=_RUNS,
     ),
 }
@@ -393,6 +405,36 @@ def build_two_origins_nan():
     return TwoOrigins(), (torch.randn(B, D),), {"reorder_for_locality": False}
 
 
+_PY_OP = []  # the Python custom operator, defined once per process
+
+
+def build_python_op_nan():
+    torch, nn, F = _torch()
+    if not _PY_OP:
+
+        # The schema given: this module's annotations are strings (from __future__ import annotations).
+        @torch.library.custom_op("aoti_bisect_py::shift", mutates_args=(), schema="(Tensor x) -> Tensor")
+        def shift(x):
+            return x - 1.0
+
+        @shift.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        _PY_OP.append(shift)
+    shift = _PY_OP[0]
+
+    class PythonOp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(D, D)
+
+        def forward(self, x):
+            return (self.lin(torch.log(shift(x) * 2.0)),)
+
+    return PythonOp(), (torch.rand(B, D) * 2.0,), {}
+
+
 BUILDERS = {
     "custom_op_nan": build_custom_op_nan,
     "sources_only_nan": build_sources_only_nan,
@@ -402,6 +444,7 @@ BUILDERS = {
     "sample_inputs_nan": build_sample_inputs_nan,
     "provenance_nan": build_provenance_nan,
     "two_origins_nan": build_two_origins_nan,
+    "python_op_nan": build_python_op_nan,
 }
 assert BUILDERS.keys() == EXAMPLES.keys()
 

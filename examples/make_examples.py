@@ -1258,7 +1258,13 @@ def kernel_call_order(package_path):
         s = line.strip()
         if s.startswith("//"):
             continue
-        for name, node in _CALL_RE.findall(s):
+        for m in _CALL_RE.finditer(s):
+            name, node = m.group(1), m.group(2)
+            # `std::vector<C10IValueHandle> aoti_torch_cpu_addmm_out_inputs_({...})` (torch 2.15, kernel
+            # profiling) declares a variable named like a shim: a call's name never follows a type.
+            before = s[: m.start()].rstrip()
+            if before and (before[-1].isalnum() or before[-1] in "_>*&") and not before.endswith("return"):
+                continue
             if node:
                 i = int(node)
                 name = targets[i] if i < len(targets) and targets[i] else f"proxy_executor_call_function#{i}"

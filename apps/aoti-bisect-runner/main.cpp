@@ -300,7 +300,7 @@ bool load_checked_inputs(const Options& opt, const ab::ModelFacts& facts, const 
 
 void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
                      ab::EventWriter& events) {
-  ab::torchside::require_operators(facts.proxy_ops, opt.libraries, opt.model);
+  ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
   session.load_model(opt.package_dir, opt.model, opt.device_key);
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));

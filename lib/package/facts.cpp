@@ -48,6 +48,7 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   f.reuse = w.moves;
   f.in_spec = w.in_spec;
   f.out_spec = w.out_spec;
+  f.python_ops = w.python_ops;
   for (const auto& op : w.proxy_ops) {
     if (!op.empty() && std::find(f.proxy_ops.begin(), f.proxy_ops.end(), op) == f.proxy_ops.end()) {
       f.proxy_ops.push_back(op);
@@ -84,7 +85,8 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"reuse", f.reuse},
           {"in_spec", f.in_spec},
           {"out_spec", f.out_spec},
-          {"proxy_ops", f.proxy_ops}};
+          {"proxy_ops", f.proxy_ops},
+          {"python_ops", f.python_ops}};
 }
 
 ModelFacts model_facts_from_json(const nlohmann::json& j) {
@@ -122,6 +124,7 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.in_spec = j.value("in_spec", std::string());
     f.out_spec = j.value("out_spec", std::string());
     f.proxy_ops = j.value("proxy_ops", std::vector<std::string>{});
+    f.python_ops = j.value("python_ops", std::vector<std::string>{});
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::internal, std::string("malformed model facts: ") + e.what());

@@ -44,6 +44,7 @@ struct ModelFacts {
   // Custom operators the model runs through the proxy executor
   // (WrapperInfo::proxy_ops): each must be registered before it loads.
   std::vector<std::string> proxy_ops;
+  std::vector<std::string> python_ops;  // of those, the Python custom operators (WrapperInfo::python_ops)
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);

@@ -580,11 +580,17 @@ void name_proxy_calls(WrapperInfo& info, const std::string& extern_json) {
     return;
   }
   info.proxy_ops.clear();
+  info.python_ops.clear();
   for (const auto& n : j["nodes"]) {
     std::string target;
     if (n.is_object() && n.contains("node") && n["node"].is_object() && n["node"].contains("target") &&
         n["node"]["target"].is_string()) {
       target = n["node"]["target"].get<std::string>();
+      const auto& meta = n["node"].value("metadata", nlohmann::json::object());
+      if (meta.is_object() && meta.value("torch_library_custom_op", "") == "1" &&
+          std::find(info.python_ops.begin(), info.python_ops.end(), target) == info.python_ops.end()) {
+        info.python_ops.push_back(target);
+      }
     }
     info.proxy_ops.push_back(target);
   }

@@ -107,6 +107,9 @@ struct WrapperInfo {
   std::string out_spec;
   // The operators proxy-executor calls run, by extern node (name_proxy_calls).
   std::vector<std::string> proxy_ops;
+  // Those defined in Python (torch.library.custom_op: the node's metadata
+  // says torch_library_custom_op), whose kernel is Python code.
+  std::vector<std::string> python_ops;
 };
 
 // The function a call site calls: its kernel, or for an operator run

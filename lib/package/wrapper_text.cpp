@@ -28,7 +28,20 @@ std::optional<std::string> called_ident_with_prefix(std::string_view line, std::
     }
     std::string id = ident_at(line, pos);
     size_t after = pos + id.size();
-    if (after < line.size() && line[after] == '(') {
+    // `std::vector<C10IValueHandle> aoti_torch_cpu_addmm_out_inputs_({...})`
+    // (torch 2.15's record-function arguments) declares a variable: the
+    // name follows a type, where a call follows `(`, `,`, `=` or nothing.
+    size_t before = pos;
+    while (before > 0 && (line[before - 1] == ' ' || line[before - 1] == '\t')) {
+      --before;
+    }
+    bool declared = before > 0 && before < pos && (is_ident_char(line[before - 1]) || line[before - 1] == '>' ||
+                                                   line[before - 1] == '*' || line[before - 1] == '&');
+    if (declared && before >= 6 && line.substr(before - 6, 6) == "return" &&
+        (before == 6 || !is_ident_char(line[before - 7]))) {
+      declared = false;
+    }
+    if (after < line.size() && line[after] == '(' && !declared) {
       return id;
     }
   }

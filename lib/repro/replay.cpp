@@ -191,7 +191,9 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
   static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
                                               "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
                                               "int",     "long",    "char",    "array", "vector",  "data",
-                                              "AtenTensorHandle", "proxy_executor"};
+                                              "AtenTensorHandle", "proxy_executor",
+                                              // torch 2.15: static_cast<const int64_t*>(std::array<...>{...}.data())
+                                              "static_cast", "reinterpret_cast"};
   for (const auto& id : scalars) {
     if (known.count(id) || id.rfind("cached_torch_", 0) == 0 || g.declared.count(id)) {
       continue;

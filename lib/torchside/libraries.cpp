@@ -6,6 +6,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -40,11 +42,26 @@ std::vector<std::string> unregistered_operators(const std::vector<std::string>& 
   return out;
 }
 
-void require_operators(const std::vector<std::string>& ops, const std::vector<std::string>& libraries,
-                       const std::string& model) {
+void require_operators(const std::vector<std::string>& ops, const std::vector<std::string>& python_ops,
+                       const std::vector<std::string>& libraries, const std::string& model) {
   std::vector<std::string> missing = unregistered_operators(ops);
   if (missing.empty()) {
     return;
+  }
+  std::vector<std::string> python;
+  for (const auto& op : missing) {
+    if (std::find(python_ops.begin(), python_ops.end(), op) != python_ops.end()) {
+      python.push_back(op);
+    }
+  }
+  if (!python.empty()) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("model '{}' calls {} through AOTInductor's proxy executor, {} Python custom operator{} "
+                            "(torch.library.custom_op): {} kernel is Python code, which the runner (C++, no Python) "
+                            "cannot call; give it a C++ kernel (TORCH_LIBRARY) and load that library with "
+                            "--load-library PATH",
+                            model, join(python, ", "), python.size() == 1 ? "a" : std::to_string(python.size()),
+                            python.size() == 1 ? "" : "s", python.size() == 1 ? "its" : "their"));
   }
   std::string which = fmt::format("{} operator{} {}", missing.size() == 1 ? "an" : std::to_string(missing.size()),
                                   missing.size() == 1 ? "" : "s", join(missing, ", "));

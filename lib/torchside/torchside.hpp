@@ -183,8 +183,9 @@ void load_libraries(const std::vector<std::string>& paths);
 std::vector<std::string> unregistered_operators(const std::vector<std::string>& ops);
 // Throws Error(cannot_test), one line naming each unregistered operator and
 // what to do (--load-library), when any of `ops` is not registered.
-void require_operators(const std::vector<std::string>& ops, const std::vector<std::string>& libraries,
-                       const std::string& model);
+// `python_ops`: those the package marks as Python custom operators.
+void require_operators(const std::vector<std::string>& ops, const std::vector<std::string>& python_ops,
+                       const std::vector<std::string>& libraries, const std::string& model);
 
 // CUDA helpers (cuda_device.cpp where the toolkit exists, cuda_none.cpp
 // otherwise): synchronise and return the pending error text, if any.

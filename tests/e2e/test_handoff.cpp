@@ -107,6 +107,17 @@ TEST_CASE("a custom C++ operator: isolated with --load-library, its call site na
   }
 }
 
+TEST_CASE("a Python custom operator (torch.library.custom_op): named as such, with what to do, exit 4") {
+  auto r = run_tool(args_of(example("python_op_nan.pt2").string(), example("python_op_nan.inputs.pt").string()),
+                    "out");
+  CHECK(r.code() == 4);
+  CHECK(r.report["verdict"] == "could_not_test");
+  CHECK(e2e::error_line(r) ==
+        "aoti-bisect: error: model 'model' calls aoti_bisect_py::shift through AOTInductor's proxy executor, a Python "
+        "custom operator (torch.library.custom_op): its kernel is Python code, which the runner (C++, no Python) "
+        "cannot call; give it a C++ kernel (TORCH_LIBRARY) and load that library with --load-library PATH");
+}
+
 TEST_CASE("a sources-only package (package_cpp_only): its library built once from its own sources, then searched") {
   auto meta = meta_of("sources_only_nan");
   const std::string pkg = example("sources_only_nan.pt2").string();

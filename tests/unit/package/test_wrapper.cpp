@@ -339,6 +339,12 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   // A node the JSON does not hold keeps the shim's name.
   CHECK(w.call_sites[1].extern_node == 7);
   CHECK(w.call_sites[1].kernel == "aoti_torch_proxy_executor_call_function");
+  // A Python custom operator (torch.library.custom_op) is marked so in its node's metadata (torch 2.13).
+  WrapperInfo py = w;
+  name_proxy_calls(py, R"({"nodes": [{"name": "buf0", "node": {"target": "pyops::shift", "inputs": [], )"
+                       R"("outputs": [], "metadata": {"torch_library_custom_op": "1"}}}]})");
+  CHECK(py.python_ops == std::vector<std::string>{"pyops::shift"});
+  CHECK(w.python_ops.empty());
   // Malformed JSON names nothing.
   WrapperInfo copy = w;
   name_proxy_calls(copy, "{not json");
@@ -359,4 +365,20 @@ TEST_CASE("parse_wrapper: torch 2.15's torch.cond (false branch first, an int64 
   CHECK(w.call_sites[5].kernel == "cpp_fused_gt_log_relu_sub_2");
   CHECK(w.call_sites[2].kernel == "aoti_torch_cpu_addmm_out");
   CHECK(w.call_sites[2].args[0] == "false_graph_0_buf0");
+}
+
+TEST_CASE("parse_wrapper: torch 2.15's kernel profiling declares `aoti_torch_cpu_addmm_out_inputs_`: not a call site") {
+  // A real 2.15.0 wrapper (provenance_nan, cpp.enable_kernel_profile): before each extern call,
+  // `std::vector<C10IValueHandle> aoti_torch_cpu_addmm_out_inputs_({...});` for its record function.
+  WrapperInfo w = parse_wrapper(fixture::text("torch215_provenance_profile.wrapper.cpp"));
+  std::vector<std::string> kernels;
+  for (const auto& s : w.call_sites) {
+    kernels.push_back(s.kernel);
+  }
+  CHECK(kernels == std::vector<std::string>{"aoti_torch_cpu_addmm_out", "cpp_fused_gelu_0", "aoti_torch_cpu_addmm_out",
+                                            "cpp_fused_log_tanh_1", "aoti_torch_cpu_addmm_out", "cpp_fused__softmax_2"});
+  // 2.15 puts no KernelContextGuard around a cpp kernel's launch: its stacks come from kernel_information.json.
+  attach_kernel_information(w, fixture::text("torch215_provenance.kernel_information.json"));
+  REQUIRE(!w.call_sites[3].python_stacks.empty());
+  CHECK(w.call_sites[3].python_stacks.back().find("return torch.log(self.lin(x))  # the bad op") != std::string::npos);
 }
