@@ -117,6 +117,10 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                   "a shared library that registers the model's custom operators (TORCH_LIBRARY), loaded before "
                   "the package in every run and in the eager run (repeatable)")
       ->allow_extra_args(false);
+  cmd->add_option("--python", r.python,
+                  "a Python whose torch runs the package (and builds and runs its exported program); default: "
+                  "$AOTI_BISECT_PYTHON, else the package's own torch where it is still installed, else python3's. "
+                  "A runner against a torch other than this build's is built once and cached");
   cmd->add_option("--reference", r.reference, "expected outputs saved with torch.save; enables the mismatch check");
   CLI::Option* against_eager = cmd->add_flag("--against-eager", r.against_eager,
                 "without --reference: compare with the exported program run eagerly on the same inputs");

@@ -2,6 +2,7 @@
 // summary (lib/triage).
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -42,6 +43,7 @@ struct Common {
   std::string cache_dir;
   std::string baseline;
   double case_timeout = 0;
+  std::string python;
 };
 
 void add_common(CLI::App* cmd, Common& c) {
@@ -51,6 +53,9 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--cache-dir", c.cache_dir, "build cache every case shares (default ~/.cache/aoti-bisect/builds)");
   cmd->add_option("--case-timeout", c.case_timeout, "seconds one case may take in all (default: no limit)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--python", c.python,
+                  "a Python whose torch runs every case (default: each package's own torch where it is still "
+                  "installed, else python3's); a runner against it is built once");
 }
 
 TriageOptions options_of(const Common& c, const std::string& command) {
@@ -60,6 +65,10 @@ TriageOptions options_of(const Common& c, const std::string& command) {
   o.jobs = c.jobs;
   o.cache_dir = c.cache_dir;
   o.case_timeout_s = c.case_timeout;
+  if (!c.python.empty()) {
+    // Every case's `aoti-bisect run` reads it (harness/runner_choice.hpp).
+    ::setenv("AOTI_BISECT_PYTHON", c.python.c_str(), 1);
+  }
   if (!c.baseline.empty()) {
     o.baseline = load_baseline(c.baseline);
     o.baseline_source = display_path(c.baseline);

@@ -60,6 +60,8 @@ struct RunOptions {
   bool junit = false;
   std::vector<std::string> command_line;
   std::filesystem::path runner;                // empty = $AOTI_BISECT_RUNNER, else beside this executable
+                                               // or one built against the package's torch (harness/runner_choice.hpp)
+  std::string python;                          // --python: whose torch runs the package; "" = $AOTI_BISECT_PYTHON
 };
 
 // The resolved job. Immutable once made.
@@ -84,6 +86,7 @@ struct Settings {
   bool junit = false;
   std::vector<std::string> command_line;
   std::filesystem::path runner;      // the runner executable
+  std::filesystem::path runner_torch_dir;  // its torch folder where known (its C-shim headers); "" = the build's
   // The flag matrix.
   Profile profile;
   std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix

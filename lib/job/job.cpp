@@ -19,6 +19,8 @@
 #include "job/matrix_runs.hpp"
 #include "job/out_dir.hpp"
 #include "harness/phase.hpp"
+#include "harness/runner_build.hpp"
+#include "harness/runner_choice.hpp"
 #include "harness/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/reading.hpp"
@@ -376,6 +378,8 @@ class Job {
   JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
   void build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s);
   void note_package_torch(const Inspected& in, const fs::path& package_dir);
+  void choose_runner(const Inspected& in);
+  RunnerPick m_runner_pick;         // which runner runs the package, and why
   Stop versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner) const;
   PackageTorch m_built_with;        // the torch the package was built with, as far as it shows it
 
@@ -460,7 +464,16 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
                              "aoti_compile_and_package",
                              m_opt.package.string(), in.model->name)});
   }
-  const Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key), m_batches);
+  try {
+    choose_runner(in);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::usage) {
+      throw;
+    }
+    return fail({Verdict::could_not_test, e.what()});
+  }
+  Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key), m_batches);
+  s.runner_torch_dir = m_runner_pick.torch.torch_dir;
   for (const auto& why : s.unavailable_variants) {
     m_rec.note("variant " + why + ": left out of the flag matrix");
   }
@@ -500,6 +513,66 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   return run_matrix(s, in, env, model);
 }
 
+// Which runner runs the package (harness/runner_choice.hpp): the one beside
+// the driver when its torch is the one wanted, else one built against that
+// torch once and cached. A runner named outright is used as given.
+void Job::choose_runner(const Inspected& in) {
+  PickInputs p;
+  const char* env_runner = std::getenv("AOTI_BISECT_RUNNER");
+  p.runner_named = !m_opt.runner.empty() || (env_runner != nullptr && *env_runner != '\0');
+  if (p.runner_named) {
+    m_runner_pick.kind = RunnerPick::Kind::named;
+    return;
+  }
+  const char* env_python = std::getenv("AOTI_BISECT_PYTHON");
+  std::string python = !m_opt.python.empty() ? m_opt.python : env_python != nullptr ? env_python : "";
+  if (!python.empty()) {
+    auto t = python_torch(python);
+    if (auto* why = std::get_if<std::string>(&t)) {
+      throw Error(ErrorKind::usage,
+                  fmt::format("{} ({}): {}; name a Python that has torch installed", *why,
+                              m_opt.python.empty() ? "AOTI_BISECT_PYTHON" : "--python", "its torch runs the package"));
+    }
+    p.named_python = std::get<TorchInstall>(t);
+    // The exported program's build and the eager run use it too.
+    ::setenv("AOTI_BISECT_PYTHON", p.named_python->python.c_str(), 1);
+  }
+  std::string wrapper = in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp);
+  std::string flags = in.model->compile_flags_json.empty() ? "" : in.pkg->read_entry(in.model->compile_flags_json);
+  p.package = package_torch(wrapper, flags, fs::path());
+  p.package_install = buildable_torch(p.package.torch_dir);
+  p.beside = default_runner_torch();
+  m_runner_pick = pick_runner(p, [] {
+    auto t = python_torch("python3");
+    return std::holds_alternative<TorchInstall>(t) ? std::optional<TorchInstall>(std::get<TorchInstall>(t))
+                                                    : std::nullopt;
+  });
+  if (m_runner_pick.kind != RunnerPick::Kind::per_torch) {
+    return;
+  }
+  const TorchInstall& torch = m_runner_pick.torch;
+  m_rec.begin_phase("build", fmt::format("a runner against torch {} ({})", torch.version, m_runner_pick.why));
+  RunnerBuild built = build_runner(torch, m_opt.cache_dir, m_opt.build_timeout_s,
+                                   [this](const std::string& line) { m_rec.progress().note(line); });
+  m_opt.runner = built.runner;
+  BuildRecord record;
+  record.purpose = "runner";
+  record.source = m_runner_pick.why;
+  record.fidelity = "the tool's own runner, built against the torch that runs the package";
+  record.key = built.key;
+  record.cache_hit = built.cache_hit;
+  record.seconds = built.seconds;
+  record.torch_version = torch.version;
+  m_rec.build(record, !built.cache_hit);
+  m_rec.progress().note(fmt::format("runner: against torch {} ({}), {}", torch.version, m_runner_pick.why,
+                                    built.cache_hit ? "found in the cache"
+                                                    : fmt::format("built in {:.0f} s", built.seconds)));
+  // The exported program's build and the eager run use the same torch.
+  if ((env_python == nullptr || *env_python == '\0') && !torch.python.empty()) {
+    ::setenv("AOTI_BISECT_PYTHON", torch.python.c_str(), 1);
+  }
+}
+
 // Which torch built the package (its recorded compile command, the
 // libraries its library needs), for the report and for the line that says
 // why a runner of another torch cannot load it.
@@ -517,20 +590,29 @@ void Job::note_package_torch(const Inspected& in, const fs::path& package_dir) {
 // AOTInductor runtime symbols of another version): one line naming both
 // versions and how to get a matching runner.
 Stop Job::versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner_env) const {
-  std::string runner = torch_release(runner_env.count("torch") ? runner_env.at("torch") : "");
+  std::string runner = runner_env.count("torch") ? runner_env.at("torch") : "";
   const std::string& built = m_built_with.version;
   bool load_failed = stop.message.find("cannot be loaded") != std::string::npos;
-  if (stop.verdict != Verdict::could_not_test || !load_failed || built.empty() || runner.empty() || built == runner) {
+  // The package's torch folder holds no torch now: only where it was is known.
+  const bool absent = m_runner_pick.package_torch_absent && built.empty();
+  if (stop.verdict != Verdict::could_not_test || !load_failed || runner.empty() || (built.empty() && !absent) ||
+      torch_release(built) == torch_release(runner)) {
     return stop;
   }
   std::string why = stop.message.substr(stop.message.find("cannot be loaded"));
+  std::string links =
+      m_built_with.libraries.empty() ? "" : fmt::format(", it links {}", join(m_built_with.libraries, ", "));
+  std::string package_torch =
+      absent ? fmt::format("the torch at {} (no longer installed there{})", display_path(m_built_with.torch_dir), links)
+             : fmt::format("torch {}{}", built, links.empty() ? "" : " (" + links.substr(2) + ")");
+  std::string what_to_do =
+      absent ? "install that torch again, or give --python PATH: a Python whose torch built the package; aoti-bisect "
+               "builds a runner against it once"
+             : fmt::format("give --python PATH: a Python with torch {}; aoti-bisect builds a runner against it once",
+                           built);
   return {Verdict::could_not_test,
-          fmt::format("package '{}' was built by torch {}{}, and this runner's LibTorch is {}: the model {}; run it "
-                      "with a runner built against torch {} (AOTI_BISECT_TORCH_VERSION={} scripts/build, then "
-                      "AOTI_BISECT_RUNNER=build-torch-{}/apps/aoti-bisect-runner)",
-                      display_path(m_opt.package), built,
-                      m_built_with.libraries.empty() ? "" : fmt::format(" (it links {})", join(m_built_with.libraries, ", ")),
-                      runner, why, built, built, built)};
+          fmt::format("package '{}' was built by {}, and this runner's LibTorch is {}: the model {}; {}",
+                      display_path(m_opt.package), package_torch, runner, why, what_to_do)};
 }
 
 // A package that ships its model's sources, not its library

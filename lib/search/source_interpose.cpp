@@ -40,9 +40,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The C-shim headers of the torch the runner was built with.
-std::string shim_header_text() {
+// `runner_torch_dir`: the torch of a runner picked for the package
+// (harness/runner_choice.hpp); empty: the one this tool was built against.
+std::string shim_header_text(const fs::path& runner_torch_dir) {
   const char* env = std::getenv("AOTI_BISECT_TORCH_INCLUDE");
-  fs::path include = env != nullptr && *env ? fs::path(env) : fs::path(AOTI_BISECT_TORCH_INCLUDE);
+  fs::path include = env != nullptr && *env         ? fs::path(env)
+                     : !runner_torch_dir.empty() ? runner_torch_dir / "include"
+                                                 : fs::path(AOTI_BISECT_TORCH_INCLUDE);
   std::string text;
   fs::path base = include / "torch" / "csrc" / "inductor" / "aoti_torch";
   for (const char* h : {"c/shim.h", "c/shim_cpu.h", "c/shim_deprecated.h", "generated/c_shim_cpu.h",
@@ -200,7 +204,7 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
       kernels.merge(kernel_declarations(s.pkg.read_entry(s.model.kernel_cpp)));
     }
     HookLibrary hooks =
-        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text()), triton_launches(wrapper_text));
+        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text(env.settings.runner_torch_dir)), triton_launches(wrapper_text));
     if (!hooks.problems.empty()) {
       return "no hook for every call site: " + hooks.problems.front();
     }

@@ -101,6 +101,28 @@ void read_case_report(const Json& report, CaseResult& c) {
     read_culprit(report, c.culprit_call_index, c.culprit_kernel);
   }
   c.seconds = number_at<double>(report, "total_seconds").value_or(c.seconds);
+  if (auto p = report.find("package"); p != report.end() && p->is_object()) {
+    c.package_torch = text_at(*p, "torch_version");
+  }
+  if (auto e = report.find("environment"); e != report.end() && e->is_object()) {
+    c.runner_torch = text_at(*e, "torch_version");
+  }
+}
+
+std::vector<TorchGroup> group_by_torch(const std::vector<CaseResult>& cases) {
+  std::vector<TorchGroup> groups;
+  for (const auto& c : cases) {
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const TorchGroup& x) { return x.torch == c.package_torch; });
+    if (g == groups.end()) {
+      groups.push_back(TorchGroup{c.package_torch, {}, {}});
+      g = groups.end() - 1;
+    }
+    g->cases.push_back(c.name);
+    if (!c.runner_torch.empty() && std::find(g->runners.begin(), g->runners.end(), c.runner_torch) == g->runners.end()) {
+      g->runners.push_back(c.runner_torch);
+    }
+  }
+  return groups;
 }
 
 std::vector<Group> group_cases(const std::vector<CaseResult>& cases) {
@@ -234,7 +256,9 @@ std::string summary_to_json(const Summary& s) {
            {"culprit", culprit_json(c.culprit_call_index, c.culprit_kernel)},
            {"report", text_or_null(c.report)},
            {"seconds", c.seconds},
-           {"error", text_or_null(c.error)}};
+           {"error", text_or_null(c.error)},
+           {"package_torch", text_or_null(c.package_torch)},
+           {"runner_torch", text_or_null(c.runner_torch)}};
     if (!c.verify.empty()) {
       j["verify"] = c.verify;
     }
@@ -248,6 +272,10 @@ std::string summary_to_json(const Summary& s) {
                           {"cases", g.cases},
                           {"status", text_or_null(g.status)}});
   }
+  Json torches = Json::array();
+  for (const auto& t : group_by_torch(s.cases)) {
+    torches.push_back(Json{{"torch", text_or_null(t.torch)}, {"runners", t.runners}, {"cases", t.cases}});
+  }
   Json j{{"schema_version", 1},
          {"tool", Json{{"name", "aoti-bisect"}, {"version", s.tool_version}}},
          {"command", s.command},
@@ -260,7 +288,8 @@ std::string summary_to_json(const Summary& s) {
          {"exit_code", s.exit_code},
          {"seconds", s.seconds},
          {"cases", std::move(cases)},
-         {"groups", std::move(groups)}};
+         {"groups", std::move(groups)},
+         {"torches", std::move(torches)}};
   if (!s.merged_from.empty()) {
     Json from = Json::array();
     for (const auto& m : s.merged_from) {
@@ -306,6 +335,8 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
     c.seconds = number_at<double>(j, "seconds").value_or(0);
     c.error = text_at(j, "error");
     c.verify = text_at(j, "verify");
+    c.package_torch = text_at(j, "package_torch");
+    c.runner_torch = text_at(j, "runner_torch");
     s.cases.push_back(std::move(c));
   }
   return s;
@@ -372,6 +403,17 @@ std::string summary_to_markdown(const Summary& s) {
     }
     out += "\n";
   }
+  out += "## Cases by torch\n\n";
+  out += table_head({"Built with torch", "Run by LibTorch", "Cases"});
+  for (const auto& t : group_by_torch(s.cases)) {
+    std::vector<std::string> cases;
+    for (const auto& n : t.cases) {
+      cases.push_back(code(n));
+    }
+    out += table_row({t.torch.empty() ? "not recorded" : plain(t.torch), plain(join(t.runners, ", ")),
+                      join(cases, ", ")});
+  }
+  out += "\n";
   out += "## Cases\n\n";
   bool with_verify = std::any_of(s.cases.begin(), s.cases.end(), [](const CaseResult& c) { return !c.verify.empty(); });
   std::vector<std::string> head = {"Case", "Verdict", "Exit", "Failure", "Culprit", "Signature", "Report"};

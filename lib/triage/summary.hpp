@@ -44,6 +44,8 @@ struct CaseResult {
   double seconds = 0;
   std::string error;                // one line: why it could not be tested
   std::string verify;               // verify only: "clean", "reproduces", "new_failure", "could_not_test"
+  std::string package_torch;        // the torch that built the package, as far as it shows it ("" unknown)
+  std::string runner_torch;         // the LibTorch of the runner that ran it ("" when it did not run)
 };
 
 CaseState case_state(const CaseResult& c);
@@ -82,6 +84,15 @@ struct Summary {
   double seconds = 0;
   int exit_code = 0;
 };
+
+// The cases by the torch that built their package (a zoo built over several
+// releases runs each against its own torch), in case order.
+struct TorchGroup {
+  std::string torch;                // "" = not known from the package
+  std::vector<std::string> runners; // the runners' LibTorch versions that ran them
+  std::vector<std::string> cases;
+};
+std::vector<TorchGroup> group_by_torch(const std::vector<CaseResult>& cases);
 
 // Groups the failed cases by signature, in case order.
 std::vector<Group> group_cases(const std::vector<CaseResult>& cases);

@@ -53,16 +53,21 @@ TEST_CASE("the package's torch in the report, and a package another torch built:
   CHECK(r.code() == 4);
   CHECK(r.report["verdict"] == "could_not_test");
   CHECK(r.report["package"]["torch_version"] == "2.99.0");
-  CHECK(r.report["package"]["torch_libraries"] == nlohmann::json::array({"libtorch_xpu.so"}));
+  // 2.15's packages also link libtorch.so; 2.13's libtorch_cpu.so alone (here renamed).
+  bool renamed = false;
+  for (const auto& lib : r.report["package"]["torch_libraries"]) {
+    renamed = renamed || lib == "libtorch_xpu.so";
+  }
+  CHECK(renamed);
   const std::string runner = r.report["environment"]["torch_version"].get<std::string>();
   REQUIRE(!runner.empty());
   std::string line = e2e::error_line(r);
-  CHECK(line.rfind("aoti-bisect: error: package 'other.pt2' was built by torch 2.99.0 (it links libtorch_xpu.so), "
-                   "and this runner's LibTorch is " + runner + ": the model cannot be loaded: ",
-                   0) == 0);
+  CHECK(line.rfind("aoti-bisect: error: package 'other.pt2' was built by torch 2.99.0 (it links ", 0) == 0);
+  CHECK(line.find("libtorch_xpu.so), and this runner's LibTorch is " + runner + ": the model cannot be loaded: ") !=
+        std::string::npos);
   CHECK(line.find("libtorch_xpu.so") != std::string::npos);
-  CHECK(line.ends_with("; run it with a runner built against torch 2.99.0 (AOTI_BISECT_TORCH_VERSION=2.99.0 "
-                       "scripts/build, then AOTI_BISECT_RUNNER=build-torch-2.99.0/apps/aoti-bisect-runner)"));
+  CHECK(line.ends_with("; give --python PATH: a Python with torch 2.99.0; aoti-bisect builds a runner against it "
+                       "once"));
   CHECK(read_text("out/report.md").find("**built with torch:** 2.99.0") != std::string::npos);
 
   SUBCASE("inspect names it too") {

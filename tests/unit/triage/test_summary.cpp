@@ -48,6 +48,55 @@ TEST_CASE("cases group by signature in case order; clean and untested cases stay
   CHECK(ab::triage_exit_code({ni}, false) == 1);
 }
 
+TEST_CASE("cases by the torch that built their package: read from each report, in the summary and back") {
+  Json r1 = {{"verdict", "isolated"},
+             {"package", {{"torch_version", "2.14.1"}}},
+             {"environment", {{"torch_version", "2.14.1+cu130"}}}};
+  Json r2 = {{"verdict", "clean"},
+             {"package", {{"torch_version", "2.13.0"}}},
+             {"environment", {{"torch_version", "2.13.0+cpu"}}}};
+  Json r3 = {{"verdict", "could_not_test"}, {"package", {{"torch_version", nullptr}}}};
+  ab::CaseResult a, b, c, d;
+  a.name = "zoo_a";
+  b.name = "zoo_b";
+  c.name = "zoo_c";
+  d.name = "zoo_d";
+  ab::read_case_report(r1, a);
+  ab::read_case_report(r2, b);
+  ab::read_case_report(r3, c);
+  ab::read_case_report(r1, d);
+  CHECK(a.package_torch == "2.14.1");
+  CHECK(a.runner_torch == "2.14.1+cu130");
+  CHECK(c.package_torch.empty());
+  auto groups = ab::group_by_torch({a, b, c, d});
+  REQUIRE(groups.size() == 3);
+  CHECK(groups[0].torch == "2.14.1");
+  CHECK(groups[0].cases == std::vector<std::string>{"zoo_a", "zoo_d"});
+  CHECK(groups[0].runners == std::vector<std::string>{"2.14.1+cu130"});
+  CHECK(groups[1].torch == "2.13.0");
+  CHECK(groups[2].torch.empty());
+  CHECK(groups[2].runners.empty());
+
+  ab::Summary s;
+  s.command = "triage";
+  s.cases = {a, b, c, d};
+  Json j = Json::parse(ab::summary_to_json(s));
+  REQUIRE(j["torches"].size() == 3);
+  CHECK(j["torches"][0]["torch"] == "2.14.1");
+  CHECK(j["torches"][0]["cases"] == Json::array({"zoo_a", "zoo_d"}));
+  CHECK(j["torches"][2]["torch"].is_null());
+  CHECK(j["cases"][0]["package_torch"] == "2.14.1");
+  CHECK(j["cases"][0]["runner_torch"] == "2.14.1+cu130");
+  // A merged summary keeps them (triage-merge reads summaries back).
+  ab::Summary back = ab::summary_from_json(j, "summary.json");
+  CHECK(back.cases[1].package_torch == "2.13.0");
+  CHECK(back.cases[1].runner_torch == "2.13.0+cpu");
+  std::string md = ab::summary_to_markdown(s);
+  CHECK(md.find("## Cases by torch") != std::string::npos);
+  CHECK(md.find("| 2.14.1 | 2.14.1+cu130 | `zoo_a`, `zoo_d` |") != std::string::npos);
+  CHECK(md.find("| not recorded |  | `zoo_c` |") != std::string::npos);
+}
+
 TEST_CASE("a baseline marks groups new and known, and earlier ones fixed or untested") {
   ab::Summary s;
   s.cases = {failed("a", "S1"), failed("b", "S4"), with_verdict("gone_clean", "clean"),

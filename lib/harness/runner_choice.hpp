@@ -1,0 +1,77 @@
+#pragma once
+// Which runner runs a package. A package runs with the LibTorch it was
+// built with (AOTInductor's runtime is compiled into its library), and the
+// driver is torch-free: only the runner sees LibTorch. So one installed
+// aoti-bisect serves packages of several torch releases by picking, per
+// package, a runner built against the package's torch: the one beside the
+// driver when its torch is that one, else one built once from the tool's own
+// sources against that torch and cached (runner_build.hpp).
+//
+// The torch wanted: --python (AOTI_BISECT_PYTHON)'s when given; else the
+// package's own, when the folder its recorded compile command names still
+// holds a torch to build against; else python3's. A runner named outright
+// (--runner, AOTI_BISECT_RUNNER) is used as it is.
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "package/package_torch.hpp"
+
+namespace aoti_bisect {
+
+// One installed torch.
+struct TorchInstall {
+  std::filesystem::path torch_dir;  // the torch package folder: lib/, include/, share/cmake/Torch
+  std::string version;              // "2.14.1+cu130"
+  std::string python;               // a Python whose torch it is; "" when none is known
+  bool operator==(const TorchInstall&) const = default;
+};
+
+// The torch `python` imports: runs it once (a few seconds: torch's import).
+// A string says why not ("python 'X' does not exist", "... has no torch").
+std::variant<TorchInstall, std::string> python_torch(const std::string& python, double timeout_s = 120);
+
+// The torch in `torch_dir` when a runner can be built against it (its
+// version known, its CMake package and libraries present); nullopt otherwise.
+// `python`: the Python of the environment that holds it, when there is one
+// (a venv's or prefix's bin/python3 beside lib/pythonX.Y/site-packages/torch).
+std::optional<TorchInstall> buildable_torch(const std::filesystem::path& torch_dir);
+
+// The torch the runner beside this executable was built against (recorded
+// at build time); nullopt for a build without LibTorch, or when that torch
+// is gone.
+std::optional<TorchInstall> default_runner_torch();
+
+struct RunnerPick {
+  enum class Kind {
+    named,    // --runner / AOTI_BISECT_RUNNER: as given
+    beside,   // the runner beside the driver: its torch is the one wanted (or none is known)
+    per_torch // a runner for `torch`, from the cache or built now
+  };
+  Kind kind = Kind::beside;
+  TorchInstall torch;   // the torch wanted (per_torch; beside when known)
+  std::string why;      // "the package's own torch", "--python", "python3's torch (the package's is gone)"
+  bool package_torch_absent = false;  // the package names a torch folder that no longer holds one
+};
+
+// The decision alone (no process, no file but the ones given): unit-tested.
+// `named_python`: --python / AOTI_BISECT_PYTHON's torch, if given.
+// `python3`: python3's torch, asked for only when needed (a callable, since
+// asking costs torch's import).
+struct PickInputs {
+  bool runner_named = false;
+  std::optional<TorchInstall> named_python;
+  PackageTorch package;
+  std::optional<TorchInstall> package_install;  // buildable_torch(package.torch_dir)
+  std::optional<TorchInstall> beside;           // default_runner_torch()
+};
+RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<TorchInstall>()>& python3);
+
+// Whether the runner beside the driver serves `wanted` (the same folder, or
+// the same version string, "2.14.1+cu130" == "2.14.1+cu130").
+bool same_torch(const TorchInstall& a, const TorchInstall& b);
+
+}  // namespace aoti_bisect
