@@ -17,7 +17,10 @@
 // there (in those libraries -O1 inlined every one into run_impl, no symbol
 // left; launchKernel's cuLaunchKernel stays one PLT call) and loadKernel
 // takes no loaded-modules pointer. A constexpr numel (xnumel = 1 of a
-// persistent reduction) has no kernel_args_ entry.
+// persistent reduction) has no kernel_args_ entry. Real torch 2.15.0+cu132
+// codegen (tests/data/cuda215_*, Triton 3.9) has the shape above, with
+// call_triton_<kernel> `static __attribute__((noinline))` and a launchPdl
+// flag last in launchKernel's call (`..., kernel_args_, stream_, false)`).
 
 #include <map>
 #include <string>

@@ -1,4 +1,4 @@
-"""Make torch 2.11 + Triton believe there is one sm_90 H200, on a machine with no GPU and no driver.
+"""Make torch 2.11 or 2.15 + Triton believe there is one sm_90 H200, on a machine with no GPU and no driver.
 
 Import this before anything else touches torch.cuda. Only for code generation: nothing runs on a device.
 """
@@ -32,6 +32,10 @@ torch.cuda.synchronize = lambda device=None: None
 torch.cuda.set_device = lambda device: None
 torch.cuda.get_arch_list = lambda: ["sm_90", "sm_100"]
 torch.cuda.is_bf16_supported = lambda *a, **k: True
+# torch 2.15's Dynamo asks, before tracing any frame (torch.cond's branches), whether a CUDA graph is being
+# captured: the real query needs a driver.
+torch.cuda.is_current_stream_capturing = lambda: False
+torch.cuda.graphs.is_current_stream_capturing = torch.cuda.is_current_stream_capturing
 
 
 class _FakeStream:
@@ -114,6 +118,8 @@ REAL = {}
 _orig_tolist = _ft.FakeTensor.tolist
 def _tolist(self):
     r = REAL.get(id(self))
+    if r is not None and (tuple(r.shape) != tuple(self.shape) or r.dtype != self.dtype):
+        r = None  # the id of a fake tensor since freed, now another's
     if r is None:
         same = [t for t in REAL.values() if tuple(t.shape) == tuple(self.shape) and t.dtype == self.dtype]
         if same:

@@ -1,4 +1,4 @@
-"""Generate real torch 2.11 AOTI CUDA codegen without a GPU (README.md). Usage: python gen.py OUTDIR NAME[,NAME]"""
+"""Generate real torch 2.11 / 2.15 AOTI CUDA codegen without a GPU (README.md). Usage: python gen.py OUTDIR NAME[,NAME]"""
 import json, os, sys, shutil, traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -26,10 +26,12 @@ def build_cuda_cond():
 mce.BUILDERS["cuda_cond"] = build_cuda_cond
 names = sys.argv[2].split(",") if len(sys.argv) > 2 else list(mce.BUILDERS)
 
+KEEP = []
 def to_fake_cuda(mode, t):
     meta = t.to("meta")
     f = FakeTensor(mode, meta, torch.device("cuda", 0))
     fakecuda.REAL[id(f)] = t
+    KEEP.append(f)  # its id stays its own
     return f
 
 for name in names:

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Regenerates the torch 2.11 AOTI CUDA packages behind tests/data/cuda211_*
-# on a machine without a GPU (README.md here).
+# Regenerates the torch 2.11 (or 2.15) AOTI CUDA packages behind
+# tests/data/cuda211_* (cuda215_*) on a machine without a GPU (README.md here).
 #   PYTHON=VENV/bin/python gen_all.sh OUT [NAMES]     plain packages
+#   GEN_TORCH_VERSION=2.15.0 gen_all.sh OUT [NAMES]   ~/.cache/aoti-bisect/venv-2.15.0 (default 2.11.0)
 #   GEN_CACHE=/tmp/torchinductor_cg_OUT GEN_EXTRA_CONFIGS='{"aot_inductor.debug_intermediate_value_printer": "1"}' \
 #     PYTHON=... gen_all.sh OUT_L1 cuda_nan_triton,cuda_cond,cuda_fp16_overflow   (level 1, same cubin paths as OUT)
 # Each OUT gets a fresh Inductor cache unless GEN_CACHE names one (a reused
@@ -9,7 +10,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 out="$(realpath -m "${1:?usage: gen_all.sh OUT [NAMES]}")"
-python="${PYTHON:-$HOME/.cache/aoti-bisect/venv-2.11.0/bin/python3}"
+python="${PYTHON:-$HOME/.cache/aoti-bisect/venv-${GEN_TORCH_VERSION:-2.11.0}/bin/python3}"
 stub="$(mktemp -d)"
 trap 'rm -rf "$stub"' EXIT
 cc -shared -fPIC -o "$stub/libcuda.so" "$here/cuda_stub.c"   # only so that the link step succeeds
