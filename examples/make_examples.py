@@ -434,6 +434,19 @@ EXAMPLES = {
         culprit_pattern=None,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
+    "atomic_scatter_nondeterministic": dict(
+        description="a graph network's message passing: index_add_ over 200000 edges into 64 nodes compiles to "
+        "atomic adds inside an OpenMP parallel loop; the LayerNorm after it turns their order into output "
+        "differences of about 0.01: every run's outputs differ",
+        outcome="nondeterministic",
+        bug="agg = zeros.index_add_(0, dst, lin(x)[src] * 1e-3 + 1): each node sums about 3000 messages near 1, "
+        "so a sum near 3000 holds its spread (about 0.05) in its last bits; atomic_add_vec adds them in whatever "
+        "order the threads reach them, and LayerNorm(agg) divides the spread back up. With one thread "
+        "(OMP_NUM_THREADS=1) the order is fixed and the outputs repeat exactly. Everything after lin is one fused "
+        "cpp kernel (index, index_add, layer_norm), the diverging call site.",
+        culprit_pattern=r"index_add",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "stuck_length": dict(
         description="a length read from the batch bounds a reduction's loop: a length of 10^12 keeps one kernel "
         "busy for hours (a hang, not a crash)",
@@ -461,7 +474,7 @@ import handoff  # noqa: E402  (free of torch at import time, as this catalogue)
 
 EXAMPLES.update(handoff.EXAMPLES)
 
-OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout")
+OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout", "nondeterministic")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
 
 torch = None  # imported lazily (after --list, and after TORCHINDUCTOR_CACHE_DIR is set)
@@ -1049,6 +1062,26 @@ def build_uninit_read():
     return UninitRead(), (x,), {}
 
 
+def build_atomic_scatter_nondeterministic():
+    class MessagePassing(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(64, 64)
+            self.norm = nn.LayerNorm(64)
+            self.head = nn.Linear(64, 8)
+
+        def forward(self, x, src, dst):
+            m = self.lin(x)[src] * 1e-3 + 1.0  # messages along edges: a large common part
+            agg = torch.zeros_like(x).index_add_(0, dst, m)  # atomic adds in a parallel loop
+            return self.head(self.norm(agg))
+
+    g = torch.Generator().manual_seed(SEED)
+    x = torch.randn(4096, 64, generator=g)
+    src = torch.randint(0, 4096, (200000,), generator=g)
+    dst = torch.randint(0, 64, (200000,), generator=g)  # few destinations: many adds per node
+    return MessagePassing(), (x, src, dst), {}
+
+
 def build_stuck_length():
     class StuckLength(nn.Module):
         def __init__(self):
@@ -1157,6 +1190,7 @@ BUILDERS = {
     "loader_class_index": build_loader_class_index,
     "loader_partial": build_loader_partial,
     "uninit_read": build_uninit_read,
+    "atomic_scatter_nondeterministic": build_atomic_scatter_nondeterministic,
     "stuck_length": build_stuck_length,
 }
 BUILDERS.update(handoff.BUILDERS)

@@ -19,6 +19,10 @@ const std::vector<OutcomeInfo>& outcome_table() {
       {OutcomeKind::input_mismatch, "input_mismatch", "inputs do not fit the package", "the inputs file, not the model"},
       {OutcomeKind::error, "error", "any other exception; its first line kept", "the first error line"},
       {OutcomeKind::timeout, "timeout", "no exit within the limit", "the last kernel launched"},
+      {OutcomeKind::nondeterministic, "nondeterministic",
+       "outputs that differ between runs with the same inputs and flags",
+       "the first kernel whose outputs differ between runs from the same inputs: parallel accumulation (atomic "
+       "adds), memory nothing wrote, or a race"},
   };
   return table;
 }

@@ -21,6 +21,9 @@ enum class OutcomeKind {
   input_mismatch,
   error,
   timeout,
+  // Of the job, never of one run: outputs whose checksums differ between
+  // runs with the same inputs and flags (job.cpp, after the matrix).
+  nondeterministic,
 };
 
 struct OutcomeInfo {

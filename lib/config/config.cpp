@@ -107,30 +107,31 @@ std::string variant_name_of(const Field& f) {
 
 RunWhen run_when_of(const Field& f) {
   std::string name = string_of(f);
-  for (RunWhen w : {RunWhen::always, RunWhen::failure, RunWhen::fault, RunWhen::flaky}) {
+  for (RunWhen w : {RunWhen::always, RunWhen::failure, RunWhen::fault, RunWhen::flaky, RunWhen::failure_or_flaky}) {
     if (run_when_name(w) == name) {
       return w;
     }
   }
-  fail(f, fmt::format("'when' must be always, failure, fault or flaky, got '{}'", name));
+  fail(f, fmt::format("'when' must be always, failure, fault, flaky or failure_or_flaky, got '{}'", name));
 }
 
 const std::vector<std::string>& contrast_names() {
   static const std::vector<std::string> names = {"refuses_inputs", "passes_with", "fails_with", "more_reliable",
-                                                 "outputs_change"};
+                                                 "outputs_change", "stable_with"};
   return names;
 }
 
 // A finding's sentence may name only the placeholders the reading fills in.
 std::string says_of(const Field& f) {
-  static const std::set<std::string> known = {"k", "n", "base_k", "base_n", "changed", "line", "env"};
+  static const std::set<std::string> known = {"k", "n", "base_k", "base_n", "changed", "line", "env",
+                                              "base_outputs"};
   std::string text = string_of(f);
   for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
     size_t close = text.find('}', open);
     std::string name = close == std::string::npos ? "" : text.substr(open + 1, close - open - 1);
     if (known.count(name) == 0) {
       fail(f, fmt::format("'says' names an unknown placeholder '{{{}}}' (known: {{k}}, {{n}}, {{base_k}}, {{base_n}}, "
-                          "{{changed}}, {{line}}, {{env}})",
+                          "{{changed}}, {{line}}, {{env}}, {{base_outputs}})",
                           name));
     }
   }
@@ -297,6 +298,7 @@ std::string_view run_when_name(RunWhen when) {
     case RunWhen::failure: return "failure";
     case RunWhen::fault: return "fault";
     case RunWhen::flaky: return "flaky";
+    case RunWhen::failure_or_flaky: return "failure_or_flaky";
   }
   return "always";
 }

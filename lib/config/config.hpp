@@ -23,7 +23,8 @@ enum class RunWhen {
   always,   // with every matrix
   failure,  // the baseline failed (any failure of the model)
   fault,    // the baseline crashed (on a GPU also: an error or a device-side assert)
-  flaky,    // the baseline environment's runs disagree
+  flaky,    // the baseline environment's runs disagree (outcomes, or outputs)
+  failure_or_flaky,  // either: a variant that can tell something of both (one thread)
 };
 std::string_view run_when_name(RunWhen when);
 

@@ -39,7 +39,12 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   if (!req.model.hooks.empty()) {
     argv.insert(argv.end(), {"--hooks", fs::absolute(req.model.hooks).string()});
   }
-  if (!s.reference.empty()) {
+  if (!req.exact_reference.empty()) {
+    ToleranceTable exact;
+    exact.set_all(0.0, 0.0);
+    argv.insert(argv.end(), {"--reference", fs::absolute(req.exact_reference).string(), "--tolerances",
+                             to_json(exact).dump()});
+  } else if (!s.reference.empty()) {
     argv.insert(argv.end(), {"--reference", fs::absolute(s.reference).string(), "--tolerances",
                              to_json(s.tolerances).dump()});
   }

@@ -44,6 +44,9 @@ struct ChildRequest {
   // (a batch list; probes on the last only). Empty: the job's inputs.
   std::vector<std::filesystem::path> batches;
   bool keep_going = false;                 // the batch loop goes on after a failing batch (--all-batches)
+  // This run's outputs compared bit for bit with these (another run's
+  // outputs.pt) instead of the job's reference: how far two runs differ.
+  std::filesystem::path exact_reference;
 };
 
 // What a child left behind.

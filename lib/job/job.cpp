@@ -376,10 +376,16 @@ class Job {
     }
   }
   JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
+  std::optional<JobResult> outputs_differ(const Settings& s, JobEnv& env, const ModelDir& model,
+                                          const std::vector<PlannedRun>& plan,
+                                          const std::vector<ChildResult>& results, MatrixResult& m,
+                                          const std::vector<Finding>& findings,
+                                          const std::vector<fs::path>& run_list);
   void build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s);
   void note_package_torch(const Inspected& in, const fs::path& package_dir);
   void choose_runner(const Inspected& in);
   RunnerPick m_runner_pick;         // which runner runs the package, and why
+  std::string m_differ_finding;     // outputs that differ between runs: what the matrix says of it
   Stop versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner) const;
   PackageTorch m_built_with;        // the torch the package was built with, as far as it shows it
 
@@ -511,6 +517,125 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   Runs runs(*children, m_rec);
   JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
   return run_matrix(s, in, env, model);
+}
+
+// Outputs that differ between runs of the baseline environment while no run
+// fails (issue 39): the failure kind `nondeterministic`, never clean. How
+// many runs agreed, and how far two runs differ (one more run, compared bit
+// for bit with the baseline's outputs); within a tolerance the user gave
+// (--atol/--rtol) it is accepted, and the report still says it saw them.
+std::optional<JobResult> Job::outputs_differ(const Settings& s, JobEnv& env, const ModelDir& model,
+                                             const std::vector<PlannedRun>& plan,
+                                             const std::vector<ChildResult>& results, MatrixResult& m,
+                                             const std::vector<Finding>& findings,
+                                             const std::vector<fs::path>& run_list) {
+  std::map<std::vector<std::string>, int> seen;  // output checksums -> runs
+  std::vector<std::string> first;                // the baseline's (the first ok run's)
+  std::string first_id;
+  int n = 0;
+  for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
+    const ChildResult& r = results[i];
+    if (!r.finished || plan[i].env != plan[0].env || r.cls.kind != OutcomeKind::ok || r.cls.outputs.empty()) {
+      continue;
+    }
+    std::vector<std::string> sums;
+    for (const auto& o : r.cls.outputs) {
+      sums.push_back(o.checksum);
+    }
+    if (first_id.empty()) {
+      first = sums;
+      first_id = plan[i].variant == "baseline" ? "baseline" : fmt::format("{}.{}", plan[i].variant, plan[i].repeat);
+    }
+    seen[sums] += 1;
+    n += 1;
+  }
+  if (seen.size() < 2) {
+    return std::nullopt;
+  }
+  int agreeing = 0;
+  for (const auto& [sums, count] : seen) {
+    agreeing = std::max(agreeing, count);
+  }
+  // How far they differ: one more run of the baseline environment, its
+  // outputs compared bit for bit with the first run's.
+  m_rec.plan_runs(1);
+  m_rec.begin_phase("compare", fmt::format("{} different outputs in {} runs of the same inputs and flags: one more "
+                                           "run, compared element by element with the first",
+                                           seen.size(), n));
+  ChildRequest req = matrix_requests({plan[0]}, model, run_list).front();
+  req.id = "compare.1";
+  req.variant = "compare";
+  req.repeat = 1;
+  req.exact_reference = s.out_dir / "runs" / first_id / "outputs.pt";
+  std::vector<ChildResult> compared;
+  if (!env.runs.run_all({req}, 1, compared) && interrupt_requested()) {
+    return interrupted("while comparing runs");
+  }
+  std::string how_far;
+  std::optional<Comparison> c;
+  if (!compared.empty() && compared[0].finished && compared[0].cls.comparison) {
+    c = compared[0].cls.comparison;
+  }
+  if (c && c->mismatched > 0) {
+    how_far = fmt::format("; one more run against the first: {} of {} elements differ, the largest difference {}{}",
+                          c->mismatched, c->total, number_text(c->max_abs_error),
+                          c->worst_output.empty() ? "" : " (in " + c->worst_output + ")");
+  } else if (c) {
+    how_far = "; one more run returned the first run's outputs exactly";
+  }
+  std::string seen_line = fmt::format("outputs differ between runs with the same inputs and flags: {} different "
+                                      "outputs in {} runs ({} agreed at most){}",
+                                      seen.size(), n, agreeing, how_far);
+  std::string why_finding;
+  for (const auto& finding : findings) {
+    if (finding.contrast == "stable_with") {
+      why_finding = finding.sentence;
+    }
+  }
+  // Within a tolerance the user gave: accepted, and said.
+  if ((m_opt.atol || m_opt.rtol) && c && c->mismatched > 0) {
+    std::string dtype = "default";
+    for (const auto& o : compared[0].cls.outputs) {
+      if (o.name == c->worst_output) {
+        dtype = o.dtype;
+      }
+    }
+    Tolerance t = s.tolerances.for_dtype(dtype);
+    double scale = c->max_rel_error > 0 ? c->max_abs_error / c->max_rel_error : 0;
+    if (c->max_abs_error <= t.atol + t.rtol * scale) {
+      m_rec.note(seen_line + fmt::format("; within the tolerance given (atol {:g} + rtol {:g} × max |output|): "
+                                         "accepted",
+                                         t.atol, t.rtol));
+      return std::nullopt;
+    }
+  }
+  Failure f;
+  f.kind = OutcomeKind::nondeterministic;
+  f.first_check = std::string(outcome_info(f.kind).first_check);
+  f.first_line = seen_line;
+  f.runs = n;
+  f.reproduced = n - agreeing;
+  f.deterministic = false;
+  f.reproducing_variant = plan[0].variant;
+  for (auto& v : m.variants) {
+    if (v.env == plan[0].env) {
+      v.reproduced = 0;
+      for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
+        if (plan[i].variant != v.name || !results[i].finished || results[i].cls.outputs.empty()) {
+          continue;
+        }
+        std::vector<std::string> sums;
+        for (const auto& o : results[i].cls.outputs) {
+          sums.push_back(o.checksum);
+        }
+        v.reproduced += sums != first || v.name == "baseline" ? 1 : 0;
+      }
+    }
+  }
+  m.failure = f;
+  m.chosen_env = plan[0].env;
+  m_differ_finding = why_finding;
+  return std::nullopt;  // the job goes on: the search compares two runs site by site
 }
 
 // Which runner runs the package (harness/runner_choice.hpp): the one beside
@@ -829,6 +954,11 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                         flags + " and --against-eager (or --reference EXPECTED.pt) compares with eager, kernel by kernel");
     }
   }
+  if (!m.failure && !loop) {
+    if (auto differ = outputs_differ(s, env, model, plan, results, m, findings, run_list)) {
+      return *differ;
+    }
+  }
   m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env, run_list));
   m_rec.findings(report_findings(findings));
   if (!m.failure && loop) {
@@ -849,7 +979,9 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   const Failure& f = *m.failure;
   std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
-  if (!f.deterministic && s.bisect) {
+  if (f.kind == OutcomeKind::nondeterministic) {
+    reproduced = f.first_line + (m_differ_finding.empty() ? "" : "; " + m_differ_finding);
+  } else if (!f.deterministic && s.bisect) {
     // Mixed outcomes: one run per step could call a half clean by chance.
     reproduced += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step runs "
                               "{} times and a step whose runs disagree is inconclusive)",

@@ -71,6 +71,7 @@ std::vector<MatrixFinding> report_findings(const std::vector<Finding>& findings)
 
 bool baseline_env_flaky(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
   std::optional<OutcomeKind> seen;
+  std::optional<std::vector<std::string>> outputs;  // of the ok runs
   for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
     if (!results[i].finished || plan[i].env != plan[0].env) {
       continue;
@@ -79,6 +80,16 @@ bool baseline_env_flaky(const std::vector<PlannedRun>& plan, const std::vector<C
       return true;
     }
     seen = results[i].cls.kind;
+    if (results[i].cls.kind == OutcomeKind::ok && !results[i].cls.outputs.empty()) {
+      std::vector<std::string> sums;
+      for (const auto& o : results[i].cls.outputs) {
+        sums.push_back(o.checksum);
+      }
+      if (outputs && *outputs != sums) {
+        return true;  // the same outcome, other outputs: they differ run to run
+      }
+      outputs = sums;
+    }
   }
   return false;
 }

@@ -31,6 +31,7 @@ std::vector<MatrixRunFacts> run_facts(const std::vector<PlannedRun>& plan, const
 std::vector<MatrixFinding> report_findings(const std::vector<Finding>& findings);
 // Whether the runs of the baseline's environment (the baseline, `repeat`)
 // ended in different outcomes.
+// (Also when its ok runs return other outputs: they differ run to run.)
 bool baseline_env_flaky(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results);
 // The variants whose refusal of the inputs a finding rule reads (the
 // package's own input check): one run of each.

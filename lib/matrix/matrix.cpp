@@ -94,7 +94,11 @@ bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no
     return false;  // it ran before either stage
   }
   if (stage_no == 2) {
-    return run.when == RunWhen::flaky && stage.flaky;
+    // One thread: after a flaky baseline, or after a failure (does it need
+    // several threads?), its first repeat only when the failure is steady.
+    return (run.when == RunWhen::flaky && stage.flaky) ||
+           (run.when == RunWhen::failure_or_flaky &&
+            (stage.flaky || (is_model_failure(stage.baseline) && run.repeat <= 1)));
   }
   switch (run.when) {
     case RunWhen::always: return true;
@@ -102,7 +106,8 @@ bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no
     case RunWhen::fault:
       return stage.baseline == OutcomeKind::crash ||
              (stage.device && (stage.baseline == OutcomeKind::error || stage.baseline == OutcomeKind::device_assert));
-    case RunWhen::flaky: return false;
+    case RunWhen::flaky:
+    case RunWhen::failure_or_flaky: return false;
   }
   return false;
 }

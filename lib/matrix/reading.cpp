@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@ struct Tally {
   int refused = 0;       // input_mismatch
   int changed = 0;       // ok, with outputs other than the baseline's
   std::string line;      // the first error line
+  std::set<std::vector<std::string>> outputs;  // the ok runs' output checksums, distinct
 };
 
 std::string fill(const std::string& says, const std::map<std::string, std::string>& values) {
@@ -73,6 +75,7 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
     base.ok += r.kind == OutcomeKind::ok ? 1 : 0;
     base.refused += r.kind == OutcomeKind::input_mismatch ? 1 : 0;
     if (r.kind == OutcomeKind::ok && !r.output_checksums.empty()) {
+      base.outputs.insert(r.output_checksums);
       if (!base_outputs) {
         base_outputs = r.output_checksums;
       } else if (*base_outputs != r.output_checksums) {
@@ -92,6 +95,9 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
     t.refused += r.kind == OutcomeKind::input_mismatch ? 1 : 0;
     if (r.kind == OutcomeKind::ok && base_outputs && r.output_checksums != *base_outputs) {
       t.changed += 1;
+    }
+    if (r.kind == OutcomeKind::ok && !r.output_checksums.empty()) {
+      t.outputs.insert(r.output_checksums);
     }
     if (t.line.empty() && r.kind != OutcomeKind::ok) {
       t.line = r.first_line;
@@ -118,6 +124,10 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
                   std::pow(base_rate, t.runs) <= k_contrast_chance;
     } else if (rule.contrast == "outputs_change") {
       supported = base.ok == base.runs && base.runs >= 2 && base_outputs && base_outputs_agree && t.changed > 0;
+    } else if (rule.contrast == "stable_with") {
+      // The baseline environment's outputs differ run to run; this
+      // variant's runs (two or more, all ok) agree.
+      supported = base.outputs.size() >= 2 && t.runs >= 2 && t.ok == t.runs && t.outputs.size() == 1;
     }
     if (!supported) {
       continue;
@@ -128,6 +138,7 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
         {"base_k", std::to_string(base.failed)}, {"base_n", std::to_string(base.runs)},
         {"changed", std::to_string(t.changed)},  {"line", t.line},
         {"env", env_difference(env_it->env, baseline.env)},
+        {"base_outputs", std::to_string(base.outputs.size())},
     };
     out.push_back({rule.variant, rule.contrast, fill(rule.says, values)});
   }

@@ -45,7 +45,10 @@ struct Finding {
 //                   environment in some (0 < b < m), and (b/m)^n <= 0.2;
 //   outputs_change  the baseline environment's runs are all ok with the same
 //                   outputs (m >= 2, so they are repeatable), and a run of the
-//                   variant is ok with other outputs.
+//                   variant is ok with other outputs;
+//   stable_with     the baseline environment's ok runs returned two or more
+//                   different outputs, and the variant's runs (n >= 2) are
+//                   all ok with one and the same.
 std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const std::vector<MatrixRunFacts>& runs,
                                  std::optional<OutcomeKind> failure);
 

@@ -23,6 +23,7 @@ const std::vector<PredicateInfo>& predicate_table() {
       {Predicate::fault, "fault", "launch"},
       {Predicate::nonfinite, "nonfinite", "after_launch"},
       {Predicate::mismatch, "mismatch", "after_launch"},
+      {Predicate::divergence, "divergence", "after_launch"},
       {Predicate::unsupported, "unsupported", ""},
   };
   return table;
@@ -42,6 +43,7 @@ Predicate predicate_for(OutcomeKind kind) {
     case OutcomeKind::nonfinite: return Predicate::nonfinite;
     case OutcomeKind::mismatch: return Predicate::mismatch;
     case OutcomeKind::input_mismatch:
+    case OutcomeKind::nondeterministic: return Predicate::divergence;
     case OutcomeKind::ok: return Predicate::unsupported;
     default: return Predicate::fault;
   }

@@ -23,7 +23,9 @@
 namespace aoti_bisect {
 
 // What the search looks for, from the failure kind.
-enum class Predicate { fault, nonfinite, mismatch, unsupported };
+// divergence: outputs that differ between runs (kind nondeterministic): two
+// runs probing every call site, compared site by site (no bisection).
+enum class Predicate { fault, nonfinite, mismatch, divergence, unsupported };
 struct PredicateInfo {
   Predicate predicate;
   std::string_view name;          // report.json bisection.predicate

@@ -34,6 +34,7 @@ class ProbedSearch {
   BisectOutcome run();
 
  private:
+  BisectOutcome diverge(int n_static);
   ChildResult child(const std::string& purpose, const ProbePlan& plan);
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
   std::optional<BisectOutcome> check_fidelity(const ChildResult& trace);

@@ -236,9 +236,162 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
   return trace;
 }
 
+// Outputs that differ between runs: pairs of runs probing every call site
+// (statistics and checksums before and after each launch), compared site by
+// site. The diverging site is the first whose inputs (every tensor it reads:
+// initialized before the launch) have the same checksums in both runs and
+// whose outputs do not. A pair that agrees everywhere says nothing: up to
+// three pairs.
+BisectOutcome ProbedSearch::diverge(int n_static) {
+  constexpr int k_pairs = 3;
+  m_bis.predicate = std::string(predicate_name(m_pred));
+  m_bis.variant = m_s.variant;
+  m_bis.strategy = "compare";
+  m_bis.planned_runs = 2 * k_pairs;
+  m_env.recorder.plan_runs(2);
+  m_env.recorder.begin_phase("bisect", fmt::format("{} call sites: two runs probing every one, compared site by site "
+                                                   "(up to {} pairs)",
+                                                   n_static, k_pairs));
+  ProbePlan plan;
+  plan.ranges.push_back({1, std::max(1, n_static), ProbeMode::stats});
+  for (int pair = 1; pair <= k_pairs; ++pair) {
+    if (pair > 1) {
+      m_env.recorder.plan_runs(2);
+    }
+    ChildResult a = child("trace", plan);
+    ChildResult b = a.finished ? child("compare", plan) : a;
+    m_bis.runs = m_run_no;
+    if (!a.finished || !b.finished || interrupt_requested()) {
+      m_env.recorder.bisection(m_bis);
+      return {Verdict::interrupted, "", ""};
+    }
+    RunTrace ta = trace_from_events(a.events);
+    RunTrace tb = trace_from_events(b.events);
+    if (pair == 1) {
+      m_trace = ta;
+      m_bis.call_sites = std::max(ta.launched, n_static);
+      settle_branches(m_trace, m_model.wrapper);
+      for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
+        if (k > 0 && site.began) {
+          m_bis.sites.push_back({k, site.kernel, kind_of_kernel(site.kernel), "", ""});
+        }
+      }
+    }
+    if (ta.probes_missing || ta.sites.empty()) {
+      m_bis.status = "error";
+      m_bis.message = "the runs' probes recorded no call site";
+      m_env.recorder.bisection(m_bis);
+      return {Verdict::not_isolated, m_bis.message, ""};
+    }
+    for (const auto& [k, sa] : ta.sites) {
+      const SiteTrace* sb = tb.site(k);
+      if (k <= 0) {
+        continue;
+      }
+      if (sb == nullptr || sb->kernel != sa.kernel) {
+        m_bis.status = "not_found";
+        m_bis.message = fmt::format("the two runs launched other kernels at call site {}", k);
+        break;
+      }
+      std::vector<std::string> read_differs;
+      std::vector<std::string> differs;
+      for (const auto& p : sa.tensors) {
+        const ProbeStats* q = sb->find(p.tensor);
+        if (q == nullptr) {
+          continue;
+        }
+        if (p.initialized && p.before && q->before && p.before->checksum != q->before->checksum) {
+          read_differs.push_back(p.tensor);
+        }
+        if (p.after && q->after && p.after->checksum != q->after->checksum) {
+          differs.push_back(p.tensor);
+        }
+      }
+      if (differs.empty() && read_differs.empty()) {
+        continue;
+      }
+      m_bis.steps.push_back({1, k, "compare", "reproduces", 2, 2,
+                             fmt::format("pair {}: call site {} {}: {}", pair, k, sa.kernel,
+                                         read_differs.empty() ? "the same inputs, other outputs (" +
+                                                                    join(differs, ", ") + ")"
+                                                              : "its inputs differ already (" +
+                                                                    join(read_differs, ", ") + ")")});
+      if (!read_differs.empty()) {
+        // What it read differs, though no earlier site's probed outputs did:
+        // written where no probe sees (memory nothing wrote, or unprobed code).
+        m_bis.status = "not_found";
+        m_bis.message = fmt::format("call site {} {} reads {} that differ between the runs, which no earlier "
+                                    "probed call site wrote differently: memory nothing wrote, or code without "
+                                    "probes",
+                                    k, sa.kernel, join(read_differs, ", "));
+        m_env.recorder.bisection(m_bis);
+        return {Verdict::not_isolated, m_bis.message, ""};
+      }
+      m_bis.status = "found";
+      m_bis.message = "the first call site whose outputs differ between two runs from the same inputs";
+      m_env.recorder.bisection(m_bis);
+      Culprit c;
+      c.call_index = k;
+      c.kernel = sa.kernel;
+      c.kind = kind_of_kernel(sa.kernel);
+      c.phase = "after_launch";
+      const auto& ws = m_model.wrapper.call_sites;
+      int at = sa.wrapper_site;
+      if (at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == sa.kernel) {
+        c.source_nodes = ws[at - 1].source_nodes;
+        c.branch = ws[at - 1].branch;
+        c.source_lines = source_lines(ws[at - 1].python_stacks);
+      }
+      std::vector<std::string> what;
+      for (const auto& t : differs) {
+        const ProbeStats* p = sa.find(t);
+        const ProbeStats* q = sb->find(t);
+        std::string range;
+        if (p && q && p->after && q->after && p->after->min && q->after->min && p->after->max && q->after->max) {
+          range = fmt::format(" (min {} vs {}, max {} vs {})", number_text(*p->after->min),
+                              number_text(*q->after->min), number_text(*p->after->max),
+                              number_text(*q->after->max));
+        }
+        what.push_back(t + range);
+      }
+      c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values: {}", join(what, "; "));
+      for (const auto& p : sa.tensors) {
+        c.args.push_back(p);
+      }
+      c.root_cause = fmt::format(
+          "Call site {} ({}) returns different values from the same inputs in two runs: the result depends on "
+          "something other than its inputs, such as the order of a parallel accumulation (atomic adds, per-thread "
+          "partial sums), memory nothing wrote, or a race.",
+          k, sa.kernel);
+      Reproducer repro;
+      repro.command = m_env.recorder.report().reproduce_command;
+      m_env.recorder.culprit(c, repro);
+      return {Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
+                                             site_label(k, c.kernel), c.kind),
+              ""};
+    }
+    if (m_bis.status == "not_found" && !m_bis.message.empty()) {
+      break;
+    }
+    m_bis.steps.push_back({1, std::max(ta.launched, 1), "compare", "clean", 2, 0,
+                           fmt::format("pair {}: every call site wrote the same values in both runs", pair)});
+  }
+  if (m_bis.message.empty()) {
+    m_bis.status = "not_found";
+    m_bis.message = fmt::format("{} pairs of runs probing every call site wrote the same values at every site: the "
+                                "probes' synchronisation may hide what differs",
+                                k_pairs);
+  }
+  m_env.recorder.bisection(m_bis);
+  return {Verdict::not_isolated, m_bis.message, ""};
+}
+
 BisectOutcome ProbedSearch::run() {
   m_repeats = m_env.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
   int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
+  if (m_pred == Predicate::divergence) {
+    return diverge(n_static);
+  }
   Strategy strategy = choose_strategy(n_static);
   plan_search(strategy, n_static, 0);
   m_bis.predicate = std::string(predicate_name(m_pred));

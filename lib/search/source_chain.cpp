@@ -44,6 +44,12 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     s.exported_program = *ep;
   }
   Bisection bis;
+  if (pred == Predicate::divergence && env.settings.rebuild_per_step) {
+    return {Verdict::not_isolated,
+            "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
+            "--rebuild-per-step / --source guide)",
+            ""};
+  }
   if (env.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
       // Settings set rebuild_per_step for either spelling; name the one given.
@@ -71,7 +77,9 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     if (chosen(ProbeSource::rewrite)) {
       chain.push_back(std::make_unique<RewriteSource>());
     }
-    if (chosen(ProbeSource::exported_program)) {
+    // Outputs that differ between runs are compared in the package's own
+    // code: a rebuild from the exported program is other code.
+    if (chosen(ProbeSource::exported_program) && pred != Predicate::divergence) {
       chain.push_back(std::make_unique<ExportedProgramSource>());
     }
   }
@@ -90,7 +98,8 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
     env.recorder.passed_over({bis.source, out.fall_back});
     env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
     why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
-    if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite) {
+    if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite &&
+        pred != Predicate::divergence) {
       bis = Bisection{};
       bis.source = std::string(probe_source_name(ProbeSource::guide));
       return GuideSource(out.fall_back).isolate(env, s, pred, bis);

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "e2e/e2e.hpp"
@@ -102,6 +103,64 @@ TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it 
   auto alone = run_tool(matrix_run_args("healthy", "healthy.inputs.pt", {"--eager-device", "cpu"}), "out-alone");
   CHECK(alone.code() == 2);
   CHECK(error_line(alone).find("--eager-device requires --against-eager") != std::string::npos);
+}
+
+
+TEST_CASE("atomic_scatter_nondeterministic: outputs that differ every run are a failure, named to the kernel whose "
+          "outputs first differ from the same inputs") {
+  auto meta = e2e::meta_of("atomic_scatter_nondeterministic");
+  auto r = run_tool(matrix_run_args("atomic_scatter_nondeterministic", "atomic_scatter_nondeterministic.inputs.pt"),
+                    "out");
+  INFO(r.err);
+  CHECK(r.code() == 1);
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["failure"]["kind"] == "nondeterministic");
+  const std::string first = r.report["failure"]["first_line"];
+  CHECK(first.rfind("outputs differ between runs with the same inputs and flags: ", 0) == 0);
+  CHECK(first.find(" elements differ, the largest difference ") != std::string::npos);
+  // The diverging kernel: the fused index_add (atomic adds in a parallel loop).
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["culprit"]["why"].get<std::string>().rfind(
+            "from inputs identical in two runs (checksums), it wrote other values: ", 0) == 0);
+  CHECK(r.report["bisection"]["predicate"] == "divergence");
+  // One thread makes it stable: read as a finding.
+  bool stable = false;
+  for (const auto& f : r.report["matrix"]["findings"]) {
+    if (f["contrast"] == "stable_with") {
+      stable = true;
+      CHECK(f["variant"] == "one_thread");
+      CHECK(f["sentence"].get<std::string>().rfind("outputs differ between runs only with several threads (", 0) == 0);
+      CHECK(f["sentence"].get<std::string>().ends_with(
+          "runs with OMP_NUM_THREADS=1 agree): parallel accumulation order (atomic adds, per-thread partial sums) "
+          "or a race"));
+    }
+  }
+  CHECK(stable);
+
+  SUBCASE("differences within a tolerance the user gives are accepted, and said") {
+    auto t = run_tool(matrix_run_args("atomic_scatter_nondeterministic", "atomic_scatter_nondeterministic.inputs.pt",
+                                      {"--atol", "1", "--rtol", "0"}),
+                      "tol");
+    CHECK(t.code() == 0);
+    CHECK(t.report["verdict"] == "clean");
+    bool said = false;
+    for (const auto& n : t.report["notes"]) {
+      said = said || n.get<std::string>().find("outputs differ between runs with the same inputs and flags") == 0;
+    }
+    CHECK(said);
+  }
+}
+
+TEST_CASE("a steady failure and one thread: run once, and said where the failure does not need several threads") {
+  auto r = run_tool(matrix_run_args("nan_midway", "nan_midway.inputs.pt", {"--no-bisect"}), "out");
+  CHECK(r.code() == 3);
+  auto ids = run_ids(r.report);
+  CHECK(std::count(ids.begin(), ids.end(), "one_thread.1") == 1);
+  CHECK(std::count(ids.begin(), ids.end(), "one_thread.2") == 0);
+  for (const auto& f : r.report["matrix"]["findings"]) {
+    CHECK(f["variant"] != "one_thread");  // the log of a negative number needs no threads
+  }
 }
 
 TEST_SUITE_END();

@@ -156,15 +156,15 @@ TEST_CASE("parse_user_config, error handling") {
   }
   SUBCASE("a variant's 'when' is one of four") {
     REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    when: sometimes\n"),
-                        "c.yaml:3:11: error: 'when' must be always, failure, fault or flaky, got 'sometimes'");
+                        "c.yaml:3:11: error: 'when' must be always, failure, fault, flaky or failure_or_flaky, got 'sometimes'");
   }
   SUBCASE("a finding with an unknown contrast, placeholder or key, or without its sentence") {
     REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: faster\n    says: x\n"),
                         "c.yaml:3:15: error: unknown contrast 'faster' (known: refuses_inputs, passes_with, "
-                        "fails_with, more_reliable, outputs_change)");
+                        "fails_with, more_reliable, outputs_change, stable_with)");
     REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: fails_with\n    says: \"{k} of {total}\"\n"),
                         "c.yaml:4:11: error: 'says' names an unknown placeholder '{total}' (known: {k}, {n}, "
-                        "{base_k}, {base_n}, {changed}, {line}, {env})");
+                        "{base_k}, {base_n}, {changed}, {line}, {env}, {base_outputs})");
     REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: fails_with\n"),
                         "c.yaml:2:5: error: a finding needs 'variant', 'contrast' and 'says'");
     REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    sais: x\n"),
@@ -382,7 +382,7 @@ TEST_CASE("builtin profiles") {
     CHECK(p.variants[2].env == std::map<std::string, std::string>{{"MALLOC_PERTURB_", "128"}});
     CHECK(p.variants[2].when == RunWhen::always);
     CHECK(p.variants[3].env == std::map<std::string, std::string>{{"OMP_NUM_THREADS", "1"}});
-    CHECK(p.variants[3].when == RunWhen::flaky);
+    CHECK(p.variants[3].when == RunWhen::failure_or_flaky);
     CHECK(p.variants[4].env == std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}});
     CHECK(p.variants[4].when == RunWhen::failure);
     CHECK(p.variants[5].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});

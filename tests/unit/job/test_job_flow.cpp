@@ -119,14 +119,16 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
   // baseline + 3 repeats, the package's own input check, perturbed
-  // allocations and (the baseline failed) scalar ATen; then (auto) the trace
-  // run probing every site, which names site 5, and the evidence run, whose
+  // allocations and (the baseline failed) scalar ATen, then one run with
+  // one thread (does the failure need several?); then (auto) the trace run
+  // probing every site, which names site 5, and the evidence run, whose
   // self-check confirms it.
   CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "perturb.1", "scalar_aten.1", "bisect.1.trace", "bisect.2.evidence"});
-  REQUIRE(h.log[7].probe_plan.has_value());
-  CHECK(h.log[7].probe_plan->mode_for(1) == ProbeMode::stats);
-  CHECK(h.log[7].probe_plan->mode_for(9) == ProbeMode::stats);
+                                            "perturb.1", "scalar_aten.1", "one_thread.1", "bisect.1.trace",
+                                            "bisect.2.evidence"});
+  REQUIRE(h.log[8].probe_plan.has_value());
+  CHECK(h.log[8].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[8].probe_plan->mode_for(9) == ProbeMode::stats);
   CHECK(r.report.bisection->strategy == "auto");
   CHECK(r.report.bisection->runs == 2);
   CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
@@ -204,10 +206,11 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   CHECK(r.report.culprit->call_index == 5);
   CHECK(r.report.bisection->strategy == "bisect");
   auto ids = h.ids();
-  REQUIRE(ids.size() >= 10);
-  CHECK(ids[7] == "bisect.1.trace");
-  CHECK(ids[8] == "bisect.2.trace");
-  CHECK_FALSE(h.log[8].probe_plan->ranges.size() > 0);
+  REQUIRE(ids.size() >= 11);
+  CHECK(ids[7] == "one_thread.1");
+  CHECK(ids[8] == "bisect.1.trace");
+  CHECK(ids[9] == "bisect.2.trace");
+  CHECK_FALSE(h.log[9].probe_plan->ranges.size() > 0);
   const auto& steps = r.report.bisection->steps;
   CHECK(steps[0].purpose == "trace");
   CHECK(steps[0].verdict == "clean");
@@ -717,8 +720,9 @@ TEST_CASE("job flow, matrix reading: a flaky baseline runs one_thread after the 
                                             "perturb.1", "scalar_aten.1", "one_thread.1", "one_thread.2",
                                             "one_thread.3", "one_thread.4", "one_thread.5"});
   CHECK(sentences_on_disk(h.report_on_disk()) ==
-        std::vector<std::string>{"fails 2/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): likely a race "
-                                 "between threads in a parallel kernel"});
+        std::vector<std::string>{"fails 2/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): the failure "
+                                 "needs several threads: how a parallel kernel splits its work (a sum in per-thread "
+                                 "parts), or a race between its threads"});
   CHECK_FALSE(r.report.failure->deterministic);
 }
 
@@ -735,9 +739,28 @@ TEST_CASE("job flow, matrix reading: ATen's vectorized kernels") {
   CHECK(sentences_on_disk(h.report_on_disk()) ==
         std::vector<std::string>{"fails 4/4 with ATen's vectorized CPU kernels, 0/1 with ATEN_CPU_CAPABILITY=default: "
                                  "an ISA-specific ATen kernel, or a result that depends on its rounding"});
-  // Deterministic: one_thread is not run.
+  // Deterministic: one_thread runs once (does the failure need several
+  // threads? here it does not: no finding of it), not five times.
   const std::vector<std::string> ids = h.ids();
-  CHECK(std::find(ids.begin(), ids.end(), "one_thread.1") == ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "one_thread.1") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "one_thread.2") == ids.end());
+}
+
+TEST_CASE("job flow, matrix reading: a steady failure that needs several threads is said to") {
+  Harness h;
+  h.opt.no_bisect = true;
+  FakeModel nan;
+  FakeModel healthy;
+  healthy.bad = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    return has_env(req, "OMP_NUM_THREADS") ? healthy.answer(req) : nan.answer(req);
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(r.report.failure->deterministic);
+  CHECK(sentences_on_disk(h.report_on_disk()) ==
+        std::vector<std::string>{"fails 4/4 with several threads, 0/1 with one (OMP_NUM_THREADS=1): the failure "
+                                 "needs several threads: how a parallel kernel splits its work (a sum in per-thread "
+                                 "parts), or a race between its threads"});
 }
 
 TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {

@@ -182,6 +182,33 @@ TEST_CASE("read_matrix: a rule for a variant that did not run states nothing; a 
   CHECK(read_matrix(rules, runs, std::nullopt).empty());
 }
 
+TEST_CASE("stable_with: the baseline's outputs differ run to run, one thread's agree") {
+  Profile cpu = builtin_profile("cpu");
+  std::vector<MatrixRunFacts> runs;
+  add(runs, "baseline", {ok}, {"a1"});
+  add(runs, "repeat", {ok}, {"a2"});
+  add(runs, "repeat", {ok}, {"a1"});
+  add(runs, "repeat", {ok}, {"a3"});
+  add(runs, "one_thread", {ok, ok, ok, ok, ok}, {"s"});
+  CHECK(sentences(read_matrix(cpu.findings, runs, std::nullopt)) ==
+        std::vector<std::string>{"outputs differ between runs only with several threads (3 different outputs in 4 "
+                                 "runs; 5 runs with OMP_NUM_THREADS=1 agree): parallel accumulation order (atomic "
+                                 "adds, per-thread partial sums) or a race"});
+  // One thread's outputs differ too: not stated.
+  std::vector<MatrixRunFacts> still;
+  add(still, "baseline", {ok}, {"a1"});
+  add(still, "repeat", {ok}, {"a2"});
+  add(still, "one_thread", {ok}, {"s1"});
+  add(still, "one_thread", {ok}, {"s2"});
+  CHECK(read_matrix(cpu.findings, still, std::nullopt).empty());
+  // The baseline's outputs agree: nothing to explain.
+  std::vector<MatrixRunFacts> steady;
+  add(steady, "baseline", {ok}, {"a1"});
+  add(steady, "repeat", {ok, ok}, {"a1"});
+  add(steady, "one_thread", {ok, ok}, {"a1"});
+  CHECK(read_matrix(cpu.findings, steady, std::nullopt).empty());
+}
+
 TEST_CASE("the built-in CPU profile's findings read a race, a refusal and memory nothing wrote") {
   Profile cpu = builtin_profile("cpu");
   std::vector<MatrixRunFacts> race;
@@ -189,8 +216,9 @@ TEST_CASE("the built-in CPU profile's findings read a race, a refusal and memory
   add(race, "repeat", {nonfinite, ok, nonfinite});
   add(race, "one_thread", {ok, ok, ok, ok, ok});
   CHECK(sentences(read_matrix(cpu.findings, race, nonfinite)) ==
-        std::vector<std::string>{"fails 3/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): likely a race "
-                                 "between threads in a parallel kernel"});
+        std::vector<std::string>{"fails 3/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): the failure "
+                                 "needs several threads: how a parallel kernel splits its work (a sum in per-thread "
+                                 "parts), or a race between its threads"});
   std::vector<MatrixRunFacts> uninit;
   add(uninit, "baseline", {ok}, {"aa"});
   add(uninit, "repeat", {ok, ok, ok}, {"aa"});
