@@ -27,31 +27,11 @@ struct RunnerLine {
 RunnerLine runner_line(const Package& pkg, const std::string& model, const std::string& python) {
   RunnerLine out;
   const char* env_runner = std::getenv("AOTI_BISECT_RUNNER");
-  PickInputs p;
-  p.runner_named = env_runner != nullptr && *env_runner != '\0';
-  std::string py = python;
-  if (py.empty()) {
-    const char* env = std::getenv("AOTI_BISECT_PYTHON");
-    py = env != nullptr ? env : "";
-  }
-  if (!py.empty()) {
-    auto t = python_torch(py);
-    if (auto* why = std::get_if<std::string>(&t)) {
-      throw Error(ErrorKind::usage, fmt::format("{} ({}); name a Python that has torch installed", *why,
-                                                python.empty() ? "AOTI_BISECT_PYTHON" : "--python"));
-    }
-    p.named_python = std::get<TorchInstall>(t);
-  }
   const ModelFiles& m = model.empty() ? pkg.models().front() : pkg.select_model(model);
-  p.package = package_torch(m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp),
-                            m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json), "");
-  p.package_install = buildable_torch(p.package.torch_dir);
-  p.beside = default_runner_torch();
-  RunnerPick pick = pick_runner(p, [] {
-    auto t = python_torch("python3");
-    return std::holds_alternative<TorchInstall>(t) ? std::optional<TorchInstall>(std::get<TorchInstall>(t))
-                                                    : std::nullopt;
-  });
+  PickInputs p = pick_inputs(m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp),
+                             m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json), python,
+                             "--python", false);
+  RunnerPick pick = pick_runner(p, python3_torch);
   std::string state;
   switch (pick.kind) {
     case RunnerPick::Kind::named:

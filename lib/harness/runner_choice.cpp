@@ -1,11 +1,13 @@
 #include "harness/runner_choice.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/error.hpp"
 #include "common/text.hpp"
 #include "process/process.hpp"
 
@@ -139,6 +141,37 @@ RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<T
   pick.torch = *wanted;
   pick.kind = in.beside && same_torch(*in.beside, *wanted) ? RunnerPick::Kind::beside : RunnerPick::Kind::per_torch;
   return pick;
+}
+
+PickInputs pick_inputs(const std::string& wrapper_source, const std::string& compile_flags_json,
+                       const std::string& python, const std::string& option, bool runner_named) {
+  PickInputs p;
+  const char* env_runner = std::getenv("AOTI_BISECT_RUNNER");
+  p.runner_named = runner_named || (env_runner != nullptr && *env_runner != '\0');
+  if (p.runner_named) {
+    return p;
+  }
+  const char* env_python = std::getenv("AOTI_BISECT_PYTHON");
+  std::string py = !python.empty() ? python : env_python != nullptr ? env_python : "";
+  if (!py.empty()) {
+    auto t = python_torch(py);
+    if (auto* why = std::get_if<std::string>(&t)) {
+      throw Error(ErrorKind::usage,
+                  fmt::format("{} ({}): its torch runs the package; name a Python that has torch installed", *why,
+                              python.empty() ? "AOTI_BISECT_PYTHON" : option));
+    }
+    p.named_python = std::get<TorchInstall>(t);
+  }
+  p.package = package_torch(wrapper_source, compile_flags_json, fs::path());
+  p.package_install = buildable_torch(p.package.torch_dir);
+  p.beside = default_runner_torch();
+  return p;
+}
+
+std::optional<TorchInstall> python3_torch() {
+  auto t = python_torch("python3");
+  return std::holds_alternative<TorchInstall>(t) ? std::optional<TorchInstall>(std::get<TorchInstall>(t))
+                                                  : std::nullopt;
 }
 
 }  // namespace aoti_bisect

@@ -70,6 +70,17 @@ struct PickInputs {
 };
 RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<TorchInstall>()>& python3);
 
+// The pick's inputs for a package's model (its wrapper source and sources-
+// only compile flags): a runner named outright (AOTI_BISECT_RUNNER or
+// `runner_named`), the Python given (`python`, else AOTI_BISECT_PYTHON;
+// Error(usage) naming `option` when it has no torch), the package's torch,
+// the runner beside.
+PickInputs pick_inputs(const std::string& wrapper_source, const std::string& compile_flags_json,
+                       const std::string& python, const std::string& option, bool runner_named);
+
+// python3's torch, when it has one.
+std::optional<TorchInstall> python3_torch();
+
 // Whether the runner beside the driver serves `wanted` (the same folder, or
 // the same version string, "2.14.1+cu130" == "2.14.1+cu130").
 bool same_torch(const TorchInstall& a, const TorchInstall& b);

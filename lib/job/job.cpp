@@ -642,36 +642,20 @@ std::optional<JobResult> Job::outputs_differ(const Settings& s, JobEnv& env, con
 // the driver when its torch is the one wanted, else one built against that
 // torch once and cached. A runner named outright is used as given.
 void Job::choose_runner(const Inspected& in) {
-  PickInputs p;
-  const char* env_runner = std::getenv("AOTI_BISECT_RUNNER");
-  p.runner_named = !m_opt.runner.empty() || (env_runner != nullptr && *env_runner != '\0');
+  const char* env_python = std::getenv("AOTI_BISECT_PYTHON");
+  const bool python_given = env_python != nullptr && *env_python != '\0';
+  std::string wrapper = in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp);
+  std::string flags = in.model->compile_flags_json.empty() ? "" : in.pkg->read_entry(in.model->compile_flags_json);
+  PickInputs p = pick_inputs(wrapper, flags, m_opt.python, "--python", !m_opt.runner.empty());
   if (p.runner_named) {
     m_runner_pick.kind = RunnerPick::Kind::named;
     return;
   }
-  const char* env_python = std::getenv("AOTI_BISECT_PYTHON");
-  std::string python = !m_opt.python.empty() ? m_opt.python : env_python != nullptr ? env_python : "";
-  if (!python.empty()) {
-    auto t = python_torch(python);
-    if (auto* why = std::get_if<std::string>(&t)) {
-      throw Error(ErrorKind::usage,
-                  fmt::format("{} ({}): {}; name a Python that has torch installed", *why,
-                              m_opt.python.empty() ? "AOTI_BISECT_PYTHON" : "--python", "its torch runs the package"));
-    }
-    p.named_python = std::get<TorchInstall>(t);
+  if (p.named_python) {
     // The exported program's build and the eager run use it too.
     ::setenv("AOTI_BISECT_PYTHON", p.named_python->python.c_str(), 1);
   }
-  std::string wrapper = in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp);
-  std::string flags = in.model->compile_flags_json.empty() ? "" : in.pkg->read_entry(in.model->compile_flags_json);
-  p.package = package_torch(wrapper, flags, fs::path());
-  p.package_install = buildable_torch(p.package.torch_dir);
-  p.beside = default_runner_torch();
-  m_runner_pick = pick_runner(p, [] {
-    auto t = python_torch("python3");
-    return std::holds_alternative<TorchInstall>(t) ? std::optional<TorchInstall>(std::get<TorchInstall>(t))
-                                                    : std::nullopt;
-  });
+  m_runner_pick = pick_runner(p, python3_torch);
   if (m_runner_pick.kind != RunnerPick::Kind::per_torch) {
     return;
   }
@@ -693,7 +677,7 @@ void Job::choose_runner(const Inspected& in) {
                                     built.cache_hit ? "found in the cache"
                                                     : fmt::format("built in {:.0f} s", built.seconds)));
   // The exported program's build and the eager run use the same torch.
-  if ((env_python == nullptr || *env_python == '\0') && !torch.python.empty()) {
+  if (!python_given && !p.named_python && !torch.python.empty()) {
     ::setenv("AOTI_BISECT_PYTHON", torch.python.c_str(), 1);
   }
 }
