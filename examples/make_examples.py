@@ -430,8 +430,23 @@ EXAMPLES = {
         outcome="ok",
         bug="the addmm reads memory nothing wrote: in a plain run it holds zeros and the outputs look right; "
         "with MALLOC_PERTURB_ (the CPU matrix's perturb variant) it holds 0x7f bytes and the outputs change, "
-        "still finite (the weights it meets are scaled down).",
-        culprit_pattern=None,
+        "still finite (the weights it meets are scaled down). Under the poison variant (the package's buffers "
+        "filled with NaN at allocation) the addmm makes NaN: it is the culprit.",
+        culprit_kernel="aoti_torch_cpu_addmm_out",
+        culprit_occurrence=1,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "partly_written_slots": dict(
+        description="a slot per id (new_empty), filled by index_copy_ for the ids in the batch only, then "
+        "pooled whole by a Linear: 256 of 1024 slots are never written (256 KiB: fresh zero pages in a plain "
+        "run, so the outputs look right and repeat exactly)",
+        outcome="ok",
+        bug="slots = h.new_empty(1024, 64); slots.index_copy_(0, ids, h) writes the 768 rows the batch names; "
+        "pool(slots.t()) (an addmm) reads all 1024. The fused index_copy kernel writes only part of buf0 and "
+        "the addmm after it reads memory no kernel wrote. Under the poison variant it makes NaN every run: the "
+        "addmm is the culprit, the index_copy kernel the producer of the buffer it reads.",
+        culprit_kernel="aoti_torch_cpu_addmm_out",
+        culprit_occurrence=1,
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
     "atomic_scatter_nondeterministic": dict(
@@ -1062,6 +1077,27 @@ def build_uninit_read():
     return UninitRead(), (x,), {}
 
 
+def build_partly_written_slots():
+    class SlotPool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(D, 64)
+            self.pool = nn.Linear(1024, 8)
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, x, ids):
+            h = torch.tanh(self.fc(x))  # addmm + the cpp kernel that also does the index_copy
+            slots = h.new_empty(1024, 64)  # a slot per id: only the ids in the batch are written
+            slots.index_copy_(0, ids, h)
+            pooled = self.pool(slots.t())  # addmm over every slot, written or not
+            return self.head(h @ pooled)
+
+    g = torch.Generator().manual_seed(SEED)
+    x = torch.randn(768, D, generator=g)
+    ids = torch.randperm(1024, generator=g)[:768]
+    return SlotPool(), (x, ids), {}
+
+
 def build_atomic_scatter_nondeterministic():
     class MessagePassing(nn.Module):
         def __init__(self):
@@ -1190,6 +1226,7 @@ BUILDERS = {
     "loader_class_index": build_loader_class_index,
     "loader_partial": build_loader_partial,
     "uninit_read": build_uninit_read,
+    "partly_written_slots": build_partly_written_slots,
     "atomic_scatter_nondeterministic": build_atomic_scatter_nondeterministic,
     "stuck_length": build_stuck_length,
 }

@@ -307,6 +307,14 @@ void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchs
   }
   events.emit(ab::EventKind::loaded,
               {{"model", opt.model}, {"instrumented", facts.instrumented}, {"printer_level", facts.printer_level}});
+  if (ab::torchside::poison_active()) {
+    try {
+      auto p = ab::torchside::bind_poison(model_library_name(opt));
+      events.emit(ab::EventKind::poison, {{"slots", p.slots}, {"unbound", p.unbound}});
+    } catch (const std::exception& e) {
+      events.emit(ab::EventKind::poison, {{"slots", 0}, {"message", e.what()}});
+    }
+  }
   if (!opt.hooks.empty()) {
     bind_hooks(opt, facts, events);
   }

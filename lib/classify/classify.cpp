@@ -110,6 +110,11 @@ void read_tensor_events(const std::vector<nlohmann::json>& events, Classificatio
       }
     }
   }
+  if (auto* e = find_event(events, EventKind::poison); e && e->value("slots", 0) == 0) {
+    c.poison_unreached = e->value("message", std::string("the model library has no GOT slot for "
+                                                         "aoti_torch_empty_strided (no buffer allocated through the "
+                                                         "C shim's PLT)"));
+  }
   if (auto* e = find_event(events, EventKind::input_stats)) {
     for (const auto& t : (*e)["tensors"]) {
       c.input_stats.push_back(tensor_stats_from_json(t));

@@ -31,6 +31,9 @@ struct Classification {
   std::optional<std::string> cannot_test;
   // The runner failed in a way that is the tool's fault (exit 5).
   std::optional<std::string> internal;
+  // Under the poison variant: why the poison reached none of the model's
+  // allocations ("" when it did, or the run did not poison).
+  std::string poison_unreached;
 };
 
 // Model failures are what the events (or a signal after the first event)

@@ -883,6 +883,14 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     }
   }
   plan = ran;
+  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
+    if (!results[i].cls.poison_unreached.empty()) {
+      m_rec.note(fmt::format("variant {}: the poison reached none of the package's allocations ({}); its runs say "
+                             "nothing about memory no kernel wrote",
+                             plan[i].variant, results[i].cls.poison_unreached));
+      break;
+    }
+  }
   MatrixResult m = summarize_runs(plan, results);
   if (m.failure && loop) {
     m.failure->batch = loop->batch;

@@ -13,6 +13,7 @@ const std::vector<EventInfo>& event_table() {
       {EventKind::input_stats, "input_stats"},
       {EventKind::loaded, "loaded"},
       {EventKind::hooks, "hooks"},
+      {EventKind::poison, "poison"},
       {EventKind::probes, "probes"},
       {EventKind::run_begin, "run_begin"},
       {EventKind::site_begin, "site_begin"},

@@ -34,6 +34,7 @@ enum class EventKind {
   input_stats,     // statistics of the inputs
   loaded,          // the model is loaded
   hooks,           // interposition hooks bound into the model (hooks, slots, unbound)
+  poison,          // AOTI_BISECT_POISON=1: the model's allocations poisoned (slots, unbound; message on failure)
   probes,          // the probe plan is installed
   run_begin,
   site_begin,      // a call site starts (trace and above)

@@ -69,6 +69,9 @@ nlohmann::json to_json(const TensorStats& s) {
   if (s.opaque) {
     j["opaque"] = true;
   }
+  if (s.unwritten >= 0) {
+    j["unwritten"] = s.unwritten;
+  }
   return j;
 }
 
@@ -112,6 +115,7 @@ TensorStats tensor_stats_from_json(const nlohmann::json& j) {
   s.first_nonfinite = j.value("first_nonfinite", std::vector<int64_t>{});
   s.layout = j.value("layout", "");
   s.opaque = j.value("opaque", false);
+  s.unwritten = j.value("unwritten", int64_t{-1});
   return s;
 }
 

@@ -48,6 +48,10 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   // (`opaque`: only name, dtype and shape are known).
   std::string layout;
   bool opaque = false;
+  // Under the poison variant (AOTI_BISECT_POISON=1): the elements that still
+  // hold the poison the package's allocation put there, never written by a
+  // kernel; -1 where not counted (no poison in the run, a dtype without one).
+  int64_t unwritten = -1;
 
   int64_t nonfinite() const { return nan_count + inf_count; }
   // "NaN", "Inf" or "NaN/Inf": what kind of non-finite values it holds.

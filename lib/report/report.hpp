@@ -186,6 +186,9 @@ struct Culprit {
   std::string branch;                 // the torch.cond branch (subgraph) it ran in, "" at top level
   std::string why;                    // one line of evidence
   std::string root_cause;             // the sentence report.md opens with, when the evidence supports one
+  // Under the poison variant: "reads memory no kernel wrote: ..." (which
+  // tensor, how many elements still held the poison); "" otherwise.
+  std::string unwritten;
   std::vector<ProbeStats> args;
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager

@@ -276,6 +276,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"branch", text_or_null(c->branch)},
               {"why", text_or_null(c->why)},
               {"root_cause", text_or_null(c->root_cause)},
+              {"unwritten", text_or_null(c->unwritten)},
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},

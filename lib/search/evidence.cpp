@@ -103,6 +103,7 @@ RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
       }
       ProbeStats* p = &*it;
       TensorStats st = tensor_stats_from_json(e["stats"]);
+      t.poisoned = t.poisoned || st.unwritten >= 0;
       if (e.value("constant", false)) {
         p->origin = "constant";
       }
@@ -154,15 +155,21 @@ namespace {
 
 // The tensor whose NaN/Inf count grew the most at this site (the first in
 // probe order among equals), and by how much.
+// NaN that are the poison variant's (memory no kernel wrote, still holding
+// the signaling NaN it was allocated with) are not values a kernel made.
+int64_t poison_nan(const TensorStats& t) { return std::min(t.nan_count, std::max<int64_t>(t.unwritten, 0)); }
+int64_t made_nan(const TensorStats& t) { return t.nan_count - poison_nan(t); }
+int64_t made_nonfinite(const TensorStats& t) { return made_nan(t) + t.inf_count; }
+
 std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
   std::pair<const ProbeStats*, int64_t> worst{nullptr, 0};
   for (const auto& p : s.tensors) {
     if (!p.after) {
       continue;
     }
-    int64_t before = p.initialized && p.before ? p.before->nonfinite() : 0;
-    if (p.after->nonfinite() - before > worst.second) {
-      worst = {&p, p.after->nonfinite() - before};
+    int64_t before = p.initialized && p.before ? made_nonfinite(*p.before) : 0;
+    if (made_nonfinite(*p.after) - before > worst.second) {
+      worst = {&p, made_nonfinite(*p.after) - before};
     }
   }
   return worst;
@@ -179,7 +186,7 @@ HeldBefore held_before(const SiteTrace& s, bool constant_sources) {
   HeldBefore h;
   for (const auto& p : s.tensors) {
     if (p.initialized && p.before && !(constant_sources && p.origin == "constant")) {
-      h.nan = h.nan || p.before->nan_count > 0;
+      h.nan = h.nan || made_nan(*p.before) > 0;
       h.inf = h.inf || p.before->inf_count > 0;
     }
   }
@@ -191,7 +198,7 @@ HeldBefore held_before(const SiteTrace& s, bool constant_sources) {
 // negative), or Inf from finite inputs. NaN and Inf already there only
 // propagate.
 bool new_nonfinite(const TensorStats& after, int64_t nan_before, int64_t inf_before, HeldBefore h) {
-  bool nan = after.nan_count > nan_before && !h.nan;
+  bool nan = made_nan(after) > nan_before && !h.nan;
   bool inf = after.inf_count > inf_before && !h.nan && !h.inf;
   return nan || inf;
 }
@@ -220,8 +227,8 @@ std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const Ret
 // Whether some tensor the site touches has more NaN after its launch than before.
 bool nan_grew(const SiteTrace& s) {
   return std::any_of(s.tensors.begin(), s.tensors.end(), [](const ProbeStats& p) {
-    int64_t before = p.initialized && p.before ? p.before->nan_count : 0;
-    return p.after && p.after->nan_count > before;
+    int64_t before = p.initialized && p.before ? made_nan(*p.before) : 0;
+    return p.after && made_nan(*p.after) > before;
   });
 }
 
@@ -235,7 +242,7 @@ std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const
     }
     bool made = std::any_of(s.tensors.begin(), s.tensors.end(), [&](const ProbeStats& p) {
       bool before = p.initialized && p.before;
-      return p.after && new_nonfinite(*p.after, before ? p.before->nan_count : 0, before ? p.before->inf_count : 0, h);
+      return p.after && new_nonfinite(*p.after, before ? made_nan(*p.before) : 0, before ? p.before->inf_count : 0, h);
     });
     if (!made) {
       if (auto c = created_bad(trace, it->first, returned_by)) {
@@ -384,11 +391,54 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
                                                      : "not yet written before launch";
     return fmt::format("introduced {} in {} ({})", p->after->nonfinite_name(), p->tensor, state);
   }
-  return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", p->after->nan_count,
+  return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", made_nan(*p->after),
                      p->after->inf_count, p->tensor, p->initialized ? "finite" : "not written under this name");
 }
 
+std::string shape_text(const TensorStats& t) {
+  std::string out;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    out += (i ? "x" : "") + std::to_string(t.shape[i]);
+  }
+  return out.empty() ? "scalar" : out;
+}
+
 }  // namespace
+
+RunTrace without_poison(const RunTrace& trace) {
+  RunTrace out = trace;
+  for (auto& [k, s] : out.sites) {
+    for (auto& p : s.tensors) {
+      for (auto* st : {&p.before, &p.after}) {
+        if (*st) {
+          (*st)->nan_count = made_nan(**st);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<UnwrittenRead> unwritten_read(const SiteTrace& s) {
+  for (const auto& p : s.tensors) {
+    if (p.initialized && p.before && p.before->unwritten > 0) {
+      return UnwrittenRead{&p, true};
+    }
+  }
+  for (const auto& p : s.tensors) {
+    // Never written by anyone, and only read here (its bytes unchanged).
+    if (!p.initialized && p.before && p.after && p.before->unwritten > 0 && p.before->unwritten == p.before->numel &&
+        !p.before->checksum.empty() && p.before->checksum == p.after->checksum) {
+      return UnwrittenRead{&p, true, true};
+    }
+  }
+  for (const auto& p : s.tensors) {
+    if (p.after && p.after->unwritten > 0) {
+      return UnwrittenRead{&p, false};
+    }
+  }
+  return std::nullopt;
+}
 
 Culprit build_culprit(const CulpritInput& in) {
   Culprit c;
@@ -434,8 +484,28 @@ Culprit build_culprit(const CulpritInput& in) {
     c.why = (ev->failed ? "the call returned an error: " : "the launch never returned: ") +
             redact_paths(in.first_line);
   }
+  const RunTrace& history = in.history ? *in.history : *in.evidence;
+  if (auto u = in.evidence->poisoned ? unwritten_read(*ev) : std::nullopt) {
+    // Under the poison variant: memory no kernel wrote, read by this kernel
+    // (left so by an earlier one, or by its own partial write).
+    const TensorStats& st = u->before ? *u->probe->before : *u->probe->after;
+    c.unwritten = u->never_written
+                      ? fmt::format("reads memory no kernel wrote: none of the {} elements of {} ({} {}) it reads was "
+                                    "ever written (all still hold the poison they were allocated with)",
+                                    st.numel, u->probe->tensor, shape_text(st), st.dtype)
+                      : fmt::format("reads memory no kernel wrote: {} of the {} elements of {} ({} {}) {} the poison "
+                                    "they were allocated with",
+                                    st.unwritten, st.numel, u->probe->tensor, shape_text(st), st.dtype,
+                                    u->before ? "it reads still hold" : "still hold, after its launch,");
+    c.why = c.unwritten + "; " + c.why;
+    if (u->before && !u->never_written) {
+      c.producer = producer_of(base_tensor_name(u->probe->tensor),
+                               fmt::format("was left with {} of its {} elements unwritten", st.unwritten, st.numel),
+                               in.site, history, *in.wrapper);
+      return c;
+    }
+  }
   if (auto bad = bad_input(*ev, flags, index_bound_of(in.first_line))) {
-    const RunTrace& history = in.history ? *in.history : *in.evidence;
     c.producer = walk_producer_back(producer_of(bad->first, bad->second, in.site, history, *in.wrapper),
                                     index_bound_of(in.first_line), *in.evidence, history, *in.wrapper);
   }

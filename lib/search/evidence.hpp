@@ -60,6 +60,7 @@ struct RunTrace {
   std::optional<int> sync_error;     // the site whose device sync found an error
   bool probes_missing = false;       // an instrumented model's probe calls never reached the runner
   bool counts_are_flags = false;     // NaN/Inf "counts" are 0/1 flags (the printer shows min/max/mean only)
+  bool poisoned = false;             // run under the poison variant: probes count unwritten elements
   const SiteTrace* site(int k) const;
 };
 
@@ -156,6 +157,20 @@ struct CulpritInput {
   ReturnedBy returned_by;            // buffers extern calls created
 };
 Culprit build_culprit(const CulpritInput& in);
+
+// Under the poison variant (RunTrace::poisoned): a tensor of the site that
+// holds memory no kernel wrote: one written earlier that still held poison
+// before the launch (`before`), else one that still holds it after.
+// The trace with the poison's NaN taken out of every count (they are
+// memory no kernel wrote, not values a kernel made); `unwritten` kept.
+RunTrace without_poison(const RunTrace& trace);
+// A tensor no kernel ever wrote and the site only read: `never_written`.
+struct UnwrittenRead {
+  const ProbeStats* probe = nullptr;
+  bool before = false;
+  bool never_written = false;
+};
+std::optional<UnwrittenRead> unwritten_read(const SiteTrace& s);
 
 // Among a site's written inputs, one that was already bad before its launch
 // (non-finite, or an integer index outside `bound`, or negative or beyond the

@@ -472,6 +472,15 @@ Reach trace_to_outputs(const ReachInput& in) {
     r.why_not = "no run to trace";
     return r;
   }
+  if (in.trace->poisoned) {
+    // Under the poison variant, elements that still hold the poison are
+    // memory no kernel wrote, not NaN a kernel made: the walk follows the
+    // NaN computed from them, which start at the kernel that reads them.
+    RunTrace made = without_poison(*in.trace);
+    ReachInput copy = in;
+    copy.trace = &made;
+    return ReachWalk(copy).run();
+  }
   return ReachWalk(in).run();
 }
 

@@ -256,6 +256,13 @@ std::string root_cause(const Culprit& c, Predicate predicate, const std::optiona
     }
     return label(w, tensor);
   };
+  if (!c.unwritten.empty()) {
+    std::string from = c.producer && c.producer->call_index
+                           ? fmt::format("; call site {} {} wrote only part of {}", *c.producer->call_index,
+                                         c.producer->kernel, c.producer->tensor)
+                           : "";
+    return c.unwritten + from;
+  }
   if (wild) {
     std::string cmp = wild->value < 0 ? fmt::format("< -{}", wild->bound) : fmt::format("≥ {}", wild->bound);
     return fmt::format("index {} {} rows of {}, from {}", wild->value, cmp, label(w, wild->indexed_tensor),

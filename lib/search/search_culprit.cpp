@@ -115,7 +115,9 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
   m_env.recorder.culprit(c, repro);
-  return {Verdict::isolated, fmt::format("isolated to {} ({})", site_label(k, c.kernel), c.kind), ""};
+  // Under the poison variant the NaN are not bad arithmetic: the verdict says so.
+  std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";
+  return {Verdict::isolated, fmt::format("isolated to {} ({}){}", site_label(k, c.kernel), c.kind, unwritten), ""};
 }
 
 // automatic, wrong values: the site the trace run named must be named

@@ -20,6 +20,7 @@
 #include "common/error.hpp"
 #include "package/elf.hpp"
 #include "package/hooks.hpp"
+#include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
 namespace aoti_bisect::torchside {
@@ -59,6 +60,68 @@ bool make_writable(void* address) {
 
 }  // namespace
 
+ModelObject find_model_object(const std::string& model_library) {
+  Found found;
+  found.want = model_library;
+  ::dl_iterate_phdr(find_object, &found);
+  if (found.path.empty()) {
+    throw Error(ErrorKind::internal, "the model library '" + model_library + "' is not loaded in the runner");
+  }
+  return {found.path, found.base, read_elf_facts(found.path)};
+}
+
+void* model_function(const ModelObject& model, const std::string& symbol) {
+  if (auto d = model.elf.defined.find(symbol); d != model.elf.defined.end()) {
+    return reinterpret_cast<void*>(model.base + d->second);  // the model's own kernel
+  }
+  if (void* f = ::dlsym(RTLD_DEFAULT, symbol.c_str())) {
+    return f;  // libtorch's shim
+  }
+  // A library only the model depends on, loaded into its local scope
+  // (libcuda.so.1 for cuLaunchKernel): the model's own lookup scope.
+  void* f = nullptr;
+  if (void* self = ::dlopen(model.path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
+    f = ::dlsym(self, symbol.c_str());
+    ::dlclose(self);
+  }
+  return f;
+}
+
+int bind_got(const ModelObject& model, const std::vector<GotEntry>& entries, std::vector<std::string>& unbound) {
+  std::map<std::string, const GotEntry*> by_symbol;
+  for (const auto& e : entries) {
+    by_symbol[e.symbol] = &e;
+  }
+  std::map<std::string, int> bound;
+  int slots = 0;
+  for (const auto& slot : model.elf.slots) {
+    auto it = by_symbol.find(slot.symbol);
+    if (it == by_symbol.end()) {
+      continue;
+    }
+    const GotEntry* h = it->second;
+    if (*h->real == nullptr) {
+      *h->real = model_function(model, slot.symbol);
+      if (*h->real == nullptr) {
+        throw Error(ErrorKind::internal, "the function '" + slot.symbol + "' the model calls cannot be found");
+      }
+    }
+    auto** got = reinterpret_cast<void**>(model.base + slot.offset);
+    if (!make_writable(got)) {
+      throw Error(ErrorKind::internal, "the model's GOT cannot be made writable: " + std::string(std::strerror(errno)));
+    }
+    *got = h->hook;
+    ++bound[slot.symbol];
+    ++slots;
+  }
+  for (const auto& [symbol, h] : by_symbol) {
+    if (!bound.count(symbol)) {
+      unbound.push_back(symbol);
+    }
+  }
+  return slots;
+}
+
 HookBinding bind_hooks(const fs::path& hook_library, const std::string& model_library) {
   void* lib = ::dlopen(hook_library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
@@ -71,57 +134,14 @@ HookBinding bind_hooks(const fs::path& hook_library, const std::string& model_li
   if (abi == nullptr || table == nullptr || count == nullptr || *abi != k_hook_abi_version) {
     throw Error(ErrorKind::internal, "the hook library was made by another version of aoti-bisect");
   }
-  Found found;
-  found.want = model_library;
-  ::dl_iterate_phdr(find_object, &found);
-  if (found.path.empty()) {
-    throw Error(ErrorKind::internal, "the model library '" + model_library + "' is not loaded in the runner");
-  }
-  ElfFacts elf = read_elf_facts(found.path);
+  ModelObject model = find_model_object(model_library);
   HookBinding out;
   out.hooks = *count;
-  std::map<std::string, const HookEntry*> by_symbol;
+  std::vector<GotEntry> entries;
   for (int i = 0; i < *count; ++i) {
-    by_symbol[table[i].symbol] = &table[i];
+    entries.push_back({table[i].symbol, table[i].hook, table[i].real});
   }
-  std::map<std::string, int> bound;
-  for (const auto& slot : elf.slots) {
-    auto it = by_symbol.find(slot.symbol);
-    if (it == by_symbol.end()) {
-      continue;
-    }
-    const HookEntry* h = it->second;
-    if (*h->real == nullptr) {
-      if (auto d = elf.defined.find(slot.symbol); d != elf.defined.end()) {
-        *h->real = reinterpret_cast<void*>(found.base + d->second);  // the model's own kernel
-      } else {
-        *h->real = ::dlsym(RTLD_DEFAULT, slot.symbol.c_str());       // libtorch's shim
-      }
-      if (*h->real == nullptr) {
-        // A library only the model depends on, loaded into its local scope
-        // (libcuda.so.1 for cuLaunchKernel): the model's own lookup scope.
-        if (void* self = ::dlopen(found.path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {
-          *h->real = ::dlsym(self, slot.symbol.c_str());
-          ::dlclose(self);
-        }
-      }
-      if (*h->real == nullptr) {
-        throw Error(ErrorKind::internal, "the function '" + slot.symbol + "' the model calls cannot be found");
-      }
-    }
-    auto** got = reinterpret_cast<void**>(found.base + slot.offset);
-    if (!make_writable(got)) {
-      throw Error(ErrorKind::internal, "the model's GOT cannot be made writable: " + std::string(std::strerror(errno)));
-    }
-    *got = h->hook;
-    ++bound[slot.symbol];
-    ++out.slots;
-  }
-  for (const auto& [symbol, h] : by_symbol) {
-    if (!bound.count(symbol)) {
-      out.unbound.push_back(symbol);
-    }
-  }
+  out.slots = bind_got(model, entries, out.unbound);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "package/elf.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
@@ -49,6 +50,32 @@ std::string dtype_name(c10::ScalarType t);
 std::vector<int64_t> to_vec(c10::IntArrayRef r);
 std::string tensor_sha256(const at::Tensor& t);  // of its contiguous bytes
 std::string tensor_device_str(const at::Tensor& t);
+
+// The model library as loaded in the runner (hook_binding.cpp): its path,
+// load address and ELF facts (GOT slots, defined symbols).
+struct ModelObject {
+  std::string path;
+  uintptr_t base = 0;
+  ElfFacts elf;
+};
+// Throws Error(internal) when no loaded object has that file name.
+ModelObject find_model_object(const std::string& model_library);
+// One function to put into the model's GOT: `hook` in every slot for
+// `symbol`; `*real` (when still null) the function the slot stood for.
+struct GotEntry {
+  std::string symbol;
+  void* hook;
+  void** real;
+};
+// Points each slot of the model's GOT whose symbol has an entry at its
+// hook (only the model's own calls change); returns the slots rebound and
+// appends the symbols without a slot to `unbound`. Throws Error(internal)
+// when a slot's function cannot be found or the GOT cannot be written.
+int bind_got(const ModelObject& model, const std::vector<GotEntry>& entries, std::vector<std::string>& unbound);
+
+// How many elements of `t` still hold the poison of its dtype (poison.cpp;
+// -1: its dtype has none).
+int64_t poison_count(const at::Tensor& t);
 
 // Every tensor of a torch.save file in file order (inputs.cpp). Throws
 // Error(cannot_test) naming `what` when the file is not torch.save's format

@@ -350,7 +350,20 @@ std::string tensor_checksum(const at::Tensor& t) {
   return device_checksum(c);
 }
 
+namespace {
+TensorStats measured_stats(const std::string& name, const at::Tensor& t0, StatsPath path);
+}  // namespace
+
 TensorStats tensor_stats(const std::string& name, const at::Tensor& t0, StatsPath path) {
+  TensorStats s = measured_stats(name, t0, path);
+  if (poison_active() && !s.opaque) {
+    s.unwritten = poison_count(t0);
+  }
+  return s;
+}
+
+namespace {
+TensorStats measured_stats(const std::string& name, const at::Tensor& t0, StatsPath path) {
   TensorStats s = describe(name, t0);
   // A oneDNN-layout constant (a frozen, packed weight) has no storage: its
   // statistics come from a dense copy, or there are none.
@@ -375,6 +388,7 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t0, StatsPat
   }
   return s;
 }
+}  // namespace
 
 TensorStats StatsCache::get(const std::string& name, const at::Tensor& t) {
   int64_t version = -1;

@@ -165,6 +165,20 @@ struct HookBinding {
 };
 HookBinding bind_hooks(const std::filesystem::path& hook_library, const std::string& model_library);
 
+// AOTI_BISECT_POISON=1 (the profiles' `poison` variant): the model's
+// allocations through the C shim (aoti_torch_empty_strided and its
+// siblings) are filled with a poison of their dtype at allocation
+// (poison.cpp says which), through the model library's GOT. Call after the
+// model is loaded. Returns the slots it rebound (0: the model allocates no
+// buffer through the shim, or binds its own symbols); throws Error(internal)
+// where the GOT cannot be written.
+bool poison_active();  // this run poisons (AOTI_BISECT_POISON=1)
+struct PoisonBinding {
+  int slots = 0;
+  std::vector<std::string> unbound;
+};
+PoisonBinding bind_poison(const std::string& model_library);
+
 // Loads the per-node reference (torch.save of {buffer name: [tensor, ...]},
 // written by the build helper's node-values mode) for the probes: with it, a
 // `stats` probe of a named buffer also reports a "compare" object against

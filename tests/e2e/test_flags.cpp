@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <set>
 
 #include "e2e/e2e.hpp"
 
@@ -55,37 +57,99 @@ TEST_CASE("a transposed input: the package's own check (AOTI_RUNTIME_CHECK_INPUT
   CHECK(r.report["bisection"].is_null());
 }
 
-TEST_CASE("uninit_read: the outputs change under MALLOC_PERTURB_, and the finding says a kernel reads memory nothing "
-          "wrote") {
+TEST_CASE("uninit_read: under the poison variant the addmm that reads rows nothing wrote is named; MALLOC_PERTURB_ "
+          "agrees as a second opinion") {
+  auto meta = e2e::meta_of("uninit_read");
   auto r = run_tool(matrix_run_args("uninit_read", "uninit_read.inputs.pt"), "out");
-  CHECK(r.code() == 3);
-  CHECK(r.report["verdict"] == "not_isolated");
-  CHECK(r.report["failure"]["reproducing_variant"] == "perturb");
-  CHECK(r.report["failure"]["kind"] == "mismatch");
-  // The plain runs agree bit for bit, or the contrast would not be stated.
+  INFO(r.err);
+  CHECK(r.code() == 1);
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["failure"]["reproducing_variant"] == "poison");
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  // The plain runs agree bit for bit and are ok: only the variants see it.
   auto ids = run_ids(r.report);
-  CHECK(ids == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "perturb.1"});
-  for (const auto& run : r.report["runs"]) {
-    CAPTURE(run["id"]);
-    CHECK(run["outcome"] == "ok");
+  REQUIRE(ids.size() >= 7);
+  CHECK(std::vector<std::string>(ids.begin(), ids.begin() + 7) ==
+        std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "poison.1",
+                                 "perturb.1"});
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(r.report["runs"][i]["outcome"] == "ok");
   }
-  REQUIRE(r.report["matrix"]["findings"].size() == 1);
-  const std::string sentence = r.report["matrix"]["findings"][0]["sentence"];
-  CHECK(sentence == "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree exactly: "
-                    "a kernel reads memory nothing wrote");
-  CHECK(r.report["verdict_reason"].get<std::string>().rfind(sentence, 0) == 0);
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
+  CHECK(r.report["culprit"]["kernel"] == "aoti_torch_cpu_addmm_out");
+  CHECK(r.report["culprit"]["unwritten"].get<std::string>().rfind(
+            "reads memory no kernel wrote: none of the 256 elements of ", 0) == 0);
+  CHECK(r.report["verdict_reason"].get<std::string>().find(
+            "(extern), which reads memory no kernel wrote") != std::string::npos);
+  std::vector<std::string> sentences;
+  for (const auto& f : r.report["matrix"]["findings"]) {
+    sentences.push_back(f["sentence"]);
+  }
+  CHECK(sentences == std::vector<std::string>{
+                         "fails only when the package's buffers start as NaN (AOTI_BISECT_POISON=1: 1/1; 0/4 "
+                         "without): a kernel reads memory no kernel wrote",
+                         "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
+                         "exactly: a kernel reads memory nothing wrote"});
   std::string md = read_text("out/report.md");
-  CHECK(md.find("## What the flags say") != std::string::npos);
-  CHECK(md.find("a kernel reads memory nothing wrote") != std::string::npos);
-  CHECK(r.report["reproduce_command"].get<std::string>().rfind("MALLOC_PERTURB_=128 aoti-bisect run", 0) == 0);
+  CHECK(md.find("**Root cause:** reads memory no kernel wrote: none of the 256 elements of ") != std::string::npos);
+  CHECK(r.report["reproduce_command"].get<std::string>().rfind("AOTI_BISECT_POISON=1 aoti-bisect run", 0) == 0);
+}
+
+TEST_CASE("partly_written_slots: a buffer written in part and read whole is named at its reader under the poison "
+          "variant, with the kernel that wrote only part of it; also without MALLOC_PERTURB_ in the matrix") {
+  auto meta = e2e::meta_of("partly_written_slots");
+  auto check = [&](const e2e::Result& r) {
+    INFO(r.err);
+    CHECK(r.code() == 1);
+    CHECK(r.report["verdict"] == "isolated");
+    CHECK(r.report["failure"]["reproducing_variant"] == "poison");
+    CHECK(r.report["runs"][0]["outcome"] == "ok");  // a plain run reads zero pages and looks right
+    CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
+    CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    const std::string unwritten = r.report["culprit"]["unwritten"];
+    CHECK(unwritten.rfind("reads memory no kernel wrote: 16384 of the 65536 elements of ", 0) == 0);
+    CHECK(unwritten.ends_with("it reads still hold the poison they were allocated with"));
+    const auto& producer = r.report["culprit"]["producer"];
+    REQUIRE(producer.is_object());
+    CHECK(producer["kernel"].get<std::string>().find("index_copy") != std::string::npos);
+    CHECK(producer["why"].get<std::string>().ends_with("was left with 16384 of its 65536 elements unwritten"));
+    CHECK(r.report["culprit"]["root_cause"].get<std::string>().find("; call site " +
+                                                                     std::to_string(producer["call_index"].get<int>()) +
+                                                                     " " + producer["kernel"].get<std::string>() +
+                                                                     " wrote only part of buf0") != std::string::npos);
+    CHECK(r.report["verdict_reason"].get<std::string>().find(", which reads memory no kernel wrote") !=
+          std::string::npos);
+  };
+  SUBCASE("the default matrix") {
+    auto r = run_tool(matrix_run_args("partly_written_slots", "partly_written_slots.inputs.pt"), "out");
+    check(r);
+  }
+  SUBCASE("MALLOC_PERTURB_ left out of the matrix") {
+    std::ofstream("no-perturb.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n  - name: poison\n"
+                                        "    env:\n      AOTI_BISECT_POISON: \"1\"\n    repeats: 1\n";
+    auto r = run_tool(matrix_run_args("partly_written_slots", "partly_written_slots.inputs.pt",
+                                      {"--config", "no-perturb.yaml"}),
+                      "out-no-perturb");
+    check(r);
+    for (const auto& run : r.report["runs"]) {
+      CHECK(run["variant"] != "perturb");
+    }
+  }
 }
 
 TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and no finding is stated") {
   auto r = run_tool(matrix_run_args("healthy", "healthy.inputs.pt"), "out");
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
-  CHECK(run_ids(r.report) ==
-        std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "perturb.1"});
+  // No false alarm: the package's buffers poisoned at allocation change nothing in a model that writes them all.
+  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3",
+                                                      "check_inputs.1", "poison.1", "perturb.1"});
+  std::set<std::string> checksums;
+  for (const auto& run : r.report["runs"]) {
+    CHECK(run["outcome"] == "ok");
+    checksums.insert(run["outputs"][0]["checksum"].get<std::string>());
+  }
+  CHECK(checksums.size() == 1);
   CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
   CHECK(read_text("out/report.md").find("What the flags say") == std::string::npos);
 }

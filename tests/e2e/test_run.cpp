@@ -63,9 +63,9 @@ TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within toleran
   CHECK(r.report["schema_version"] == 1);
   CHECK(r.report["verdict"] == "clean");
   CHECK(r.report["failure"].is_null());
-  // baseline, repeat x2, and (--repeats wins) check_inputs x2 and perturb x2
-  CHECK(r.report["runs"].size() == 7);
-  CHECK(count_runs(r.report, "ok") == 7);
+  // baseline, repeat x2, and (--repeats wins) check_inputs x2, poison x2 and perturb x2
+  CHECK(r.report["runs"].size() == 9);
+  CHECK(count_runs(r.report, "ok") == 9);
   CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
   CHECK(r.report["runs"][0]["comparison"]["within_tolerance"] == true);
   CHECK(r.report["package"]["device_key"] == "cpu");
@@ -85,15 +85,15 @@ TEST_CASE("NaN model, --no-bisect: nonfinite, reproduced on every run, exit 3 (n
   REQUIRE(r.report.is_object());
   CHECK(r.report["verdict"] == "not_isolated");
   CHECK(r.report["failure"]["kind"] == "nonfinite");
-  // baseline, repeat x2, check_inputs x2, perturb x2, scalar_aten x2 (after a failure),
-  // then one_thread once (a steady failure: does it need several threads?)
-  CHECK(r.report["failure"]["reproduced"] == 10);
-  CHECK(r.report["failure"]["runs"] == 10);
+  // baseline, repeat x2, check_inputs x2, poison x2, perturb x2, scalar_aten x2 (after a
+  // failure), then one_thread once (a steady failure: does it need several threads?)
+  CHECK(r.report["failure"]["reproduced"] == 12);
+  CHECK(r.report["failure"]["runs"] == 12);
   CHECK(r.report["failure"]["deterministic"] == true);
   CHECK(r.report["runs"][0]["outputs"][0]["nan_count"].get<int>() > 0);
   CHECK(r.report["culprit"].is_null());
   std::string junit = aoti_bisect::read_file("out/junit.xml", "junit");
-  CHECK(junit.find("failures=\"11\"") != std::string::npos);
+  CHECK(junit.find("failures=\"13\"") != std::string::npos);
 }
 
 TEST_CASE("class index outside [0, C): device_assert whose first line names the index check") {
@@ -154,13 +154,13 @@ TEST_CASE("wild gather: a crash with its signal, every run") {
   CHECK(r.report["failure"]["kind"] == "crash");
   int sig = r.report["failure"]["signal"];
   CHECK((sig == SIGSEGV || sig == SIGBUS));
-  // baseline, repeat x2, check_inputs x2, perturb x2, and after a crash
-  // scalar_aten x2 and guard_pages x2 (--repeats wins); then, the failure
-  // being steady, one_thread once (does it need several threads?)
-  CHECK(count_runs(r.report, "crash") == 12);
-  CHECK(r.report["runs"].size() == 12);
-  CHECK(r.report["runs"][10]["variant"] == "guard_pages");
-  CHECK(r.report["runs"][11]["id"] == "one_thread.1");
+  // baseline, repeat x2, check_inputs x2, poison x2, perturb x2, and after a
+  // crash scalar_aten x2 and guard_pages x2 (--repeats wins); then, the
+  // failure being steady, one_thread once (does it need several threads?)
+  CHECK(count_runs(r.report, "crash") == 14);
+  CHECK(r.report["runs"].size() == 14);
+  CHECK(r.report["runs"][12]["variant"] == "guard_pages");
+  CHECK(r.report["runs"][13]["id"] == "one_thread.1");
   CHECK(r.report["runs"][0]["signal"] == sig);
   // The extracted package is removed even though every child crashed.
   int leftovers = 0;
@@ -311,8 +311,8 @@ TEST_CASE("fork server: at most two servers alive at once over a matrix of four 
 TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
   auto r = run_tool(with(run_args("nan_midway"), {"--repeats", "2", "--jobs", "2", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
-  CHECK(r.report["runs"].size() == 10);  // 9, and one_thread once after a steady failure
-  CHECK(r.report["failure"]["reproduced"] == 10);
+  CHECK(r.report["runs"].size() == 12);  // 11, and one_thread once after a steady failure
+  CHECK(r.report["failure"]["reproduced"] == 12);
 }
 
 TEST_CASE("--no-matrix runs the baseline only; --timeout kills a slow child as a timeout") {

@@ -48,6 +48,20 @@ TEST_CASE("classify_run: a clean run is ok") {
   CHECK(c.environment.at("torch") == "2.13.0");
 }
 
+TEST_CASE("classify_run: a poison run that reached none of the model's allocations says so") {
+  auto ev = finished_run(0);
+  ev.insert(ev.begin() + 1, json{{"event", "poison"}, {"slots", 0}, {"unbound", {"aoti_torch_empty_strided"}}});
+  CHECK(classify_run(exited(RunnerExit::ran), ev).poison_unreached ==
+        "the model library has no GOT slot for aoti_torch_empty_strided (no buffer allocated through the C shim's "
+        "PLT)");
+  ev[1] = json{{"event", "poison"}, {"slots", 0}, {"message", "the model's GOT cannot be made writable: denied"}};
+  CHECK(classify_run(exited(RunnerExit::ran), ev).poison_unreached ==
+        "the model's GOT cannot be made writable: denied");
+  ev[1] = json{{"event", "poison"}, {"slots", 3}};
+  CHECK(classify_run(exited(RunnerExit::ran), ev).poison_unreached.empty());
+  CHECK(classify_run(exited(RunnerExit::ran), finished_run(0)).poison_unreached.empty());
+}
+
 TEST_CASE("classify_run: NaN outputs from finite inputs are nonfinite, even when the reference agrees") {
   json cmp = {{"within_tolerance", true}, {"mismatched", 0}, {"total", 4}};
   Classification c = classify_run(exited(RunnerExit::ran), finished_run(3, 0, cmp));

@@ -373,28 +373,31 @@ TEST_CASE("builtin profiles") {
   SUBCASE("cpu: one change per variant, each when it means something") {
     Profile p = builtin_profile("cpu");
     REQUIRE(names_of(p.variants) ==
-            std::vector<std::string>{"repeat", "check_inputs", "perturb", "one_thread", "scalar_aten", "guard_pages"});
+            std::vector<std::string>{"repeat", "check_inputs", "poison", "perturb", "one_thread", "scalar_aten", "guard_pages"});
     CHECK(p.variants[0].env.empty());
     CHECK_FALSE(p.variants[0].localizes_faults);
     CHECK(p.variants[0].when == RunWhen::always);
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"AOTI_RUNTIME_CHECK_INPUTS", "1"}});
     CHECK(p.variants[1].when == RunWhen::always);
-    CHECK(p.variants[2].env == std::map<std::string, std::string>{{"MALLOC_PERTURB_", "128"}});
+    CHECK(p.variants[2].env == std::map<std::string, std::string>{{"AOTI_BISECT_POISON", "1"}});
     CHECK(p.variants[2].when == RunWhen::always);
-    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"OMP_NUM_THREADS", "1"}});
-    CHECK(p.variants[3].when == RunWhen::failure_or_flaky);
-    CHECK(p.variants[4].env == std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}});
-    CHECK(p.variants[4].when == RunWhen::failure);
-    CHECK(p.variants[5].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});
-    CHECK(p.variants[5].localizes_faults);
-    CHECK(p.variants[5].when == RunWhen::fault);
+    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"MALLOC_PERTURB_", "128"}});
+    CHECK(p.variants[3].when == RunWhen::always);
+    CHECK(p.variants[4].env == std::map<std::string, std::string>{{"OMP_NUM_THREADS", "1"}});
+    CHECK(p.variants[4].when == RunWhen::failure_or_flaky);
+    CHECK(p.variants[5].env == std::map<std::string, std::string>{{"ATEN_CPU_CAPABILITY", "default"}});
+    CHECK(p.variants[5].when == RunWhen::failure);
+    CHECK(p.variants[6].env == std::map<std::string, std::string>{{"AOTI_BISECT_GUARD_PAGES", "1"}});
+    CHECK(p.variants[6].localizes_faults);
+    CHECK(p.variants[6].when == RunWhen::fault);
   }
   SUBCASE("cuda, most deterministic first") {
     Profile p = builtin_profile("cuda");
     REQUIRE(names_of(p.variants) ==
-            std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching", "memcheck"});
-    CHECK(p.variants[3].localizes_faults);
-    CHECK(p.variants[3].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool memcheck", 0) == 0);
+            std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching", "poison", "memcheck"});
+    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"AOTI_BISECT_POISON", "1"}});
+    CHECK(p.variants[4].localizes_faults);
+    CHECK(p.variants[4].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool memcheck", 0) == 0);
     CHECK(p.variants[0].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"},
                                                                   {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}});

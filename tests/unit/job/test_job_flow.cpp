@@ -118,17 +118,17 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
-  // baseline + 3 repeats, the package's own input check, perturbed
-  // allocations and (the baseline failed) scalar ATen, then one run with
+  // baseline + 3 repeats, the package's own input check, poisoned and
+  // perturbed allocations and (the baseline failed) scalar ATen, then one run with
   // one thread (does the failure need several?); then (auto) the trace run
   // probing every site, which names site 5, and the evidence run, whose
   // self-check confirms it.
   CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "perturb.1", "scalar_aten.1", "one_thread.1", "bisect.1.trace",
+                                            "poison.1", "perturb.1", "scalar_aten.1", "one_thread.1", "bisect.1.trace",
                                             "bisect.2.evidence"});
-  REQUIRE(h.log[8].probe_plan.has_value());
-  CHECK(h.log[8].probe_plan->mode_for(1) == ProbeMode::stats);
-  CHECK(h.log[8].probe_plan->mode_for(9) == ProbeMode::stats);
+  REQUIRE(h.log[9].probe_plan.has_value());
+  CHECK(h.log[9].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[9].probe_plan->mode_for(9) == ProbeMode::stats);
   CHECK(r.report.bisection->strategy == "auto");
   CHECK(r.report.bisection->runs == 2);
   CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
@@ -206,11 +206,11 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   CHECK(r.report.culprit->call_index == 5);
   CHECK(r.report.bisection->strategy == "bisect");
   auto ids = h.ids();
-  REQUIRE(ids.size() >= 11);
-  CHECK(ids[7] == "one_thread.1");
-  CHECK(ids[8] == "bisect.1.trace");
-  CHECK(ids[9] == "bisect.2.trace");
-  CHECK_FALSE(h.log[9].probe_plan->ranges.size() > 0);
+  REQUIRE(ids.size() >= 12);
+  CHECK(ids[8] == "one_thread.1");
+  CHECK(ids[9] == "bisect.1.trace");
+  CHECK(ids[10] == "bisect.2.trace");
+  CHECK_FALSE(h.log[10].probe_plan->ranges.size() > 0);
   const auto& steps = r.report.bisection->steps;
   CHECK(steps[0].purpose == "trace");
   CHECK(steps[0].verdict == "clean");
@@ -284,13 +284,14 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   });
   REQUIRE(r.report.failure.has_value());
   CHECK(r.report.failure->kind == OutcomeKind::nonfinite);
-  // baseline, repeat x3, check_inputs, perturb, scalar_aten, and (the
-  // baseline environment disagreed) one_thread x5: all but repeat.2 reproduce.
-  CHECK(r.report.failure->reproduced == 11);
-  CHECK(r.report.failure->runs == 12);
+  // baseline, repeat x3, check_inputs, poison, perturb, scalar_aten, and
+  // (the baseline environment disagreed) one_thread x5: all but repeat.2
+  // reproduce.
+  CHECK(r.report.failure->reproduced == 12);
+  CHECK(r.report.failure->runs == 13);
   CHECK_FALSE(r.report.failure->deterministic);
-  REQUIRE(r.report.matrix.size() == 6);
-  CHECK(r.report.matrix[5].name == "one_thread");
+  REQUIRE(r.report.matrix.size() == 7);
+  CHECK(r.report.matrix[6].name == "one_thread");
   CHECK(r.report.matrix[1].reproduced == 2);
   CHECK(r.report.matrix[1].runs == 3);
   // The verdict says why steps repeat; report.md lists the run that differed.
@@ -552,10 +553,10 @@ TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
   JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
   CHECK(r.exit == ExitCode::clean);
   // Nothing was compared: the verdict says so, and how to compare.
-  CHECK(r.report.verdict_reason.rfind("no failure in 6 runs (no crash, no NaN/Inf); output values were not checked "
+  CHECK(r.report.verdict_reason.rfind("no failure in 7 runs (no crash, no NaN/Inf); output values were not checked "
                                       "against a reference", 0) == 0);
   CHECK(r.report.verdict_reason.find("--reference EXPECTED.pt or --against-eager") != std::string::npos);
-  CHECK(h.log.size() == 6);
+  CHECK(h.log.size() == 7);
   CHECK_FALSE(r.report.bisection.has_value());
 }
 
@@ -717,7 +718,7 @@ TEST_CASE("job flow, matrix reading: a flaky baseline runs one_thread after the 
   });
   CHECK(r.exit == ExitCode::not_isolated);
   CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "perturb.1", "scalar_aten.1", "one_thread.1", "one_thread.2",
+                                            "poison.1", "perturb.1", "scalar_aten.1", "one_thread.1", "one_thread.2",
                                             "one_thread.3", "one_thread.4", "one_thread.5"});
   CHECK(sentences_on_disk(h.report_on_disk()) ==
         std::vector<std::string>{"fails 2/4 with several threads, 0/5 with one (OMP_NUM_THREADS=1): the failure "
@@ -770,7 +771,7 @@ TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {
   JobResult r = h.run([&](const ChildRequest& req) { return healthy.answer(req); });
   CHECK(r.exit == ExitCode::clean);
   CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "perturb.1"});
+                                            "poison.1", "perturb.1"});
   CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
 }
 

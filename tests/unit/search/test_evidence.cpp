@@ -21,6 +21,19 @@ json probe(int site, const std::string& phase, const std::string& tensor, bool i
           {"stats", stats(tensor, nan, inf)}};
 }
 
+// A probe under the poison variant: `unwritten` elements still hold the poison.
+json poisoned(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan,
+              int unwritten) {
+  json p = probe(site, phase, tensor, initialized, nan);
+  p["stats"]["unwritten"] = unwritten;
+  p["stats"]["checksum"] = "c" + std::to_string(nan) + "_" + std::to_string(unwritten);  // bytes differ with counts
+  return p;
+}
+
+json touching(int site, std::vector<std::string> tensors) {
+  return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}, {"tensors", tensors}};
+}
+
 json begin(int site) { return {{"event", "site_begin"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
 json end(int site) { return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
 
@@ -107,6 +120,53 @@ TEST_CASE("first_introducer: the first site in range that introduces NaN, not th
   CHECK(first_introducer(t, 4, 6) == 5);
   CHECK_FALSE(first_introducer(t, 6, 6).has_value());
   CHECK_FALSE(first_introducer(t, 4, 4).has_value());
+}
+
+TEST_CASE("first_introducer under the poison variant: the kernel that reads memory no kernel wrote, not the one "
+          "that left it unwritten") {
+  std::vector<json> events = {
+      // Site 1 writes 3 of buf0's 4 elements: the fourth still holds the poison (a NaN, not made by a kernel).
+      begin(1), poisoned(1, "before", "buf0", false, 4, 4), touching(1, {"buf0"}),
+      poisoned(1, "after", "buf0", true, 1, 1),
+      // Site 2 reduces all of buf0 into buf1: NaN from the unwritten element.
+      begin(2), poisoned(2, "before", "buf0", true, 1, 1), poisoned(2, "before", "buf1", false, 4, 4), end(2),
+      poisoned(2, "after", "buf0", true, 1, 1), poisoned(2, "after", "buf1", true, 4, 0),
+      // Site 3 reads buf1's NaN (made by site 2): it propagates them.
+      begin(3), poisoned(3, "before", "buf1", true, 4, 0), poisoned(3, "before", "buf2", false, 4, 4), end(3),
+      poisoned(3, "after", "buf2", true, 4, 0)};
+  RunTrace t = trace_from_events(events);
+  CHECK(t.poisoned);
+  CHECK(first_introducer(t, 1, 3) == 2);
+  CHECK(first_introducer(t, 1, 1) == std::nullopt);
+  CHECK(first_introducer(t, 3, 3) == std::nullopt);
+  // Without the poison counts, site 1 would be called the introducer.
+  RunTrace plain = trace_from_events({begin(1), probe(1, "before", "buf0", false, 4), end(1),
+                                      probe(1, "after", "buf0", true, 1)});
+  CHECK(first_introducer(plain, 1, 1) == 1);
+  WrapperInfo w;
+  Culprit c = build_culprit({2, Predicate::nonfinite, &t, &t, &w, "", {}});
+  CHECK(c.unwritten ==
+        "reads memory no kernel wrote: 1 of the 4 elements of buf0 (4 float32) it reads still hold the poison they "
+        "were allocated with");
+  CHECK(c.why.rfind(c.unwritten + "; introduced 4 NaN and 0 Inf in buf1", 0) == 0);
+  REQUIRE(c.producer.has_value());
+  CHECK(c.producer->call_index == 1);
+  CHECK(c.producer->why == "buf0 was left with 1 of its 4 elements unwritten");
+}
+
+TEST_CASE("build_culprit under the poison variant: a kernel that writes part of a buffer and reads all of it") {
+  std::vector<json> events = {
+      begin(1), probe(1, "before", "arg0_1", true, 0), poisoned(1, "before", "buf0", false, 4, 4),
+      poisoned(1, "before", "buf1", false, 4, 4), end(1), poisoned(1, "after", "buf0", true, 2, 2),
+      poisoned(1, "after", "buf1", true, 4, 0)};
+  RunTrace t = trace_from_events(events);
+  CHECK(first_introducer(t, 1, 1) == 1);
+  WrapperInfo w;
+  Culprit c = build_culprit({1, Predicate::nonfinite, &t, &t, &w, "", {}});
+  CHECK(c.unwritten ==
+        "reads memory no kernel wrote: 2 of the 4 elements of buf0 (4 float32) still hold, after its launch, the "
+        "poison they were allocated with");
+  CHECK_FALSE(c.producer.has_value());
 }
 
 TEST_CASE("first_introducer: an initialized tensor that gains Inf is introduced there") {
