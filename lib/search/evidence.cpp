@@ -1,4 +1,5 @@
 #include "search/evidence.hpp"
+#include "search/unwritten.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -155,10 +156,6 @@ namespace {
 
 // The tensor whose NaN/Inf count grew the most at this site (the first in
 // probe order among equals), and by how much.
-// NaN that are the poison variant's (memory no kernel wrote, still holding
-// the signaling NaN it was allocated with) are not values a kernel made.
-int64_t poison_nan(const TensorStats& t) { return std::min(t.nan_count, std::max<int64_t>(t.unwritten, 0)); }
-int64_t made_nan(const TensorStats& t) { return t.nan_count - poison_nan(t); }
 int64_t made_nonfinite(const TensorStats& t) { return made_nan(t) + t.inf_count; }
 
 std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
@@ -395,50 +392,7 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
                      p->after->inf_count, p->tensor, p->initialized ? "finite" : "not written under this name");
 }
 
-std::string shape_text(const TensorStats& t) {
-  std::string out;
-  for (size_t i = 0; i < t.shape.size(); ++i) {
-    out += (i ? "x" : "") + std::to_string(t.shape[i]);
-  }
-  return out.empty() ? "scalar" : out;
-}
-
 }  // namespace
-
-RunTrace without_poison(const RunTrace& trace) {
-  RunTrace out = trace;
-  for (auto& [k, s] : out.sites) {
-    for (auto& p : s.tensors) {
-      for (auto* st : {&p.before, &p.after}) {
-        if (*st) {
-          (*st)->nan_count = made_nan(**st);
-        }
-      }
-    }
-  }
-  return out;
-}
-
-std::optional<UnwrittenRead> unwritten_read(const SiteTrace& s) {
-  for (const auto& p : s.tensors) {
-    if (p.initialized && p.before && p.before->unwritten > 0) {
-      return UnwrittenRead{&p, true};
-    }
-  }
-  for (const auto& p : s.tensors) {
-    // Never written by anyone, and only read here (its bytes unchanged).
-    if (!p.initialized && p.before && p.after && p.before->unwritten > 0 && p.before->unwritten == p.before->numel &&
-        !p.before->checksum.empty() && p.before->checksum == p.after->checksum) {
-      return UnwrittenRead{&p, true, true};
-    }
-  }
-  for (const auto& p : s.tensors) {
-    if (p.after && p.after->unwritten > 0) {
-      return UnwrittenRead{&p, false};
-    }
-  }
-  return std::nullopt;
-}
 
 Culprit build_culprit(const CulpritInput& in) {
   Culprit c;
@@ -489,14 +443,7 @@ Culprit build_culprit(const CulpritInput& in) {
     // Under the poison variant: memory no kernel wrote, read by this kernel
     // (left so by an earlier one, or by its own partial write).
     const TensorStats& st = u->before ? *u->probe->before : *u->probe->after;
-    c.unwritten = u->never_written
-                      ? fmt::format("reads memory no kernel wrote: none of the {} elements of {} ({} {}) it reads was "
-                                    "ever written (all still hold the poison they were allocated with)",
-                                    st.numel, u->probe->tensor, shape_text(st), st.dtype)
-                      : fmt::format("reads memory no kernel wrote: {} of the {} elements of {} ({} {}) {} the poison "
-                                    "they were allocated with",
-                                    st.unwritten, st.numel, u->probe->tensor, shape_text(st), st.dtype,
-                                    u->before ? "it reads still hold" : "still hold, after its launch,");
+    c.unwritten = unwritten_text(*u);
     c.why = c.unwritten + "; " + c.why;
     if (u->before && !u->never_written) {
       c.producer = producer_of(base_tensor_name(u->probe->tensor),

@@ -158,20 +158,6 @@ struct CulpritInput {
 };
 Culprit build_culprit(const CulpritInput& in);
 
-// Under the poison variant (RunTrace::poisoned): a tensor of the site that
-// holds memory no kernel wrote: one written earlier that still held poison
-// before the launch (`before`), else one that still holds it after.
-// The trace with the poison's NaN taken out of every count (they are
-// memory no kernel wrote, not values a kernel made); `unwritten` kept.
-RunTrace without_poison(const RunTrace& trace);
-// A tensor no kernel ever wrote and the site only read: `never_written`.
-struct UnwrittenRead {
-  const ProbeStats* probe = nullptr;
-  bool before = false;
-  bool never_written = false;
-};
-std::optional<UnwrittenRead> unwritten_read(const SiteTrace& s);
-
 // Among a site's written inputs, one that was already bad before its launch
 // (non-finite, or an integer index outside `bound`, or negative or beyond the
 // int32 range when no bound is known): its name and why.

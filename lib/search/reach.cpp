@@ -1,4 +1,5 @@
 #include "search/reach.hpp"
+#include "search/unwritten.hpp"
 
 #include <algorithm>
 #include <map>
