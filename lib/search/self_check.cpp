@@ -67,9 +67,11 @@ std::optional<std::string> self_check(Bisection& bis, const SelfCheckInput& in) 
   bis.message = bis.self_check;
   std::string seen = first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it";
   seen += untraced;
-  if (!first && in.predicate == Predicate::fault && in.cpu) {
-    // A crash that moves with the probes' allocations: the heap, not a kernel, showed it.
-    seen += fmt::format(" inside a call site ({})", k_memory_corruption_hint);
+  if (in.predicate == Predicate::fault && in.cpu) {
+    // A crash that moves with the probes' allocations (to an earlier site,
+    // or past the last one): the heap, not a kernel, showed it.
+    seen += first ? fmt::format(" (a CPU crash that moves between runs: {})", k_memory_corruption_hint.substr(k_memory_corruption_hint.find("likely")))
+                  : fmt::format(" inside a call site ({})", k_memory_corruption_hint);
   }
   return fmt::format("not isolated: the search named call site {}, but the self-check run, probing every call site up "
                      "to it, {}",

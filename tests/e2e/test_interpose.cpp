@@ -395,7 +395,8 @@ TEST_CASE("a row written past a buffer's end: the guard-page variant turns the l
 
   // Without the variant the search places it only when the corruption
   // happens to show during the kernel: then at the right site, otherwise not
-  // isolated with the memory-corruption hint. Never a wrong kernel.
+  // isolated with the memory-corruption hint (the crash past the last site,
+  // or at a site that moved between runs). Never a wrong kernel.
   std::ofstream("no-guard.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n";
   auto plain = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end",
                                      {"--config", "no-guard.yaml"}),

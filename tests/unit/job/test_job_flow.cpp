@@ -269,6 +269,29 @@ TEST_CASE("job flow: a CPU crash the self-check run sees only after its last sit
         std::string::npos);
 }
 
+TEST_CASE("job flow: a CPU crash that moves to an earlier site in the self-check run is not isolated, with the "
+          "memory-corruption hint") {
+  // The heap overrun at site 2 shows at site 3 in the search's runs and at
+  // site 2 in the evidence run: the site moved, a kernel did not fault.
+  Harness h;
+  FakeModel model;
+  model.bad = 3;
+  model.fault = true;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    FakeModel m = model;
+    if (req.id.find("evidence") != std::string::npos) {
+      m.bad = 2;
+    }
+    return m.answer(req);
+  });
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK_FALSE(r.report.culprit.has_value());
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->status == "self_check_failed");
+  CHECK(r.report.verdict_reason.find("saw call site 2 faulted first (a CPU crash that moves between runs: likely memory "
+                                     "corruption") != std::string::npos);
+}
+
 TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, three runs per step") {
   Harness h;
   FakeModel model;
