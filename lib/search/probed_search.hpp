@@ -1,7 +1,8 @@
 #pragma once
 // The shared search of a run-time-probe source (search.cpp: the trace run
 // and the search steps; search_culprit.cpp: the evidence run and the
-// culprit it makes). Internal to lib/search.
+// culprit it makes; search_divergence.cpp: outputs that differ between
+// runs). Internal to lib/search.
 
 #include <map>
 #include <optional>
