@@ -44,7 +44,10 @@ nlohmann::json to_json(const ProbePlan& plan) {
   for (const auto& r : plan.ranges) {
     ranges.push_back({{"from", r.from}, {"to", r.to}, {"mode", probe_mode_name(r.mode)}});
   }
-  return {{"default", probe_mode_name(plan.default_mode)}, {"ranges", ranges}, {"save_dir", plan.save_dir.string()}};
+  return {{"default", probe_mode_name(plan.default_mode)},
+          {"ranges", ranges},
+          {"save_dir", plan.save_dir.string()},
+          {"save_after", plan.save_after}};
 }
 
 ProbePlan probe_plan_from_json(const nlohmann::json& j) {
@@ -89,6 +92,12 @@ ProbePlan probe_plan_from_json(const nlohmann::json& j) {
     throw Error(ErrorKind::usage, fmt::format("probe plan: 'save_dir' must be a string, got {}", save_dir.dump()));
   }
   plan.save_dir = save_dir.get<std::string>();
+  const nlohmann::json save_after = j.value("save_after", nlohmann::json(false));
+  if (!save_after.is_boolean()) {
+    throw Error(ErrorKind::usage, fmt::format("probe plan: 'save_after' must be true or false, got {}",
+                                              save_after.dump()));
+  }
+  plan.save_after = save_after.get<bool>();
   return plan;
 }
 

@@ -174,6 +174,17 @@ std::string culprit_section(const Culprit& c) {
   if (c.divergence) {
     out += divergence_table(*c.divergence);
   }
+  if (!c.run_to_run.empty()) {
+    out += table_head({"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
+    for (const auto& d : c.run_to_run) {
+      out += table_row({code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")"),
+                        fmt::format("{} of {}", d.differ, d.elements), stat_string(d.max_abs),
+                        d.worst_index.empty() ? "—"
+                                              : fmt::format("{}: {} vs {}", code(index_text(d.worst_index)),
+                                                            code(d.first), code(d.second))});
+    }
+    out += "\n";
+  }
   if (!c.args.empty()) {
     out += table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
     std::vector<size_t> shown = shown_args(c.args);

@@ -177,6 +177,19 @@ struct Divergence {
   double inputs_worst_ratio = 0;      // their largest error / allowed error (<= 1)
 };
 
+// Outputs that differ between runs: how one tensor the culprit wrote
+// differed between two more runs from the same inputs, element by element.
+struct RunDifference {
+  std::string tensor;                 // "buf6"
+  std::string dtype;
+  int64_t elements = 0;
+  int64_t differ = 0;                 // elements not equal in the two runs (NaN/Inf mismatches included)
+  double max_abs = 0;                 // the largest difference among elements finite in both
+  std::vector<int64_t> worst_index;   // where it is
+  std::string first;                  // the value there in the first run ("1.5", "nan")
+  std::string second;                 // ... and in the second
+};
+
 struct Culprit {
   int call_index = 0;                 // 1-based, by occurrence in the run
   std::string kernel;
@@ -192,6 +205,7 @@ struct Culprit {
   std::vector<ProbeStats> args;
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
+  std::vector<RunDifference> run_to_run;  // nondeterministic: how its outputs differ between two runs
   std::vector<GraphNodeRef> graph_nodes;  // mismatch: the exported-program nodes it computes (fused in)
   // Its lines of the model's Python source, where the package carries them
   // (package/provenance.hpp): from the package alone.

@@ -255,6 +255,21 @@ Json divergence_json(const std::optional<Divergence>& d) {
               {"inputs_worst_ratio", number(d->inputs_worst_ratio)}};
 }
 
+Json run_to_run_json(const std::vector<RunDifference>& diffs) {
+  Json out = Json::array();
+  for (const auto& d : diffs) {
+    out.push_back(Json{{"tensor", text_or_null(d.tensor)},
+                       {"dtype", text_or_null(d.dtype)},
+                       {"elements", d.elements},
+                       {"differing", d.differ},
+                       {"max_abs_difference", number(d.max_abs)},
+                       {"worst_index", d.worst_index},
+                       {"first_run", text_or_null(d.first)},
+                       {"second_run", text_or_null(d.second)}});
+  }
+  return out;
+}
+
 Json culprit_json(const std::optional<Culprit>& c) {
   if (!c) {
     return nullptr;
@@ -280,6 +295,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},
+              {"run_to_run", run_to_run_json(c->run_to_run)},
               {"graph_nodes", graph_nodes_json(c->graph_nodes)},
               {"source_lines", source_lines_json(c->source_lines)}};
 }

@@ -60,6 +60,7 @@ std::optional<TensorCompare> compare_of(const nlohmann::json& e, const Tolerance
   t.max_abs = c.contains("max_abs") && c["max_abs"].is_number() ? c["max_abs"].get<double>() : 0.0;
   t.scale = c.value("scale", 0.0);
   t.nonfinite = c.value("nonfinite", int64_t{0});
+  t.differ = c.value("differ", int64_t{-1});
   if (!c.contains("max_abs") || c["max_abs"].is_null()) {
     t.nonfinite = std::max<int64_t>(t.nonfinite, 1);
   }
@@ -68,6 +69,12 @@ std::optional<TensorCompare> compare_of(const nlohmann::json& e, const Tolerance
   }
   t.actual = json_text(c.value("actual", nlohmann::json()));
   t.expected = json_text(c.value("expected", nlohmann::json()));
+  if (c.contains("actual") && c["actual"].is_number()) {
+    t.actual_value = c["actual"].get<double>();
+  }
+  if (c.contains("expected") && c["expected"].is_number()) {
+    t.expected_value = c["expected"].get<double>();
+  }
   // A buffer kept in a wider type than its node (a float32 buffer for a
   // bfloat16 node) differs from eager by the node's rounding: judge it by
   // the looser of the two dtypes.

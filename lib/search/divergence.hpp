@@ -42,9 +42,12 @@ struct TensorCompare {
   double max_abs = 0;
   double scale = 0;
   int64_t nonfinite = 0;
+  int64_t differ = -1;          // elements not equal to the reference; -1: not said
   std::vector<int64_t> worst;
   std::string actual;
   std::string expected;
+  std::optional<double> actual_value;    // the same, as numbers where they are
+  std::optional<double> expected_value;
   double ratio = 0;             // error / allowed error (> 1: outside tolerance; inf for NaN/Inf mismatches)
   Tolerance tolerance;
 };

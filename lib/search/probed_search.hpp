@@ -36,7 +36,11 @@ class ProbedSearch {
 
  private:
   BisectOutcome diverge(int n_static);
-  ChildResult child(const std::string& purpose, const ProbePlan& plan);
+  bool measure_run_to_run(int k, Culprit& c);
+  // `node_reference`: the values the probes compare with (default: the
+  // model's per-node eager values, for runs that compare values).
+  ChildResult child(const std::string& purpose, const ProbePlan& plan,
+                    const std::filesystem::path& node_reference = {});
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
   std::optional<BisectOutcome> check_fidelity(const ChildResult& trace);
   void link_returned(const ChildResult& trace, int n_static);

@@ -92,6 +92,7 @@ struct ValueDiff {
   double actual = 0;
   double expected = 0;
   int64_t outside = 0;      // with a tolerance: elements outside it (NaN/Inf mismatches included)
+  int64_t differ = 0;       // elements not equal (NaN/Inf mismatches included)
 };
 ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerance* tol = nullptr);
 

@@ -152,6 +152,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
           {"max_abs", d.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs)},
           {"scale", d.scale},
           {"nonfinite", d.nonfinite},
+          {"differ", d.differ},
           {"worst", unravel(d.worst_flat, t.sizes())},
           {"actual", json_number(d.actual)},
           {"expected", json_number(d.expected)}};
@@ -236,7 +237,13 @@ void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& na
     }
   }
   s.emit(EventKind::probe, std::move(fields));
-  if (readable && s.mode == ProbeMode::save && !s.plan.save_dir.empty() && (before || expected != nullptr)) {
+  if (readable && s.mode == ProbeMode::save && !s.plan.save_dir.empty() && s.plan.save_after) {
+    // The first of two runs whose outputs differ: what the launch wrote.
+    std::string file = "site" + std::to_string(s.site) + "_" + safe_file_part(name) + ".after.pt";
+    if (!before && s.saved.insert(file).second) {
+      save_tensor(s, *readable, name, s.plan.save_dir / file);
+    }
+  } else if (readable && s.mode == ProbeMode::save && !s.plan.save_dir.empty() && (before || expected != nullptr)) {
     // The replay (lib/repro) loads the inputs before launch and, for wrong
     // values, the eager value of each output after it.
     std::string file = "site" + std::to_string(s.site) + "_" + safe_file_part(name) + (before ? ".pt" : ".expected.pt");
@@ -444,6 +451,24 @@ void load_node_reference(const std::filesystem::path& path) {
   if (!in && bytes.empty()) {
     throw Error(ErrorKind::cannot_test, "cannot read the per-node reference '" + path.string() + "'");
   }
+  auto& ref = state().node_ref;
+  if (bytes.find_first_not_of(" \t\r\n") != std::string::npos && bytes[bytes.find_first_not_of(" \t\r\n")] == '{') {
+    // {"buf6": "site2_buf6.after.pt", ...}: one tensor per file, saved by an
+    // earlier run (save_after), for outputs that differ between runs.
+    nlohmann::json files = nlohmann::json::parse(bytes, nullptr, false);
+    if (!files.is_object()) {
+      throw Error(ErrorKind::cannot_test, "the per-node reference '" + path.string() + "' is not a JSON object");
+    }
+    for (const auto& [name, file] : files.items()) {
+      std::ifstream t(file.is_string() ? file.get<std::string>() : std::string(), std::ios::binary);
+      std::string tb((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+      if (!t && tb.empty()) {
+        throw Error(ErrorKind::cannot_test, "cannot read the saved value of " + name + " named by '" + path.string() + "'");
+      }
+      ref[name] = {torch::jit::pickle_load(std::vector<char>(tb.begin(), tb.end())).toTensor()};
+    }
+    return;
+  }
   c10::IValue iv;
   try {
     iv = torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
@@ -455,7 +480,6 @@ void load_node_reference(const std::filesystem::path& path) {
   if (!iv.isGenericDict()) {
     throw Error(ErrorKind::cannot_test, "the per-node reference '" + path.string() + "' is not a dict");
   }
-  auto& ref = state().node_ref;
   for (const auto& kv : iv.toGenericDict()) {
     if (!kv.key().isString() || !kv.value().isList()) {
       continue;

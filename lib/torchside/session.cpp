@@ -324,6 +324,7 @@ ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, cons
   int64_t worst = d.nonfinite > 0 ? nonfinite_bad.to(at::kByte).argmax().item<int64_t>()
                                   : diff.argmax().item<int64_t>();
   d.max_abs = diff.max().item<double>();
+  d.differ = diff.gt(0.0).sum().item<int64_t>() + d.nonfinite;
   d.worst_flat = worst;
   d.actual = a[worst].item<double>();
   d.expected = e[worst].item<double>();

@@ -186,8 +186,32 @@ TEST_CASE("atomic_scatter_nondeterministic: outputs that differ every run are a 
   CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
   CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
   CHECK(r.report["culprit"]["why"].get<std::string>().rfind(
-            "from inputs identical in two runs (checksums), it wrote other values: ", 0) == 0);
+            "from inputs identical in two runs (checksums), it wrote other values; in two more runs, element by "
+            "element: buf",
+            0) == 0);
   CHECK(r.report["bisection"]["predicate"] == "divergence");
+  // Its outputs, element by element in two more runs: the buffer, how many
+  // elements differ, the largest difference and where.
+  const auto& diffs = r.report["culprit"]["run_to_run"];
+  REQUIRE(diffs.is_array());
+  CHECK_FALSE(diffs.empty());
+  std::set<std::string> args;
+  for (const auto& a : r.report["culprit"]["args"]) {
+    args.insert(a["tensor"].get<std::string>());
+  }
+  for (const auto& d : diffs) {
+    INFO(d.dump());
+    CHECK(args.count(d["tensor"].get<std::string>()) == 1);
+    CHECK(d["differing"].get<int64_t>() > 0);
+    CHECK(d["differing"].get<int64_t>() <= d["elements"].get<int64_t>());
+    CHECK(d["max_abs_difference"].get<double>() > 0);
+    CHECK(d["max_abs_difference"].get<double>() < 1);  // last bits, scaled up by the LayerNorm: not garbage
+    CHECK(d["first_run"] != d["second_run"]);
+    CHECK(d["worst_index"].size() == 2);
+  }
+  CHECK(e2e::read_text("out/report.md").find("| output | elements that differ between two runs |") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists("out/run-to-run"));  // the saved tensors are gone
   // One thread makes it stable: read as a finding.
   bool stable = false;
   for (const auto& f : r.report["matrix"]["findings"]) {

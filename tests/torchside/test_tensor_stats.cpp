@@ -205,3 +205,18 @@ TEST_CASE("StatsCache: the same bytes are measured once; bytes written behind th
   CHECK(cache.get("w.t", w.t()).checksum == t.checksum);
   CHECK(cache.measured() == 4);
 }
+
+TEST_CASE("diff_values counts the elements that differ, NaN/Inf mismatches included, and finds the largest difference") {
+  at::Tensor first = at::arange(12, at::kFloat).reshape({3, 4});
+  at::Tensor second = first.clone();
+  second[0][1] = 1.0f + 1e-3f;     // a last-bits difference
+  second[2][3] = 11.25f;           // the largest
+  second[1][0] = std::nanf("");    // a NaN where the first run had 4
+  ValueDiff d = diff_values(second, first);
+  CHECK(d.differ == 3);
+  CHECK(d.nonfinite == 1);
+  CHECK(d.max_abs == doctest::Approx(0.25));
+  CHECK(diff_values(first, first.clone()).differ == 0);
+  at::Tensor both_nan = at::full({2}, std::nanf(""));
+  CHECK(diff_values(both_nan, both_nan.clone()).differ == 0);  // NaN in both runs: the same
+}

@@ -100,6 +100,9 @@ TEST_CASE("protocol: a probe plan round-trips; a malformed one is refused with o
   CHECK(back.summary() == plan.summary());
   CHECK(back.summary() == "trace; stats 1-16; save 5; sync 17-40");
   CHECK(back.save_dir == plan.save_dir);
+  CHECK_FALSE(back.save_after);
+  plan.save_after = true;
+  CHECK(probe_plan_from_json(json::parse(to_json(plan).dump())).save_after);
   CHECK(back.mode_for(5) == ProbeMode::save);
   CHECK(back.mode_for(6) == ProbeMode::stats);
   CHECK(back.mode_for(41) == ProbeMode::trace);
@@ -126,6 +129,7 @@ TEST_CASE("protocol: a probe plan round-trips; a malformed one is refused with o
   CHECK(refused(R"({"ranges": [{"from": 5, "to": 2}]})").find("'from' <= 'to'") != std::string::npos);
   CHECK(refused(R"({"ranges": [{"from": "1", "to": 2}]})").find("each at least 1") != std::string::npos);
   CHECK(refused(R"({"save_dir": 4})") == "probe plan: 'save_dir' must be a string, got 4");
+  CHECK(refused(R"({"save_after": "yes"})") == "probe plan: 'save_after' must be true or false, got \"yes\"");
 }
 
 TEST_CASE("protocol: the values events carry round-trip, non-finite numbers as text") {
