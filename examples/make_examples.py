@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -447,6 +448,37 @@ EXAMPLES = {
         "addmm is the culprit, the index_copy kernel the producer of the buffer it reads.",
         culprit_kernel="aoti_torch_cpu_addmm_out",
         culprit_occurrence=1,
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "thread_split_variance": dict(
+        description="per-clip normalization of raw audio with a one-pass variance (E[x^2] - E[x]^2): on a near-silent "
+        "clip (a DC offset, quantization-level noise) the variance goes negative with 2 threads, NaN every run, and "
+        "stays finite with 1",
+        outcome="nonfinite",
+        bug="var = (wav * wav).mean() - mean * mean cancels to the rounding of its two sums when the clip is nearly "
+        "constant; Inductor splits each sum over the OpenMP threads (per-thread partial sums, then combined), so "
+        "the rounding, and its sign, depend on the thread count. With 2 threads the variance is negative and "
+        "var.sqrt() makes NaN in the normalization kernel; with OMP_NUM_THREADS=1 it is not. Built with "
+        "cpp.dynamic_threads (partial sums sized at run time), the inputs chosen after the build: the first "
+        "candidate clip whose run is finite with 1 thread and NaN with 2 (a fresh process each, OMP_NUM_THREADS).",
+        culprit_pattern=r"sqrt",
+        inputs_search="thread_split",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "signed_degree_flaky": dict(
+        description="a signed graph's degree normalization (deg ** -0.5): one node's trust and distrust edges "
+        "cancel, so its degree is a rounding residual whose sign follows the order of the parallel atomic adds: NaN "
+        "in some runs with 2 threads, in every run with 1",
+        outcome="nonfinite",
+        bug="deg = zeros(N).index_add_(0, dst, w) with signed edge weights; node 0 gets 20000 pairs +a, -a with "
+        "magnitudes over six decades, so its exact degree is 0 and the float32 sum is a residual whose sign "
+        "depends on the order of the adds. Inductor's index_add is atomic adds in an OpenMP parallel loop: with "
+        "several threads the order changes run to run, and deg.pow(-0.5) makes NaN in some runs; with "
+        "OMP_NUM_THREADS=1 the order is fixed and these inputs make NaN every run. The inputs are chosen after "
+        "the build: the first candidate graph whose runs with 2 threads fail in 5-10 of 16 runs and whose run "
+        "with 1 thread fails (a fresh process per thread count). The pow kernel is the culprit.",
+        culprit_pattern=r"pow",
+        inputs_search="k_of_n",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
     ),
     "atomic_scatter_nondeterministic": dict(
@@ -1118,6 +1150,126 @@ def build_atomic_scatter_nondeterministic():
     return MessagePassing(), (x, src, dst), {}
 
 
+def build_thread_split_variance():
+    class ClipNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = nn.Conv1d(1, 1, 1, bias=False)  # a microphone's calibrated gain
+            with torch.no_grad():
+                self.gain.weight.fill_(1.25)
+            self.frontend = nn.Conv1d(1, 8, 400, stride=160)
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, wav):
+            x = self.gain(wav.unsqueeze(1)).squeeze(1)
+            mean = x.mean(dim=-1, keepdim=True)
+            var = (x * x).mean(dim=-1, keepdim=True) - mean * mean  # one pass: cancels on a near-constant clip
+            x = (x - mean) / (var.sqrt() + 1e-5)
+            feats = self.frontend(x.unsqueeze(1)).mean(dim=-1)
+            return self.head(torch.relu(feats))
+
+    return ClipNorm(), (_thread_split_candidates()[0],), {"cpp.dynamic_threads": True}
+
+
+def build_signed_degree_flaky():
+    class SignedGCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(16, 16)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x, dst, w):
+            deg = torch.zeros(x.shape[0]).index_add_(0, dst, w)  # signed degree: trust minus distrust
+            h = self.lin(x) * deg.pow(-0.5).unsqueeze(1)
+            return self.head(torch.relu(h))
+
+    return SignedGCN(), _signed_degree_candidates()[0], {"cpp.dynamic_threads": True}
+
+
+def _signed_degree_candidates():
+    g = torch.Generator().manual_seed(SEED)
+    out = []
+    for _ in range(24):
+        nodes, edges, k = 64, 200000, 20000
+        dst = torch.randint(1, nodes, (edges,), generator=g)
+        w = torch.rand(edges, generator=g) + 0.5
+        # Node 0 is balanced: pairs +a, -a over six decades, in random order.
+        a = torch.exp(torch.empty(k).uniform_(-7, 7, generator=g))
+        idx = torch.randperm(edges, generator=g)[: 2 * k]
+        dst[idx] = 0
+        w[idx] = torch.cat([a, -a])[torch.randperm(2 * k, generator=g)]
+        out.append((torch.randn(nodes, 16, generator=g), dst, w))
+    return out
+
+
+_RATE_PROBE = r"""
+import sys, torch
+m = torch._inductor.aoti_load_package(sys.argv[1])
+cands = torch.load(sys.argv[2])
+runs = int(sys.argv[3])
+print(" ".join(str(sum(1 for _ in range(runs) if torch.isnan(m(*c)).any())) for c in cands))
+"""
+
+
+def _k_of_n_inputs(package_path, stage_dir):
+    # The first candidate whose runs with two threads fail in 30-65% of 16
+    # and whose run with one thread fails: each thread count in a fresh process.
+    cands = _signed_degree_candidates()
+    cand_path = os.path.join(stage_dir, "k_of_n_candidates.pt")
+    torch.save(cands, cand_path)
+    seen = {}
+    try:
+        for threads, runs in (("1", 1), ("2", 16)):
+            env = dict(os.environ, OMP_NUM_THREADS=threads)
+            out = subprocess.run([sys.executable, "-c", _RATE_PROBE, package_path, cand_path, str(runs)], env=env,
+                                 capture_output=True, text=True, check=True)
+            seen[threads] = [int(v) for v in out.stdout.strip().splitlines()[-1].split()]
+    finally:
+        os.unlink(cand_path)
+    for i, (one, two) in enumerate(zip(seen["1"], seen["2"])):
+        if one == 1 and 5 <= two <= 10:
+            return cands[i]
+    raise RuntimeError(f"no candidate graph fails in 30-65% of runs with 2 threads and always with 1 "
+                       f"(1 thread: {seen['1']}, 2 threads of 16: {seen['2']})")
+
+
+def _thread_split_candidates():
+    # Near-silent clips: a DC offset and quantization-level noise (24-bit).
+    g = torch.Generator().manual_seed(SEED)
+    offsets = 0.05 + 0.7 * torch.rand(96, generator=g)
+    noise = torch.randn(96, 160000, generator=g) / 8388608.0
+    return [(o + n).reshape(1, -1) for o, n in zip(offsets, noise)]
+
+
+_THREAD_PROBE = r"""
+import sys, torch
+m = torch._inductor.aoti_load_package(sys.argv[1])
+cands = torch.load(sys.argv[2])
+print("".join("1" if torch.isnan(m(c)[0]).any() else "0" for c in cands))
+"""
+
+
+def _thread_split_inputs(package_path, stage_dir):
+    # The first candidate whose run is finite with one thread and NaN with
+    # two, each thread count in a fresh process, as the tool runs it.
+    cands = _thread_split_candidates()
+    cand_path = os.path.join(stage_dir, "thread_split_candidates.pt")
+    torch.save(cands, cand_path)
+    seen = {}
+    try:
+        for threads in ("1", "2"):
+            env = dict(os.environ, OMP_NUM_THREADS=threads)
+            out = subprocess.run([sys.executable, "-c", _THREAD_PROBE, package_path, cand_path], env=env,
+                                 capture_output=True, text=True, check=True)
+            seen[threads] = out.stdout.strip().splitlines()[-1]
+    finally:
+        os.unlink(cand_path)
+    for i, (one, two) in enumerate(zip(seen["1"], seen["2"])):
+        if one == "0" and two == "1":
+            return (cands[i],)
+    raise RuntimeError(f"no candidate clip is finite with 1 thread and NaN with 2 (1: {seen['1']}, 2: {seen['2']})")
+
+
 def build_stuck_length():
     class StuckLength(nn.Module):
         def __init__(self):
@@ -1227,6 +1379,8 @@ BUILDERS = {
     "loader_partial": build_loader_partial,
     "uninit_read": build_uninit_read,
     "partly_written_slots": build_partly_written_slots,
+    "thread_split_variance": build_thread_split_variance,
+    "signed_degree_flaky": build_signed_degree_flaky,
     "atomic_scatter_nondeterministic": build_atomic_scatter_nondeterministic,
     "stuck_length": build_stuck_length,
 }
@@ -1496,6 +1650,15 @@ def build_one(name, out_dir):
                 ep, package_path=stage.path(files["package"]), inductor_configs=dict(configs)
             )
         compile_s = time.monotonic() - t_compile
+        if spec.get("inputs_search") == "thread_split":
+            # Inputs that show the failure only with several threads, found by
+            # running the package built above; the eager reference follows them.
+            inputs = _thread_split_inputs(stage.path(files["package"]), stage.dir)
+        elif spec.get("inputs_search") == "k_of_n":
+            inputs = _k_of_n_inputs(stage.path(files["package"]), stage.dir)
+        if spec.get("inputs_search"):
+            with torch.no_grad():
+                expected = (_plain(model(*inputs)),)
 
         if kwargs:
             # As a tokenizer returns them: a dict in its own key order.

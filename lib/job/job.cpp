@@ -864,9 +864,10 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     for (const auto& p : now) {
       variants.insert(p.variant);
     }
-    m_rec.begin_phase("matrix", fmt::format("{} runs over {} variant{}{}, {} at a time", now.size(), variants.size(),
-                                            variants.size() == 1 ? "" : "s",
-                                            stage_no == 2 ? " (the baseline is flaky)" : "", s.jobs));
+    std::string why_now = stage_no != 2 ? "" : stage.flaky ? " (the baseline is flaky)" : " (after a steady failure)";
+    m_rec.begin_phase("matrix", fmt::format("{} run{} over {} variant{}{}, {} at a time", now.size(),
+                                            now.size() == 1 ? "" : "s", variants.size(),
+                                            variants.size() == 1 ? "" : "s", why_now, s.jobs));
     std::vector<ChildResult> more;
     bool completed = env.runs.run_all(matrix_requests(now, model, run_list), s.jobs, more) || !interrupt_requested();
     ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
@@ -973,11 +974,39 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
   if (f.kind == OutcomeKind::nondeterministic) {
     reproduced = f.first_line + (m_differ_finding.empty() ? "" : "; " + m_differ_finding);
-  } else if (!f.deterministic && s.bisect) {
-    // Mixed outcomes: one run per step could call a half clean by chance.
-    reproduced += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step runs "
-                              "{} times and a step whose runs disagree is inconclusive)",
-                              f.reproducing_variant, s.bisect_repeats.value_or(3));
+  } else {
+    if (!f.deterministic && s.bisect) {
+      // Mixed outcomes: one run per step could call a half clean by chance.
+      reproduced += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step "
+                                "runs {} times and a step whose runs disagree is inconclusive)",
+                                f.reproducing_variant, s.bisect_repeats.value_or(3));
+    }
+    // What makes the failure go away, or show every time (one thread, ATen's
+    // scalar kernels), said beside the culprit: not the kernel's arithmetic alone.
+    bool said = false;
+    for (const auto& finding : findings) {
+      if (finding.contrast == "passes_with" || finding.contrast == "more_reliable") {
+        reproduced += "; " + finding.sentence;
+        said = said || finding.variant == f.reproducing_variant;
+      }
+    }
+    // Searched under a variant, not the plain environment: which, and why.
+    const VariantSummary* base_v = m.variants.empty() ? nullptr : &m.variants.front();
+    auto chosen = std::find_if(m.variants.begin(), m.variants.end(),
+                               [&](const VariantSummary& v) { return v.name == f.reproducing_variant; });
+    if (!said && s.bisect && base_v != nullptr && chosen != m.variants.end() && chosen->env != base_v->env) {
+      int base_k = 0;
+      int base_n = 0;
+      for (const auto& v : m.variants) {
+        if (v.env == base_v->env) {
+          base_k += v.reproduced;
+          base_n += v.runs;
+        }
+      }
+      reproduced += fmt::format("; searched under {} ({}): {} of {} runs reproduce it there, {} of {} without",
+                                chosen->name, env_difference(chosen->env, base_v->env), chosen->reproduced,
+                                chosen->runs, base_k, base_n);
+    }
   }
   if (!s.bisect) {
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");

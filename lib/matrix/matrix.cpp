@@ -138,12 +138,46 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
     summary.total_runs += 1;
     summary.total_reproduced += reproduced ? 1 : 0;
   }
+  // Each variant is judged by every run of its environment (the baseline
+  // and `repeat` share one), so a flaky baseline's lucky first run is not a
+  // rate of 1. The baseline environment is kept when every run of it
+  // reproduced; otherwise the rate with one run more of each outcome
+  // ((k + 1) / (n + 2)) decides, so that 5 of 5 outranks 1 of 1; ties stay
+  // with the earlier variant. For a crash, a variant that localizes faults
+  // wins its ties.
+  auto pooled = [&](const VariantResult& v) {
+    std::pair<int, int> n{0, 0};  // reproduced, runs
+    for (const VariantResult& r : summary.variants) {
+      if (r.env == v.env) {
+        n.first += r.reproduced;
+        n.second += r.runs;
+      }
+    }
+    return n;
+  };
+  auto rate = [&](const VariantResult& v) {
+    auto [k, n] = pooled(v);
+    return n > 0 ? static_cast<double>(k) / n : 0.0;
+  };
+  auto smoothed = [&](const VariantResult& v) {
+    auto [k, n] = pooled(v);
+    return static_cast<double>(k + 1) / (n + 2);
+  };
+  const std::map<std::string, std::string>* base_env =
+      summary.variants.empty() ? nullptr : &summary.variants.front().env;
   const VariantResult* best = nullptr;
   for (const VariantResult& r : summary.variants) {
-    if (r.reproduced > 0 && (best == nullptr || r.rate() > best->rate())) {
-      best = &r;  // strictly greater: ties stay with the earlier variant
-    } else if (best != nullptr && r.reproduced > 0 && r.rate() == best->rate() && r.localizes_faults &&
-               !best->localizes_faults && summary.failure == OutcomeKind::crash) {
+    if (r.reproduced == 0) {
+      continue;
+    }
+    if (best == nullptr) {
+      best = &r;
+    } else if (rate(r) == rate(*best) && r.localizes_faults && !best->localizes_faults &&
+               summary.failure == OutcomeKind::crash) {
+      best = &r;
+    } else if (base_env != nullptr && best->env == *base_env && rate(*best) == 1.0) {
+      continue;  // the plain environment reproduces every time
+    } else if (smoothed(r) > smoothed(*best)) {
       best = &r;
     }
   }
@@ -159,7 +193,9 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
         reproduced_same += r.reproduced;
       }
     }
-    summary.deterministic = runs_same > 0 && reproduced_same == runs_same;
+    // One run is evidence only where no run disagreed.
+    summary.deterministic = runs_same > 0 && reproduced_same == runs_same &&
+                            (runs_same >= 2 || summary.total_reproduced == summary.total_runs);
   }
   return summary;
 }

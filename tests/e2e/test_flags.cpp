@@ -240,6 +240,99 @@ TEST_CASE("atomic_scatter_nondeterministic: outputs that differ every run are a 
   }
 }
 
+TEST_CASE("thread_split_variance: a reduction that fails only with several threads is named, with the finding "
+          "beside the culprit") {
+  // The example's inputs make NaN with 2 threads and none with 1, whatever
+  // the machine's core count: the thread count is set, not inherited.
+  auto meta = e2e::meta_of("thread_split_variance");
+  auto r = run_tool(matrix_run_args("thread_split_variance", "thread_split_variance.inputs.pt"), "out",
+                    {{"OMP_NUM_THREADS", "2"}});
+  INFO(r.err);
+  CHECK(r.code() == 1);
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  CHECK(r.report["failure"]["deterministic"] == true);
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  // A steady failure: one_thread once, and it passes.
+  auto ids = run_ids(r.report);
+  CHECK(std::count(ids.begin(), ids.end(), "one_thread.1") == 1);
+  CHECK(std::count(ids.begin(), ids.end(), "one_thread.2") == 0);
+  bool needs_threads = false;
+  for (const auto& f : r.report["matrix"]["findings"]) {
+    needs_threads = needs_threads || (f["variant"] == "one_thread" && f["contrast"] == "passes_with");
+  }
+  CHECK(needs_threads);
+  // Beside the culprit, in the verdict: the failure needs several threads.
+  const std::string reason = r.report["verdict_reason"];
+  size_t said = reason.find("with one (OMP_NUM_THREADS=1): the failure needs several threads: how a parallel kernel "
+                            "splits its work (a sum in per-thread parts), or a race between its threads; isolated to "
+                            "call site ");
+  CHECK(said != std::string::npos);
+  CHECK(r.err.find("verdict: isolated: nonfinite reproduced in ") != std::string::npos);
+  CHECK(r.err.find("the failure needs several threads") != std::string::npos);
+
+  SUBCASE("with one thread the same package and inputs are clean: no false alarm") {
+    auto one = run_tool(matrix_run_args("thread_split_variance", "thread_split_variance.inputs.pt"), "one",
+                        {{"OMP_NUM_THREADS", "1"}});
+    CHECK(one.code() == 0);
+    CHECK(one.report["verdict"] == "clean");
+  }
+}
+
+TEST_CASE("signed_degree_flaky: a failure in k of n runs is searched under the variant that makes it steady, and "
+          "named; never clean") {
+  // NaN in about half the runs with 2 threads (the order of atomic adds),
+  // in every run with 1. Eight runs of the baseline environment make a
+  // steady or an absent failure there unlikely; either is still checked.
+  auto meta = e2e::meta_of("signed_degree_flaky");
+  auto r = run_tool(matrix_run_args("signed_degree_flaky", "signed_degree_flaky.inputs.pt", {"--repeats", "7"}), "out",
+                    {{"OMP_NUM_THREADS", "2"}});
+  INFO(r.err);
+  const std::string reason = r.report["verdict_reason"];
+  REQUIRE(r.report["failure"].is_object());
+  CHECK(r.report["verdict"] != "clean");
+  int base_k = 0;
+  int base_n = 0;
+  for (const auto& v : r.report["matrix"]["variants"]) {
+    if (v["name"] == "baseline" || v["name"] == "repeat") {
+      base_k += v["reproduced"].get<int>();
+      base_n += v["runs"].get<int>();
+    }
+  }
+  MESSAGE("baseline environment: ", base_k, " of ", base_n, " runs failed; ", reason);
+  if (base_k > 0 && base_k < base_n) {
+    // k of n: searched under one_thread, where it fails every run, once per step.
+    CHECK(r.report["failure"]["kind"] == "nonfinite");
+    CHECK(r.report["failure"]["reproducing_variant"] == "one_thread");
+    CHECK(r.report["failure"]["deterministic"] == true);
+    CHECK(r.report["bisection"]["variant"] == "one_thread");
+    CHECK(r.code() == 1);
+    CHECK(r.report["verdict"] == "isolated");
+    CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
+    CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    bool why_there = reason.find("; searched under one_thread (OMP_NUM_THREADS=1): 5 of 5 runs reproduce it there, " +
+                                 std::to_string(base_k) + " of " + std::to_string(base_n) + " without") !=
+                         std::string::npos ||
+                     reason.find("with one thread, " + std::to_string(base_k) + "/" + std::to_string(base_n) +
+                                 " with several: the failure depends on how the work is split between threads") !=
+                         std::string::npos;
+    CHECK(why_there);
+    CHECK(r.report["reproduce_command"].get<std::string>().rfind("OMP_NUM_THREADS=1 aoti-bisect run ", 0) == 0);
+  } else if (base_k == 0) {
+    // No run of the baseline environment failed: at least its outputs differ.
+    CHECK(r.code() == 1);
+    if (r.report["culprit"].is_object()) {
+      CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    }
+  } else {
+    // Every run failed: a wrong kernel is never named.
+    if (r.report["culprit"].is_object()) {
+      CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+    }
+  }
+}
+
 TEST_CASE("a steady failure and one thread: run once, and said where the failure does not need several threads") {
   auto r = run_tool(matrix_run_args("nan_midway", "nan_midway.inputs.pt", {"--no-bisect"}), "out");
   CHECK(r.code() == 3);

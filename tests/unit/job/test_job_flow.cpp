@@ -298,10 +298,10 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   int matrix_run = 0;
   JobResult r = h.run([&](const ChildRequest& req) {
     ChildOutput out = model.answer(req);
-    if (!req.probe_plan && ++matrix_run == 3) {
+    if (!req.probe_plan && (++matrix_run == 3 || req.id == "one_thread.2")) {
       FakeModel healthy = model;
       healthy.bad = 0;
-      out = healthy.answer(req);  // the second repeat does not reproduce
+      out = healthy.answer(req);  // the second repeat and the second one-thread run do not reproduce
     }
     return out;
   });
@@ -309,8 +309,8 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   CHECK(r.report.failure->kind == OutcomeKind::nonfinite);
   // baseline, repeat x3, check_inputs, poison, perturb, scalar_aten, and
   // (the baseline environment disagreed) one_thread x5: all but repeat.2
-  // reproduce.
-  CHECK(r.report.failure->reproduced == 12);
+  // and one_thread.2 reproduce.
+  CHECK(r.report.failure->reproduced == 11);
   CHECK(r.report.failure->runs == 13);
   CHECK_FALSE(r.report.failure->deterministic);
   REQUIRE(r.report.matrix.size() == 7);
@@ -318,10 +318,10 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   CHECK(r.report.matrix[1].reproduced == 2);
   CHECK(r.report.matrix[1].runs == 3);
   // The verdict says why steps repeat; report.md lists the run that differed.
-  CHECK(r.report.verdict_reason.find("flaky: not every run of the") != std::string::npos);
+  CHECK(r.report.verdict_reason.find("flaky: not every run of the one_thread environment") != std::string::npos);
   CHECK(r.report.verdict_reason.find("each search step runs 3 times") != std::string::npos);
   std::string md = read_file("out/report.md", "report");
-  CHECK(md.find("**Runs with another outcome (1):** `repeat.2` `ok` (exit 0)") != std::string::npos);
+  CHECK(md.find("**Runs with another outcome (2):** `repeat.2` `ok` (exit 0)") != std::string::npos);
   // Not deterministic: every search step is run three times.
   REQUIRE(r.report.bisection.has_value());
   for (const auto& step : r.report.bisection->steps) {
@@ -330,6 +330,34 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
     }
   }
   CHECK(r.exit == ExitCode::isolated);
+}
+
+TEST_CASE("job flow: a flaky baseline whose one-thread runs all fail is searched under one_thread, one run per step "
+          "(a 1-of-1 variant is no evidence)") {
+  Harness h;
+  FakeModel model;
+  int matrix_run = 0;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    ChildOutput out = model.answer(req);
+    if (!req.probe_plan && ++matrix_run == 3) {
+      FakeModel healthy = model;
+      healthy.bad = 0;
+      out = healthy.answer(req);  // the second repeat does not reproduce
+    }
+    return out;
+  });
+  REQUIRE(r.report.failure.has_value());
+  CHECK(r.report.failure->reproducing_variant == "one_thread");  // 5 of 5 over check_inputs' 1 of 1
+  CHECK(r.report.failure->deterministic);
+  CHECK(r.report.verdict_reason.find("flaky:") == std::string::npos);
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->variant == "one_thread");
+  for (const auto& step : r.report.bisection->steps) {
+    CHECK(step.runs <= 2);
+  }
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == model.bad);
 }
 
 TEST_CASE("job flow: runs of one step that disagree make the step and the verdict inconclusive") {

@@ -169,6 +169,19 @@ TEST_CASE("summarize_matrix: counts per variant and in total") {
   CHECK(s.failure == crash);
 }
 
+TEST_CASE("summarize_matrix: at equal rates the variant with more runs is chosen (a flaky failure's lucky run is "
+          "not evidence)") {
+  std::vector<RunOutcome> runs;
+  add_runs(runs, "baseline", {OutcomeKind::nonfinite});
+  add_runs(runs, "repeat", {ok, OutcomeKind::nonfinite, ok});
+  add_runs(runs, "check_inputs", {OutcomeKind::nonfinite});  // 1 of 1 by chance
+  add_runs(runs, "one_thread", {OutcomeKind::nonfinite, OutcomeKind::nonfinite, OutcomeKind::nonfinite,
+                                OutcomeKind::nonfinite, OutcomeKind::nonfinite});
+  MatrixSummary s = summarize_matrix(runs);
+  CHECK(s.chosen == "one_thread");
+  CHECK(s.deterministic);
+}
+
 TEST_CASE("summarize_matrix: the failure kind") {
   std::vector<RunOutcome> runs;
   SUBCASE("is that of the first failing run in order") {
