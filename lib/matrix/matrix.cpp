@@ -193,9 +193,12 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
         reproduced_same += r.reproduced;
       }
     }
-    // One run is evidence only where no run disagreed.
-    summary.deterministic = runs_same > 0 && reproduced_same == runs_same &&
-                            (runs_same >= 2 || summary.total_reproduced == summary.total_runs);
+    // One run is evidence only where the baseline environment's runs did
+    // not disagree (guard pages after a steady crash: yes; check_inputs'
+    // one run beside a flaky baseline: no).
+    bool base_steady = base_env != nullptr && pooled(summary.variants.front()).first ==
+                                                  pooled(summary.variants.front()).second;
+    summary.deterministic = runs_same > 0 && reproduced_same == runs_same && (runs_same >= 2 || base_steady);
   }
   return summary;
 }

@@ -260,6 +260,7 @@ TEST_CASE("summarize_matrix: the chosen variant") {
       r.localizes_faults = r.variant == "guard";
     }
     CHECK(summarize_matrix(runs).chosen == "guard");
+    CHECK(summarize_matrix(runs).deterministic);  // one run, after a steady crash
     runs.back().kind = ok;  // did not reproduce: no tie
     CHECK(summarize_matrix(runs).chosen == "baseline");
   }
