@@ -221,6 +221,9 @@ Action add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_option("--jobs", o->run.jobs, "matrix runs in parallel (default 1)")->check(CLI::Range(1, 256));
   cmd->add_flag("--no-matrix", o->run.no_matrix, "run the baseline only, no flag matrix");
   cmd->add_flag("--no-bisect", o->run.no_bisect, "stop after the flag matrix");
+  cmd->add_flag("--matrix-first", o->run.matrix_first,
+                "run the whole flag matrix before the kernel search (default: a NaN/Inf or wrong-values failure is "
+                "searched right after the baseline, and the matrix runs after the answer)");
   return [o, argv]() { return run_with(*o, argv); };
 }
 

@@ -179,6 +179,28 @@ void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   save();
 }
 
+void Recorder::first_answer(const std::string& line) {
+  m_report.first_answer_seconds = now_s() - m_start;
+  m_progress.note(fmt::format("answer after {:.1f} s: {}", *m_report.first_answer_seconds, line));
+  save();
+}
+
+void Recorder::set_aside_search() {
+  m_report.culprit.reset();
+  m_report.repro.reset();
+  m_report.bisection.reset();
+  m_report.first_answer_seconds.reset();
+  m_passed_over.clear();
+  save();
+}
+
+void Recorder::refresh_repro_command() {
+  if (m_report.repro) {
+    m_report.repro->command = m_report.reproduce_command;
+    save();
+  }
+}
+
 void Recorder::signature(const std::string& signature) {
   if (m_report.failure) {
     m_report.failure->signature = signature;
@@ -193,6 +215,9 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
   }
   if (!error.empty()) {
     m_report.error = error;
+  }
+  if (m_report.culprit && !m_report.first_answer_seconds) {
+    m_report.first_answer_seconds = now_s() - m_start;  // the culprit came with the verdict
   }
   save();
 }

@@ -63,6 +63,14 @@ class Recorder {
   void bisection(const Bisection& bisection);
   void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
+  // The search ran before the matrix and named a culprit: when (seconds
+  // from the start); a line for the person watching.
+  void first_answer(const std::string& line);
+  // The early search's results set aside (the matrix chose another
+  // environment): culprit, reproducer and bisection cleared; builds stay.
+  void set_aside_search();
+  // The reproducer's command, once the matrix has chosen it.
+  void refresh_repro_command();
 
   // The verdict, the reason and (for could_not_test and internal_error) the
   // one-line error; ends the phase and writes the reports.

@@ -131,6 +131,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.tolerances.set_all(opt.atol, opt.rtol);
 
   s.bisect = !opt.no_bisect;
+  s.answer_first = !opt.matrix_first;
   s.strategy = opt.strategy;
   s.bisect_repeats = opt.bisect_repeats;
   s.rebuild_per_step = opt.rebuild_per_step || opt.source == ProbeSource::guide;

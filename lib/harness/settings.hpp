@@ -47,6 +47,7 @@ struct RunOptions {
   std::optional<double> rtol;
   bool no_matrix = false;                      // baseline only
   bool no_bisect = false;                      // stop after the matrix
+  bool matrix_first = false;                   // the whole matrix before the search (no early answer)
   std::filesystem::path exported_program;      // empty: the one inside the package, if any
   nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
   std::filesystem::path cache_dir;             // empty: default build cache
@@ -102,6 +103,10 @@ struct Settings {
   ToleranceTable tolerances;         // per dtype
   // The kernel search.
   bool bisect = true;
+  // A NaN/Inf or wrong-values failure is searched right after the baseline,
+  // in its environment; the matrix runs after the answer and keeps it where
+  // it finds the failure steady there (--matrix-first: the old order).
+  bool answer_first = true;
   Strategy strategy = Strategy::automatic;
   std::optional<int> bisect_repeats;
   bool rebuild_per_step = false;

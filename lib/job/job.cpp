@@ -841,6 +841,32 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     return fail({Verdict::could_not_test, message});
   }
   ChildResult baseline = results[0];
+  // The answer first: a NaN/Inf or wrong-values failure (the process stays
+  // sound) is searched now, in the baseline's environment, and the matrix
+  // runs after the answer. Its runs then say whether the answer stands: it
+  // does where the failure is steady in that environment (lib/job: kept
+  // below), else the search runs again where the matrix says.
+  std::optional<BisectOutcome> early;
+  if (s.answer_first && s.bisect && !loop && plan.size() > 1 &&
+      (base.kind == OutcomeKind::nonfinite || base.kind == OutcomeKind::mismatch)) {
+    m_rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix's {} runs "
+                           "follow and complete the report (--matrix-first: the matrix before the search)",
+                           plan.size() - 1));
+    BisectSetup first{*in.pkg, *in.model, in.wrapper, plan[0].env, plan[0].variant, base.kind, base.first_line,
+                      true, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
+                      run_list};
+    try {
+      early = run_bisection(env, first);
+    } catch (const ProgramRefused& e) {
+      return fail({Verdict::could_not_test, e.what()});
+    }
+    if (early->verdict == Verdict::interrupted || interrupt_requested()) {
+      return interrupted(fmt::format("during the kernel bisection ({} phase)", m_rec.phase()));
+    }
+    if (early->verdict == Verdict::isolated) {
+      m_rec.first_answer(early->reason + "; the flag matrix runs next and completes the report");
+    }
+  }
   // The matrix in two stages: the variants the baseline's outcome calls
   // for, then (`when: flaky`) those for a baseline environment whose runs
   // disagree.
@@ -1011,9 +1037,29 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   if (!s.bisect) {
     return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
   }
+  if (early) {
+    // The search already ran in the baseline's environment: it stands where
+    // the matrix found the same failure steady there.
+    if (f.kind == baseline.cls.kind && f.deterministic && m.chosen_env == plan[0].env) {
+      m_rec.refresh_repro_command();
+      return finish(early->verdict, early->reason.empty() ? reproduced : reproduced + "; " + early->reason);
+    }
+    std::string why = f.kind != baseline.cls.kind ? fmt::format("the matrix's failure is {}", outcome_name(f.kind))
+                      : !f.deterministic  ? std::string("not every run of the matrix reproduced it")
+                                          : fmt::format("the matrix chose {} to search under", f.reproducing_variant);
+    m_rec.set_aside_search();
+    m_rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
+    std::error_code ec;
+    fs::remove_all(s.out_dir / "repro", ec);  // its saved tensors; the new search saves its own
+  }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
                     f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
                     run_list};
+  if (early) {
+    for (const auto& run : m_rec.report().runs) {  // the runs go on from the first search's numbers
+      setup.runs_before += run.id.rfind("bisect.", 0) == 0 || run.id.rfind("guide.", 0) == 0 ? 1 : 0;
+    }
+  }
   BisectOutcome b;
   try {
     b = run_bisection(env, setup);

@@ -370,6 +370,9 @@ struct Report {
   double total_seconds = 0;
   std::string reproduce_command;            // shortest command that reproduces, redacted
   std::optional<Culprit> culprit;           // set by the bisection when it names a call site
+  // Seconds from the job's start to the first printed culprit: the search
+  // right after the baseline (answer first), else the end of the job.
+  std::optional<double> first_answer_seconds;
   std::optional<Bisection> bisection;
   Builds builds;
   std::optional<Reproducer> repro;

@@ -465,6 +465,7 @@ std::string report_to_json(const Report& r) {
     j["phases"].push_back(Json{{"phase", p.phase}, {"seconds", number(p.seconds)}});
   }
   j["total_seconds"] = number(r.total_seconds);
+  j["first_answer_seconds"] = r.first_answer_seconds ? number(*r.first_answer_seconds) : Json(nullptr);
   j["reproduce_command"] = text_or_null(r.reproduce_command);
   j["repro"] = repro_json(r.repro);
   j["error"] = text_or_null(r.error);

@@ -111,7 +111,8 @@ class GuideSearch {
     }
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
-      ChildRequest creq{fmt::format("guide.{}.{}-{}", ++m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
+      ++m_run_no;
+      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
                         std::nullopt, {}, true, m_s.batches};
       ChildResult res = m_env.runs.run(creq);
       if (!res.finished) {

@@ -41,6 +41,9 @@ struct BisectSetup {
   // The inputs files every run feeds (job/batches.hpp): the failing batch,
   // after the batches before it where it needs them. Empty: the job's inputs.
   std::vector<std::filesystem::path> batches;
+  // Search runs already made in this job (an earlier search set aside):
+  // this one's run ids go on from there (bisect.N.purpose, guide.N.range).
+  int runs_before = 0;
 };
 
 struct BisectOutcome {

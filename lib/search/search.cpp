@@ -20,7 +20,8 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
   // Only runs that compare values load the per-node reference (it can be large).
   bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
                               [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
-  ChildRequest req{fmt::format("bisect.{}.{}", ++m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
+  ++m_run_no;
+  ChildRequest req{fmt::format("bisect.{}.{}", m_s.runs_before + m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
                    !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path(), false,
                    m_s.batches};
   return m_env.runs.run(req);

@@ -118,17 +118,22 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
-  // baseline + 3 repeats, the package's own input check, poisoned and
-  // perturbed allocations and (the baseline failed) scalar ATen, then one run with
-  // one thread (does the failure need several?); then (auto) the trace run
-  // probing every site, which names site 5, and the evidence run, whose
-  // self-check confirms it.
-  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "poison.1", "perturb.1", "scalar_aten.1", "one_thread.1", "bisect.1.trace",
-                                            "bisect.2.evidence"});
-  REQUIRE(h.log[9].probe_plan.has_value());
-  CHECK(h.log[9].probe_plan->mode_for(1) == ProbeMode::stats);
-  CHECK(h.log[9].probe_plan->mode_for(9) == ProbeMode::stats);
+  // The answer first: the baseline, then (auto) the trace run probing
+  // every site, which names site 5, and the evidence run, whose self-check
+  // confirms it; then the matrix: 3 repeats, the package's own input check,
+  // poisoned and perturbed allocations and (the baseline failed) scalar
+  // ATen, then one run with one thread (does the failure need several?).
+  // The failure is steady in the baseline's environment: the answer stands.
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "bisect.1.trace", "bisect.2.evidence", "repeat.1", "repeat.2",
+                                            "repeat.3", "check_inputs.1", "poison.1", "perturb.1", "scalar_aten.1",
+                                            "one_thread.1"});
+  REQUIRE(h.log[1].probe_plan.has_value());
+  CHECK(h.log[1].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[1].probe_plan->mode_for(9) == ProbeMode::stats);
+  REQUIRE(r.report.first_answer_seconds.has_value());
+  CHECK(*r.report.first_answer_seconds <= r.report.total_seconds);
+  CHECK(r.report.failure->reproduced == 9);  // the matrix's runs, not the search's
+  CHECK(r.report.failure->runs == 9);
   CHECK(r.report.bisection->strategy == "auto");
   CHECK(r.report.bisection->runs == 2);
   CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
@@ -207,10 +212,9 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   CHECK(r.report.bisection->strategy == "bisect");
   auto ids = h.ids();
   REQUIRE(ids.size() >= 12);
-  CHECK(ids[8] == "one_thread.1");
-  CHECK(ids[9] == "bisect.1.trace");
-  CHECK(ids[10] == "bisect.2.trace");
-  CHECK_FALSE(h.log[10].probe_plan->ranges.size() > 0);
+  CHECK(ids[1] == "bisect.1.trace");
+  CHECK(ids[2] == "bisect.2.trace");
+  CHECK_FALSE(h.log[2].probe_plan->ranges.size() > 0);
   const auto& steps = r.report.bisection->steps;
   CHECK(steps[0].purpose == "trace");
   CHECK(steps[0].verdict == "clean");
@@ -390,8 +394,12 @@ TEST_CASE("job flow: a failure that vanishes with probes on is suppressed_by_ins
   CHECK(r.report.verdict == Verdict::suppressed_by_instrumentation);
   CHECK(r.exit == ExitCode::not_isolated);
   CHECK(r.report.bisection->message == "the failure did not reproduce in the instrumented build");
-  // auto: the trace run probing every site, then one without probes.
-  CHECK(h.ids().back() == "bisect.2.trace");
+  // auto: the trace run probing every site, then one without probes; the
+  // matrix after them finds the failure steady: that answer stands.
+  auto ids = h.ids();
+  CHECK(ids[1] == "bisect.1.trace");
+  CHECK(ids[2] == "bisect.2.trace");
+  CHECK(ids.back() == "one_thread.1");
 }
 
 TEST_CASE("job flow: probe calls that never reach the runner fall back to guide mode, which says what it needs") {
@@ -441,8 +449,67 @@ TEST_CASE("job flow: an interrupt in each phase ends interrupted (130) with the 
     CHECK(r.exit == ExitCode::interrupted);
     CHECK(r.report.verdict == Verdict::interrupted);
     CHECK(h.report_on_disk()["verdict"] == "interrupted");
-    CHECK_FALSE(r.report.culprit.has_value());
+    if (c.phase == "matrix") {
+      // The answer came first: it is kept, with the interrupted verdict.
+      REQUIRE(r.report.culprit.has_value());
+      CHECK(r.report.culprit->call_index == model.bad);
+    } else {
+      CHECK_FALSE(r.report.culprit.has_value());
+    }
   }
+}
+
+TEST_CASE("job flow: --matrix-first runs the whole matrix before the search (the order before the answer came first)") {
+  Harness h;
+  h.opt.matrix_first = true;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
+  CHECK(r.exit == ExitCode::isolated);
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                            "poison.1", "perturb.1", "scalar_aten.1", "one_thread.1", "bisect.1.trace",
+                                            "bisect.2.evidence"});
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 5);
+  REQUIRE(r.report.first_answer_seconds.has_value());  // with the verdict
+}
+
+TEST_CASE("job flow: an early answer the matrix does not bear out is set aside and searched again, run ids going on") {
+  // The baseline fails; the repeats do not all fail, one_thread always does:
+  // the early answer (baseline environment) is set aside, and the search
+  // runs again under one_thread.
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    if (req.id == "repeat.2" || req.id == "repeat.3") {
+      FakeModel healthy = model;
+      healthy.bad = 0;
+      return healthy.answer(req);
+    }
+    return model.answer(req);
+  });
+  auto ids = h.ids();
+  CHECK(ids[1] == "bisect.1.trace");
+  CHECK(ids[2] == "bisect.2.evidence");
+  CHECK(std::find(ids.begin(), ids.end(), "bisect.3.trace") != ids.end());  // the second search
+  CHECK(std::count(ids.begin(), ids.end(), "bisect.1.trace") == 1);
+  CHECK(r.report.failure->reproducing_variant == "one_thread");
+  REQUIRE(r.report.bisection.has_value());
+  CHECK(r.report.bisection->variant == "one_thread");
+  bool said = false;
+  std::string notes;
+  for (const auto& n : r.report.notes) {
+    notes += n + " | ";
+  }
+  INFO(notes);
+  for (const auto& n : r.report.notes) {
+    said = said || n.rfind("the first search's answer is set aside (the matrix chose one_thread to search under): "
+                           "the search runs again",
+                           0) == 0;
+  }
+  CHECK(said);
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 5);
 }
 
 TEST_CASE("job flow: a runner that dies before its first event is an internal error (5), not a failure") {
