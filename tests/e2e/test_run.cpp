@@ -96,6 +96,42 @@ TEST_CASE("NaN model, --no-bisect: nonfinite, reproduced on every run, exit 3 (n
   CHECK(junit.find("failures=\"13\"") != std::string::npos);
 }
 
+TEST_CASE("NaN model, default options: the answer first, right after the baseline, and the matrix after it") {
+  auto meta = e2e::meta_of("nan_midway");
+  auto r = run_tool(run_args("nan_midway", false), "out");
+  CHECK(r.code() == 1);
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  // The search's two runs come right after the baseline; the matrix follows.
+  const auto& runs = r.report["runs"];
+  REQUIRE(runs.size() >= 4);
+  CHECK(runs[0]["id"] == "baseline");
+  CHECK(runs[1]["id"] == "bisect.1.trace");
+  CHECK(runs[2]["id"] == "bisect.2.evidence");
+  CHECK(runs[3]["id"] == "repeat.1");
+  CHECK(r.report["failure"]["reproduced"] == 9);  // the matrix's runs
+  // The answer is printed before the matrix starts, and timed.
+  std::string answer = "aoti-bisect: answer after ";
+  size_t at = r.err.find(answer);
+  REQUIRE(at != std::string::npos);
+  CHECK(r.err.find("s: isolated to call site " + std::to_string(meta["culprit"]["call_index"].get<int>() + 1) + " " +
+                       meta["culprit"]["kernel"].get<std::string>() + " (cpp); the flag matrix runs next",
+                   at) != std::string::npos);
+  CHECK(at < r.err.find("[matrix]"));
+  REQUIRE(r.report["first_answer_seconds"].is_number());
+  CHECK(r.report["first_answer_seconds"].get<double>() < r.report["total_seconds"].get<double>());
+  CHECK(r.report["repro"]["command"].get<std::string>().find("--no-matrix --no-bisect") != std::string::npos);
+
+  SUBCASE("--matrix-first: the whole matrix, then the search") {
+    auto m = run_tool(with(run_args("nan_midway", false), {"--matrix-first"}), "out-mf");
+    CHECK(m.code() == 1);
+    CHECK(m.report["culprit"]["call_index"] == r.report["culprit"]["call_index"]);
+    CHECK(m.report["runs"][1]["id"] == "repeat.1");
+    CHECK(m.report["runs"].back()["id"] == "bisect.2.evidence");
+    CHECK(m.err.find("aoti-bisect: answer after ") == std::string::npos);
+  }
+}
+
 TEST_CASE("class index outside [0, C): device_assert whose first line names the index check") {
   auto r = run_tool(with(run_args("class_index"), {"--repeats", "1", "--no-bisect"}), "out");
   CHECK(r.code() == 3);
