@@ -475,8 +475,8 @@ EXAMPLES = {
         "depends on the order of the adds. Inductor's index_add is atomic adds in an OpenMP parallel loop: with "
         "several threads the order changes run to run, and deg.pow(-0.5) makes NaN in some runs; with "
         "OMP_NUM_THREADS=1 the order is fixed and these inputs make NaN every run. The inputs are chosen after "
-        "the build: the first candidate graph whose runs with 2 threads fail in 3-7 of 16 (forked after the load) and whose run "
-        "with 1 thread fails (a fresh process per thread count). The pow kernel is the culprit.",
+        "the build: of the candidate graphs whose run with 1 thread fails, the one failing least often (3-14 of 16 "
+        "runs forked after the load) with 2 threads. The pow kernel is the culprit.",
         culprit_pattern=r"pow",
         inputs_search="k_of_n",
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
@@ -1224,27 +1224,35 @@ print(" ".join(map(str, rates)))
 """
 
 
-def _k_of_n_inputs(package_path, stage_dir):
-    # The first candidate whose runs with two threads fail in 3-7 of 16
-    # and whose run with one thread fails (processes forked per run, each
-    # thread count from a fresh interpreter).
-    cands = _signed_degree_candidates()
-    cand_path = os.path.join(stage_dir, "k_of_n_candidates.pt")
+def _nan_counts(package_path, stage_dir, cands, runs_by_threads):
+    # Per thread count (OMP_NUM_THREADS, a fresh interpreter each), per
+    # candidate: how many of `runs` first calls made NaN, each in a process
+    # forked after the load, as each of the tool's runs is.
+    cand_path = os.path.join(stage_dir, "candidates.pt")
     torch.save(cands, cand_path)
     seen = {}
     try:
-        for threads, runs in (("1", 1), ("2", 16)):
+        for threads, runs in runs_by_threads:
             env = dict(os.environ, OMP_NUM_THREADS=threads)
             out = subprocess.run([sys.executable, "-c", _RATE_PROBE, package_path, cand_path, str(runs)], env=env,
                                  capture_output=True, text=True, check=True)
             seen[threads] = [int(v) for v in out.stdout.strip().splitlines()[-1].split()]
     finally:
         os.unlink(cand_path)
-    for i, (one, two) in enumerate(zip(seen["1"], seen["2"])):
-        if one == 1 and 3 <= two <= 7:
-            return cands[i]
-    raise RuntimeError(f"no candidate graph fails in 3-7 of 16 runs with 2 threads and always with 1 "
-                       f"(1 thread: {seen['1']}, 2 threads of 16: {seen['2']})")
+    return seen
+
+
+def _k_of_n_inputs(package_path, stage_dir):
+    # Of the candidates whose run with one thread fails, the one failing
+    # least often with two threads, in 3-14 of 16 (the rate moves with the
+    # machine's load, and the tool's runs fail more often than these).
+    cands = _signed_degree_candidates()
+    seen = _nan_counts(package_path, stage_dir, cands, (("1", 1), ("2", 16)))
+    fit = [(two, i) for i, (one, two) in enumerate(zip(seen["1"], seen["2"])) if one == 1 and 3 <= two <= 14]
+    if not fit:
+        raise RuntimeError(f"no candidate graph fails in 3-14 of 16 runs with 2 threads and always with 1 "
+                           f"(1 thread: {seen['1']}, 2 threads of 16: {seen['2']})")
+    return cands[min(fit)[1]]
 
 
 def _thread_split_candidates():
@@ -1255,32 +1263,14 @@ def _thread_split_candidates():
     return [(o + n).reshape(1, -1) for o, n in zip(offsets, noise)]
 
 
-_THREAD_PROBE = r"""
-import sys, torch
-m = torch._inductor.aoti_load_package(sys.argv[1])
-cands = torch.load(sys.argv[2])
-print("".join("1" if torch.isnan(m(c)[0]).any() else "0" for c in cands))
-"""
-
-
 def _thread_split_inputs(package_path, stage_dir):
     # The first candidate whose run is finite with one thread and NaN with
-    # two, each thread count in a fresh process, as the tool runs it.
-    cands = _thread_split_candidates()
-    cand_path = os.path.join(stage_dir, "thread_split_candidates.pt")
-    torch.save(cands, cand_path)
-    seen = {}
-    try:
-        for threads in ("1", "2"):
-            env = dict(os.environ, OMP_NUM_THREADS=threads)
-            out = subprocess.run([sys.executable, "-c", _THREAD_PROBE, package_path, cand_path], env=env,
-                                 capture_output=True, text=True, check=True)
-            seen[threads] = out.stdout.strip().splitlines()[-1]
-    finally:
-        os.unlink(cand_path)
+    # two (a fixed split of the sums: one run each tells).
+    cands = [(c,) for c in _thread_split_candidates()]
+    seen = _nan_counts(package_path, stage_dir, cands, (("1", 1), ("2", 1)))
     for i, (one, two) in enumerate(zip(seen["1"], seen["2"])):
-        if one == "0" and two == "1":
-            return (cands[i],)
+        if one == 0 and two == 1:
+            return cands[i]
     raise RuntimeError(f"no candidate clip is finite with 1 thread and NaN with 2 (1: {seen['1']}, 2: {seen['2']})")
 
 
