@@ -15,6 +15,8 @@
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 
+namespace {
+
 std::string run_difference_text(const RunDifference& d) {
   std::string where = d.worst_index.empty() ? ""
                                             : fmt::format(" at [{}] ({} vs {})", fmt::join(d.worst_index, ", "),
@@ -22,6 +24,8 @@ std::string run_difference_text(const RunDifference& d) {
   return fmt::format("{}: {} of its {} elements differ, the largest difference {}{}", d.tensor, d.differ, d.elements,
                      number_text(d.max_abs), where);
 }
+
+}  // namespace
 
 // Two more runs: the first saves what call site k wrote, the second
 // compares what it writes there with that, element by element. Fills
