@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import os
 import platform
@@ -505,6 +506,17 @@ EXAMPLES = {
         no_eager="eager runs the same 10^12-step loop",
         expect={"exit_code": None, "signal": None, "stderr_contains": None},
     ),
+    "first_call_nan": dict(
+        description="a model that updates a buffer of its own on every call (as a step counter or a static KV "
+        "cache does): its first call after loading makes NaN midway, its later calls in the same process do not",
+        outcome="nonfinite",
+        bug="log(h + shift), where the buffer shift is -10 as built and the forward adds 100 to it in place: a "
+        "freshly loaded model's first call takes the log of negative numbers (NaN that reaches every output), and "
+        "every later call sees shift = 90. Each run of a tool must start from the model as loaded, never from the "
+        "state an earlier run left. expected.pt is eager's first call (NaN too).",
+        culprit_pattern=r"log",
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
     "rounding_healthy": dict(
         description="no bug: long reductions (a 16384-element sum, 1024-wide layer_norm and matmuls) and long "
         "fused pointwise chains, whose compiled values differ from eager only by float rounding",
@@ -594,6 +606,31 @@ def build_nan_midway(renumbered=False):
 
     x = torch.randn(B, D)
     return NanMidway(), (x,), {}
+
+
+def _copy_or_same(model):
+    try:
+        return copy.deepcopy(model)
+    except Exception:  # a module that cannot be copied updates no buffer of its own here
+        return model
+
+
+def build_first_call_nan():
+    class FirstCallNan(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc = _mlp_layers(D, H, H, H, 4)
+            self.register_buffer("shift", torch.tensor(-10.0))
+
+        def forward(self, x):
+            h = F.gelu(self.fc[0](self.ln(x)))  # cpp_fused_native_layer_norm, addmm, cpp_fused_gelu
+            h = torch.log(self.fc[1](h) + self.shift)  # addmm, the log: NaN on a freshly loaded model's call
+            self.shift.add_(100.0)  # the state the next call in this process sees
+            h = torch.tanh(self.fc[2](h))
+            return (F.softmax(self.fc[3](h), dim=-1),)
+
+    return FirstCallNan(), (torch.randn(B, D),), {}
 
 
 NUM_CLASSES = 5
@@ -1359,6 +1396,7 @@ BUILDERS = {
     "conv_inf": build_conv_inf,
     "inf_parameter": build_inf_parameter,
     "cond_fault": build_cond_fault,
+    "first_call_nan": build_first_call_nan,
     "rounding_healthy": build_rounding_healthy,
     "healed_nan": build_healed_nan,
     "healed_gemm_template": lambda: build_healed_nan(
@@ -1617,13 +1655,14 @@ def build_one(name, out_dir):
     model = model.eval()
     inputs = tuple(_plain(t) for t in inputs)
 
-    # Eager reference.
+    # Eager reference, on a copy: a model that updates its buffers is
+    # exported as built, not as one eager call left it.
     expected_note = None
     try:
         if spec.get("no_eager"):
             raise RuntimeError(spec["no_eager"])
         with torch.no_grad():
-            out = model(*inputs, **kwargs)
+            out = _copy_or_same(model)(*inputs, **kwargs)
         if isinstance(out, dict):
             out = tuple(out.values())
         expected = tuple(_plain(t) for t in (out if isinstance(out, (tuple, list)) else (out,)))

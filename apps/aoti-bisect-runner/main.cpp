@@ -298,15 +298,21 @@ bool load_checked_inputs(const Options& opt, const ab::ModelFacts& facts, const 
   return true;
 }
 
+// `preloaded`: the session's model was loaded by the fork server before
+// this run was forked from it (preload below).
 void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
-                     ab::EventWriter& events) {
-  ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
-  session.load_model(opt.package_dir, opt.model, opt.device_key);
+                     bool preloaded, ab::EventWriter& events) {
+  if (!preloaded) {
+    ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
+    session.load_model(opt.package_dir, opt.model, opt.device_key);
+  }
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
   }
-  events.emit(ab::EventKind::loaded,
-              {{"model", opt.model}, {"instrumented", facts.instrumented}, {"printer_level", facts.printer_level}});
+  events.emit(ab::EventKind::loaded, {{"model", opt.model},
+                                      {"instrumented", facts.instrumented},
+                                      {"printer_level", facts.printer_level},
+                                      {"preloaded", preloaded}});
   if (ab::torchside::poison_active()) {
     try {
       auto p = ab::torchside::bind_poison(model_library_name(opt));
@@ -318,6 +324,70 @@ void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchs
   if (!opt.hooks.empty()) {
     bind_hooks(opt, facts, events);
   }
+}
+
+// The fork server's model (docs/runner.md, "The model loaded once"): on its
+// first request a CPU server loads the model the request names, before it
+// forks the run; every run forked from it afterwards that names the same
+// package, model, device and libraries starts with it loaded. A fork gives
+// each run the model as loaded (a mutable buffer such as a KV cache
+// included), never as an earlier run left it. A load that fails here is
+// left to the run, which fails the same way and reports it.
+// Never destroyed: a run ends with std::exit, and the model's destructor
+// would then run after the probes' state and the hooks it calls into.
+struct Preloaded {
+  bool asked = false;  // the first request was seen (one model per server)
+  std::string key;
+  std::unique_ptr<ab::torchside::Session> session;  // null: none loaded
+};
+Preloaded& g_preloaded = *new Preloaded;
+
+std::string load_key(const Options& opt) {
+  std::string key = opt.package_dir + '\n' + opt.model + '\n' + opt.device_key;
+  for (const auto& lib : opt.libraries) {
+    key += '\n' + lib;
+  }
+  return key;
+}
+
+bool guard_pages_asked() {
+  const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES");
+  return guard != nullptr && std::string(guard) == "1";
+}
+
+void define_options(CLI::App& app, Options& opt);
+
+// serve_forks' `prepare`, in the server: loads the first request's model.
+// Only on the CPU (no device runtime may start before a fork) and never
+// with AOTI_BISECT_PRELOAD=0. Its steps are the run's own, in its order.
+bool preload(int argc, char** argv) {
+  if (g_preloaded.asked) {
+    return g_preloaded.session != nullptr;
+  }
+  g_preloaded.asked = true;
+  const char* off = std::getenv("AOTI_BISECT_PRELOAD");
+  try {
+    CLI::App app;
+    Options opt;
+    define_options(app, opt);
+    app.parse(argc, argv);
+    if (opt.device_key != "cpu" || (off != nullptr && std::string(off) == "0")) {
+      return false;
+    }
+    if (guard_pages_asked()) {
+      ab::torchside::install_guard_page_allocator();
+    }
+    ab::torchside::load_libraries(opt.libraries);
+    const ab::ModelFacts facts = model_facts(opt);
+    ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
+    auto session = std::make_unique<ab::torchside::Session>();
+    session->load_model(opt.package_dir, opt.model, opt.device_key);
+    g_preloaded.key = load_key(opt);
+    g_preloaded.session = std::move(session);
+  } catch (...) {
+    g_preloaded.session.reset();
+  }
+  return g_preloaded.session != nullptr;
 }
 
 bool nonfinite(const std::vector<ab::TensorStats>& outputs) {
@@ -334,11 +404,13 @@ bool nonfinite(const std::vector<ab::TensorStats>& outputs) {
 int run(const Options& opt, ab::EventWriter& events) {
   using ab::RunnerExit;
   emit_start(opt, events);
-  if (const char* guard = std::getenv("AOTI_BISECT_GUARD_PAGES"); guard && std::string(guard) == "1") {
+  if (guard_pages_asked()) {
     ab::torchside::install_guard_page_allocator();
   }
   ab::torchside::load_libraries(opt.libraries);
-  ab::torchside::Session session;
+  const bool preloaded = g_preloaded.session != nullptr && g_preloaded.key == load_key(opt);
+  ab::torchside::Session own;
+  ab::torchside::Session& session = preloaded ? *g_preloaded.session : own;
   const ab::ModelFacts facts = model_facts(opt);
   const std::vector<std::string> files = batch_files(opt);
   const bool framed = !opt.batch_list.empty();
@@ -352,7 +424,7 @@ int run(const Options& opt, ab::EventWriter& events) {
       return static_cast<int>(RunnerExit::input_mismatch);
     }
     if (!model_loaded) {
-      load_model_once(opt, facts, session, events);
+      load_model_once(opt, facts, session, preloaded, events);
       model_loaded = true;
     }
     if (last && !opt.probe_plan.empty()) {
@@ -386,17 +458,7 @@ int run(const Options& opt, ab::EventWriter& events) {
   return static_cast<int>(RunnerExit::ran);
 }
 
-int run_once(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IONBF, 0);
-  if (argc == 2 && std::string(argv[1]) == ab::k_runner_versions_flag) {
-    // What this runner's LibTorch is, before any model: the driver picks the
-    // backend profile from it (a HIP build runs "cuda" packages on ROCm).
-    ab::torchside::Versions v = ab::torchside::versions("");
-    std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}, {"torch_dir", v.torch_dir}}.dump().c_str());
-    return 0;
-  }
-  CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
-  Options opt;
+void define_options(CLI::App& app, Options& opt) {
   app.add_option("--package-dir", opt.package_dir, "extracted package directory")->required();
   app.add_option("--model", opt.model, "model name in the package");
   app.add_option("--device-key", opt.device_key, "the model's AOTI_DEVICE_KEY")->required();
@@ -420,6 +482,20 @@ int run_once(int argc, char** argv) {
                  "a shared library of custom operators (TORCH_LIBRARY) to load before the model (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
+}
+
+int run_once(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  if (argc == 2 && std::string(argv[1]) == ab::k_runner_versions_flag) {
+    // What this runner's LibTorch is, before any model: the driver picks the
+    // backend profile from it (a HIP build runs "cuda" packages on ROCm).
+    ab::torchside::Versions v = ab::torchside::versions("");
+    std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}, {"torch_dir", v.torch_dir}}.dump().c_str());
+    return 0;
+  }
+  CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
+  Options opt;
+  define_options(app, opt);
   try {
     app.parse(argc, argv);
     if (opt.inputs.empty() && opt.batch_list.empty()) {
@@ -459,7 +535,13 @@ int served_run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (ab::is_forkserver_request(argc, argv)) {
-    return ab::serve_forks(served_run);  // returns only in the server, at the driver's end of stream
+    // Returns only in the server, at the driver's end of stream.
+    return ab::serve_forks(served_run, preload);
   }
-  return run_once(argc, argv);
+  // Ends without the static destructors (LibTorch's take about a quarter
+  // second here, a tax on every run): events and outputs are written and
+  // closed by now, and stdio is flushed.
+  const int rc = run_once(argc, argv);
+  std::fflush(nullptr);
+  ::_exit(rc);
 }

@@ -5,13 +5,19 @@
 // forks a child that forks the run and exits at once, so the run is
 // reparented to the driver (a child subreaper) and the driver waits for it,
 // times it out and kills its group exactly as it does a child it exec'd.
-// The server never loads a model, reads inputs or starts a thread: what a
-// run inherits is LibTorch after its static initialisers, nothing else.
+// The server reads no inputs and starts no thread. The program may prepare
+// it before each fork (serve_forks' `prepare`: the runner loads the model of
+// its first request there, once per environment and package), so that what
+// a run inherits is LibTorch after its static initialisers and, where the
+// program chose, the loaded model, nothing else; a server that holds one
+// says so in its replies, and the driver keeps at most one such server
+// alive (each holds a copy of its model's weights).
 //
 // Wire format (a Unix stream socket, the server's stdin and stdout): a
 // request is NUL-terminated fields "arg=", "env=K=V", "cwd=", "out=", "err=",
-// "mem=", ended by an empty field; the reply is one line, "pid N" or
-// "error WHY". Any error makes the driver exec the run itself.
+// "mem=", ended by an empty field; the reply is one line, "pid N", "pid N
+// held" (the server holds prepared state) or "error WHY". Any error makes
+// the driver exec the run itself.
 #include "process/process.hpp"
 #include "process/group_guard.hpp"
 #include "process/child_setup.hpp"
@@ -25,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -151,7 +158,11 @@ int open_output(const std::string& path) {
     argv.push_back(::strdup(a.c_str()));
   }
   argv.push_back(nullptr);
-  std::exit(run_once(static_cast<int>(req.argv.size()), argv.data()));
+  const int rc = run_once(static_cast<int>(req.argv.size()), argv.data());
+  // Without the static destructors (LibTorch's take about a quarter second
+  // here): the run has written and closed what it writes.
+  std::fflush(nullptr);
+  ::_exit(rc);
 }
 
 // Starts one run; its pid, or -1 with `why`.
@@ -207,6 +218,7 @@ struct Server {
   pid_t pid = -1;
   int fd = -1;  // the socket
   bool dead = false;
+  bool holds = false;     // its last reply said it holds prepared state (a loaded model)
   uint64_t served = 0;    // runs it started
   uint64_t last_use = 0;  // the registry's clock at its last request
 };
@@ -214,10 +226,11 @@ struct Server {
 struct Registry {
   std::mutex mutex;
   fs::path program;
-  std::map<std::map<std::string, std::string>, Server> servers;
+  // By environment and server key (SpawnSpec::server_key).
+  std::map<std::pair<std::map<std::string, std::string>, std::string>, Server> servers;
   uint64_t clock = 0;
   ~Registry() {
-    for (auto& [env, s] : servers) {
+    for (auto& [key, s] : servers) {
       if (s.fd >= 0) {
         ::close(s.fd);  // the server reads the end of its stream and exits
       }
@@ -240,13 +253,24 @@ void stop_server(Server& s) {
   s = Server{};
 }
 
+// Before a run of `user`: every other server that holds a loaded model is
+// stopped, so that the model's weights are in memory at most twice (one
+// server's, shared with its runs, and the run's own where it loads them).
+void stop_other_holders(Registry& r, const Server& user) {
+  for (auto& [key, s] : r.servers) {
+    if (&s != &user && s.pid >= 0 && s.holds) {
+      stop_server(s);
+    }
+  }
+}
+
 // Stops live servers until fewer than k_live_servers are alive, the one that
 // has served the fewest runs first (the older on a tie).
 void make_room(Registry& r) {
   for (;;) {
     Server* victim = nullptr;
     size_t live = 0;
-    for (auto& [env, s] : r.servers) {
+    for (auto& [key, s] : r.servers) {
       if (s.pid < 0) {
         continue;
       }
@@ -308,21 +332,22 @@ Server start_server(const fs::path& program, const std::map<std::string, std::st
   return s;
 }
 
-// One reply line, waiting at most `timeout`.
+// One reply line, waiting at most `timeout`, and no longer once the driver
+// is interrupted.
 bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   line.clear();
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
+    if (left.count() <= 0 || interrupt_requested()) {
       return false;
     }
     struct pollfd p {fd, POLLIN, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (rc < 0 && errno == EINTR) {
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 200)));
+    if ((rc < 0 && errno == EINTR) || rc == 0) {
       continue;
     }
-    if (rc <= 0) {
+    if (rc < 0) {
       return false;
     }
     char c;
@@ -341,7 +366,7 @@ bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
 
 bool is_forkserver_request(int argc, char** argv) { return argc == 2 && argv[1] == k_serve_flag; }
 
-int serve_forks(int (*run_once)(int argc, char** argv)) {
+int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
   pid_t driver = ::getppid();
   ::signal(SIGPIPE, SIG_DFL);
   std::string buffer;
@@ -350,6 +375,15 @@ int serve_forks(int (*run_once)(int argc, char** argv)) {
     if (!read_request(0, buffer, req)) {
       return 0;
     }
+    bool holds = false;
+    if (prepare != nullptr) {
+      std::vector<char*> argv;
+      for (std::string& a : req.argv) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      holds = prepare(static_cast<int>(req.argv.size()), argv.data());
+    }
     std::string why;
     pid_t pid = -1;
     if (int n = threads_of_this_process(); n != 1) {
@@ -357,7 +391,8 @@ int serve_forks(int (*run_once)(int argc, char** argv)) {
     } else {
       pid = start_run(req, driver, run_once, why);
     }
-    std::string reply = pid > 0 ? "pid " + std::to_string(pid) + "\n" : "error " + why + "\n";
+    std::string reply =
+        pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
     if (!write_all(1, reply)) {
       return 0;
     }
@@ -382,10 +417,11 @@ int forkserver_spawn(const SpawnSpec& spec) {
   if (r.program.empty() || spec.argv.empty() || fs::path(spec.argv[0]) != r.program) {
     return -1;
   }
-  Server& s = r.servers[spec.env];
+  Server& s = r.servers[{spec.env, spec.server_key}];
   if (s.dead) {
     return -1;
   }
+  stop_other_holders(r, s);
   if (s.pid < 0) {
     make_room(r);  // `s` itself is not alive
     s = start_server(r.program, spec.env);
@@ -413,14 +449,19 @@ int forkserver_spawn(const SpawnSpec& spec) {
   field("mem=", std::to_string(spec.memory_limit_bytes));
   req.push_back('\0');
   std::string line;
-  // The first request waits for the server's own start (LibTorch's).
-  if (!write_all(s.fd, req) || !read_reply(s.fd, line, std::chrono::seconds(60)) || line.rfind("pid ", 0) != 0) {
+  // The first request waits for the server's own start (LibTorch's) and for
+  // what it prepares (the model's load), which is part of the run's time:
+  // at most the run's own time limit.
+  const auto wait = std::chrono::milliseconds(static_cast<long long>(
+      1000 * (spec.timeout_s > 0 ? std::max(60.0, spec.timeout_s) : 3600.0)));
+  if (!write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
     stop_server(s);
     s.dead = true;  // from now on this environment's runs are exec'd
     return -1;
   }
   ++s.served;
   s.last_use = ++r.clock;
+  s.holds = line.size() > 5 && line.compare(line.size() - 5, 5, " held") == 0;
   return static_cast<pid_t>(std::strtol(line.c_str() + 4, nullptr, 10));
 }
 

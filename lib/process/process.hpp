@@ -26,6 +26,9 @@ struct SpawnSpec {
   double kill_grace_s = 2.0;                   // TERM -> KILL delay
   unsigned long long memory_limit_bytes = 0;   // the child's address space (RLIMIT_AS); 0: none
   size_t tail_bytes = 8192;                    // how much of each stream ExitStatus keeps
+  // Runs with the same environment and key share a fork server (empty: the
+  // environment alone); the runner's server holds the key's model loaded.
+  std::string server_key;
 };
 
 struct ExitStatus {
@@ -91,8 +94,13 @@ int forkserver_spawn(const SpawnSpec& spec);
 // The program's side: `program --serve` (is_forkserver_request) runs
 // serve_forks, which returns 0 at the end of the driver's stream and never
 // returns in a run: each run calls run_once with its argv and exits with it.
+// `prepare`, where given, is called in the server with each request's argv
+// before the fork (the runner loads the model there: docs/runner.md); it
+// returns whether the server now holds state worth keeping (a loaded
+// model), and must not throw. A server that has started a thread by then
+// forks nothing more: that request and the rest are exec'd.
 bool is_forkserver_request(int argc, char** argv);
-int serve_forks(int (*run_once)(int argc, char** argv));
+int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv) = nullptr);
 
 // Interrupt handling: install_interrupt_handlers() makes SIGINT, SIGTERM and
 // SIGHUP set a flag (and nothing else); process waits notice it, kill their

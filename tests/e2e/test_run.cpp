@@ -243,6 +243,23 @@ std::vector<std::pair<int, bool>> run_starts(const nlohmann::json& report, const
   return starts;
 }
 
+// Whether each run on record started with the model its fork server had
+// loaded (its `loaded` event's "preloaded"), by run id.
+std::map<std::string, bool> runs_preloaded(const nlohmann::json& report, const std::string& out) {
+  std::map<std::string, bool> preloaded;
+  for (const auto& run : report["runs"]) {
+    const std::string id = run["id"];
+    std::ifstream in(fs::path(out) / "runs" / id / "events.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.value("event", "") == "loaded") {
+        preloaded[id] = e.value("preloaded", false);
+      }
+    }
+  }
+  return preloaded;
+}
+
 // Processes that are a fork server of this build's runner, or forked from
 // one (a run, or the short-lived middle process that starts it, keeps the
 // server's command line): pid -> parent pid.
@@ -298,6 +315,19 @@ TEST_CASE("fork server: every CPU run its own process forked from one server; AO
   for (auto [pid, forked] : b) {
     CHECK_FALSE(forked);
   }
+  // Forked runs start with the model their server loaded; exec'd ones load it.
+  auto loaded_a = runs_preloaded(served.report, "served");
+  auto loaded_b = runs_preloaded(execd.report, "execd");
+  CHECK(loaded_a.size() == a.size());
+  CHECK(loaded_b.size() == b.size());
+  for (const auto& [id, preloaded] : loaded_a) {
+    INFO(id);
+    CHECK(preloaded);
+  }
+  for (const auto& [id, preloaded] : loaded_b) {
+    INFO(id);
+    CHECK_FALSE(preloaded);
+  }
   // The server ends with the driver.
   int left = runner_servers();
   for (int i = 0; i < 50 && left > 0; ++i) {
@@ -305,6 +335,36 @@ TEST_CASE("fork server: every CPU run its own process forked from one server; AO
     left = runner_servers();
   }
   CHECK(left == 0);
+}
+
+TEST_CASE("the model loaded once per environment: every run starts from the model as loaded, not as a run left it") {
+  // first_call_nan updates a buffer on every call: only a freshly loaded
+  // model's call makes NaN. Runs forked from a server that holds the loaded
+  // model must all fail; one that saw an earlier run's state would not.
+  auto meta = e2e::meta_of("first_call_nan");
+  auto r = run_tool(run_args("first_call_nan", false), "out");
+  REQUIRE(r.report.is_object());
+  CHECK(r.code() == 1);
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(r.report["failure"]["reproduced"] == r.report["failure"]["runs"]);  // every run, not only the first
+  auto preloaded = runs_preloaded(r.report, "out");
+  REQUIRE(preloaded.size() == r.report["runs"].size());
+  for (const auto& [id, yes] : preloaded) {
+    INFO(id);
+    CHECK(yes);
+  }
+  // AOTI_BISECT_PRELOAD=0: each run loads the model itself; the same answer.
+  auto own = run_tool(run_args("first_call_nan", false), "own", {{"AOTI_BISECT_PRELOAD", "0"}});
+  REQUIRE(own.report.is_object());
+  CHECK(own.code() == 1);
+  CHECK(own.report["culprit"]["call_index"] == r.report["culprit"]["call_index"]);
+  for (const auto& [id, yes] : runs_preloaded(own.report, "own")) {
+    INFO(id);
+    CHECK_FALSE(yes);
+  }
 }
 
 TEST_CASE("fork server: at most two servers alive at once over a matrix of four environments") {
