@@ -16,6 +16,9 @@ Models (random weights, seeded):
                  NaN that reaches the logits.
   linear1g_nan   16 x Linear(4096, 4096) with ReLU (1 GiB of float32 weights,
                  embedded in the .so), batch 64; a log in layer 11 makes NaN.
+  sites10k_nan   5000 x (x @ W_i, tanh) on a [4, 16] batch: about 10,000 call
+                 sites (an extern mm and a tanh kernel per layer); a log at
+                 layer 3500 makes NaN.
 A model whose files exist with its .json is not rebuilt.
 """
 import argparse
@@ -87,6 +90,25 @@ class Linear1G(nn.Module):
         return (x,)
 
 
+class ManySites(nn.Module):
+    """`layers` x (x @ W_i, tanh): an extern mm and one tanh kernel per layer
+    (Inductor defines the kernel once and calls it every layer), so about two
+    call sites per layer; a log at layer `nan_at` makes NaN (about half of a
+    tanh's outputs are negative) that reaches the output."""
+
+    def __init__(self, layers=5000, d=16, nan_at=3500):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(layers, d, d) * (1.5 / d**0.5))
+        self.layers, self.nan_at = layers, nan_at
+
+    def forward(self, x):
+        for i in range(self.layers):
+            x = torch.tanh(x @ self.w[i])
+            if i == self.nan_at:
+                x = torch.log(x)
+        return (x,)
+
+
 def build_resnet50_nan():
     return ResNet50(), (torch.randn(2, 3, 224, 224),), "cpp"
 
@@ -95,7 +117,12 @@ def build_linear1g_nan():
     return Linear1G(), (torch.randn(64, 4096),), "cpp"
 
 
-BUILDERS = {"resnet50_nan": build_resnet50_nan, "linear1g_nan": build_linear1g_nan}
+def build_sites10k_nan(layers=5000):
+    return ManySites(layers=layers, nan_at=layers * 7 // 10), (torch.randn(4, 16),), "cpp"
+
+
+BUILDERS = {"resnet50_nan": build_resnet50_nan, "linear1g_nan": build_linear1g_nan,
+            "sites10k_nan": build_sites10k_nan}
 
 
 def build(name, out):

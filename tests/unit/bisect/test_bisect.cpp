@@ -92,6 +92,33 @@ constexpr auto I = StepVerdict::inconclusive;
 
 TEST_SUITE_BEGIN("bisect");
 
+TEST_CASE("find_first_bad at scale: up to 10,000 call sites in at most ceil(log2 n) + 3 runs (issue 40, item 4)") {
+  // Where the trace of every site gives no exact answer (the bug's effect
+  // is not visible at the site itself, a probe that cannot see it), the
+  // search halves: the trace, ceil(log2 n) halvings, the confirmation, the
+  // neighbour.
+  for (int n : {100, 1000, 1024, 4097, 9999, 10000}) {
+    for (int c : {1, 2, n / 3, n / 2, n - 1, n}) {
+      CAPTURE(n);
+      CAPTURE(c);
+      int calls = 0;
+      SearchResult r = find_first_bad(n, Strategy::automatic, culprit_at(c, &calls));
+      CHECK(r.first == c);
+      CHECK(r.confirmed);
+      CHECK(calls <= ceil_log2(n) + 3);
+      CHECK(r.runs == calls);
+      calls = 0;
+      r = find_first_bad(n, Strategy::bisect, culprit_at(c, &calls));
+      CHECK(r.first == c);
+      CHECK(calls <= ceil_log2(n) + 2);
+      calls = 0;
+      r = find_first_bad(n, Strategy::automatic, culprit_at(c, &calls, true));
+      CHECK(r.first == c);
+      CHECK(calls == 1);
+    }
+  }
+}
+
 TEST_CASE("find_first_bad, one culprit: every n in 1..64, every site, every strategy") {
   for (int n = 1; n <= 64; ++n) {
     int longest_halving = 0;
