@@ -167,6 +167,11 @@ void Recorder::bisection(const Bisection& bisection) {
   save();
 }
 
+void Recorder::coredump(CoreDumpReading reading) {
+  m_report.coredump = std::move(reading);
+  save();
+}
+
 void Recorder::note(const std::string& text) {
   m_report.notes.push_back(text);
   m_progress.note(text);

@@ -61,6 +61,7 @@ class Recorder {
   void note(const std::string& text);  // Report::notes, and the person watching
   void call_sites_match(bool match, const std::string& note);
   void bisection(const Bisection& bisection);
+  void coredump(CoreDumpReading reading);  // the coredump variant's core dump, read
   void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
   // The search ran before the matrix and named a culprit: when (seconds

@@ -17,6 +17,7 @@
 #include "job/batches.hpp"
 #include "job/environment.hpp"
 #include "job/matrix_runs.hpp"
+#include "job/gpu_coredump_run.hpp"
 #include "job/out_dir.hpp"
 #include "harness/phase.hpp"
 #include "harness/runner_build.hpp"
@@ -335,6 +336,7 @@ class Job {
  private:
   JobResult finish(Verdict verdict, const std::string& reason) {
     settle_package_hash();
+    read_coredump();
     stamp_signature(verdict);
     m_rec.finish(verdict, reason);
     return {m_rec.report(), exit_code_for(verdict)};
@@ -345,6 +347,7 @@ class Job {
       return interrupted(fmt::format("during the {} phase", m_rec.phase()));
     }
     settle_package_hash();
+    read_coredump();
     std::string message = redact_paths(stop.message);
     stamp_signature(stop.verdict);
     m_rec.finish(stop.verdict, message, message);
@@ -355,6 +358,24 @@ class Job {
   JobResult interrupted(const std::string& where) {
     return finish(Verdict::interrupted, fmt::format("interrupted by {} {}; the report holds what was done so far",
                                                     signal_name(interrupt_signal()), where));
+  }
+  // The coredump variant's core dump, read once the runs are done (job/gpu_coredump_run.hpp).
+  void read_coredump() {
+    if (m_in == nullptr || m_rec.report().coredump) {
+      return;
+    }
+    auto d = read_gpu_coredump(m_opt.out_dir / "runs", m_rec.report(), m_in->wrapper.call_sites);
+    if (!d) {
+      return;
+    }
+    m_rec.coredump(*d);
+    if (d->agrees == false) {
+      const Culprit& c = *m_rec.report().culprit;
+      m_rec.note(fmt::format("the GPU core dump ({}) names {} as the kernel at the device exception, the search "
+                             "names call site {} {}: the core dump is the device's own record of where it stopped, "
+                             "and an asynchronous error report can mislead the search",
+                             d->run, d->kernel, c.call_index, c.kernel));
+    }
   }
   void stamp_signature(Verdict verdict) {
     if (m_rec.report().failure) {

@@ -117,6 +117,23 @@ struct BatchRecord {
   std::string first_line;
 };
 
+// A GPU core dump made by the `coredump` variant (classify/gpu_coredump.hpp),
+// as the report gives it: where the device exception happened, and which of
+// the wrapper's call sites launch that kernel.
+struct CoreDumpReading {
+  std::string run;                 // the run that made it ("coredump.1")
+  std::string file;                // display path of the core file, "" when it is gone
+  std::string exception;
+  std::string pc;
+  std::string kernel;              // "" when no cuda-gdb read the file
+  std::string grid, block, thread, launch;
+  std::optional<int> device, sm;
+  bool read_by_debugger = false;
+  std::string debugger_note;       // why cuda-gdb did not read it, where it did not
+  std::vector<int> call_sites;     // the wrapper's call sites that launch `kernel`
+  std::optional<bool> agrees;      // with the search's culprit, where both name a kernel
+};
+
 // Verdicts and their exit codes (common/error.hpp ExitCode):
 //   clean 0 · isolated 1 · not_isolated 3 · inconclusive 3 ·
 //   suppressed_by_instrumentation 3 · could_not_test 4 · internal_error 5 ·
@@ -374,6 +391,7 @@ struct Report {
   // right after the baseline (answer first), else the end of the job.
   std::optional<double> first_answer_seconds;
   std::optional<Bisection> bisection;
+  std::optional<CoreDumpReading> coredump;  // the coredump variant's reading of the fault
   Builds builds;
   std::optional<Reproducer> repro;
   std::string error;                        // could_not_test / internal_error: the one-line message

@@ -112,6 +112,9 @@ std::string report_to_console(const Report& r, bool color) {
       out += fmt::format("  passed over: {}\n", one_line(h.note));
     }
   }
+  if (r.coredump) {
+    out += fmt::format("  core dump:   {}\n", one_line(coredump_summary(*r.coredump)));
+  }
   if (r.failure && r.verdict != Verdict::clean) {
     out += failure_lines(*r.failure, paint) + batch_lines(r);
   }

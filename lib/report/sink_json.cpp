@@ -255,6 +255,28 @@ Json divergence_json(const std::optional<Divergence>& d) {
               {"inputs_worst_ratio", number(d->inputs_worst_ratio)}};
 }
 
+Json coredump_json(const std::optional<CoreDumpReading>& d) {
+  if (!d) {
+    return nullptr;
+  }
+  auto opt_int = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
+  return Json{{"run", d->run},
+              {"file", text_or_null(d->file)},
+              {"exception", text_or_null(d->exception)},
+              {"pc", text_or_null(d->pc)},
+              {"kernel", text_or_null(d->kernel)},
+              {"grid", text_or_null(d->grid)},
+              {"block", text_or_null(d->block)},
+              {"thread", text_or_null(d->thread)},
+              {"launch", text_or_null(d->launch)},
+              {"device", opt_int(d->device)},
+              {"sm", opt_int(d->sm)},
+              {"read_by_debugger", d->read_by_debugger},
+              {"debugger_note", text_or_null(d->debugger_note)},
+              {"call_sites", d->call_sites},
+              {"agrees_with_search", d->agrees ? Json(*d->agrees) : Json(nullptr)}};
+}
+
 Json run_to_run_json(const std::vector<RunDifference>& diffs) {
   Json out = Json::array();
   for (const auto& d : diffs) {
@@ -459,6 +481,7 @@ std::string report_to_json(const Report& r) {
   j["failure"] = failure_json(r.failure);
   j["culprit"] = culprit_json(r.culprit);
   j["bisection"] = bisection_json(r.bisection);
+  j["coredump"] = coredump_json(r.coredump);
   j["builds"] = builds_json(r.builds);
   j["phases"] = Json::array();
   for (const auto& p : r.phases) {

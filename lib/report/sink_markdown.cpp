@@ -95,6 +95,30 @@ std::string batches_section(const Report& r) {
   return out + "\n";
 }
 
+// The coredump variant's reading (classify/gpu_coredump.hpp).
+std::string coredump_section(const Report& r) {
+  if (!r.coredump) {
+    return "";
+  }
+  const CoreDumpReading& d = *r.coredump;
+  std::string out = "## GPU core dump\n\n";
+  out += fmt::format("Run {} stopped at the device exception and wrote a core dump{}.  \n", code(d.run),
+                     d.file.empty() ? "" : " (" + code(d.file) + ")");
+  out += "**Reading:** " + report_text::coredump_summary(d) + "  \n";
+  if (!d.launch.empty()) {
+    out += "**Launch:** " + code(d.launch) + (d.grid.empty() ? "" : ", grid " + d.grid) + "  \n";
+  }
+  if (d.device || d.sm) {
+    out += fmt::format("**Where:** device {}, SM {}  \n", d.device ? std::to_string(*d.device) : "?",
+                       d.sm ? std::to_string(*d.sm) : "?");
+  }
+  if (!d.read_by_debugger) {
+    out += "The kernel's name needs cuda-gdb (`cuda-gdb --batch -ex \"target cudacore FILE\"`)" +
+           (d.debugger_note.empty() ? std::string() : ": " + d.debugger_note) + ".  \n";
+  }
+  return out + "\n";
+}
+
 std::string what_failed(const Report& r) {
   const Failure& f = *r.failure;
   std::string out = "## What failed\n\n";
@@ -371,6 +395,7 @@ std::string report_to_markdown(const Report& r) {
   if (r.culprit) {
     out += culprit_section(*r.culprit) + search_section(r);
   }
+  out += coredump_section(r);
   if (r.failure) {
     out += what_failed(r) + batches_section(r);
   }

@@ -124,6 +124,39 @@ std::string culprit_summary(const Culprit& culprit) {
   return one_line(out);
 }
 
+std::string coredump_summary(const CoreDumpReading& d) {
+  std::string out = d.exception.empty() ? "a device exception" : d.exception;
+  if (!d.kernel.empty()) {
+    out += " in " + d.kernel;
+    if (d.call_sites.size() == 1) {
+      out += fmt::format(" (call site {})", d.call_sites.front());
+    } else if (!d.call_sites.empty()) {
+      std::vector<std::string> sites;
+      for (int s : d.call_sites) {
+        sites.push_back(std::to_string(s));
+      }
+      out += " (call sites " + join(sites, ", ") + ")";
+    } else {
+      out += " (no call site of the wrapper launches it)";
+    }
+  }
+  if (!d.block.empty()) {
+    out += ", block " + d.block;
+  }
+  if (!d.thread.empty()) {
+    out += " thread " + d.thread;
+  }
+  if (!d.pc.empty()) {
+    out += ", PC " + d.pc;
+  }
+  if (d.agrees) {
+    out += *d.agrees ? "; the search names the same kernel" : "; the search names another kernel";
+  } else if (!d.read_by_debugger && !d.debugger_note.empty()) {
+    out += "; " + d.debugger_note;
+  }
+  return one_line(out);
+}
+
 std::string builds_summary(const Builds& builds) {
   int total = builds.count + builds.cache_hits;
   if (total <= 0) {

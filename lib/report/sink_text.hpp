@@ -44,6 +44,11 @@ const RunRecord* baseline_run(const Report& report);
 // and the evidence are left out when unknown. One line.
 std::string culprit_summary(const Culprit& culprit);
 
+// "Warp Illegal Address in triton_poi_fused_index_0 (call site 4), block
+// (12,0,0) thread (64,0,0), PC 0x7f3c2a1f96d0; the search agrees": the GPU
+// core dump's reading in one line.
+std::string coredump_summary(const CoreDumpReading& d);
+
 // "1 build (cache hit)", "1 build, 12.3 s", "2 builds, 30.1 s (1 cache hit)";
 // "" when nothing was built or taken from the cache.
 std::string builds_summary(const Builds& builds);

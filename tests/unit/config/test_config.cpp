@@ -393,11 +393,26 @@ TEST_CASE("builtin profiles") {
   }
   SUBCASE("cuda, most deterministic first") {
     Profile p = builtin_profile("cuda");
-    REQUIRE(names_of(p.variants) ==
-            std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching", "poison", "memcheck"});
-    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"AOTI_BISECT_POISON", "1"}});
-    CHECK(p.variants[4].localizes_faults);
-    CHECK(p.variants[4].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool memcheck", 0) == 0);
+    REQUIRE(names_of(p.variants) == std::vector<std::string>{"blocking_no_caching", "launch_blocking", "no_caching",
+                                                             "check_inputs", "poison", "memcheck", "coredump",
+                                                             "initcheck"});
+    CHECK(p.variants[3].env == std::map<std::string, std::string>{{"AOTI_RUNTIME_CHECK_INPUTS", "1"}});
+    CHECK(p.variants[3].when == RunWhen::always);
+    CHECK(p.variants[4].env == std::map<std::string, std::string>{{"AOTI_BISECT_POISON", "1"}});
+    CHECK(p.variants[5].localizes_faults);
+    CHECK(p.variants[5].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool memcheck", 0) == 0);
+    // The core dump only after a fault, into the run's folder, without memory contents.
+    CHECK(p.variants[6].when == RunWhen::fault);
+    CHECK(p.variants[6].env.at("CUDA_ENABLE_COREDUMP_ON_EXCEPTION") == "1");
+    CHECK(p.variants[6].env.at("CUDA_COREDUMP_FILE").find('/') == std::string::npos);
+    CHECK(p.variants[6].env.at("CUDA_COREDUMP_GENERATION_FLAGS").find("skip_global_memory") != std::string::npos);
+    CHECK(p.variants[7].when == RunWhen::failure);
+    CHECK(p.variants[7].env.at("AOTI_BISECT_RUN_UNDER").rfind("compute-sanitizer --tool initcheck", 0) == 0);
+    // Every variant has its finding.
+    for (const Variant& v : p.variants) {
+      CAPTURE(v.name);
+      CHECK(std::any_of(p.findings.begin(), p.findings.end(), [&](const FindingRule& f) { return f.variant == v.name; }));
+    }
     CHECK(p.variants[0].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"},
                                                                   {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}});
