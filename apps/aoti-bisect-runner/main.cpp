@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "process/process.hpp"
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
@@ -342,8 +343,11 @@ struct Preloaded {
 };
 Preloaded& g_preloaded = *new Preloaded;
 
+// The library's stamp too: a run whose library was rebuilt in the same
+// place since the server loaded it loads its own.
 std::string load_key(const Options& opt) {
-  std::string key = opt.package_dir + '\n' + opt.model + '\n' + opt.device_key;
+  std::string key = opt.package_dir + '\n' + opt.model + '\n' + opt.device_key + '\n' +
+                    ab::model_library_stamp(opt.package_dir, opt.model);
   for (const auto& lib : opt.libraries) {
     key += '\n' + lib;
   }

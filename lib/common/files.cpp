@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -271,6 +272,25 @@ std::string read_file_head(const std::filesystem::path& path, size_t n) {
   std::string out(n, '\0');
   in.read(out.data(), static_cast<std::streamsize>(n));
   out.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return out;
+}
+
+std::string model_library_stamp(const std::filesystem::path& package_dir, const std::string& model) {
+  std::vector<std::string> stamps;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(package_dir / "data" / "aotinductor" / model, ec)) {
+    struct stat st {};
+    if (e.path().extension() == ".so" && ::stat(e.path().c_str(), &st) == 0) {
+      stamps.push_back(e.path().filename().string() + ":" + std::to_string(st.st_dev) + ":" +
+                       std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                       std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec));
+    }
+  }
+  std::sort(stamps.begin(), stamps.end());
+  std::string out;
+  for (const auto& s : stamps) {
+    out += s + ";";
+  }
   return out;
 }
 

@@ -17,6 +17,13 @@ std::string read_file_head(const std::filesystem::path& path, size_t n);
 // directory") unless `path` is a readable regular file.
 void require_file(const std::filesystem::path& path, const std::string& what);
 
+// What tells one build of an extracted package's model library from another
+// in the same place: device, inode, size and modification time of each .so
+// in PACKAGE_DIR/data/aotinductor/MODEL ("" when there is none). A fork
+// server that holds a loaded model serves only runs whose library still has
+// the stamp it loaded (docs/runner.md).
+std::string model_library_stamp(const std::filesystem::path& package_dir, const std::string& model);
+
 // Writes to a temporary file beside `path`, then renames it over `path`, so a
 // reader (or a crash) never sees half a file.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);

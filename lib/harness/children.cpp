@@ -99,7 +99,10 @@ int ProcessChildren::start(const ChildRequest& req) {
   spec.timeout_s = m_setup.timeout_s;
   spec.memory_limit_bytes = m_setup.memory_limit_bytes;
   // One server per package build: it holds that build's model (docs/runner.md).
-  spec.server_key = fs::absolute(req.model.dir).string() + "\n" + m_setup.model;
+  // A library rebuilt in the same place (a build refused, then made again)
+  // is another build: its own server.
+  spec.server_key = fs::absolute(req.model.dir).string() + "\n" + m_setup.model + "\n" +
+                    model_library_stamp(req.model.dir, m_setup.model);
   int token = m_set.start(spec);
   m_running[token] = req;
   return token;

@@ -142,8 +142,9 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
   // and `repeat` share one), so a flaky baseline's lucky first run is not a
   // rate of 1. The baseline environment is kept when every run of it
   // reproduced; otherwise the rate with one run more of each outcome
-  // ((k + 1) / (n + 2)) decides, so that 5 of 5 outranks 1 of 1; ties stay
-  // with the earlier variant. For a crash, a variant that localizes faults
+  // ((k + 1) / (n + 2)) decides, so that 5 of 5 outranks 1 of 1; a tie goes
+  // to the variant whose runs all reproduced (5 of 5 over 11 of 12), else
+  // stays with the earlier one. For a crash, a variant that localizes faults
   // wins its ties.
   auto pooled = [&](const VariantResult& v) {
     std::pair<int, int> n{0, 0};  // reproduced, runs
@@ -177,8 +178,9 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
       best = &r;
     } else if (base_env != nullptr && best->env == *base_env && rate(*best) == 1.0) {
       continue;  // the plain environment reproduces every time
-    } else if (smoothed(r) > smoothed(*best)) {
-      best = &r;
+    } else if (smoothed(r) > smoothed(*best) ||
+               (smoothed(r) == smoothed(*best) && rate(r) == 1.0 && rate(*best) < 1.0)) {
+      best = &r;  // a tie goes to the environment that failed every run (5 of 5 over 11 of 12)
     }
   }
   if (best != nullptr) {

@@ -174,6 +174,18 @@ std::string culprit_section(const Culprit& c) {
   if (c.divergence) {
     out += divergence_table(*c.divergence);
   }
+  if (c.sanitizer) {
+    const SanitizerPass& p = *c.sanitizer;
+    out += fmt::format("**compute-sanitizer (memcheck, aimed at the culprit; run {}):** {}  \n", code(p.run),
+                       p.errors.empty() ? (p.note.empty() ? "no error reported" : p.note)
+                                        : fmt::format("{} error{}", p.errors.size(), p.errors.size() == 1 ? "" : "s"));
+    for (const auto& e : p.errors) {
+      out += fmt::format("- {}{}{}{}  \n", e.what, e.thread.empty() ? "" : " by thread " + e.thread + " in block " + e.block,
+                         e.address.empty() ? "" : " at " + code(e.address),
+                         e.buffer.empty() ? "" : ": " + e.buffer);
+    }
+    out += "\n";
+  }
   if (!c.run_to_run.empty()) {
     out += table_head({"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
     for (const auto& d : c.run_to_run) {

@@ -207,6 +207,24 @@ struct RunDifference {
   std::string second;                 // ... and in the second
 };
 
+// After a fault is isolated on a GPU: one run under compute-sanitizer's
+// memcheck aimed at the culprit (classify/sanitizer.hpp), its first errors
+// with each address named as the culprit's buffer it falls in or next to.
+struct SanitizerFinding {
+  std::string what;                   // "Invalid __global__ write of size 4 bytes"
+  std::string kernel;
+  std::string thread, block;
+  std::string address;                // "0x7f1200000c0c", "" when none was given
+  std::string buffer;                 // "12 bytes past the end of buf7 (float32 [8, 32], 1024 bytes)", "" unknown
+  std::string note;                   // the sanitizer's own words on the address
+};
+struct SanitizerPass {
+  std::string run;                    // "bisect.4.sanitizer"
+  std::string command;                // the sanitizer's command line
+  std::vector<SanitizerFinding> errors;
+  std::string note;                   // why there are none, or why it did not run
+};
+
 struct Culprit {
   int call_index = 0;                 // 1-based, by occurrence in the run
   std::string kernel;
@@ -223,6 +241,7 @@ struct Culprit {
   std::optional<Producer> producer;
   std::optional<Divergence> divergence;  // mismatch: how its output differs from eager
   std::vector<RunDifference> run_to_run;  // nondeterministic: how its outputs differ between two runs
+  std::optional<SanitizerPass> sanitizer;  // a fault on a GPU: the aimed memcheck pass
   std::vector<GraphNodeRef> graph_nodes;  // mismatch: the exported-program nodes it computes (fused in)
   // Its lines of the model's Python source, where the package carries them
   // (package/provenance.hpp): from the package alone.

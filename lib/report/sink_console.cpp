@@ -102,6 +102,11 @@ std::string report_to_console(const Report& r, bool color) {
     for (const auto& l : r.culprit->source_lines) {
       out += fmt::format("  source:      {}\n", one_line(l.text()));
     }
+    if (r.culprit->sanitizer && !r.culprit->sanitizer->errors.empty()) {
+      const SanitizerFinding& e = r.culprit->sanitizer->errors.front();
+      out += fmt::format("  sanitizer:   {}{}{}\n", one_line(e.what), e.address.empty() ? "" : " at " + e.address,
+                         e.buffer.empty() ? "" : ": " + one_line(e.buffer));
+    }
   }
   if (r.bisection) {
     out += fmt::format("  bisection:   {}\n", bisection_summary(*r.bisection, r.builds));

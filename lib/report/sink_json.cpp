@@ -292,6 +292,26 @@ Json run_to_run_json(const std::vector<RunDifference>& diffs) {
   return out;
 }
 
+Json sanitizer_json(const std::optional<SanitizerPass>& p) {
+  if (!p) {
+    return nullptr;
+  }
+  Json errors = Json::array();
+  for (const auto& e : p->errors) {
+    errors.push_back(Json{{"what", e.what},
+                          {"kernel", text_or_null(e.kernel)},
+                          {"thread", text_or_null(e.thread)},
+                          {"block", text_or_null(e.block)},
+                          {"address", text_or_null(e.address)},
+                          {"buffer", text_or_null(e.buffer)},
+                          {"note", text_or_null(e.note)}});
+  }
+  return Json{{"run", text_or_null(p->run)},
+              {"command", text_or_null(p->command)},
+              {"errors", std::move(errors)},
+              {"note", text_or_null(p->note)}};
+}
+
 Json culprit_json(const std::optional<Culprit>& c) {
   if (!c) {
     return nullptr;
@@ -318,6 +338,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},
               {"run_to_run", run_to_run_json(c->run_to_run)},
+              {"sanitizer", sanitizer_json(c->sanitizer)},
               {"graph_nodes", graph_nodes_json(c->graph_nodes)},
               {"source_lines", source_lines_json(c->source_lines)}};
 }

@@ -37,6 +37,9 @@ class ProbedSearch {
  private:
   BisectOutcome diverge(int n_static);
   bool measure_run_to_run(int k, Culprit& c);
+  // A fault isolated on a GPU: one memcheck run aimed at the culprit
+  // (search_sanitizer.cpp). False when interrupted.
+  bool aim_sanitizer(int k, Culprit& c);
   // `node_reference`: the values the probes compare with (default: the
   // model's per-node eager values, for runs that compare values).
   ChildResult child(const std::string& purpose, const ProbePlan& plan,

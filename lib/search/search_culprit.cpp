@@ -99,6 +99,9 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     explain_divergence(c, sites, trace.events, m_model.node_map, m_model.node_info, m_returned_value);
     note_honest_error(m_bis, sites);
   }
+  if (m_pred == Predicate::fault && m_env.device_key == "cuda" && !aim_sanitizer(k, c)) {
+    return {Verdict::interrupted, "", ""};
+  }
   m_env.recorder.bisection(m_bis);
   Reproducer repro;
   repro.dir = display_path(repro_dir);

@@ -226,6 +226,13 @@ void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& na
                            {"initialized", initialized},
                            {"constant", s.constants.count(base) > 0},
                            {"stats", to_json(stats)}};
+  if (before && probed.has_storage()) {
+    // Its allocation, so that an address a sanitizer reports can be named
+    // as this buffer (classify/sanitizer.hpp describe_address).
+    const auto& storage = probed.storage();
+    fields["storage"] = {{"address", fmt::format("{:#x}", reinterpret_cast<uintptr_t>(storage.data()))},
+                         {"bytes", storage.nbytes()}};
+  }
   std::string layout;
   std::optional<at::Tensor> readable = stats.opaque ? std::nullopt : readable_copy(probed.detach(), layout);
   const at::Tensor* expected = nullptr;  // the eager value it was compared with

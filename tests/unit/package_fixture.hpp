@@ -95,12 +95,13 @@ inline void make_zip(const std::string& path, const std::vector<std::pair<std::s
 }
 
 // A one-model CPU package whose wrapper is tests/data/nan_plain.wrapper.cpp.
-inline void make_package(const std::string& path, const std::string& top = "pkg/") {
+inline void make_package(const std::string& path, const std::string& top = "pkg/",
+                         const std::string& device_key = "cpu") {
   make_zip(path, {{top + "archive_format", "pt2"},
                   {top + "data/aotinductor/model/abc.wrapper.cpp", text("nan_plain.wrapper.cpp")},
                   {top + "data/aotinductor/model/def.kernel.cpp", "// kernels"},
                   {top + "data/aotinductor/model/abc.wrapper_metadata.json",
-                   R"({"AOTI_DEVICE_KEY": "cpu", "AOTI_PLATFORM": "linux"})"},
+                   R"({"AOTI_DEVICE_KEY": ")" + device_key + R"(", "AOTI_PLATFORM": "linux"})"},
                   {top + "data/aotinductor/model/abc.wrapper.so", std::string(5000, 'x')}});
 }
 

@@ -108,3 +108,18 @@ TEST_CASE("parse_size: --memory-limit's sizes") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("model_library_stamp: a library rebuilt in the same place has another stamp") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path("stamp-pkg") / "data" / "aotinductor" / "model";
+  fs::create_directories(dir);
+  CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "model").empty());
+  std::ofstream(dir / "abc.so") << "first build";
+  std::string first = aoti_bisect::model_library_stamp("stamp-pkg", "model");
+  CHECK(first.find("abc.so:") == 0);
+  CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "model") == first);
+  fs::remove(dir / "abc.so");
+  std::ofstream(dir / "abc.so") << "second build, longer";
+  CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "model") != first);
+  CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "other").empty());
+}

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -69,8 +70,8 @@ struct Harness {
   int branch_after = 0;  // unprobed sites after this probed one
   int branch = 0;
 
-  Harness() {
-    fixture::make_package("model.pt2");
+  explicit Harness(const std::string& device_key = "cpu") {
+    fixture::make_package("model.pt2", "pkg/", device_key);
     // Read torch-free before any (scripted) child: a real torch.save file.
     std::filesystem::copy_file(std::filesystem::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / "tf_plain.pt",
                                "inputs.pt", std::filesystem::copy_options::overwrite_existing);
@@ -180,6 +181,84 @@ TEST_CASE("job flow: a segfault at call site 3 on the CPU is named by the trace 
   CHECK(r.report.culprit->phase == "launch");
   CHECK(r.report.bisection->strategy == "auto");
   CHECK(r.report.bisection->runs == 2);  // the trace run, the evidence run
+}
+
+TEST_CASE("job flow: a fault isolated on a GPU gets one memcheck run aimed at the culprit, its addresses named") {
+  // A stand-in compute-sanitizer on PATH (the runs are scripted: it only
+  // has to be found); the sanitizer run's stderr is what memcheck writes.
+  std::filesystem::create_directories("sanitizer-bin");
+  std::ofstream("sanitizer-bin/compute-sanitizer") << "#!/bin/sh\nexit 0\n";
+  std::filesystem::permissions("sanitizer-bin/compute-sanitizer", std::filesystem::perms::owner_all);
+  const char* old_path = std::getenv("PATH");
+  std::string saved = old_path ? old_path : "";
+  ::setenv("PATH", (std::filesystem::absolute("sanitizer-bin").string() + ":" + saved).c_str(), 1);
+  Harness h("cuda");
+  FakeModel model;
+  model.bad = 3;
+  model.fault = true;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    ChildOutput out = model.answer(req);
+    if (req.id.find(".sanitizer") == std::string::npos) {
+      return out;
+    }
+    for (auto& e : out.events) {  // the culprit's arguments, with their allocations
+      if (e.value("event", "") == "probe" && e.value("site", 0) == 3 && e.value("phase", "") == "before") {
+        e["storage"] = {{"address", e.value("tensor", "") == "buf3" ? "0x7f1200000800" : "0x7f1200004000"},
+                        {"bytes", 1024}};
+      }
+    }
+    std::filesystem::create_directories("out/runs/" + req.id);
+    std::ofstream("out/runs/" + req.id + "/stderr.txt")
+        << "========= Invalid __global__ write of size 4 bytes\n"
+           "=========     at k3+0x1b0\n"
+           "=========     by thread (64,0,0) in block (12,0,0)\n"
+           "=========     Address 0x7f1200000c0c is out of bounds\n";
+    return out;
+  });
+  ::setenv("PATH", saved.c_str(), 1);
+  CHECK(r.exit == ExitCode::isolated);
+  REQUIRE(r.report.culprit.has_value());
+  CHECK(r.report.culprit->call_index == 3);
+  // The sanitizer run: after the search, synchronous, no caching allocator,
+  // probing the culprit alone (the fake's kernels are not Triton kernels,
+  // so the pass is not filtered by name).
+  const ChildRequest* aimed = nullptr;
+  for (const auto& req : h.log) {
+    if (req.id.find(".sanitizer") != std::string::npos) {
+      aimed = &req;
+    }
+  }
+  REQUIRE(aimed != nullptr);
+  CHECK(h.log.back().id == aimed->id);
+  CHECK(aimed->env.at("AOTI_BISECT_RUN_UNDER").find("--tool memcheck --padding 32") != std::string::npos);
+  CHECK(aimed->env.at("AOTI_BISECT_RUN_UNDER").find("sanitizer-bin/compute-sanitizer") != std::string::npos);
+  CHECK(aimed->env.at("AOTI_BISECT_RUN_UNDER").find("--kernel-name") == std::string::npos);
+  CHECK(aimed->env.at("CUDA_LAUNCH_BLOCKING") == "1");
+  CHECK(aimed->env.at("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1");
+  REQUIRE(aimed->probe_plan.has_value());
+  CHECK(aimed->probe_plan->mode_for(3) == ProbeMode::stats);
+  CHECK(aimed->probe_plan->mode_for(2) < ProbeMode::stats);  // the others traced, not read
+  REQUIRE(r.report.culprit->sanitizer.has_value());
+  const SanitizerPass& pass = *r.report.culprit->sanitizer;
+  CHECK(pass.run == aimed->id);
+  REQUIRE(pass.errors.size() == 1);
+  CHECK(pass.errors[0].what == "Invalid __global__ write of size 4 bytes");
+  CHECK(pass.errors[0].address == "0x7f1200000c0c");
+  CHECK(pass.errors[0].buffer == "12 bytes past the end of buf3 (float32 [4], 1024 bytes)");
+  CHECK(h.report_on_disk()["culprit"]["sanitizer"]["errors"][0]["buffer"] ==
+        "12 bytes past the end of buf3 (float32 [4], 1024 bytes)");
+  CHECK(r.report.bisection->steps.back().purpose == "sanitizer");
+
+  // The same fault on the CPU: no sanitizer run.
+  Harness cpu;
+  FakeModel m2 = model;
+  JobResult c = cpu.run([&](const ChildRequest& req) { return m2.answer(req); });
+  CHECK(c.exit == ExitCode::isolated);
+  REQUIRE(c.report.culprit.has_value());
+  CHECK_FALSE(c.report.culprit->sanitizer.has_value());
+  for (const auto& req : cpu.log) {
+    CHECK(req.id.find("sanitizer") == std::string::npos);
+  }
 }
 
 TEST_CASE("job flow: --strategy bisect on a CPU fault is still one trace-named search (all)") {

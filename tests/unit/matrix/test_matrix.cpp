@@ -182,6 +182,16 @@ TEST_CASE("summarize_matrix: at equal rates the variant with more runs is chosen
   CHECK(s.deterministic);
 }
 
+TEST_CASE("summarize_matrix: at equal smoothed rates, the variant that reproduced every run (5 of 5 over 11 of 12)") {
+  std::vector<RunOutcome> runs;
+  add_runs(runs, "baseline", {ok});
+  add_runs(runs, "repeat", std::vector<OutcomeKind>(11, OutcomeKind::nonfinite));
+  add_runs(runs, "one_thread", std::vector<OutcomeKind>(5, OutcomeKind::nonfinite));
+  MatrixSummary s = summarize_matrix(runs);  // (11 + 1) / (12 + 2) == (5 + 1) / (5 + 2)
+  CHECK(s.chosen == "one_thread");
+  CHECK(s.deterministic);
+}
+
 TEST_CASE("summarize_matrix: the failure kind") {
   std::vector<RunOutcome> runs;
   SUBCASE("is that of the first failing run in order") {
