@@ -43,9 +43,15 @@ problems = []
 if s["mode"] != "dry-run" or not s["finished"]:
     problems.append(f"mode {s['mode']}, finished {s['finished']}")
 steps = {x["step"]: x["status"] for x in s["steps_other"]}
-for step in ("bundle", "smoke", "examples"):
+for step in ("bundle", "smoke", "plan", "examples"):
     if steps.get(step) != "ok":
         problems.append(f"step {step}: {steps.get(step)}")
+# The CUDA variants it would run, each with when it runs and its tool.
+plan = next((x.get("note") or "" for x in s["steps_other"] if x["step"] == "plan"), "")
+for expected in ("check_inputs (every job)", "coredump (after a fault", "initcheck (after a failure",
+                 "memcheck (after a fault"):
+    if expected not in plan:
+        problems.append(f"plan lacks {expected!r}: {plan}")
 entries = s["entries"]
 if len(entries) != 20 or any(e["status"] != "skipped" for e in entries):
     problems.append(f"{len(entries)} run entries: {[(e['example'], e['source'], e['status']) for e in entries]}")
