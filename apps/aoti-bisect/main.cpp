@@ -1,6 +1,8 @@
 // aoti-bisect: parse the command line, run one subcommand, map the outcome to
 // an exit code. Every user-facing error is caught here, once.
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -30,6 +32,11 @@ void print_error(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // No fastbins: the driver builds and frees millions of small JSON nodes
+  // (a 10,000-site trace run writes 17 MB of events), and every large free
+  // then consolidated them all (malloc_consolidate led its profile); a
+  // quarter less CPU on that model (docs/benchmark.md).
+  ::mallopt(M_MXFAST, 0);
   std::vector<std::string> args(argv, argv + argc);
   bool git_bisect = false;
   for (size_t i = 1; i < args.size(); ++i) {
