@@ -1,6 +1,6 @@
 // aoti-bisect-runner: the child. Loads one model of an extracted package,
-// loads and checks the inputs, runs once, writes events (JSON Lines, one
-// write per event) and the outputs, and exits with a defined status
+// loads and checks the inputs, runs once, writes events (JSON Lines in a
+// mapped file, protocol/events.hpp) and the outputs, and exits with a defined status
 // (runner_protocol.hpp). It never talks to the driver except through argv,
 // files and its exit status.
 
@@ -57,22 +57,22 @@ struct Options {
   bool contiguous_inputs = false;
 };
 
-int g_events_fd = -1;
 bool g_served = false;  // forked by the fork server (process.hpp), not exec'd
+int g_runs_before = 0;  // a persistent runner's runs before this one (process.hpp serve_persistent)
+int g_buffers_restored = -1;  // ... and the buffers this run had put back; -1: none asked
 char g_signal_lines[32][96];
 
 // Async-signal-safe: write the prepared line, then die of the same signal.
 void on_fatal_signal(int sig) {
-  if (g_events_fd >= 0 && sig > 0 && sig < 32) {
-    ssize_t ignored = ::write(g_events_fd, g_signal_lines[sig], std::strlen(g_signal_lines[sig]));
-    (void)ignored;
+  if (sig > 0 && sig < 32) {
+    ab::EventWriter::append_from_signal(g_signal_lines[sig], std::strlen(g_signal_lines[sig]));
   }
+  ab::persistent_run_ends(0, sig);  // a persistent run's stand-in dies of it too
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
-void install_fatal_signal_events(int fd) {
-  g_events_fd = fd;
+void install_fatal_signal_events() {
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) {
     std::snprintf(g_signal_lines[sig], sizeof g_signal_lines[sig], "{\"event\":\"%s\",\"signal\":%d}\n",
                   ab::event_name(ab::EventKind::signal).data(), sig);
@@ -147,6 +147,8 @@ void emit_start(const Options& opt, ab::EventWriter& events) {
                                      {"driver", v.driver},
                                      {"cuda_available", v.cuda_available},
                                      {"forked_by_server", g_served},
+                                     {"persistent", ab::in_persistent_runner()},
+                                     {"runs_before", g_runs_before},
                                      {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
 }
 
@@ -202,7 +204,8 @@ void install_plan(const Options& opt, const ab::ModelFacts& facts, ab::EventWrit
   }
   ab::torchside::install_probes(
       plan, [&events](ab::EventKind kind, nlohmann::json fields) { events.emit(kind, std::move(fields)); },
-      opt.device_key, std::set<std::string>(facts.returned.begin(), facts.returned.end()));
+      [&events](ab::EventKind kind, const ab::JsonFields& fields) { events.emit(kind, fields); }, opt.device_key,
+      std::set<std::string>(facts.returned.begin(), facts.returned.end()));
   events.emit(ab::EventKind::probes, {{"plan", plan.summary()}});
 }
 
@@ -310,10 +313,14 @@ void load_model_once(const Options& opt, const ab::ModelFacts& facts, ab::torchs
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
   }
-  events.emit(ab::EventKind::loaded, {{"model", opt.model},
-                                      {"instrumented", facts.instrumented},
-                                      {"printer_level", facts.printer_level},
-                                      {"preloaded", preloaded}});
+  nlohmann::json loaded = {{"model", opt.model},
+                            {"instrumented", facts.instrumented},
+                            {"printer_level", facts.printer_level},
+                            {"preloaded", preloaded}};
+  if (g_buffers_restored >= 0) {
+    loaded["buffers_restored"] = g_buffers_restored;
+  }
+  events.emit(ab::EventKind::loaded, std::move(loaded));
   if (ab::torchside::poison_active()) {
     try {
       auto p = ab::torchside::bind_poison(model_library_name(opt));
@@ -364,9 +371,23 @@ void define_options(CLI::App& app, Options& opt);
 // serve_forks' `prepare`, in the server: loads the first request's model.
 // Only on the CPU (no device runtime may start before a fork) and never
 // with AOTI_BISECT_PRELOAD=0. Its steps are the run's own, in its order.
-bool preload(int argc, char** argv) {
+// A persistent runner (serve_persistent) loads it on any device, keeps its
+// buffers as loaded and the probes' state, and serves only requests for
+// the model it holds.
+bool preload_model(int argc, char** argv, bool persistent) {
   if (g_preloaded.asked) {
-    return g_preloaded.session != nullptr;
+    if (!persistent) {
+      return g_preloaded.session != nullptr;
+    }
+    try {
+      CLI::App app;
+      Options opt;
+      define_options(app, opt);
+      app.parse(argc, argv);
+      return g_preloaded.session != nullptr && g_preloaded.key == load_key(opt);
+    } catch (...) {
+      return false;
+    }
   }
   g_preloaded.asked = true;
   const char* off = std::getenv("AOTI_BISECT_PRELOAD");
@@ -375,7 +396,7 @@ bool preload(int argc, char** argv) {
     Options opt;
     define_options(app, opt);
     app.parse(argc, argv);
-    if (opt.device_key != "cpu" || (off != nullptr && std::string(off) == "0")) {
+    if (!persistent && (opt.device_key != "cpu" || (off != nullptr && std::string(off) == "0"))) {
       return false;
     }
     if (guard_pages_asked()) {
@@ -386,6 +407,10 @@ bool preload(int argc, char** argv) {
     ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
     auto session = std::make_unique<ab::torchside::Session>();
     session->load_model(opt.package_dir, opt.model, opt.device_key);
+    if (persistent) {
+      session->keep_buffers(facts.buffers);
+      ab::torchside::keep_probe_state();
+    }
     g_preloaded.key = load_key(opt);
     g_preloaded.session = std::move(session);
   } catch (...) {
@@ -393,6 +418,9 @@ bool preload(int argc, char** argv) {
   }
   return g_preloaded.session != nullptr;
 }
+
+bool preload(int argc, char** argv) { return preload_model(argc, argv, false); }
+bool preload_persistent(int argc, char** argv) { return preload_model(argc, argv, true); }
 
 bool nonfinite(const std::vector<ab::TensorStats>& outputs) {
   return std::any_of(outputs.begin(), outputs.end(),
@@ -413,6 +441,12 @@ int run(const Options& opt, ab::EventWriter& events) {
   }
   ab::torchside::load_libraries(opt.libraries);
   const bool preloaded = g_preloaded.session != nullptr && g_preloaded.key == load_key(opt);
+  if (preloaded && g_runs_before > 0) {
+    // A later run of a persistent runner starts as its first did: the
+    // buffers as loaded, the probes as the load left them.
+    g_buffers_restored = g_preloaded.session->restore_buffers();
+    ab::torchside::restore_probe_state();
+  }
   ab::torchside::Session own;
   ab::torchside::Session& session = preloaded ? *g_preloaded.session : own;
   const ab::ModelFacts facts = model_facts(opt);
@@ -515,7 +549,7 @@ int run_once(int argc, char** argv) {
     std::fprintf(stderr, "aoti-bisect-runner: error: %s\n", e.what());
     return static_cast<int>(ab::RunnerExit::internal);
   }
-  install_fatal_signal_events(events->fd());
+  install_fatal_signal_events();
   try {
     return run(opt, *events);
   } catch (const ab::Error& e) {
@@ -535,12 +569,24 @@ int served_run(int argc, char** argv) {
   return run_once(argc, argv);
 }
 
+int persistent_run(int argc, char** argv) {
+  const int rc = run_once(argc, argv);
+  ++g_runs_before;
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (ab::is_forkserver_request(argc, argv)) {
     // Returns only in the server, at the driver's end of stream.
     return ab::serve_forks(served_run, preload);
+  }
+  if (ab::is_persistent_request(argc, argv)) {
+    // Returns at the driver's end of stream, or after a run that failed.
+    const int rc = ab::serve_persistent(persistent_run, preload_persistent);
+    std::fflush(nullptr);
+    ::_exit(rc);
   }
   // Ends without the static destructors (LibTorch's take about a quarter
   // second here, a tax on every run): events and outputs are written and

@@ -72,6 +72,20 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   return argv;
 }
 
+// The persistent runner (docs/runner.md): the path on CUDA, where a fork
+// after the device is initialised is not possible. AOTI_BISECT_PERSISTENT=1
+// takes it on any device (the CPU tests exercise it so), =0 never.
+bool persistent_runs(const std::string& device_key) {
+  const char* v = std::getenv("AOTI_BISECT_PERSISTENT");
+  if (v != nullptr && std::string(v) == "1") {
+    return true;
+  }
+  if (v != nullptr && std::string(v) == "0") {
+    return false;
+  }
+  return device_key == "cuda";
+}
+
 int ProcessChildren::start(const ChildRequest& req) {
   fs::path dir = m_setup.out_dir / "runs" / req.id;
   std::error_code ec;
@@ -103,6 +117,7 @@ int ProcessChildren::start(const ChildRequest& req) {
   // is another build: its own server.
   spec.server_key = fs::absolute(req.model.dir).string() + "\n" + m_setup.model + "\n" +
                     model_library_stamp(req.model.dir, m_setup.model);
+  spec.persistent = persistent_runs(m_setup.device_key) && !req.fresh;
   int token = m_set.start(spec);
   m_running[token] = req;
   return token;
@@ -137,6 +152,7 @@ std::pair<int, ChildOutput> ProcessChildren::wait_any() {
     return {token, out};
   }
   fs::path dir = m_setup.out_dir / "runs" / it->second.id;
+  finish_events_file(dir / "events.jsonl");  // a killed child's mapping leaves zeros after its lines
   out.events = read_events(dir / "events.jsonl");
   if (it->second.keep_stdout) {
     std::error_code ec;

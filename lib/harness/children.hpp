@@ -47,7 +47,14 @@ struct ChildRequest {
   // This run's outputs compared bit for bit with these (another run's
   // outputs.pt) instead of the job's reference: how far two runs differ.
   std::filesystem::path exact_reference;
+  // A process of its own, never a persistent runner's (the search's final
+  // confirmation, the evidence run).
+  bool fresh = false;
 };
+
+// Whether runs on `device_key` go to a persistent runner (docs/runner.md):
+// on CUDA, or wherever AOTI_BISECT_PERSISTENT=1; never with =0.
+bool persistent_runs(const std::string& device_key);
 
 // What a child left behind.
 struct ChildOutput {

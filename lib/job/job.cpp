@@ -530,9 +530,11 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     m_rec.progress().batch(id, index, of, display_path(file));
   };
   if (device_key == "cpu") {
-    // Not yet for devices: a server must fork before any device runtime
-    // starts, which is to be checked on a device (scripts/device-check).
     use_forkserver(s.runner);
+  } else if (persistent_runs(device_key)) {
+    // On a device only the persistent runner serves (docs/runner.md): no
+    // run is forked from a process that may have started a device runtime.
+    use_forkserver(s.runner, false);
   }
   auto children = make_children(setup);
   Runs runs(*children, m_rec);

@@ -44,6 +44,11 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
     f.sites.push_back({site.kernel, site.args, site.in_out, site.elements});
   }
   f.constants = w.constants;
+  for (const auto& c : w.constant_info) {
+    if (c.kind == "buffer" && !c.from_folded) {
+      f.buffers.push_back(c.fqn.empty() ? c.name : c.fqn);
+    }
+  }
   f.moves = w.value_moves;
   f.reuse = w.moves;
   f.in_spec = w.in_spec;
@@ -81,6 +86,7 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"returned", f.returned},
           {"sites", sites},
           {"constants", f.constants},
+          {"buffers", f.buffers},
           {"moves", f.moves},
           {"reuse", f.reuse},
           {"in_spec", f.in_spec},
@@ -119,6 +125,7 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
                          site.value("elements", std::vector<std::vector<std::string>>{})});
     }
     f.constants = j.value("constants", std::vector<std::string>{});
+    f.buffers = j.value("buffers", std::vector<std::string>{});
     f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
     f.reuse = j.value("reuse", std::vector<std::pair<std::string, std::string>>{});
     f.in_spec = j.value("in_spec", std::string());

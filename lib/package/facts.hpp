@@ -32,6 +32,10 @@ struct ModelFacts {
   };
   std::vector<Site> sites;
   std::vector<std::string> constants;
+  // The constants of kind buffer (by original name, as the container's
+  // constants map names them): what a forward may update in place. The
+  // persistent runner keeps their loaded values and restores them each run.
+  std::vector<std::string> buffers;
   // Moves in run_impl that carry a value on (WrapperInfo::value_moves), as (bufA, bufB).
   std::vector<std::pair<std::string, std::string>> moves;
   // Every `auto bufA = std::move(bufB);` (WrapperInfo::moves): what an

@@ -51,6 +51,12 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view k_serve_flag = "--serve";
+constexpr std::string_view k_persistent_flag = "--serve-persistent";
+
+// In a persistent runner: the write end of the current run's stand-in
+// (-1 between runs), and whether this process is one.
+volatile int g_stand_in_fd = -1;
+bool g_persistent = false;
 
 bool write_all(int fd, const std::string& data) {
   size_t done = 0;
@@ -206,6 +212,147 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
   return run;
 }
 
+// The stand-in's whole life (forked from a process that may run threads:
+// async-signal-safe calls only). It waits for the word of the run it
+// stands for: {exit code, signal}; end of stream without one means the
+// server died unseen (SIGKILL, the OOM killer): it dies of SIGKILL too.
+[[noreturn]] void become_stand_in(int word_fd, pid_t driver) {
+  ::setpgid(0, 0);
+  for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
+    ::usleep(100);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != driver) {
+    ::_exit(127);
+  }
+  ::dup2(word_fd, 0);
+  ::close_range(1, ~0U, 0);
+  int word[2] = {0, 0};
+  size_t have = 0;
+  while (have < sizeof word) {
+    ssize_t n = ::read(0, reinterpret_cast<char*>(word) + have, sizeof word - have);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    have += static_cast<size_t>(n);
+  }
+  int sig = have < sizeof word ? SIGKILL : word[1];
+  if (sig > 0 && sig < 65) {
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);  // the run's signal, not a core of this process
+    ::signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(word[0] & 0xff);
+}
+
+// Starts the stand-in of one persistent run; its pid, or -1 with `why`.
+// `word_fd` (the write end) stays with the caller.
+pid_t start_stand_in(pid_t driver, int& word_fd, std::string& why) {
+  int word[2] = {-1, -1};
+  int report[2] = {-1, -1};
+  pid_t stand_in = -1;
+  if (::pipe2(word, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    why = std::string("pipe: ") + std::strerror(errno);
+  } else if (pid_t middle = ::fork(); middle < 0) {
+    why = std::string("fork: ") + std::strerror(errno);
+  } else if (middle == 0) {
+    ::close(word[1]);
+    pid_t child = ::fork();
+    if (child == 0) {
+      become_stand_in(word[0], driver);
+    }
+    if (child > 0) {
+      ::setpgid(child, child);  // the group exists before the server joins it
+    }
+    ssize_t ignored = ::write(report[1], &child, sizeof child);
+    (void)ignored;
+    ::_exit(0);
+  } else {
+    ::close(report[1]);
+    report[1] = -1;
+    int status = 0;
+    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (::read(report[0], &stand_in, sizeof stand_in) != static_cast<ssize_t>(sizeof stand_in) || stand_in <= 0) {
+      why = "fork: the stand-in did not start";
+      stand_in = -1;
+    }
+  }
+  for (int fd : {word[0], report[0], report[1]}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  if (stand_in > 0) {
+    word_fd = word[1];
+  } else if (word[1] >= 0) {
+    ::close(word[1]);
+  }
+  return stand_in;
+}
+
+void tell_stand_in(int exit_code, int signal) {
+  int fd = g_stand_in_fd;
+  if (fd < 0) {
+    return;
+  }
+  int word[2] = {exit_code, signal};
+  ssize_t ignored = ::write(fd, word, sizeof word);
+  (void)ignored;
+}
+
+// Runs one request in this process, its streams and folder the run's, in
+// the stand-in's group; returns its exit code.
+int run_here(const Request& req, pid_t stand_in, int (*run_once)(int, char**)) {
+  int saved[3] = {::fcntl(0, F_DUPFD_CLOEXEC, 10), ::fcntl(1, F_DUPFD_CLOEXEC, 10), ::fcntl(2, F_DUPFD_CLOEXEC, 10)};
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = open_output(req.out);
+  int err = open_output(req.err);
+  std::fflush(nullptr);
+  ::dup2(in, 0);
+  ::dup2(out, 1);
+  ::dup2(err, 2);
+  for (int fd : {in, out, err}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  std::error_code ec;
+  fs::path home = fs::current_path(ec);
+  if (!req.cwd.empty()) {
+    fs::current_path(req.cwd, ec);
+  }
+  ::setpgid(0, stand_in);  // a stop of the run's group stops the model too
+  std::vector<std::string> args = req.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  const int rc = run_once(static_cast<int>(args.size()), argv.data());
+  std::fflush(nullptr);
+  ::setpgid(0, 0);  // out of the group before the stand-in ends: the driver kills what is left in it
+  if (!home.empty()) {
+    fs::current_path(home, ec);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (saved[i] >= 0) {
+      ::dup2(saved[i], i);
+      ::close(saved[i]);
+    }
+  }
+  return rc;
+}
+
 // The driver's side: one server per environment, at most k_live_servers
 // alive at once. Each holds LibTorch after its start (about 100 MB resident),
 // and a job's matrix makes one environment per variant, most of which serve
@@ -226,6 +373,7 @@ struct Server {
 struct Registry {
   std::mutex mutex;
   fs::path program;
+  bool forked_runs = true;  // false: persistent runs only
   // By environment and server key (SpawnSpec::server_key).
   std::map<std::pair<std::map<std::string, std::string>, std::string>, Server> servers;
   uint64_t clock = 0;
@@ -286,7 +434,7 @@ void make_room(Registry& r) {
   }
 }
 
-Server start_server(const fs::path& program, const std::map<std::string, std::string>& env) {
+Server start_server(const fs::path& program, const std::map<std::string, std::string>& env, bool persistent) {
   Server s;
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -303,7 +451,7 @@ Server start_server(const fs::path& program, const std::map<std::string, std::st
   }
   envp.push_back(nullptr);
   std::string prog = program.string();
-  std::string flag(k_serve_flag);
+  std::string flag(persistent ? k_persistent_flag : k_serve_flag);
   char* argv[] = {prog.data(), flag.data(), nullptr};
   int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   pid_t pid = ::fork();
@@ -399,7 +547,64 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
   }
 }
 
-void use_forkserver(const fs::path& program) {
+bool is_persistent_request(int argc, char** argv) { return argc == 2 && argv[1] == k_persistent_flag; }
+
+bool in_persistent_runner() { return g_persistent; }
+
+void persistent_run_ends(int exit_code, int signal) { tell_stand_in(exit_code, signal); }
+
+int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
+  pid_t driver = ::getppid();
+  g_persistent = true;
+  ::signal(SIGPIPE, SIG_IGN);  // a run's write to a closed pipe is an error, not this server's death
+  // The requests come on stdin, the replies go on stdout: both move off
+  // 0 and 1, which each run takes for its own.
+  const int sock = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
+  if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::close(null);
+  }
+  std::string buffer;
+  for (;;) {
+    Request req;
+    if (!read_request(sock, buffer, req)) {
+      return 0;
+    }
+    std::vector<char*> argv;
+    for (std::string& a : req.argv) {
+      argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    if (!prepare(static_cast<int>(req.argv.size()), argv.data())) {
+      if (!write_all(sock, "error the persistent runner cannot serve this request\n")) {
+        return 0;
+      }
+      continue;
+    }
+    std::string why;
+    int word_fd = -1;
+    pid_t stand_in = start_stand_in(driver, word_fd, why);
+    if (stand_in <= 0) {
+      write_all(sock, "error " + why + "\n");
+      return 0;
+    }
+    if (!write_all(sock, "pid " + std::to_string(stand_in) + " held\n")) {
+      ::close(word_fd);
+      return 0;
+    }
+    g_stand_in_fd = word_fd;
+    const int rc = run_here(req, stand_in, run_once);
+    tell_stand_in(rc, 0);
+    g_stand_in_fd = -1;
+    ::close(word_fd);
+    if (rc != 0) {
+      return rc;  // an error may have left the device unusable: the next run starts afresh
+    }
+  }
+}
+
+void use_forkserver(const fs::path& program, bool forked_runs) {
   const char* off = std::getenv("AOTI_BISECT_FORKSERVER");
   if (off != nullptr && std::string(off) == "0") {
     return;
@@ -409,22 +614,34 @@ void use_forkserver(const fs::path& program) {
   }
   std::lock_guard<std::mutex> lock(registry().mutex);
   registry().program = program;
+  registry().forked_runs = forked_runs;
 }
 
 int forkserver_spawn(const SpawnSpec& spec) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.program.empty() || spec.argv.empty() || fs::path(spec.argv[0]) != r.program) {
+  if (r.program.empty() || spec.argv.empty() || fs::path(spec.argv[0]) != r.program ||
+      (!spec.persistent && !r.forked_runs)) {
     return -1;
   }
-  Server& s = r.servers[{spec.env, spec.server_key}];
+  Server& s = r.servers[{spec.env, spec.server_key + (spec.persistent ? "\npersistent" : "")}];
   if (s.dead) {
     return -1;
+  }
+  if (s.pid > 0) {
+    // A persistent runner ends itself after a run that failed (and dies
+    // with a run that crashed): a new one serves the next run.
+    int status = 0;
+    if (::waitpid(s.pid, &status, WNOHANG) == s.pid) {
+      ::close(s.fd);
+      release_group(s.pid);
+      s = Server{};
+    }
   }
   stop_other_holders(r, s);
   if (s.pid < 0) {
     make_room(r);  // `s` itself is not alive
-    s = start_server(r.program, spec.env);
+    s = start_server(r.program, spec.env, spec.persistent);
     if (s.dead) {
       return -1;
     }

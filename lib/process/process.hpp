@@ -29,6 +29,10 @@ struct SpawnSpec {
   // Runs with the same environment and key share a fork server (empty: the
   // environment alone); the runner's server holds the key's model loaded.
   std::string server_key;
+  // Served by a persistent runner (serve_persistent): the run happens in a
+  // process that already ran others of this environment and key, with the
+  // model loaded once (the CUDA path: no fork after CUDA is initialised).
+  bool persistent = false;
 };
 
 struct ExitStatus {
@@ -88,7 +92,9 @@ class ProcessSet {
 // subreaper), so that it is waited for, timed out and killed like any child.
 // Each run is still its own process. AOTI_BISECT_FORKSERVER=0 turns it off;
 // any failure of a server makes its environment's runs exec'd again.
-void use_forkserver(const std::filesystem::path& program);
+// `forked_runs` false: only persistent runs (SpawnSpec::persistent) are
+// served, the rest exec'd (a device job).
+void use_forkserver(const std::filesystem::path& program, bool forked_runs = true);
 // -1 where the spec is not served (another program, no server, a failure).
 int forkserver_spawn(const SpawnSpec& spec);
 // The program's side: `program --serve` (is_forkserver_request) runs
@@ -101,6 +107,28 @@ int forkserver_spawn(const SpawnSpec& spec);
 // forks nothing more: that request and the rest are exec'd.
 bool is_forkserver_request(int argc, char** argv);
 int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv) = nullptr);
+
+// The persistent runner (docs/runner.md, "The persistent runner"): `program
+// --serve-persistent` (is_persistent_request) runs each request in its own
+// process, one after another. `prepare` loads the first request's model;
+// a request it cannot serve (prepare returns false) is answered with an
+// error, and the driver execs it. For each run the server forks a stand-in,
+// a process that only waits, reparented to the driver like a forked run:
+// the driver waits for it, times it out and kills its group as it does any
+// run, and the server joins that group for the run's time, so that a kill
+// reaches the model too. The stand-in exits with the run's exit status, or
+// dies of the signal that killed the run (SIGKILL where the server died
+// without a word). After a run that did not end with exit 0 the server
+// exits: an error may leave the device unusable (CUDA's are sticky).
+bool is_persistent_request(int argc, char** argv);
+int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv));
+// In a persistent run, before the process ends in a way serve_persistent
+// does not see (std::_Exit, a fatal signal's handler): tells the stand-in.
+// `signal` > 0: the run dies of it; else it exits with `exit_code`.
+// Async-signal-safe; nothing outside a persistent run.
+void persistent_run_ends(int exit_code, int signal = 0);
+// Whether this process is a persistent runner between or in runs.
+bool in_persistent_runner();
 
 // Interrupt handling: install_interrupt_handlers() makes SIGINT, SIGTERM and
 // SIGHUP set a flag (and nothing else); process waits notice it, kill their

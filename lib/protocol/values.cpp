@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "protocol/events.hpp"
 
 namespace aoti_bisect {
 
@@ -73,6 +74,35 @@ nlohmann::json to_json(const TensorStats& s) {
     j["unwritten"] = s.unwritten;
   }
   return j;
+}
+
+void append_json(std::string& out, const TensorStats& s) {
+  JsonFields f;
+  f.str("name", s.name).str("dtype", s.dtype).ints("shape", s.shape).num("numel", s.numel);
+  f.num("nan", s.nan_count).num("inf", s.inf_count);
+  for (const auto& [key, v] : {std::pair{"min", &s.min}, std::pair{"max", &s.max}, std::pair{"mean", &s.mean}}) {
+    if (*v) {
+      f.num(key, **v);
+    } else {
+      f.null(key);
+    }
+  }
+  f.str("checksum", s.checksum);
+  if (!s.first_nonfinite.empty()) {
+    f.ints("first_nonfinite", s.first_nonfinite);
+  }
+  if (!s.layout.empty()) {
+    f.str("layout", s.layout);
+  }
+  if (s.opaque) {
+    f.flag("opaque", true);
+  }
+  if (s.unwritten >= 0) {
+    f.num("unwritten", s.unwritten);
+  }
+  out += '{';
+  out += f.text();
+  out += '}';
 }
 
 nlohmann::json to_json(const Comparison& c) {

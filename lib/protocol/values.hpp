@@ -98,6 +98,8 @@ double number_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const TensorInfo& t);
 nlohmann::json to_json(const TensorStats& s);
+// The same object as JSON text, without building it (the probes' hot path).
+void append_json(std::string& out, const TensorStats& s);
 nlohmann::json to_json(const Comparison& c);
 nlohmann::json to_json(const ToleranceTable& t);
 

@@ -5,6 +5,7 @@
 // runs). Internal to lib/search.
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,7 +81,7 @@ class ProbedSearch {
   // per pass; the evidence run confirms the site it names.
   bool m_trace_answers = false;
   bool m_trace_answer_unused = false;
-  std::optional<ChildResult> m_trace_run;
+  std::shared_ptr<const ChildResult> m_trace_run;
 };
 
 }  // namespace aoti_bisect

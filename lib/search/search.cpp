@@ -24,6 +24,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
   ChildRequest req{fmt::format("bisect.{}.{}", m_s.runs_before + m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
                    !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path(), false,
                    m_s.batches};
+  req.fresh = purpose == "evidence";  // the confirmation runs in a fresh process (docs/runner.md)
   return m_env.runs.run(req);
 }
 
@@ -251,7 +252,10 @@ BisectOutcome ProbedSearch::run() {
   m_env.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
                                                    n_static, m_bis.strategy, m_bis.planned_runs,
                                                    m_s.baseline_seconds));
-  ChildResult trace = trace_run(n_static, strategy);
+  // Shared, not copied, with m_trace_run: a trace of 10,000 call sites is
+  // a hundred megabytes of events.
+  auto trace_ptr = std::make_shared<const ChildResult>(trace_run(n_static, strategy));
+  const ChildResult& trace = *trace_ptr;
   if (!trace.finished) {
     m_env.recorder.bisection(m_bis);
     return {Verdict::interrupted, "", ""};
@@ -262,7 +266,7 @@ BisectOutcome ProbedSearch::run() {
   m_env.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
   if (m_trace_answers && (m_pred == Predicate::fault || m_trace.launched <= n_static)) {
-    m_trace_run = trace;
+    m_trace_run = trace_ptr;
   }
   settle_branches(m_trace, m_model.wrapper);
   for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
@@ -303,7 +307,7 @@ BisectOutcome ProbedSearch::run() {
   if (m_pred == Predicate::mismatch) {
     map_sites(trace);
   }
-  m_trace_answer_unused = m_trace_run.has_value();
+  m_trace_answer_unused = m_trace_run != nullptr;
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   bool answered = std::none_of(sr.steps.begin(), sr.steps.end(),
                                [](const SearchStep& st) { return st.probe.verdict == StepVerdict::error; });
@@ -315,7 +319,7 @@ BisectOutcome ProbedSearch::run() {
     m_constant_sources = true;
     m_env.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
                                    "reads a constant holding them");
-    m_trace_answer_unused = m_trace_run.has_value();
+    m_trace_answer_unused = m_trace_run != nullptr;
     sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   }
   m_bis.message = sr.message;

@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the torchside sources only (it includes LibTorch).
 
+#include <unordered_map>
 #include <ATen/ATen.h>
 
 #include <filesystem>
@@ -106,6 +107,9 @@ class LoadedModel {
  public:
   virtual ~LoadedModel() = default;
   virtual std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) = 0;
+  // The model's constants by original name, sharing their storage (the
+  // container's extract_constants_map: folded ones left out).
+  virtual std::unordered_map<std::string, at::Tensor> constants() = 0;
 };
 std::unique_ptr<LoadedModel> load_extracted_model(const std::filesystem::path& dir, const std::string& model);
 // AOTI_BISECT_RUNNER_LOADER=container takes the fallback where the loader
@@ -125,6 +129,8 @@ struct Session::Impl {
   std::vector<at::Tensor> outputs;
   std::unique_ptr<LoadedModel> model;
   std::string device_key;
+  // keep_buffers: each buffer (sharing the model's storage) and its copy as loaded.
+  std::vector<std::pair<at::Tensor, at::Tensor>> kept_buffers;
 };
 
 

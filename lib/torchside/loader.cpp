@@ -44,6 +44,9 @@ class PackageLoaderModel : public LoadedModel {
   PackageLoaderModel(const fs::path& dir, const std::string& model)
       : m_loader(std::make_unique<torch::inductor::AOTIModelPackageLoader>(dir.string(), model)) {}
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override { return m_loader->run(inputs); }
+  std::unordered_map<std::string, at::Tensor> constants() override {
+    return m_loader->get_runner()->extract_constants_map(false);
+  }
 
  private:
   std::unique_ptr<torch::inductor::AOTIModelPackageLoader> m_loader;
@@ -56,6 +59,7 @@ class ContainerRunnerModel : public LoadedModel {
       : m_runner(std::move(runner)) {}
   // The package loader's run() is exactly this call.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs) override { return m_runner->run(inputs); }
+  std::unordered_map<std::string, at::Tensor> constants() override { return m_runner->extract_constants_map(false); }
 
  private:
   std::unique_ptr<torch::inductor::AOTIModelContainerRunner> m_runner;

@@ -15,6 +15,7 @@
 #include "common/error.hpp"
 
 #include "common/files.hpp"
+#include "process/process.hpp"
 #include "package/wrapper.hpp"
 #include "protocol/values.hpp"
 #include "torchside/internal.hpp"
@@ -28,6 +29,9 @@ namespace {
 struct ProbeState {
   ProbePlan plan;
   EmitFn emit;
+  EmitTextFn emit_text;  // the per-site events: site_begin, probe, site_end
+  JsonFields fields;     // reused for each of them
+  std::string stats_text;
   std::string device_key;
   bool installed = false;
   long calls = 0;
@@ -61,6 +65,11 @@ ProbeState& state() {
   return s;
 }
 
+std::optional<ProbeState>& kept_state() {
+  static std::optional<ProbeState> kept;
+  return kept;
+}
+
 std::string safe_file_part(std::string s) {
   for (auto& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
@@ -84,13 +93,15 @@ void begin_site(ProbeState& s, const std::string& kernel) {
     // "t" counts from the runner's start), so a run stopped at the time limit
     // shows how long the launch had run.
     double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    nlohmann::json fields = {{"site", s.site}, {"kernel", kernel}, {"clock", t}};
+    JsonFields& f = s.fields;
+    f.clear();
+    f.num("site", int64_t{s.site}).str("kernel", kernel).num("clock", t);
     if (s.static_site != nullptr) {
       // Interposition knows which call site of the wrapper this is (sites in
       // branches that did not run are skipped).
-      fields["static"] = static_cast<int>(s.static_site - s.hook_sites.data()) + 1;
+      f.num("static", static_cast<int64_t>(s.static_site - s.hook_sites.data()) + 1);
     }
-    s.emit(EventKind::site_begin, std::move(fields));
+    s.emit_text(EventKind::site_begin, f);
   }
 }
 
@@ -102,16 +113,19 @@ void finish_launch(ProbeState& s, bool failed = false) {
     if (s.device_key == "cuda") {
       if (auto err = cuda_synchronize_error()) {
         s.emit(EventKind::sync_error, {{"site", s.site}, {"kernel", s.kernel}, {"message", *err}});
+        persistent_run_ends(10);  // a persistent run's stand-in exits with it
         std::_Exit(10);  // RunnerExit::model_error; the device context is unusable now
       }
     }
   }
   if (s.mode >= ProbeMode::trace) {
-    nlohmann::json fields = {{"site", s.site}, {"kernel", s.kernel}, {"tensors", s.tensors}};
+    JsonFields& f = s.fields;
+    f.clear();
+    f.num("site", int64_t{s.site}).str("kernel", s.kernel).strs("tensors", s.tensors);
     if (failed) {
-      fields["failed"] = true;
+      f.flag("failed", true);
     }
-    s.emit(EventKind::site_end, std::move(fields));
+    s.emit_text(EventKind::site_end, f);
   }
 }
 
@@ -219,31 +233,41 @@ void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& na
   // layout); one without is said by name, dtype and shape alone ("opaque"),
   // never compared or saved.
   TensorStats stats = s.measured.get(name, probed);
-  nlohmann::json fields = {{"site", s.site},
-                           {"kernel", s.kernel},
-                           {"phase", before ? "before" : "after"},
-                           {"tensor", name},
-                           {"initialized", initialized},
-                           {"constant", s.constants.count(base) > 0},
-                           {"stats", to_json(stats)}};
+  JsonFields& f = s.fields;
+  f.clear();
+  f.num("site", int64_t{s.site})
+      .str("kernel", s.kernel)
+      .str("phase", before ? "before" : "after")
+      .str("tensor", name)
+      .flag("initialized", initialized)
+      .flag("constant", s.constants.count(base) > 0);
+  s.stats_text.clear();
+  append_json(s.stats_text, stats);
+  f.raw("stats", s.stats_text);
   if (before && probed.has_storage()) {
     // Its allocation, so that an address a sanitizer reports can be named
     // as this buffer (classify/sanitizer.hpp describe_address).
     const auto& storage = probed.storage();
-    fields["storage"] = {{"address", fmt::format("{:#x}", reinterpret_cast<uintptr_t>(storage.data()))},
-                         {"bytes", storage.nbytes()}};
+    s.stats_text.clear();
+    s.stats_text += "{\"address\":\"";
+    s.stats_text += fmt::format("{:#x}", reinterpret_cast<uintptr_t>(storage.data()));
+    s.stats_text += "\",\"bytes\":";
+    s.stats_text += std::to_string(storage.nbytes());
+    s.stats_text += '}';
+    f.raw("storage", s.stats_text);
   }
   std::string layout;
   std::optional<at::Tensor> readable = stats.opaque ? std::nullopt : readable_copy(probed.detach(), layout);
   const at::Tensor* expected = nullptr;  // the eager value it was compared with
   if (readable && by_name && readable->numel() > 0) {
     if (auto it = s.node_ref.find(name); it != s.node_ref.end()) {
-      fields["compare"] = compare_with_reference(*readable, it->second);
-      size_t candidate = fields["compare"].value("candidate", it->second.size());
+      nlohmann::json compare = compare_with_reference(*readable, it->second);
+      size_t candidate = compare.value("candidate", it->second.size());
       expected = candidate < it->second.size() ? &it->second[candidate] : nullptr;
+      f.raw("compare", compare.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   }
-  s.emit(EventKind::probe, std::move(fields));
+  s.emit_text(EventKind::probe, f);
   if (readable && s.mode == ProbeMode::save && !s.plan.save_dir.empty() && s.plan.save_after) {
     // The first of two runs whose outputs differ: what the launch wrote.
     std::string file = "site" + std::to_string(s.site) + "_" + safe_file_part(name) + ".after.pt";
@@ -442,12 +466,13 @@ void hook_forget(void* handle) {
   }
 }
 
-void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
+void install_probes(const ProbePlan& plan, EmitFn emit, EmitTextFn emit_text, const std::string& device_key,
                     std::set<std::string> returned) {
   ProbeState& s = state();
   s.returned = std::move(returned);
   s.plan = plan;
   s.emit = std::move(emit);
+  s.emit_text = std::move(emit_text);
   s.device_key = device_key;
   s.installed = true;
 }
@@ -502,6 +527,14 @@ void load_node_reference(const std::filesystem::path& path) {
 }
 
 ProbeCounts probe_counts() { return {state().calls, state().site}; }
+
+void keep_probe_state() { kept_state() = state(); }
+
+void restore_probe_state() {
+  if (kept_state()) {
+    state() = *kept_state();
+  }
+}
 
 void on_probe_call(void* handle, const char* tensor_name, const char* phase, const char* kernel) {
   ProbeState& s = state();

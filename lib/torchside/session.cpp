@@ -110,6 +110,34 @@ void Session::load_model(const fs::path& package_dir, const std::string& model, 
   }
 }
 
+size_t Session::keep_buffers(const std::vector<std::string>& names) {
+  m_impl->kept_buffers.clear();
+  if (!m_impl->model || names.empty()) {
+    return 0;
+  }
+  auto constants = m_impl->model->constants();
+  size_t bytes = 0;
+  for (const auto& name : names) {
+    auto it = constants.find(name);
+    if (it == constants.end() || !it->second.defined() || !it->second.has_storage()) {
+      continue;
+    }
+    at::Tensor copy = it->second.clone(at::MemoryFormat::Preserve);
+    bytes += copy.nbytes();
+    m_impl->kept_buffers.emplace_back(it->second, std::move(copy));
+  }
+  return bytes;
+}
+
+int Session::restore_buffers() {
+  int n = 0;
+  for (auto& [live, kept] : m_impl->kept_buffers) {
+    live.copy_(kept);
+    ++n;
+  }
+  return n;
+}
+
 namespace {
 
 // What a model writes to std::cerr while it runs, passed through unchanged

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/events.hpp"
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
@@ -100,6 +101,15 @@ class Session {
   // Each output is judged with its dtype's tolerance (config.hpp Tolerance).
   Comparison compare(const std::filesystem::path& reference, const ToleranceTable& tolerances) const;
 
+  // The persistent runner (docs/runner.md): the model's buffers (constants
+  // of kind buffer, by original name: ModelFacts::buffers) copied as
+  // loaded, so that restore_buffers() puts them back before another run in
+  // this process (a forward that updates a buffer in place, a KV cache, sees
+  // it as loaded every run, as a fresh process would). keep_buffers returns
+  // the bytes kept; restore_buffers how many it put back.
+  size_t keep_buffers(const std::vector<std::string>& names);
+  int restore_buffers();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> m_impl;
@@ -120,7 +130,10 @@ class Session {
 // printer's sight); an output buffer nothing wrote yet holds garbage before
 // launch.
 using EmitFn = std::function<void(EventKind kind, nlohmann::json fields)>;
-void install_probes(const ProbePlan& plan, EmitFn emit, const std::string& device_key,
+// The per-site events (site_begin, probe, site_end) as text: no json object
+// is built on that path (protocol/events.hpp JsonFields).
+using EmitTextFn = std::function<void(EventKind kind, const JsonFields& fields)>;
+void install_probes(const ProbePlan& plan, EmitFn emit, EmitTextFn emit_text, const std::string& device_key,
                     std::set<std::string> returned = {});
 void on_probe_call(void* tensor_handle, const char* tensor_name, const char* phase, const char* kernel);
 struct ProbeCounts {
@@ -128,6 +141,11 @@ struct ProbeCounts {
   int sites = 0;
 };
 ProbeCounts probe_counts();
+// The persistent runner: the probes' state as the model's load left it,
+// kept once and put back before each later run (counts, sites, the
+// handles seen, what was measured), so that each run starts as the first.
+void keep_probe_state();
+void restore_probe_state();
 
 // Interposition (package/hooks.hpp): the generated hooks report each call
 // site through these. hook_enter begins a site and returns its probe mode

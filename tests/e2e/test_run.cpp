@@ -367,6 +367,89 @@ TEST_CASE("the model loaded once per environment: every run starts from the mode
   }
 }
 
+// Each run's first events: its start (pid, persistent, runs_before) and
+// its loaded event (buffers_restored), by run id.
+std::map<std::string, std::pair<nlohmann::json, nlohmann::json>> run_beginnings(const nlohmann::json& report,
+                                                                               const std::string& out) {
+  std::map<std::string, std::pair<nlohmann::json, nlohmann::json>> beginnings;
+  for (const auto& run : report["runs"]) {
+    const std::string id = run["id"];
+    std::ifstream in(fs::path(out) / "runs" / id / "events.jsonl");
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (!e.is_discarded() && e.value("event", "") == "start") {
+        beginnings[id].first = e;
+      } else if (!e.is_discarded() && e.value("event", "") == "loaded") {
+        beginnings[id].second = e;
+      }
+    }
+  }
+  return beginnings;
+}
+
+TEST_CASE("persistent runner: runs share one process and one load, each starts from the buffers as loaded") {
+  // The CUDA path (no fork after CUDA init), taken here on the CPU with
+  // AOTI_BISECT_PERSISTENT=1. first_call_nan updates a buffer on every
+  // call: a run that saw an earlier run's buffer would make no NaN.
+  auto meta = e2e::meta_of("first_call_nan");
+  auto r = run_tool(run_args("first_call_nan", false), "out", {{"AOTI_BISECT_PERSISTENT", "1"}});
+  REQUIRE(r.report.is_object());
+  CHECK(r.code() == 1);
+  CHECK(r.report["failure"]["kind"] == "nonfinite");
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
+  CHECK(r.report["failure"]["reproduced"] == r.report["failure"]["runs"]);
+  auto runs = run_beginnings(r.report, "out");
+  REQUIRE(runs.count("baseline"));
+  REQUIRE(runs.count("repeat.3"));
+  std::map<int, int> runs_per_process;
+  int later = 0;
+  for (const auto& [id, b] : runs) {
+    INFO(id);
+    const auto& [start, loaded] = b;
+    if (id.find("evidence") != std::string::npos) {
+      CHECK_FALSE(start.value("persistent", true));  // the confirmation: a process of its own
+      continue;
+    }
+    CHECK(start.value("persistent", false));
+    CHECK(loaded.value("preloaded", false));
+    ++runs_per_process[start["pid"].get<int>()];
+    if (start.value("runs_before", 0) > 0) {
+      ++later;
+      CHECK(loaded.value("buffers_restored", -1) == 1);  // the one buffer the forward updates
+    } else {
+      CHECK_FALSE(loaded.contains("buffers_restored"));
+    }
+  }
+  CHECK(later >= 3);  // the trace after the baseline, the repeats after the first
+  CHECK(std::any_of(runs_per_process.begin(), runs_per_process.end(), [](auto p) { return p.second >= 3; }));
+  CHECK(runs["repeat.3"].first["pid"] == runs["repeat.1"].first["pid"]);
+}
+
+TEST_CASE("persistent runner: a run that crashes ends its process; the driver sees the crash and starts another") {
+  auto meta = e2e::meta_of("wild_gather");
+  auto r = run_tool(run_args("wild_gather", false), "out", {{"AOTI_BISECT_PERSISTENT", "1"}});
+  REQUIRE(r.report.is_object());
+  CHECK(r.code() == 1);
+  CHECK(r.report["failure"]["kind"] == "crash");
+  CHECK(r.report["verdict"] == "isolated");
+  CHECK(r.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
+  std::set<int> pids;
+  for (const auto& run : r.report["runs"]) {
+    INFO(run["id"]);
+    if (run["outcome"] == "crash") {
+      CHECK(run["signal_name"] == "SIGSEGV");  // the stand-in died of the run's signal
+    }
+  }
+  for (const auto& [id, b] : run_beginnings(r.report, "out")) {
+    INFO(id);
+    CHECK(b.first.value("runs_before", -1) == 0);  // after a crash, never a second run in that process
+    pids.insert(b.first["pid"].get<int>());
+  }
+  CHECK(pids.size() == r.report["runs"].size());
+}
+
 TEST_CASE("fork server: at most two servers alive at once over a matrix of four environments") {
   std::atomic<bool> done{false};
   std::vector<std::map<int, int>> seen;  // what was alive, sampled every 20 ms

@@ -44,4 +44,16 @@ TEST_CASE("runner_argv: a variant's run-under tool goes before the runner, found
   ::unsetenv(k_run_under_env);
 }
 
+
+TEST_CASE("persistent_runs: the persistent runner serves CUDA jobs; AOTI_BISECT_PERSISTENT overrides either way") {
+  ::unsetenv("AOTI_BISECT_PERSISTENT");
+  CHECK(persistent_runs("cuda"));
+  CHECK_FALSE(persistent_runs("cpu"));
+  ::setenv("AOTI_BISECT_PERSISTENT", "1", 1);
+  CHECK(persistent_runs("cpu"));
+  ::setenv("AOTI_BISECT_PERSISTENT", "0", 1);
+  CHECK_FALSE(persistent_runs("cuda"));
+  ::unsetenv("AOTI_BISECT_PERSISTENT");
+}
+
 TEST_SUITE_END();

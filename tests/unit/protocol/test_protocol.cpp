@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/error.hpp"
 #include "protocol/events.hpp"
@@ -88,6 +91,89 @@ TEST_CASE("protocol: malformed lines are rejected, a torn last line is skipped, 
   CHECK(event_kind(events[0]) == EventKind::start);
   CHECK(event_kind(events[1]) == EventKind::outputs);
   CHECK(read_events(dir / "missing.jsonl").empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("protocol: fields written as text read back as the json objects they stand for") {
+  TensorStats a;
+  a.name = "buf\"7\"\n";
+  a.dtype = "float32";
+  a.shape = {2, 3};
+  a.numel = 6;
+  a.nan_count = 1;
+  a.min = -1.5;
+  a.max = std::numeric_limits<double>::infinity();
+  a.checksum = "00ff00ff00ff00ff";
+  TensorStats b = a;
+  b.min.reset();
+  b.max = 3.0;
+  b.mean = std::nan("");
+  b.first_nonfinite = {1, 2};
+  b.layout = "mkldnn";
+  b.opaque = true;
+  b.unwritten = 4;
+  for (const TensorStats& t : {a, b}) {
+    std::string text;
+    append_json(text, t);
+    CAPTURE(text);
+    CHECK(json::parse(text) == to_json(t));
+    CHECK(tensor_stats_from_json(json::parse(text)).checksum == t.checksum);
+  }
+  JsonFields f;
+  f.num("site", int64_t{3}).str("kernel", "k\t\x01").num("clock", 1.0).num("x", 0.1).flag("on", false).null("n");
+  f.ints("shape", {}).strs("tensors", {"buf1", "a\\b"}).raw("stats", "{\"a\":1}").num("neg", -std::numeric_limits<double>::infinity());
+  json j = json::parse("{" + f.text() + "}");
+  CHECK(j == json{{"site", 3}, {"kernel", "k\t\x01"}, {"clock", 1.0}, {"x", 0.1}, {"on", false}, {"n", nullptr},
+                  {"shape", json::array()}, {"tensors", {"buf1", "a\\b"}}, {"stats", {{"a", 1}}}, {"neg", "-inf"}});
+  CHECK(j["clock"].is_number_float());
+}
+
+TEST_CASE("protocol: the events of a killed writer survive it; its file reads and trims to its lines") {
+  fs::path dir = fs::temp_directory_path() / ("aoti-bisect-protocol-kill-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path killed = dir / "killed.jsonl", crashed = dir / "crashed.jsonl";
+  for (const fs::path& file : {killed, crashed}) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      EventWriter w(file);
+      JsonFields f;
+      for (int i = 0; i < 40000; ++i) {  // past the first mapping's megabyte
+        f.clear();
+        f.num("site", int64_t{i}).str("kernel", "cpp_fused_tanh_0");
+        w.emit(EventKind::site_begin, f);
+      }
+      w.emit(EventKind::run_begin, {{"last", true}});
+      if (file == crashed) {
+        const char line[] = "{\"event\":\"signal\",\"signal\":11}\n";
+        EventWriter::append_from_signal(line, sizeof line - 1);
+        ::_exit(3);
+      }
+      ::kill(::getpid(), SIGKILL);  // no destructor, no trim
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  // SIGKILL: the lines are there, then the mapping's zeros.
+  CHECK(fs::file_size(killed) % 4096 == 0);
+  auto events = read_events(killed);
+  REQUIRE(events.size() == 40001);
+  CHECK(events[39999]["site"] == 39999);
+  CHECK(event_kind(events.back()) == EventKind::run_begin);
+  finish_events_file(killed);
+  std::ifstream in(killed, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  CHECK(text.size() == fs::file_size(killed));
+  CHECK(text.back() == '\n');
+  CHECK(text.find('\0') == std::string::npos);
+  CHECK(read_events(killed).size() == 40001);
+  // A fatal signal's line: appended, and the file trimmed by the handler.
+  auto crash = read_events(crashed);
+  REQUIRE(crash.size() == 40002);
+  CHECK(event_kind(crash.back()) == EventKind::signal);
+  std::ifstream cin(crashed, std::ios::binary);
+  std::string ctext((std::istreambuf_iterator<char>(cin)), {});
+  CHECK(ctext.find('\0') == std::string::npos);
   fs::remove_all(dir);
 }
 
