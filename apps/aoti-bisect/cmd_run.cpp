@@ -1,3 +1,4 @@
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -53,7 +54,12 @@ std::string source_help() {
   for (const auto& info : probe_source_table()) {
     s += fmt::format(" {} ({});", info.name, info.help);
   }
-  s.back() = '.';
+  s.pop_back();
+  for (const auto& info : probe_source_table()) {
+    if (info.source == RunOptions{}.source) {
+      s += fmt::format("; default {}", info.name);
+    }
+  }
   return s;
 }
 
@@ -63,7 +69,31 @@ std::string strategy_help() {
     s += fmt::format(" {} ({});", strategy_name(st), aoti_bisect::strategy_help(st));
   }
   s.pop_back();
-  return s + "; default bisect";
+  return s + "; default " + std::string(strategy_name(RunOptions{}.strategy));
+}
+
+// One of a table's names, any case; anything else (a number CLI11 would
+// take for the enum's value too) is refused with the names listed.
+template <typename T>
+CLI::Validator one_of_names(const std::map<std::string, T>& names, const std::string& what) {
+  std::string list;
+  for (const auto& [name, value] : names) {
+    list += (list.empty() ? "" : ", ") + name;
+  }
+  return CLI::Validator(
+      [names, what, list](std::string& text) -> std::string {
+        std::string lower = text;
+        for (auto& c : lower) {
+          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        }
+        auto it = names.find(lower);
+        if (it == names.end()) {
+          return "'" + text + "' is not a " + what + "; one of: " + list;
+        }
+        text = std::to_string(static_cast<int>(it->second));
+        return "";
+      },
+      "NAME");
 }
 
 std::vector<std::string> backend_names() { return builtin_backends(); }
@@ -162,8 +192,7 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--cache-dir", r.cache_dir, "where instrumented builds are cached (default ~/.cache/aoti-bisect/builds)");
   cmd->add_option("--build-timeout", r.build_timeout_s, "seconds the instrumented build may take")
       ->check(finite_number(true))->capture_default_str();
-  cmd->add_option("--strategy", r.strategy, strategy_help())
-      ->transform(CLI::CheckedTransformer(strategy_names(), CLI::ignore_case));
+  cmd->add_option("--strategy", r.strategy, strategy_help())->transform(one_of_names(strategy_names(), "strategy"));
   cmd->add_option("--bisect-repeats", r.bisect_repeats,
                   "runs per search step (default 1 when the failure is deterministic, else 3)")
       ->check(CLI::Range(1, 100));
@@ -171,11 +200,12 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                 "guide mode: a build printing the tested call sites' tensors (level 2) at every search step: the "
                 "package's wrapper with print calls, recompiled, else the exported program rebuilt by Inductor "
                 "(slow; for NaN/Inf and faults where run-time probes cannot work)");
-  cmd->add_option("--source", r.source, source_help())
-      ->transform(CLI::CheckedTransformer(source_names(), CLI::ignore_case))
-      ->default_str("auto");
+  cmd->add_option("--source", r.source, source_help())->transform(one_of_names(source_names(), "probe source"));
   cmd->add_flag("--junit", r.junit, "also write junit.xml");
-  cmd->add_option("--exit-codes", o.exit_codes, "exit-code convention: default, or git-bisect (0 good, 1 bad, 125 skip)")
+  cmd->add_option("--exit-codes", o.exit_codes,
+                  "exit-code convention: default (0 clean, 1 isolated, 2 usage, 3 not isolated, 4 could not test, "
+                  "5 internal, 130 interrupted), or git-bisect (0 good, 1 bad: isolated or not, 125 skip: could not "
+                  "test, 128 usage and internal errors: aborts the bisection, 130 interrupted)")
       ->check(CLI::IsMember({"default", "git-bisect"}));
 }
 

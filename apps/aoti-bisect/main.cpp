@@ -87,7 +87,12 @@ int main(int argc, char** argv) {
         c = ' ';
       }
     }
-    std::fprintf(stderr, "aoti-bisect: error: %s; see 'aoti-bisect --help'\n", msg.c_str());
+    // The subcommand's own help, where one was named: its options are there.
+    std::string help = "aoti-bisect --help";
+    if (args.size() > 1 && std::any_of(commands.begin(), commands.end(), [&](const auto& c) { return c.first == args[1]; })) {
+      help = "aoti-bisect " + args[1] + " --help";
+    }
+    std::fprintf(stderr, "aoti-bisect: error: %s; see '%s'\n", msg.c_str(), help.c_str());
     return code_of(ab::ExitCode::usage);
   }
   try {
@@ -105,7 +110,8 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return code_of(ab::exit_code_of(e.kind()));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "aoti-bisect: internal error: %s\n", e.what());
+    std::fprintf(stderr, "aoti-bisect: error: internal error: %s (a bug of aoti-bisect: please report it)\n",
+                 ab::redact_paths(e.what()).c_str());
     return code_of(ab::ExitCode::internal);
   }
 }

@@ -249,7 +249,8 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
       c.first_line = "interrupted";
       return c;
     case ExitStatus::How::spawn_failed:
-      c.internal = "cannot start the runner: " + status.spawn_error;
+      c.internal = "cannot start the runner: " + status.spawn_error +
+                   " (build it with scripts/build, or name one with AOTI_BISECT_RUNNER=PATH)";
       return c;
     case ExitStatus::How::signaled: {
       if (!started) {

@@ -116,6 +116,8 @@ void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failur
   }
 }
 
+void Recorder::failure(Failure failure) { m_report.failure = std::move(failure); }
+
 void Recorder::findings(std::vector<MatrixFinding> findings) {
   m_report.findings = std::move(findings);
   for (const auto& f : m_report.findings) {

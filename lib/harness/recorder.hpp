@@ -53,6 +53,8 @@ class Recorder {
   // when the user gave none ("" for the user's own file).
   void inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin = "");
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
+  // The failure alone, where no matrix ran (inputs the model refuses).
+  void failure(Failure failure);
   void findings(std::vector<MatrixFinding> findings);  // each also a line for the person watching
   void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far
   void passed_over(const PassedOver& source);

@@ -861,6 +861,17 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                                      outcome_name(checked[i].cls.kind));
       }
     }
+    // The failure kind scripts group by (design.md's outcome table), with
+    // the could_not_test verdict: the inputs, not the model, are at fault.
+    Failure refused;
+    refused.kind = OutcomeKind::input_mismatch;
+    refused.first_check = std::string(outcome_info(refused.kind).first_check);
+    refused.first_line = redact_paths(base.first_line);
+    refused.runs = 1;
+    refused.reproduced = 1;
+    refused.deterministic = true;
+    refused.reproducing_variant = plan[0].variant;
+    m_rec.failure(refused);
     return fail({Verdict::could_not_test, message});
   }
   ChildResult baseline = results[0];

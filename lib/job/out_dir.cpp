@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -47,20 +48,34 @@ OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
                                               ec ? ec.message() : "not a folder"));
   }
   fs::path lock = dir / k_lock_name;
-  m_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (m_fd < 0) {
-    throw Error(ErrorKind::usage, fmt::format("output folder '{}' is not writable ({}); choose another --out", shown,
-                                              std::strerror(errno)));
-  }
-  if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
-    std::string pid = read_pid(m_fd);
-    ::close(m_fd);
+  // The lock file is removed when its run ends: one opened just before
+  // that removal is no lock at all, so the lock taken must still be the
+  // file the folder holds, else it is taken again.
+  for (int attempt = 0;; ++attempt) {
+    m_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (m_fd < 0) {
+      throw Error(ErrorKind::usage, fmt::format("output folder '{}' is not writable ({}); choose another --out", shown,
+                                                std::strerror(errno)));
+    }
+    if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+      std::string pid = read_pid(m_fd);
+      ::close(m_fd);
+      m_fd = -1;
+      throw Error(ErrorKind::usage,
+                  fmt::format("output folder '{}' is in use by another aoti-bisect run (pid {}); wait for it to end or "
+                              "choose another --out",
+                              shown, pid));
+    }
+    struct stat held {}, named {};
+    if ((::fstat(m_fd, &held) == 0 && ::stat(lock.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+         held.st_dev == named.st_dev) ||
+        attempt >= 8) {
+      break;
+    }
+    ::close(m_fd);  // the run that held it removed it meanwhile
     m_fd = -1;
-    throw Error(ErrorKind::usage,
-                fmt::format("output folder '{}' is in use by another aoti-bisect run (pid {}); wait for it to end or "
-                            "choose another --out",
-                            shown, pid));
   }
+  m_lock = lock;
   std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(m_fd, 0) != 0 || ::pwrite(m_fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     int err = errno;
@@ -108,7 +123,8 @@ OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
 
 OutDir::~OutDir() {
   if (m_fd >= 0) {
-    ::close(m_fd);  // releases the lock; the file stays, holding the last pid
+    ::unlink(m_lock.c_str());  // while still held: a run waiting for it opens a new one
+    ::close(m_fd);             // releases the lock
   }
 }
 

@@ -30,6 +30,7 @@ class OutDir {
 
  private:
   int m_fd = -1;
+  std::filesystem::path m_lock;  // removed when the run ends: no file is left behind
   std::vector<std::string> m_notes;
 };
 

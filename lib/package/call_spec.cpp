@@ -111,7 +111,8 @@ CallSpecText call_spec_text(const std::string& source) {
 
 namespace {
 
-// "a tensor", "a tuple of 3", "None", "a Int": one wording for both sides.
+// "a tensor", "a tuple of 3", "None", "an int (3)": one wording for both
+// sides (a scalar's type comes with its article).
 std::string describe(std::string_view container, size_t children, bool tensor, bool none, const std::string& type) {
   if (tensor) {
     return "a tensor";
@@ -119,7 +120,10 @@ std::string describe(std::string_view container, size_t children, bool tensor, b
   if (none) {
     return "None";
   }
-  return container.empty() ? "a " + type : "a " + std::string(container) + " of " + std::to_string(children);
+  if (container.empty()) {
+    return type.rfind("a ", 0) == 0 || type.rfind("an ", 0) == 0 ? type : "a " + type;
+  }
+  return "a " + std::string(container) + " of " + std::to_string(children);
 }
 
 std::string describe(const InputValue& v) {

@@ -62,6 +62,25 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   return f;
 }
 
+std::string inputs_taken_text(const ModelFacts& facts) {
+  std::string takes;
+  for (size_t i = 0; i < facts.inputs.size() && i < 8; ++i) {
+    const InputSpec& spec = facts.inputs[i];
+    std::string shape;
+    for (const auto& d : spec.shape) {
+      shape += (shape.empty() ? "" : ", ") + (d ? std::to_string(*d) : std::string("?"));
+    }
+    takes += (takes.empty() ? ": " : "; ") + (spec.name.empty() ? "input " + std::to_string(i) : spec.name);
+    if (spec.known()) {
+      takes += " " + spec.dtype + " [" + shape + "]";
+    }
+  }
+  if (facts.inputs.size() > 8) {
+    takes += "; ...";
+  }
+  return takes;
+}
+
 nlohmann::json to_json(const ModelFacts& f) {
   nlohmann::json inputs = nlohmann::json::array();
   for (const auto& in : f.inputs) {

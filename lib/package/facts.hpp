@@ -52,6 +52,9 @@ struct ModelFacts {
 };
 
 ModelFacts model_facts_of(const WrapperInfo& wrapper);
+// ": arg8_1 float32 [8, 16]; arg9_1 int64 [8]": what the model takes, for a
+// message about the count (the first eight; "" when the wrapper says nothing).
+std::string inputs_taken_text(const ModelFacts& facts);
 nlohmann::json to_json(const ModelFacts& facts);
 ModelFacts model_facts_from_json(const nlohmann::json& j);  // throws Error(internal) when malformed
 

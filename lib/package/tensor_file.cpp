@@ -116,6 +116,21 @@ TensorFile read_zip(const fs::path& path, const std::string& what) {
   size_t slash = first.find('/');
   const std::string prefix = slash == std::string::npos ? "" : first.substr(0, slash + 1);
   if (slash == std::string::npos || sizes.count(prefix + "data.pkl") == 0) {
+    // A .pt2 given where the inputs go: an exported program or a package.
+    // (torch's .pt2 archives: `archive_format`, an exported program's
+    // `models/`, a package's `data/aotinductor/`).
+    bool pt2 = false, package = false;
+    for (const auto& [name, size] : sizes) {
+      pt2 = pt2 || name.ends_with("/archive_format") || name.find("serialized_exported_program") != std::string::npos;
+      package = package || name.find("/data/aotinductor/") != std::string::npos;
+    }
+    if (pt2 || package) {
+      refuse_file(who,
+                  package ? "is an AOTInductor package (.pt2), not inputs"
+                          : "is an exported program (torch.export.save), not inputs",
+                  "give the inputs saved with torch.save as --inputs; an exported program goes to "
+                  "--exported-program, the package first");
+    }
     refuse_file(who, "is a zip archive without torch.save's data.pkl (not a file written by torch.save)");
   }
   std::string data = reader.read(prefix + "data.pkl");

@@ -120,7 +120,7 @@ std::string child_error_text(const ChildError& e, const SpawnSpec& spec) {
     case step_signals: return fmt::format("sigaction: {}", reason);
     case step_dup2: return fmt::format("dup2: {}", reason);
     case step_chdir: return fmt::format("chdir '{}': {}", spec.cwd.string(), reason);
-    default: return fmt::format("execve: {}", reason);
+    default: return fmt::format("execve '{}': {}", spec.argv.empty() ? std::string() : spec.argv[0], reason);
   }
 }
 

@@ -45,7 +45,7 @@ struct ExitStatus {
   double stopped_at = 0;     // timed_out/interrupted: steady-clock seconds (CLOCK_MONOTONIC) when the stop began
   std::string stdout_tail;   // last tail_bytes of the streams
   std::string stderr_tail;
-  std::string spawn_error;   // how == spawn_failed: "execve: No such file or directory"
+  std::string spawn_error;   // how == spawn_failed: "execve '/path/to/prog': No such file or directory"
 
   bool ok() const { return how == How::exited && exit_code == 0; }
   // "exit 0", "exit 3", "signal 11 (SIGSEGV)", "timeout after 5.0 s", ...

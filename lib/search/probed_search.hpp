@@ -51,7 +51,8 @@ class ProbedSearch {
   void map_sites(const ChildResult& trace);
   void add_consumers(ProbePlan& plan, int lo, int hi) const;
   Probe ask(int lo, int hi);
-  Probe answer(const ChildResult& res, int lo, int hi);
+  // `read`: the run's trace as already read from its events (which may be gone).
+  Probe answer(const ChildResult& res, int lo, int hi, const RunTrace* read = nullptr);
   Strategy choose_strategy(int n_static);
   void plan_search(Strategy strategy, int n_static, int runs_before);
   ChildResult trace_run(int n_static, Strategy& strategy);
@@ -82,6 +83,7 @@ class ProbedSearch {
   bool m_trace_answers = false;
   bool m_trace_answer_unused = false;
   std::shared_ptr<const ChildResult> m_trace_run;
+  RunTrace m_trace_run_trace;  // its trace, read once
 };
 
 }  // namespace aoti_bisect

@@ -118,13 +118,13 @@ void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
 }
 
 // One run's answer for [lo, hi] (the mismatch comparisons noted).
-Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi) {
+Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrace* read) {
   if (m_pred == Predicate::mismatch) {
     auto sites = compare_sites(res.events, m_env.settings.tolerances, m_returned_value);
     note_honest_error(m_bis, sites);
     return mismatch_answer(res.cls, sites, lo, hi);
   }
-  RunTrace trace = trace_from_events(res.events);
+  RunTrace trace = read != nullptr ? *read : trace_from_events(res.events);
   if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at, m_env.settings.timeout_s)) {
     Probe p;
     p.runs = 1;
@@ -138,7 +138,7 @@ Probe ProbedSearch::ask(int lo, int hi) {
   if (m_trace_answer_unused && lo == 1 && hi >= m_trace.launched && m_trace_run) {
     // The trace run probed every site: its answer costs no run.
     m_trace_answer_unused = false;
-    Probe p = answer(*m_trace_run, lo, hi);
+    Probe p = answer(*m_trace_run, lo, hi, &m_trace_run_trace);
     p.runs = 0;
     p.agreeing = 0;
     if (p.note.empty()) {
@@ -254,7 +254,7 @@ BisectOutcome ProbedSearch::run() {
                                                    m_s.baseline_seconds));
   // Shared, not copied, with m_trace_run: a trace of 10,000 call sites is
   // a hundred megabytes of events.
-  auto trace_ptr = std::make_shared<const ChildResult>(trace_run(n_static, strategy));
+  auto trace_ptr = std::make_shared<ChildResult>(trace_run(n_static, strategy));
   const ChildResult& trace = *trace_ptr;
   if (!trace.finished) {
     m_env.recorder.bisection(m_bis);
@@ -267,6 +267,7 @@ BisectOutcome ProbedSearch::run() {
   m_trace = trace_from_events(trace.events);
   if (m_trace_answers && (m_pred == Predicate::fault || m_trace.launched <= n_static)) {
     m_trace_run = trace_ptr;
+    m_trace_run_trace = m_trace;  // as read, before the branches are settled
   }
   settle_branches(m_trace, m_model.wrapper);
   for (const auto& [k, site] : m_trace.sites) {  // what ran, for report.svg
@@ -306,6 +307,11 @@ BisectOutcome ProbedSearch::run() {
   }
   if (m_pred == Predicate::mismatch) {
     map_sites(trace);
+  } else {
+    // Read: what is left of the trace run's events is in m_trace (and
+    // m_trace_run_trace), so the evidence run's events are not held beside
+    // them (about a hundred megabytes each at 10,000 call sites).
+    std::vector<nlohmann::json>().swap(trace_ptr->events);
   }
   m_trace_answer_unused = m_trace_run != nullptr;
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });

@@ -51,8 +51,12 @@ InputValue to_input_value(const c10::IValue& v, std::vector<at::Tensor>& tensors
   } else if (v.isNone()) {
     out.kind = InputValue::Kind::none;
   } else if (v.isInt() || v.isDouble() || v.isBool() || v.isString()) {
+    // Python's names, and the value: "an int (3)".
     out.kind = InputValue::Kind::scalar;
-    out.type = v.tagKind();
+    out.type = v.isInt()      ? "an int (" + std::to_string(v.toInt()) + ")"
+               : v.isDouble() ? "a float (" + std::to_string(v.toDouble()) + ")"
+               : v.isBool()   ? std::string("a bool (") + (v.toBool() ? "True" : "False") + ")"
+                              : "a str";
   } else {
     out.kind = InputValue::Kind::other;
     out.type = v.tagKind();
@@ -69,8 +73,10 @@ void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::str
     throw Error(ErrorKind::cannot_test, what + " holds None at position " + std::to_string(tensors_before) +
                                             "; save a tuple of tensors in input order with torch.save");
   } else if (v.kind == InputValue::Kind::scalar || v.kind == InputValue::Kind::other) {
-    throw Error(ErrorKind::cannot_test, what + " holds a " + v.type + " at position " + std::to_string(tensors_before) +
-                                            "; save a tuple of plain tensors in input order with torch.save");
+    const std::string value = v.kind == InputValue::Kind::scalar ? v.type : "a value of type " + v.type;
+    throw Error(ErrorKind::cannot_test, what + " holds " + value + " where the model takes a tensor (after " +
+                                            std::to_string(tensors_before) + " tensors); the model's inputs are "
+                                            "all tensors: save a tuple of tensors in input order with torch.save");
   }
   for (const auto& c : v.children) {
     refuse_non_tensors(c, tensors_before, what, none_too);
@@ -142,6 +148,9 @@ LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model)
   loaded.notes = std::move(notes);
   loaded.binding = bind_inputs(spec, value, model.num_inputs);
   if (!loaded.binding.error.empty()) {
+    if (loaded.binding.error.rfind("the inputs file holds ", 0) == 0) {
+      loaded.binding.error += inputs_taken_text(model);  // what to save instead
+    }
     return loaded;
   }
   m_impl->inputs.clear();
@@ -169,7 +178,8 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
   auto& in = m_impl->inputs;
   if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
     problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" +
-                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs));
+                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs) +
+                       inputs_taken_text(wrapper));
     return problems;
   }
   for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {

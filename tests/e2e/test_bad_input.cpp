@@ -33,7 +33,8 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     std::string package_says;  // the package's own check (the check_inputs run), where it gets to look
   };
   for (const Case& c : std::vector<Case>{
-           {"healthy.bad_count.inputs.pt", "the inputs file holds 2 tensors, the model takes 1", ""},
+           {"healthy.bad_count.inputs.pt",
+            "the inputs file holds 2 tensors, the model takes 1: arg8_1 float32 [8, 16]", ""},
            {"healthy.bad_dtype.inputs.pt", "input 0 (arg8_1): dtype float64, the model takes float32",
             "; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: input_handles[0]: unmatched dtype"},
            {"healthy.bad_shape.inputs.pt", "input 0 (arg8_1): shape [3, 16], the model takes [8, 16]",
@@ -46,6 +47,10 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     CHECK(last_tool_line(r).find("does not fit model 'model': " + c.says) != std::string::npos);
     REQUIRE(r.report.is_object());
     CHECK(r.report["verdict"] == "could_not_test");
+    // Scripts group by failure kind: a refusal is input_mismatch there too.
+    REQUIRE(r.report["failure"].is_object());
+    CHECK(r.report["failure"]["kind"] == "input_mismatch");
+    CHECK(r.report["failure"]["first_line"].get<std::string>().find(c.says) != std::string::npos);
     // The baseline, then one check_inputs run as a second opinion; the
     // runner keeps the count check there (the package would read handles
     // that are not there), so a wrong count gets none.
@@ -66,7 +71,19 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
 TEST_CASE("an inputs file that holds other things than tensors, or is not torch.save's format") {
   auto r = run_healthy_with(example("healthy.not_tensors.inputs.pt").string());
   CHECK(r.code() == 4);
-  CHECK(last_tool_line(r).find("holds a Int at position 1; save a tuple of plain tensors") != std::string::npos);
+  CHECK(last_tool_line(r).find("holds an int (3) where the model takes a tensor (after 1 tensors); the model's inputs "
+                               "are all tensors: save a tuple of tensors in input order with torch.save") !=
+        std::string::npos);
+  // A .pt2 where the inputs go: said to be one, and where it belongs.
+  auto ep = run_healthy_with(example("healthy.ep.pt2").string());
+  CHECK(ep.code() == 4);
+  CHECK(last_tool_line(ep).find("healthy.ep.pt2' is an exported program (torch.export.save), not inputs; give the "
+                                "inputs saved with torch.save as --inputs; an exported program goes to "
+                                "--exported-program") != std::string::npos);
+  CHECK(last_tool_line(ep).find("checkpoint") == std::string::npos);
+  auto pkg = run_healthy_with(example("healthy.pt2").string());
+  CHECK(pkg.code() == 4);
+  CHECK(last_tool_line(pkg).find("healthy.pt2' is an AOTInductor package (.pt2), not inputs") != std::string::npos);
   aoti_bisect::write_file_atomic("garbage.pt", "not a torch file");
   auto g = run_healthy_with("garbage.pt");
   CHECK(g.code() == 4);
@@ -122,6 +139,12 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto option = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--bogus"}, "");
   CHECK(option.code() == 2);
   CHECK(last_tool_line(option).find("--bogus") != std::string::npos);
+  CHECK(last_tool_line(option).find("see 'aoti-bisect run --help'") != std::string::npos);  // run's options
+  // An enum takes its names only: a number CLI11 would map is refused too.
+  auto strategy = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--strategy", "2"}, "");
+  CHECK(strategy.code() == 2);
+  CHECK(last_tool_line(strategy) == "aoti-bisect: error: --strategy: '2' is not a strategy; one of: all, auto, "
+                                    "bisect, linear; see 'aoti-bisect run --help'");
 
   auto frob = run_tool({"frob"}, "");
   CHECK(frob.code() == 2);
@@ -145,6 +168,7 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto config = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "nightly.yaml"}, "out");
   CHECK(config.code() == 2);
   CHECK(last_tool_line(config).find("aoti-bisect: nightly.yaml:2:1: error: unknown key 'tmeout'") == 0);
+  CHECK_FALSE(fs::exists("out/report.json"));  // README: nothing ran, no report
 
   aoti_bisect::write_file_atomic("broken.yaml", "variants: [\n");
   auto yaml = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "broken.yaml"}, "out");
@@ -156,7 +180,9 @@ TEST_CASE("internal error: the runner cannot be started, exit 5 and a report") {
   auto r = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string()},
                     "out", {{"AOTI_BISECT_RUNNER", "/nonexistent/aoti-bisect-runner"}});
   CHECK(r.code() == 5);
-  CHECK(last_tool_line(r).find("cannot start the runner") != std::string::npos);
+  CHECK(last_tool_line(r).find("cannot start the runner: execve '/nonexistent/aoti-bisect-runner': No such file or "
+                               "directory (build it with scripts/build, or name one with AOTI_BISECT_RUNNER=PATH)") !=
+        std::string::npos);
   CHECK(r.report["verdict"] == "internal_error");
 }
 

@@ -16,6 +16,7 @@
 
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
+#include "skip.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;
@@ -264,7 +265,7 @@ TEST_CASE("one run per output folder: a second run refuses at once, naming the f
 TEST_CASE("a read-only or full output folder: one error line, its exit code, no temp file, no claim of reports") {
   fs::path ro = fs::absolute("ro-mount");
   if (!mount_tmpfs(ro, "ro,size=1m")) {
-    MESSAGE("skipped: mounting a tmpfs needs root");
+    aoti_bisect::test::skip("mounting a tmpfs needs root: the read-only and full output folder case");
     return;
   }
   auto r = run_tool(healthy_args((ro / "out").string()), "");

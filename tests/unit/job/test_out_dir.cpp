@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
+#include "common/error.hpp"
 #include "job/out_dir.hpp"
 
 using namespace aoti_bisect;
@@ -27,3 +30,29 @@ TEST_CASE("OutDir: an earlier run's report.svg moves to previous/ with report.md
   CHECK(!fs::exists("out-dir/report.svg"));
   CHECK(fs::exists("out-dir/unrelated.txt"));
 }
+
+TEST_CASE("OutDir: the lock holds the folder while the run lives and is gone after it") {
+  fs::path dir = fs::temp_directory_path() / ("aoti-bisect-outdir-lock-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  {
+    OutDir held(dir);
+    CHECK(fs::exists(dir / ".aoti-bisect.lock"));
+    // Another run in the same folder is refused, naming this one's pid.
+    bool refused = false;
+    try {
+      OutDir second(dir);
+    } catch (const Error& e) {
+      refused = std::string(e.what()).find("in use by another aoti-bisect run (pid " + std::to_string(::getpid())) !=
+                std::string::npos;
+    }
+    CHECK(refused);
+  }
+  CHECK_FALSE(fs::exists(dir / ".aoti-bisect.lock"));  // no file left behind
+  {
+    OutDir again(dir);  // and the folder is free again
+    CHECK(fs::exists(dir / ".aoti-bisect.lock"));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_SUITE_END();

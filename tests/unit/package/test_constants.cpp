@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "package/constants.hpp"
+#include "package/facts.hpp"
 #include "package/wrapper.hpp"
 #include "package_fixture.hpp"
 
@@ -44,6 +45,35 @@ TEST_CASE("parse_constants: buffers, views and what a report calls them") {
   REQUIRE(find_constant(constants, "view of bn_running_var") != nullptr);
   CHECK(find_constant(constants, "view of bn_running_var")->fqn == "bn.running_var");
   CHECK(find_constant(constants, "buf3") == nullptr);
+}
+
+TEST_CASE("model facts: the buffers a forward may update, by original name; what the model takes, in words") {
+  WrapperInfo w;
+  w.constant_info = parse_constants(
+      "    constants_info_[0].name = \"bn_running_var\";\n"
+      "    constants_info_[0].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::Buffer);\n"
+      "    constants_info_[0].original_fqn = \"bn.running_var\";\n"
+      "    constants_info_[1].name = \"fc_weight\";\n"
+      "    constants_info_[1].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::Parameter);\n"
+      "    constants_info_[2].name = \"cache\";\n"
+      "    constants_info_[2].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::Buffer);\n"
+      "    constants_info_[3].name = \"folded\";\n"
+      "    constants_info_[3].from_folded = true;\n"
+      "    constants_info_[3].type = static_cast<int32_t>(torch::aot_inductor::ConstantType::Buffer);\n");
+  ModelFacts f = model_facts_of(w);
+  CHECK(f.buffers == std::vector<std::string>{"bn.running_var", "cache"});  // no parameter, nothing folded
+  CHECK(model_facts_from_json(to_json(f)).buffers == f.buffers);
+
+  ModelFacts in;
+  CHECK(inputs_taken_text(in).empty());
+  InputSpec a;
+  a.name = "arg8_1";
+  a.dtype = "float32";
+  a.shape = {8, std::nullopt};
+  InputSpec b;
+  b.index = 1;
+  in.inputs = {a, b};
+  CHECK(inputs_taken_text(in) == ": arg8_1 float32 [8, ?]; input 1");
 }
 
 TEST_CASE("parse_wrapper: buffer moves, with and without auto (a torch.cond branch's result)") {

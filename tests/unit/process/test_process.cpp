@@ -413,21 +413,21 @@ TEST_CASE("spawn failures are values with the failing call's name") {
   ExitStatus st;
   SUBCASE("missing program") {
     st = run_process(spec);
-    CHECK(st.spawn_error == "execve: No such file or directory");
-    CHECK(st.describe() == "spawn failed: execve: No such file or directory");
+    CHECK(st.spawn_error == "execve '/nonexistent/program': No such file or directory");
+    CHECK(st.describe() == "spawn failed: execve '/nonexistent/program': No such file or directory");
   }
   SUBCASE("not executable") {
     spit("data.txt", "#!/bin/sh\n");
     ::chmod("data.txt", 0644);
     spec.argv = {"./data.txt"};
     st = run_process(spec);
-    CHECK(st.spawn_error == "execve: Permission denied");
+    CHECK(st.spawn_error == "execve './data.txt': Permission denied");
   }
   SUBCASE("no PATH search") {
     spec.argv = {"sh", "-c", "true"};
     spec.env = k_path_env;
     st = run_process(spec);
-    CHECK(st.spawn_error == "execve: No such file or directory");
+    CHECK(st.spawn_error == "execve 'sh': No such file or directory");
   }
   SUBCASE("missing cwd") {
     spec.argv = {"/bin/sh", "-c", "true"};
