@@ -1,5 +1,6 @@
 #include "protocol/events.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -58,6 +59,15 @@ bool write_all(int fd, const char* p, size_t left) {
 
 void append_json_string(std::string& out, std::string_view s) {
   out += '"';
+  // Names (kernels, buffers) need no escape: one append.
+  if (std::none_of(s.begin(), s.end(), [](char ch) {
+        const auto c = static_cast<unsigned char>(ch);
+        return c < 0x20 || c == '"' || c == '\\';
+      })) {
+    out += s;
+    out += '"';
+    return;
+  }
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
