@@ -1,0 +1,54 @@
+#pragma once
+// The runner's logic (apps/aoti-bisect-runner/main.cpp parses its options
+// and calls these): one run of one model of an extracted package, the
+// inputs loaded and checked, its events written (protocol/events.hpp) and
+// its outputs saved; and the model loaded ahead of the runs for a fork
+// server or a persistent runner (docs/runner.md). Torch-free header.
+
+#include <string>
+#include <vector>
+
+#include "protocol/events.hpp"
+
+namespace aoti_bisect::torchside {
+
+struct RunnerOptions {
+  std::string package_dir;
+  std::string model = "model";
+  std::string device_key;
+  std::string inputs;
+  std::string batch_list;  // one inputs file per line: run each in turn in this process
+  bool keep_going = false; // with a batch list: go on after a batch that fails (an error, NaN/Inf)
+  std::string events;
+  std::string outputs;
+  std::string reference;
+  std::string probe_plan;
+  std::string node_reference;
+  std::string tolerances;
+  std::string model_facts;
+  std::string hooks;
+  std::vector<std::string> libraries;  // --load-library, loaded RTLD_GLOBAL before the model
+  bool contiguous_inputs = false;
+};
+
+// One run (every inputs file of a batch list in turn, the probe plan on
+// the last); its exit status (protocol/runner.hpp RunnerExit). Throws
+// Error where the runner cannot go on (the caller reports it).
+int run_model(const RunnerOptions& opt, EventWriter& events);
+
+// The fork server's or persistent runner's `prepare` (process.hpp): loads
+// the first request's model, once. A fork server's only on the CPU and
+// never with AOTI_BISECT_PRELOAD=0; a persistent runner's on any device,
+// its buffers and the probes' state kept as loaded, and then true only for
+// requests of the model it holds. Never throws.
+bool preload_model(const RunnerOptions& opt, bool persistent);
+
+// A fatal signal writes a `signal` event (and tells a persistent run's
+// stand-in) before the process dies of it.
+void install_fatal_signal_events();
+// This run was forked by the fork server (its start event says so).
+void note_forked_by_server();
+// A persistent runner's run ended: the next one restores the model's state.
+void note_persistent_run_done();
+
+}  // namespace aoti_bisect::torchside
