@@ -29,11 +29,10 @@ void print_outputs(const fs::path& dir) {
               display_path(dir / "summary.json").c_str(), display_path(dir / "junit.xml").c_str());
 }
 
-std::string culprit_text(const std::optional<int>& call_index, const std::string& kernel) {
-  if (kernel.empty()) {
-    return "not isolated";
-  }
-  return call_index ? fmt::format("call site {} {}", *call_index, kernel) : kernel;
+// "call site 3 cpp_fused_div_1" (triage/summary.hpp), or "not isolated".
+std::string culprit_or_none(const std::optional<int>& call_index, const std::string& kernel) {
+  std::string text = culprit_text(call_index, kernel);
+  return text.empty() ? "not isolated" : text;
 }
 
 // Options triage and verify share.
@@ -99,7 +98,7 @@ void print_groups_and_counts(const Summary& s) {
   for (const auto& g : s.groups) {
     std::printf("%-9s %s: %zu case%s (%s), %s\n", g.status.empty() ? "failure" : g.status.c_str(),
                 g.signature.c_str(), g.cases.size(), g.cases.size() == 1 ? "" : "s", join(g.cases, ", ").c_str(),
-                culprit_text(g.culprit_call_index, g.culprit_kernel).c_str());
+                culprit_or_none(g.culprit_call_index, g.culprit_kernel).c_str());
   }
   std::map<std::string, int> states;
   for (const auto& c : s.cases) {
@@ -307,7 +306,7 @@ Action add_verify_command(CLI::App& app) {
     Summary s = run_triage(opt, print_progress, [&](Summary& sum) { judge_verify(sum, earlier); });
     for (const auto& c : s.cases) {
       std::string detail = c.signature.empty() ? (c.error.empty() ? c.verdict : c.verdict + ": " + c.error)
-                                               : c.signature + ", " + culprit_text(c.culprit_call_index, c.culprit_kernel);
+                                               : c.signature + ", " + culprit_or_none(c.culprit_call_index, c.culprit_kernel);
       std::printf("%-15s %s (%s)\n", c.verify.c_str(), redact_paths(inputs_of[c.name]).c_str(), detail.c_str());
     }
     print_outputs(opt.out_dir);

@@ -7,6 +7,21 @@ namespace aoti_bisect::cpp_text {
 
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
+std::string ident_at(std::string_view s, size_t pos) {
+  size_t end = pos;
+  while (end < s.size() && is_ident_char(s[end])) {
+    ++end;
+  }
+  return std::string(s.substr(pos, end - pos));
+}
+
+size_t skip_space(std::string_view s, size_t pos) {
+  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) {
+    ++pos;
+  }
+  return pos;
+}
+
 namespace {
 
 // R"delim( ... )delim" starting at `i` (the R): one past it, or npos when

@@ -12,6 +12,10 @@
 namespace aoti_bisect::cpp_text {
 
 bool is_ident_char(char c);
+// The identifier that starts at `pos` (empty if none).
+std::string ident_at(std::string_view s, size_t pos);
+// The first position from `pos` that is not white space (s.size() if none).
+size_t skip_space(std::string_view s, size_t pos);
 
 // Where the literal or comment that starts at `i` ends (one past it): a
 // string literal "..." (escapes kept), a raw string R"delim(...)delim", a

@@ -5,19 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "report/sinks.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 Recorder::Recorder(std::filesystem::path out_dir, bool junit, Progress& progress)
-    : m_out_dir(std::move(out_dir)), m_junit(junit), m_progress(progress), m_start(now_s()) {
+    : m_out_dir(std::move(out_dir)), m_junit(junit), m_progress(progress), m_start(steady_seconds()) {
   m_report.tool_version = AOTI_BISECT_VERSION;
   m_report.environment.tool_version = AOTI_BISECT_VERSION;
 }
@@ -25,13 +21,13 @@ Recorder::Recorder(std::filesystem::path out_dir, bool junit, Progress& progress
 void Recorder::begin_phase(const std::string& name, const std::string& detail) {
   end_phase();
   m_phase = name;
-  m_phase_start = now_s();
+  m_phase_start = steady_seconds();
   m_progress.phase(name, detail);
 }
 
 void Recorder::end_phase() {
   if (!m_phase.empty()) {
-    m_report.phases.push_back({m_phase, now_s() - m_phase_start});
+    m_report.phases.push_back({m_phase, steady_seconds() - m_phase_start});
     m_phase.clear();
   }
 }
@@ -187,7 +183,7 @@ void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
 }
 
 void Recorder::first_answer(const std::string& line) {
-  m_report.first_answer_seconds = now_s() - m_start;
+  m_report.first_answer_seconds = steady_seconds() - m_start;
   m_progress.note(fmt::format("answer after {:.1f} s: {}", *m_report.first_answer_seconds, line));
   save();
 }
@@ -224,13 +220,13 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
     m_report.error = error;
   }
   if (m_report.culprit && !m_report.first_answer_seconds) {
-    m_report.first_answer_seconds = now_s() - m_start;  // the culprit came with the verdict
+    m_report.first_answer_seconds = steady_seconds() - m_start;  // the culprit came with the verdict
   }
   save();
 }
 
 void Recorder::save() {
-  m_report.total_seconds = now_s() - m_start;
+  m_report.total_seconds = steady_seconds() - m_start;
   try {
     write_reports(m_report, m_out_dir, m_junit);
   } catch (const Error& e) {

@@ -14,7 +14,6 @@
 
 namespace aoti_bisect {
 
-double now_s();
 
 class Recorder {
  public:

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "classify/batches.hpp"
+#include "classify/batch_runs.hpp"
 #include "classify/classify.hpp"
 #include "harness/children.hpp"
 #include "harness/recorder.hpp"
@@ -18,7 +18,7 @@ struct ChildResult {
   ExitStatus status;
   Classification cls;                  // of the last batch it ran
   std::vector<BatchRun> batches;       // a run over several batches: each one that began
-  std::vector<nlohmann::json> events;  // as one run of its last batch (classify/batches.hpp)
+  std::vector<nlohmann::json> events;  // as one run of its last batch (classify/batch_runs.hpp)
   std::string stdout_text;  // with ChildRequest::keep_stdout
   bool finished = false;    // false: interrupted (not recorded)
 };

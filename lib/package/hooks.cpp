@@ -15,20 +15,8 @@
 namespace aoti_bisect {
 namespace {
 
-size_t skip_space(const std::string& s, size_t p) {
-  while (p < s.size() && std::isspace(static_cast<unsigned char>(s[p]))) {
-    ++p;
-  }
-  return p;
-}
-
-std::string ident_at(const std::string& s, size_t p) {
-  size_t e = p;
-  while (e < s.size() && cpp_text::is_ident_char(s[e])) {
-    ++e;
-  }
-  return s.substr(p, e - p);
-}
+using cpp_text::ident_at;
+using cpp_text::skip_space;
 
 // "const float* in_ptr0, int64_t ks0" -> params; nullopt when one cannot be
 // read (a function pointer, an unnamed parameter).

@@ -29,12 +29,7 @@ std::string param_name(std::string p) {
   return std::string(t.substr(b));
 }
 
-size_t skip_space(const std::string& s, size_t p) {
-  while (p < s.size() && std::isspace(static_cast<unsigned char>(s[p]))) {
-    ++p;
-  }
-  return p;
-}
+using cpp_text::skip_space;
 
 // `CUdeviceptr VAR = reinterpret_cast<CUdeviceptr>(X.data_ptr());` -> VAR -> X.
 std::map<std::string, std::string> device_pointers(const std::string& body) {

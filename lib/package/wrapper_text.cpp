@@ -10,14 +10,6 @@
 
 namespace aoti_bisect::wrapper_text {
 
-// The identifier that starts at `pos` (empty if none).
-std::string ident_at(std::string_view s, size_t pos) {
-  size_t end = pos;
-  while (end < s.size() && is_ident_char(s[end])) {
-    ++end;
-  }
-  return std::string(s.substr(pos, end - pos));
-}
 
 // Finds `prefix` at an identifier boundary and returns the whole identifier
 // starting there, if it is followed by '('.

@@ -22,7 +22,7 @@ using cpp_text::split_lines;
 using cpp_text::without_comments;
 
 // The identifier that starts at `pos` (empty if none).
-std::string ident_at(std::string_view s, size_t pos);
+using cpp_text::ident_at;  // the identifier that starts at `pos` (common/cpp_text)
 // `prefix` + an identifier directly followed by '(' in `line`: that identifier.
 std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix);
 std::optional<int64_t> parse_int(std::string_view s);

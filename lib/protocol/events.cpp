@@ -15,17 +15,13 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
 
 namespace aoti_bisect {
 
 namespace {
-
-double now_s() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
 
 constexpr size_t k_initial_capacity = size_t{1} << 20;
 // Room kept free after every line for a fatal signal's line (the handler
@@ -176,7 +172,7 @@ EventWriter::EventWriter(const std::filesystem::path& path) {
   if (m_fd < 0) {
     throw Error(ErrorKind::internal, fmt::format("cannot open events file '{}'", path.string()));
   }
-  m_start = now_s();
+  m_start = steady_seconds();
   const size_t capacity = page_rounded(k_initial_capacity);
   if (::ftruncate(m_fd, static_cast<off_t>(capacity)) == 0) {
     void* map = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, m_fd, 0);
@@ -275,7 +271,7 @@ void EventWriter::emit(EventKind kind, nlohmann::json fields) {
   }
   nlohmann::json line = nlohmann::json::object();
   line["event"] = std::string(event_name(kind));
-  line["t"] = std::round((now_s() - m_start) * 1e6) / 1e6;
+  line["t"] = std::round((steady_seconds() - m_start) * 1e6) / 1e6;
   for (auto& [k, v] : fields.items()) {
     line[k] = v;
   }
@@ -293,7 +289,7 @@ void EventWriter::emit(EventKind kind, const JsonFields& fields) {
   m_line += "{\"event\":\"";
   m_line += event_name(kind);
   m_line += "\",\"t\":";
-  append_json_number(m_line, std::round((now_s() - m_start) * 1e6) / 1e6);
+  append_json_number(m_line, std::round((steady_seconds() - m_start) * 1e6) / 1e6);
   if (!fields.text().empty()) {
     m_line += ',';
     m_line += fields.text();

@@ -94,6 +94,12 @@ struct ToleranceTable {
 };
 
 nlohmann::json json_number(double v);
+// A string, or null where it is empty (report.json's and summary.json's
+// optional texts), as the json type the caller writes (ordered or not).
+template <typename Json = nlohmann::json>
+Json text_or_null(const std::string& s) {
+  return s.empty() ? Json(nullptr) : Json(s);
+}
 double number_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const TensorInfo& t);

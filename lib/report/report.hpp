@@ -76,7 +76,7 @@ struct FailingBatch {
   int index = 0;                   // 0-based, in the given order
   std::string file;                // display path
   bool calls = false;              // --calls: index is the call (index + 1 is its number)
-  std::vector<std::string> facts;  // what distinguishes it from the batches that passed (classify/batches.hpp)
+  std::vector<std::string> facts;  // what distinguishes it from the batches that passed (classify/batch_runs.hpp)
 };
 
 struct Failure {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/values.hpp"
 #include "report/sink_text.hpp"
 #include "common/text.hpp"
 #include "report/sinks.hpp"
@@ -26,7 +27,6 @@ Json number(double v) {
 
 Json number(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
 
-Json text_or_null(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
 
 template <typename T>
 Json value_or_null(const std::optional<T>& v) {
@@ -44,28 +44,28 @@ Json env_json(const std::map<std::string, std::string>& env) {
 Json environment_json(const Report& r) {
   const Environment& e = r.environment;
   return Json{
-      {"torch_version", text_or_null(e.torch_version)},
-      {"python_version", text_or_null(e.python_version)},
-      {"cuda_version", text_or_null(e.cuda_version)},
-      {"hip_version", text_or_null(e.hip_version)},
-      {"device", text_or_null(e.device)},
-      {"device_name", text_or_null(e.device_name)},
-      {"driver_version", text_or_null(e.driver_version)},
-      {"os", text_or_null(e.os)},
-      {"git_revision", text_or_null(e.git_revision)},
+      {"torch_version", text_or_null<Json>(e.torch_version)},
+      {"python_version", text_or_null<Json>(e.python_version)},
+      {"cuda_version", text_or_null<Json>(e.cuda_version)},
+      {"hip_version", text_or_null<Json>(e.hip_version)},
+      {"device", text_or_null<Json>(e.device)},
+      {"device_name", text_or_null<Json>(e.device_name)},
+      {"driver_version", text_or_null<Json>(e.driver_version)},
+      {"os", text_or_null<Json>(e.os)},
+      {"git_revision", text_or_null<Json>(e.git_revision)},
   };
 }
 
 Json package_json(const PackageSummary& p) {
   return Json{
-      {"path", text_or_null(p.path)},
-      {"sha256", text_or_null(p.sha256)},
+      {"path", text_or_null<Json>(p.path)},
+      {"sha256", text_or_null<Json>(p.sha256)},
       {"models", p.models},
-      {"model", text_or_null(p.model)},
-      {"device_key", text_or_null(p.device_key)},
+      {"model", text_or_null<Json>(p.model)},
+      {"device_key", text_or_null<Json>(p.device_key)},
       {"metadata", env_json(p.metadata)},
-      {"torch_version", text_or_null(p.torch_version)},
-      {"torch_dir", text_or_null(p.torch_dir)},
+      {"torch_version", text_or_null<Json>(p.torch_version)},
+      {"torch_dir", text_or_null<Json>(p.torch_dir)},
       {"torch_libraries", p.torch_libraries},
       {"call_sites", p.call_sites},
       {"instrumented", p.instrumented},
@@ -81,19 +81,19 @@ Json inputs_json(const Report& r) {
                            {"shape", t.shape},
                            {"strides", t.strides},
                            {"storage_offset", t.storage_offset},
-                           {"argument", text_or_null(t.argument)},
+                           {"argument", text_or_null<Json>(t.argument)},
                            {"device", t.device},
-                           {"sha256", text_or_null(t.sha256)},
+                           {"sha256", text_or_null<Json>(t.sha256)},
                            {"nan_count", t.nan_count},
                            {"inf_count", t.inf_count},
                            {"first_nonfinite", t.first_nonfinite.empty() ? Json(nullptr) : Json(t.first_nonfinite)}});
   }
-  return Json{{"path", text_or_null(r.inputs_path)},
-              {"sha256", text_or_null(r.inputs_sha256)},
-              {"format", text_or_null(r.inputs_format)},
+  return Json{{"path", text_or_null<Json>(r.inputs_path)},
+              {"sha256", text_or_null<Json>(r.inputs_sha256)},
+              {"format", text_or_null<Json>(r.inputs_format)},
               {"read_as", r.inputs_read_as},
-              {"origin", text_or_null(r.inputs_origin)},
-              {"binding", text_or_null(r.inputs_binding)},
+              {"origin", text_or_null<Json>(r.inputs_origin)},
+              {"binding", text_or_null<Json>(r.inputs_binding)},
               {"tensors", std::move(tensors)}};
 }
 
@@ -107,7 +107,7 @@ Json stats_json(const TensorStats& s) {
               {"min", number(s.min)},
               {"max", number(s.max)},
               {"mean", number(s.mean)},
-              {"checksum", text_or_null(s.checksum)}};
+              {"checksum", text_or_null<Json>(s.checksum)}};
 }
 
 Json comparison_json(const std::optional<Comparison>& c) {
@@ -121,8 +121,8 @@ Json comparison_json(const std::optional<Comparison>& c) {
               {"max_rel_error", number(c->max_rel_error)},
               {"mismatched", c->mismatched},
               {"total", c->total},
-              {"worst_output", text_or_null(c->worst_output)},
-              {"note", text_or_null(c->note)}};
+              {"worst_output", text_or_null<Json>(c->worst_output)},
+              {"note", text_or_null<Json>(c->note)}};
 }
 
 Json run_json(const RunRecord& run) {
@@ -143,7 +143,7 @@ Json run_json(const RunRecord& run) {
       {"signal_name", run.signal ? Json(report_text::signal_string(*run.signal)) : Json(nullptr)},
       {"core_dumped", run.core_dumped},
       {"seconds", number(run.seconds)},
-      {"first_error_line", text_or_null(run.first_error_line)},
+      {"first_error_line", text_or_null<Json>(run.first_error_line)},
       {"outputs", std::move(outputs)},
       {"comparison", comparison_json(run.comparison)},
   };
@@ -159,7 +159,7 @@ Json matrix_json(const Report& r) {
                             {"deterministic", v.deterministic},
                             {"rate", number(v.runs ? double(v.reproduced) / v.runs : 0.0)}});
   }
-  Json chosen = r.failure ? text_or_null(r.failure->reproducing_variant) : Json(nullptr);
+  Json chosen = r.failure ? text_or_null<Json>(r.failure->reproducing_variant) : Json(nullptr);
   Json findings = Json::array();
   for (const auto& f : r.findings) {
     findings.push_back(Json{{"variant", f.variant}, {"contrast", f.contrast}, {"sentence", f.sentence}});
@@ -172,14 +172,14 @@ Json failure_json(const std::optional<Failure>& f) {
     return nullptr;
   }
   return Json{{"kind", outcome_name(f->kind)},
-              {"first_line", text_or_null(f->first_line)},
+              {"first_line", text_or_null<Json>(f->first_line)},
               {"first_check", report_text::first_check(*f)},
               {"signal", value_or_null(f->signal)},
-              {"reproducing_variant", text_or_null(f->reproducing_variant)},
+              {"reproducing_variant", text_or_null<Json>(f->reproducing_variant)},
               {"reproduced", f->reproduced},
               {"runs", f->runs},
               {"deterministic", f->deterministic},
-              {"signature", text_or_null(f->signature)},
+              {"signature", text_or_null<Json>(f->signature)},
               {"batch", f->batch ? Json{{"index", f->batch->index},
                                         {"file", f->batch->file},
                                         {"call", f->batch->calls ? Json(f->batch->index + 1) : Json(nullptr)},
@@ -193,7 +193,7 @@ Json batches_json(const std::vector<BatchRecord>& batches) {
     out.push_back(Json{{"index", b.index},
                        {"file", b.file},
                        {"outcome", b.outcome},
-                       {"first_line", text_or_null(b.first_line)}});
+                       {"first_line", text_or_null<Json>(b.first_line)}});
   }
   return out;
 }
@@ -204,10 +204,10 @@ Json producer_json(const std::optional<Producer>& p) {
   if (!p) {
     return nullptr;
   }
-  return Json{{"tensor", text_or_null(p->tensor)},
+  return Json{{"tensor", text_or_null<Json>(p->tensor)},
               {"call_index", value_or_null(p->call_index)},
-              {"kernel", text_or_null(p->kernel)},
-              {"why", text_or_null(p->why)}};
+              {"kernel", text_or_null<Json>(p->kernel)},
+              {"why", text_or_null<Json>(p->why)}};
 }
 
 Json source_lines_json(const std::vector<SourceLine>& lines) {
@@ -215,9 +215,9 @@ Json source_lines_json(const std::vector<SourceLine>& lines) {
   for (const auto& l : lines) {
     out.push_back(Json{{"file", l.file},
                        {"line", l.line},
-                       {"function", text_or_null(l.function)},
-                       {"code", text_or_null(l.code)},
-                       {"module", text_or_null(l.module)}});
+                       {"function", text_or_null<Json>(l.function)},
+                       {"code", text_or_null<Json>(l.code)},
+                       {"module", text_or_null<Json>(l.module)}});
   }
   return out;
 }
@@ -226,9 +226,9 @@ Json graph_nodes_json(const std::vector<GraphNodeRef>& refs) {
   Json nodes = Json::array();
   for (const auto& n : refs) {
     nodes.push_back(Json{{"name", n.name},
-                         {"op", text_or_null(n.op)},
-                         {"source", text_or_null(n.source)},
-                         {"code", text_or_null(n.code)}});
+                         {"op", text_or_null<Json>(n.op)},
+                         {"source", text_or_null<Json>(n.source)},
+                         {"code", text_or_null<Json>(n.code)}});
   }
   return nodes;
 }
@@ -237,10 +237,10 @@ Json divergence_json(const std::optional<Divergence>& d) {
   if (!d) {
     return nullptr;
   }
-  return Json{{"tensor", text_or_null(d->tensor)},
-              {"dtype", text_or_null(d->dtype)},
+  return Json{{"tensor", text_or_null<Json>(d->tensor)},
+              {"dtype", text_or_null<Json>(d->dtype)},
               {"graph_nodes", graph_nodes_json(d->nodes)},
-              {"compared_with", text_or_null(d->compared_with)},
+              {"compared_with", text_or_null<Json>(d->compared_with)},
               {"max_abs_error", number(d->max_abs_error)},
               {"max_rel_error", number(d->max_rel_error)},
               {"scale", number(d->scale)},
@@ -249,8 +249,8 @@ Json divergence_json(const std::optional<Divergence>& d) {
               {"rtol", number(d->rtol)},
               {"allowed_abs_error", number(d->atol + d->rtol * d->scale)},
               {"worst_index", d->worst_index},
-              {"worst_actual", text_or_null(d->actual)},
-              {"worst_expected", text_or_null(d->expected)},
+              {"worst_actual", text_or_null<Json>(d->actual)},
+              {"worst_expected", text_or_null<Json>(d->expected)},
               {"inputs_compared", d->inputs_compared},
               {"inputs_worst_ratio", number(d->inputs_worst_ratio)}};
 }
@@ -261,18 +261,18 @@ Json coredump_json(const std::optional<CoreDumpReading>& d) {
   }
   auto opt_int = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
   return Json{{"run", d->run},
-              {"file", text_or_null(d->file)},
-              {"exception", text_or_null(d->exception)},
-              {"pc", text_or_null(d->pc)},
-              {"kernel", text_or_null(d->kernel)},
-              {"grid", text_or_null(d->grid)},
-              {"block", text_or_null(d->block)},
-              {"thread", text_or_null(d->thread)},
-              {"launch", text_or_null(d->launch)},
+              {"file", text_or_null<Json>(d->file)},
+              {"exception", text_or_null<Json>(d->exception)},
+              {"pc", text_or_null<Json>(d->pc)},
+              {"kernel", text_or_null<Json>(d->kernel)},
+              {"grid", text_or_null<Json>(d->grid)},
+              {"block", text_or_null<Json>(d->block)},
+              {"thread", text_or_null<Json>(d->thread)},
+              {"launch", text_or_null<Json>(d->launch)},
               {"device", opt_int(d->device)},
               {"sm", opt_int(d->sm)},
               {"read_by_debugger", d->read_by_debugger},
-              {"debugger_note", text_or_null(d->debugger_note)},
+              {"debugger_note", text_or_null<Json>(d->debugger_note)},
               {"call_sites", d->call_sites},
               {"agrees_with_search", d->agrees ? Json(*d->agrees) : Json(nullptr)}};
 }
@@ -280,14 +280,14 @@ Json coredump_json(const std::optional<CoreDumpReading>& d) {
 Json run_to_run_json(const std::vector<RunDifference>& diffs) {
   Json out = Json::array();
   for (const auto& d : diffs) {
-    out.push_back(Json{{"tensor", text_or_null(d.tensor)},
-                       {"dtype", text_or_null(d.dtype)},
+    out.push_back(Json{{"tensor", text_or_null<Json>(d.tensor)},
+                       {"dtype", text_or_null<Json>(d.dtype)},
                        {"elements", d.elements},
                        {"differing", d.differ},
                        {"max_abs_difference", number(d.max_abs)},
                        {"worst_index", d.worst_index},
-                       {"first_run", text_or_null(d.first)},
-                       {"second_run", text_or_null(d.second)}});
+                       {"first_run", text_or_null<Json>(d.first)},
+                       {"second_run", text_or_null<Json>(d.second)}});
   }
   return out;
 }
@@ -299,17 +299,17 @@ Json sanitizer_json(const std::optional<SanitizerPass>& p) {
   Json errors = Json::array();
   for (const auto& e : p->errors) {
     errors.push_back(Json{{"what", e.what},
-                          {"kernel", text_or_null(e.kernel)},
-                          {"thread", text_or_null(e.thread)},
-                          {"block", text_or_null(e.block)},
-                          {"address", text_or_null(e.address)},
-                          {"buffer", text_or_null(e.buffer)},
-                          {"note", text_or_null(e.note)}});
+                          {"kernel", text_or_null<Json>(e.kernel)},
+                          {"thread", text_or_null<Json>(e.thread)},
+                          {"block", text_or_null<Json>(e.block)},
+                          {"address", text_or_null<Json>(e.address)},
+                          {"buffer", text_or_null<Json>(e.buffer)},
+                          {"note", text_or_null<Json>(e.note)}});
   }
-  return Json{{"run", text_or_null(p->run)},
-              {"command", text_or_null(p->command)},
+  return Json{{"run", text_or_null<Json>(p->run)},
+              {"command", text_or_null<Json>(p->command)},
               {"errors", std::move(errors)},
-              {"note", text_or_null(p->note)}};
+              {"note", text_or_null<Json>(p->note)}};
 }
 
 Json culprit_json(const std::optional<Culprit>& c) {
@@ -318,22 +318,22 @@ Json culprit_json(const std::optional<Culprit>& c) {
   }
   Json args = Json::array();
   for (const auto& a : c->args) {
-    args.push_back(Json{{"tensor", text_or_null(a.tensor)},
+    args.push_back(Json{{"tensor", text_or_null<Json>(a.tensor)},
                         {"initialized", a.initialized},
-                        {"fqn", text_or_null(a.fqn)},
-                        {"origin", text_or_null(a.origin)},
+                        {"fqn", text_or_null<Json>(a.fqn)},
+                        {"origin", text_or_null<Json>(a.origin)},
                         {"before", stats_or_null(a.before)},
                         {"after", stats_or_null(a.after)}});
   }
   return Json{{"call_index", c->call_index},
-              {"kernel", text_or_null(c->kernel)},
-              {"kind", text_or_null(c->kind)},
-              {"phase", text_or_null(c->phase)},
-              {"source_nodes", text_or_null(c->source_nodes)},
-              {"branch", text_or_null(c->branch)},
-              {"why", text_or_null(c->why)},
-              {"root_cause", text_or_null(c->root_cause)},
-              {"unwritten", text_or_null(c->unwritten)},
+              {"kernel", text_or_null<Json>(c->kernel)},
+              {"kind", text_or_null<Json>(c->kind)},
+              {"phase", text_or_null<Json>(c->phase)},
+              {"source_nodes", text_or_null<Json>(c->source_nodes)},
+              {"branch", text_or_null<Json>(c->branch)},
+              {"why", text_or_null<Json>(c->why)},
+              {"root_cause", text_or_null<Json>(c->root_cause)},
+              {"unwritten", text_or_null<Json>(c->unwritten)},
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},
               {"divergence", divergence_json(c->divergence)},
@@ -355,15 +355,15 @@ Json healed_json(const std::vector<HealedSite>& healed) {
   Json out = Json::array();
   for (const auto& h : healed) {
     out.push_back(Json{{"call_index", h.call_index},
-                       {"kernel", text_or_null(h.kernel)},
-                       {"tensor", text_or_null(h.tensor)},
+                       {"kernel", text_or_null<Json>(h.kernel)},
+                       {"tensor", text_or_null<Json>(h.tensor)},
                        {"nan_count", h.nan_count},
                        {"inf_count", h.inf_count},
                        {"by_design", h.by_design},
                        {"last_read_by", value_or_null(h.last_read_by)},
-                       {"last_read_kernel", text_or_null(h.last_read_kernel)},
+                       {"last_read_kernel", text_or_null<Json>(h.last_read_kernel)},
                        {"cleaned", h.cleaned},
-                       {"note", text_or_null(h.note)}});
+                       {"note", text_or_null<Json>(h.note)}});
   }
   return out;
 }
@@ -372,10 +372,10 @@ Json other_origins_json(const std::vector<OtherOrigin>& others) {
   Json out = Json::array();
   for (const auto& o : others) {
     out.push_back(Json{{"call_index", o.call_index},
-                       {"kernel", text_or_null(o.kernel)},
+                       {"kernel", text_or_null<Json>(o.kernel)},
                        {"outputs", o.outputs},
-                       {"source", text_or_null(o.source)},
-                       {"note", text_or_null(o.note)}});
+                       {"source", text_or_null<Json>(o.source)},
+                       {"note", text_or_null<Json>(o.note)}});
   }
   return out;
 }
@@ -388,11 +388,11 @@ Json bisection_json(const std::optional<Bisection>& b) {
   for (const auto& s : b->steps) {
     steps.push_back(Json{{"lo", s.lo},
                          {"hi", s.hi},
-                         {"purpose", text_or_null(s.purpose)},
-                         {"verdict", text_or_null(s.verdict)},
+                         {"purpose", text_or_null<Json>(s.purpose)},
+                         {"verdict", text_or_null<Json>(s.verdict)},
                          {"runs", s.runs},
                          {"agreeing", s.agreeing},
-                         {"note", text_or_null(s.note)}});
+                         {"note", text_or_null<Json>(s.note)}});
   }
   Json sites = Json::array();
   for (const auto& site : b->sites) {
@@ -407,34 +407,34 @@ Json bisection_json(const std::optional<Bisection>& b) {
   }
   Json unmapped = Json::array();
   for (const auto& u : b->unmapped) {
-    unmapped.push_back(Json{{"call_index", u.call_index}, {"kernel", text_or_null(u.kernel)}, {"why", text_or_null(u.why)}});
+    unmapped.push_back(Json{{"call_index", u.call_index}, {"kernel", text_or_null<Json>(u.kernel)}, {"why", text_or_null<Json>(u.why)}});
   }
   Json honest = nullptr;
   if (b->largest_within) {
     const HonestError& h = *b->largest_within;
     honest = Json{{"call_index", h.call_index},
-                  {"kernel", text_or_null(h.kernel)},
-                  {"tensor", text_or_null(h.tensor)},
-                  {"dtype", text_or_null(h.dtype)},
+                  {"kernel", text_or_null<Json>(h.kernel)},
+                  {"tensor", text_or_null<Json>(h.tensor)},
+                  {"dtype", text_or_null<Json>(h.dtype)},
                   {"max_abs_error", number(h.max_abs_error)},
                   {"max_rel_error", number(h.max_rel_error)},
                   {"ratio_to_allowed", number(h.ratio)}};
   }
-  return Json{{"source", text_or_null(b->source)},
+  return Json{{"source", text_or_null<Json>(b->source)},
               {"sources_passed_over", passed_over_json(b->passed_over)},
-              {"strategy", text_or_null(b->strategy)},
+              {"strategy", text_or_null<Json>(b->strategy)},
               {"mapped_sites", value_or_null(b->mapped_sites)},
               {"unmapped", std::move(unmapped)},
               {"largest_within_tolerance", std::move(honest)},
-              {"status", text_or_null(b->status)},
-              {"predicate", text_or_null(b->predicate)},
-              {"variant", text_or_null(b->variant)},
+              {"status", text_or_null<Json>(b->status)},
+              {"predicate", text_or_null<Json>(b->predicate)},
+              {"variant", text_or_null<Json>(b->variant)},
               {"call_sites", b->call_sites},
               {"planned_runs", b->planned_runs},
               {"runs", b->runs},
-              {"message", text_or_null(b->message)},
-              {"self_check", text_or_null(b->self_check)},
-              {"reach", text_or_null(b->reach)},
+              {"message", text_or_null<Json>(b->message)},
+              {"self_check", text_or_null<Json>(b->self_check)},
+              {"reach", text_or_null<Json>(b->reach)},
               {"healed", healed_json(b->healed)},
               {"other_origins", other_origins_json(b->other_origins)},
               {"steps", std::move(steps)},
@@ -444,14 +444,14 @@ Json bisection_json(const std::optional<Bisection>& b) {
 Json builds_json(const Builds& b) {
   Json items = Json::array();
   for (const auto& item : b.items) {
-    items.push_back(Json{{"purpose", text_or_null(item.purpose)},
-                         {"source", text_or_null(item.source)},
-                         {"fidelity", text_or_null(item.fidelity)},
+    items.push_back(Json{{"purpose", text_or_null<Json>(item.purpose)},
+                         {"source", text_or_null<Json>(item.source)},
+                         {"fidelity", text_or_null<Json>(item.fidelity)},
                          {"passed_over", passed_over_json(item.passed_over)},
-                         {"key", text_or_null(item.key)},
+                         {"key", text_or_null<Json>(item.key)},
                          {"cache_hit", item.cache_hit},
                          {"seconds", number(item.seconds)},
-                         {"torch_version", text_or_null(item.torch_version)},
+                         {"torch_version", text_or_null<Json>(item.torch_version)},
                          {"objects_compiled", value_or_null(item.objects_compiled)}});
   }
   return Json{{"count", b.count},
@@ -459,16 +459,16 @@ Json builds_json(const Builds& b) {
               {"seconds", number(b.seconds)},
               {"items", std::move(items)},
               {"call_sites_match", value_or_null(b.call_sites_match)},
-              {"note", text_or_null(b.note)}};
+              {"note", text_or_null<Json>(b.note)}};
 }
 
 Json repro_json(const std::optional<Reproducer>& r) {
   if (!r) {
     return nullptr;
   }
-  return Json{{"dir", text_or_null(r->dir)},       {"files", r->files},
-              {"command", text_or_null(r->command)}, {"replay", text_or_null(r->replay)},
-              {"replay_note", text_or_null(r->replay_note)}};
+  return Json{{"dir", text_or_null<Json>(r->dir)},       {"files", r->files},
+              {"command", text_or_null<Json>(r->command)}, {"replay", text_or_null<Json>(r->replay)},
+              {"replay_note", text_or_null<Json>(r->replay_note)}};
 }
 
 }  // namespace
@@ -482,7 +482,7 @@ std::string report_to_json(const Report& r) {
   j["environment"] = environment_json(r);
   j["package"] = package_json(r.package);
   j["inputs"] = inputs_json(r);
-  j["reference"] = text_or_null(r.reference_path);
+  j["reference"] = text_or_null<Json>(r.reference_path);
   j["runs"] = Json::array();
   for (const auto& run : r.runs) {
     j["runs"].push_back(run_json(run));
@@ -493,12 +493,12 @@ std::string report_to_json(const Report& r) {
   for (const auto& g : r.batch_groups) {
     j["batch_groups"].push_back(Json{{"signature", g.signature},
                                      {"kind", g.kind},
-                                     {"first_line", text_or_null(g.first_line)},
+                                     {"first_line", text_or_null<Json>(g.first_line)},
                                      {"batches", g.batches}});
   }
   j["matrix"] = matrix_json(r);
   j["verdict"] = verdict_name(r.verdict);
-  j["verdict_reason"] = text_or_null(r.verdict_reason);
+  j["verdict_reason"] = text_or_null<Json>(r.verdict_reason);
   j["failure"] = failure_json(r.failure);
   j["culprit"] = culprit_json(r.culprit);
   j["bisection"] = bisection_json(r.bisection);
@@ -510,9 +510,9 @@ std::string report_to_json(const Report& r) {
   }
   j["total_seconds"] = number(r.total_seconds);
   j["first_answer_seconds"] = r.first_answer_seconds ? number(*r.first_answer_seconds) : Json(nullptr);
-  j["reproduce_command"] = text_or_null(r.reproduce_command);
+  j["reproduce_command"] = text_or_null<Json>(r.reproduce_command);
   j["repro"] = repro_json(r.repro);
-  j["error"] = text_or_null(r.error);
+  j["error"] = text_or_null<Json>(r.error);
   j["notes"] = r.notes;
   // Child output is not guaranteed UTF-8; a bad byte must not lose the report.
   return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";

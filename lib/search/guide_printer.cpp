@@ -60,7 +60,7 @@ std::optional<double> parse_number(std::string_view text) {
 }
 
 // "[8, 32]" -> {8, 32}; "[]" -> {}.
-std::vector<int64_t> parse_size(std::string_view text) {
+std::vector<int64_t> parse_tensor_size(std::string_view text) {
   std::vector<int64_t> dims;
   std::string s(trim(text));
   for (char& c : s) {
@@ -108,7 +108,7 @@ void apply_field(PrintedTensor& t, std::string_view line) {
   } else if (key == "Max value") {
     t.max = parse_number(value);
   } else if (key == "Size") {
-    t.shape = parse_size(value);
+    t.shape = parse_tensor_size(value);
   }
 }
 

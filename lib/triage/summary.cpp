@@ -1,3 +1,4 @@
+#include "protocol/values.hpp"
 #include "triage/summary.hpp"
 
 #include <algorithm>
@@ -21,7 +22,6 @@ std::string text_at(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-Json text_or_null(const std::string& s) { return s.empty() ? Json(nullptr) : Json(s); }
 
 template <class T>
 std::optional<T> number_at(const Json& j, const char* key) {
@@ -39,24 +39,23 @@ void read_culprit(const Json& j, std::optional<int>& call_index, std::string& ke
   }
 }
 
-Json culprit_json(const std::optional<int>& call_index, const std::string& kernel) {
+Json case_culprit_json(const std::optional<int>& call_index, const std::string& kernel) {
   if (kernel.empty()) {
     return nullptr;
   }
   return Json{{"call_index", call_index ? Json(*call_index) : Json(nullptr)}, {"kernel", kernel}};
 }
 
-// "at call site 3 cpp_fused_div_1", or "" when nothing was isolated.
+std::string seconds_text(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
+
+}  // namespace
+
 std::string culprit_text(const std::optional<int>& call_index, const std::string& kernel) {
   if (kernel.empty()) {
     return "";
   }
   return call_index ? fmt::format("call site {} {}", *call_index, kernel) : kernel;
 }
-
-std::string seconds_text(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
-
-}  // namespace
 
 std::string_view case_state_name(CaseState s) {
   switch (s) {
@@ -251,14 +250,14 @@ std::string summary_to_json(const Summary& s) {
            {"verdict", c.verdict},
            {"state", std::string(case_state_name(case_state(c)))},
            {"exit_code", c.exit_code >= 0 ? Json(c.exit_code) : Json(nullptr)},
-           {"failure_kind", text_or_null(c.failure_kind)},
-           {"signature", text_or_null(c.signature)},
-           {"culprit", culprit_json(c.culprit_call_index, c.culprit_kernel)},
-           {"report", text_or_null(c.report)},
+           {"failure_kind", text_or_null<Json>(c.failure_kind)},
+           {"signature", text_or_null<Json>(c.signature)},
+           {"culprit", case_culprit_json(c.culprit_call_index, c.culprit_kernel)},
+           {"report", text_or_null<Json>(c.report)},
            {"seconds", c.seconds},
-           {"error", text_or_null(c.error)},
-           {"package_torch", text_or_null(c.package_torch)},
-           {"runner_torch", text_or_null(c.runner_torch)}};
+           {"error", text_or_null<Json>(c.error)},
+           {"package_torch", text_or_null<Json>(c.package_torch)},
+           {"runner_torch", text_or_null<Json>(c.runner_torch)}};
     if (!c.verify.empty()) {
       j["verify"] = c.verify;
     }
@@ -267,23 +266,23 @@ std::string summary_to_json(const Summary& s) {
   Json groups = Json::array();
   for (const auto& g : s.groups) {
     groups.push_back(Json{{"signature", g.signature},
-                          {"kind", text_or_null(g.kind)},
-                          {"culprit", culprit_json(g.culprit_call_index, g.culprit_kernel)},
+                          {"kind", text_or_null<Json>(g.kind)},
+                          {"culprit", case_culprit_json(g.culprit_call_index, g.culprit_kernel)},
                           {"cases", g.cases},
-                          {"status", text_or_null(g.status)}});
+                          {"status", text_or_null<Json>(g.status)}});
   }
   Json torches = Json::array();
   for (const auto& t : group_by_torch(s.cases)) {
-    torches.push_back(Json{{"torch", text_or_null(t.torch)}, {"runners", t.runners}, {"cases", t.cases}});
+    torches.push_back(Json{{"torch", text_or_null<Json>(t.torch)}, {"runners", t.runners}, {"cases", t.cases}});
   }
   Json j{{"schema_version", 1},
          {"tool", Json{{"name", "aoti-bisect"}, {"version", s.tool_version}}},
          {"command", s.command},
-         {"manifest", text_or_null(s.manifest)},
-         {"manifest_sha256", text_or_null(s.manifest_sha256)},
+         {"manifest", text_or_null<Json>(s.manifest)},
+         {"manifest_sha256", text_or_null<Json>(s.manifest_sha256)},
          {"manifest_cases", s.manifest_cases},
-         {"shard", text_or_null(s.shard)},
-         {"baseline", text_or_null(s.baseline)},
+         {"shard", text_or_null<Json>(s.shard)},
+         {"baseline", text_or_null<Json>(s.baseline)},
          {"interrupted", s.interrupted},
          {"exit_code", s.exit_code},
          {"seconds", s.seconds},

@@ -114,6 +114,10 @@ void judge_verify(Summary& summary, const std::vector<EarlierFailure>& earlier);
 
 int triage_exit_code(const std::vector<CaseResult>& cases, bool interrupted);
 
+// "call site 3 cpp_fused_div_1" (the kernel alone without an index), or ""
+// when nothing was isolated: a case's culprit in summaries and on the console.
+std::string culprit_text(const std::optional<int>& call_index, const std::string& kernel);
+
 std::string summary_to_json(const Summary& s);
 // The inverse, for triage-merge. Throws Error(usage) naming `source` when
 // `doc` is not a triage summary.json.

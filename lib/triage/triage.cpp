@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -170,7 +171,7 @@ std::vector<EarlierFailure> load_baseline(const fs::path& path) {
 
 Summary run_triage(const TriageOptions& o, const TriageProgress& progress,
                    const std::function<void(Summary&)>& before_summary) {
-  double start = now_s();
+  double start = steady_seconds();
   OutDir out(o.out_dir, triage_products());
   for (const auto& note : out.notes()) {
     progress(note);
@@ -235,7 +236,7 @@ Summary run_triage(const TriageOptions& o, const TriageProgress& progress,
   if (before_summary) {
     before_summary(s);
   }
-  s.seconds = now_s() - start;
+  s.seconds = steady_seconds() - start;
   write_summaries(s, o.out_dir);
   return s;
 }

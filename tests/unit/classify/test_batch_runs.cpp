@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "classify/batches.hpp"
+#include "classify/batch_runs.hpp"
 #include "classify/classify.hpp"
 #include "protocol/runner.hpp"
 
@@ -56,7 +56,7 @@ BatchRun passing(const std::string& int_dtype, double lo, double hi, std::vector
 
 }  // namespace
 
-TEST_SUITE_BEGIN("classify/batches");
+TEST_SUITE_BEGIN("classify/batch_runs");
 
 TEST_CASE("a batch loop's events: each batch, and the run of the last one alone") {
   auto ev = loop({batch(0, 3, 3, true), batch(1, 3, 3, true), batch(2, 3, 4, false)},

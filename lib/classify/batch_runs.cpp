@@ -1,4 +1,4 @@
-#include "classify/batches.hpp"
+#include "classify/batch_runs.hpp"
 
 #include <algorithm>
 #include <cmath>
