@@ -171,21 +171,24 @@ int open_output(const std::string& path) {
   ::_exit(rc);
 }
 
-// Starts one run; its pid, or -1 with `why`.
-pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), std::string& why) {
-  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int out = open_output(req.out);
-  int err = open_output(req.err);
+// Forks a process that `become` turns into what it is (it never returns),
+// reparented to the driver at once: its parent, a middle process, exits
+// right after the fork. Its pid (its own process group's), or -1 with
+// `why`. Only async-signal-safe calls between the forks.
+template <typename Become>
+pid_t fork_reparented(Become&& become, const char* what, std::string& why) {
   int report[2] = {-1, -1};
-  pid_t run = -1;
-  if (in < 0 || out < 0 || err < 0 || ::pipe2(report, O_CLOEXEC) != 0) {
-    why = std::string("open: ") + std::strerror(errno);
-  } else if (pid_t middle = ::fork(); middle < 0) {
+  pid_t pid = -1;
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    why = std::string("pipe: ") + std::strerror(errno);
+    return -1;
+  }
+  if (pid_t middle = ::fork(); middle < 0) {
     why = std::string("fork: ") + std::strerror(errno);
   } else if (middle == 0) {
     pid_t child = ::fork();
     if (child == 0) {
-      become_run(req, in, out, err, driver, run_once);
+      become();
     }
     if (child > 0) {
       ::setpgid(child, child);  // also here, so the group exists before the driver hears of it
@@ -199,12 +202,31 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
     int status = 0;
     while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
     }
-    if (::read(report[0], &run, sizeof run) != static_cast<ssize_t>(sizeof run) || run <= 0) {
-      why = "fork: the run did not start";
-      run = -1;
+    if (::read(report[0], &pid, sizeof pid) != static_cast<ssize_t>(sizeof pid) || pid <= 0) {
+      why = std::string("fork: the ") + what + " did not start";
+      pid = -1;
     }
   }
-  for (int fd : {in, out, err, report[0], report[1]}) {
+  for (int fd : report) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  return pid;
+}
+
+// Starts one run; its pid, or -1 with `why`.
+pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), std::string& why) {
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int out = open_output(req.out);
+  int err = open_output(req.err);
+  pid_t run = -1;
+  if (in < 0 || out < 0 || err < 0) {
+    why = std::string("open: ") + std::strerror(errno);
+  } else {
+    run = fork_reparented([&] { become_run(req, in, out, err, driver, run_once); }, "run", why);
+  }
+  for (int fd : {in, out, err}) {
     if (fd >= 0) {
       ::close(fd);
     }
@@ -258,43 +280,15 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
 // `word_fd` (the write end) stays with the caller.
 pid_t start_stand_in(pid_t driver, int& word_fd, std::string& why) {
   int word[2] = {-1, -1};
-  int report[2] = {-1, -1};
-  pid_t stand_in = -1;
-  if (::pipe2(word, O_CLOEXEC) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+  if (::pipe2(word, O_CLOEXEC) != 0) {
     why = std::string("pipe: ") + std::strerror(errno);
-  } else if (pid_t middle = ::fork(); middle < 0) {
-    why = std::string("fork: ") + std::strerror(errno);
-  } else if (middle == 0) {
-    ::close(word[1]);
-    pid_t child = ::fork();
-    if (child == 0) {
-      become_stand_in(word[0], driver);
-    }
-    if (child > 0) {
-      ::setpgid(child, child);  // the group exists before the server joins it
-    }
-    ssize_t ignored = ::write(report[1], &child, sizeof child);
-    (void)ignored;
-    ::_exit(0);
-  } else {
-    ::close(report[1]);
-    report[1] = -1;
-    int status = 0;
-    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (::read(report[0], &stand_in, sizeof stand_in) != static_cast<ssize_t>(sizeof stand_in) || stand_in <= 0) {
-      why = "fork: the stand-in did not start";
-      stand_in = -1;
-    }
+    return -1;
   }
-  for (int fd : {word[0], report[0], report[1]}) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
+  const pid_t stand_in = fork_reparented([&] { become_stand_in(word[0], driver); }, "stand-in", why);
+  ::close(word[0]);
   if (stand_in > 0) {
     word_fd = word[1];
-  } else if (word[1] >= 0) {
+  } else {
     ::close(word[1]);
   }
   return stand_in;

@@ -1,16 +1,7 @@
 // Files of tensors as users save them, loaded the runner's way (the pickle
 // made plain torch-free, then LibTorch's unpickler): the same tensors from
 // every format (tests/data/tensor_files, tests/data/make_tensor_files.py).
-#include <torch/torch.h>
-// c10's glog-style CHECK macros would shadow doctest's.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "torch_doctest.hpp"
 
 #include <filesystem>
 #include <string>

@@ -1,16 +1,7 @@
 // The runner's logic (lib/torchside/runner.hpp) without a package: what it
 // refuses and reports before any model runs (the end-to-end tests run it on
 // real packages).
-#include <torch/torch.h>
-// c10's glog-style CHECK macros would shadow doctest's.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "torch_doctest.hpp"
 
 #include <filesystem>
 #include <string>

@@ -2,16 +2,7 @@
 // against ATen's own reductions, on the host path and on the device path
 // (ATen's reductions, run here on CPU tensors).
 #include <ATen/Parallel.h>
-#include <torch/torch.h>
-// c10's glog-style CHECK macros would shadow doctest's.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "torch_doctest.hpp"
 
 #include <cmath>
 #include <limits>
