@@ -17,7 +17,7 @@ namespace aoti_bisect {
 class InstrumentationSource;
 using SourceFactory = std::function<std::unique_ptr<InstrumentationSource>()>;
 
-struct JobEnv {
+struct JobContext {
   const Settings& settings;
   Recorder& recorder;
   Runs& runs;

@@ -396,8 +396,8 @@ class Job {
       throw Error(ErrorKind::usage, "--reference and --against-eager compare one batch: give one --inputs with them");
     }
   }
-  JobResult run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model);
-  std::optional<JobResult> outputs_differ(const Settings& s, JobEnv& env, const ModelDir& model,
+  JobResult run_matrix(const Settings& s, Inspected& in, JobContext& job, const ModelDir& model);
+  std::optional<JobResult> outputs_differ(const Settings& s, JobContext& job, const ModelDir& model,
                                           const std::vector<PlannedRun>& plan,
                                           const std::vector<ChildResult>& results, MatrixResult& m,
                                           const std::vector<Finding>& findings,
@@ -538,8 +538,8 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   }
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
-  JobEnv env{s, m_rec, runs, device_key, work.path(), m_seams.source};
-  return run_matrix(s, in, env, model);
+  JobContext job{s, m_rec, runs, device_key, work.path(), m_seams.source};
+  return run_matrix(s, in, job, model);
 }
 
 // Outputs that differ between runs of the baseline environment while no run
@@ -547,7 +547,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
 // many runs agreed, and how far two runs differ (one more run, compared bit
 // for bit with the baseline's outputs); within a tolerance the user gave
 // (--atol/--rtol) it is accepted, and the report still says it saw them.
-std::optional<JobResult> Job::outputs_differ(const Settings& s, JobEnv& env, const ModelDir& model,
+std::optional<JobResult> Job::outputs_differ(const Settings& s, JobContext& job, const ModelDir& model,
                                              const std::vector<PlannedRun>& plan,
                                              const std::vector<ChildResult>& results, MatrixResult& m,
                                              const std::vector<Finding>& findings,
@@ -591,7 +591,7 @@ std::optional<JobResult> Job::outputs_differ(const Settings& s, JobEnv& env, con
   req.repeat = 1;
   req.exact_reference = s.out_dir / "runs" / first_id / "outputs.pt";
   std::vector<ChildResult> compared;
-  if (!env.runs.run_all({req}, 1, compared) && interrupt_requested()) {
+  if (!job.runs.run_all({req}, 1, compared) && interrupt_requested()) {
     return interrupted("while comparing runs");
   }
   std::string how_far;
@@ -786,13 +786,13 @@ void Job::build_from_sources(Inspected& in, const fs::path& package_dir, const S
   in.model = &in.built;
 }
 
-JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const ModelDir& model) {
+JobResult Job::run_matrix(const Settings& s, Inspected& in, JobContext& job, const ModelDir& model) {
   std::vector<PlannedRun> plan = s.plan;
   std::vector<ChildResult> results;
   std::optional<BatchLoop> loop;  // several batches: the loop over them is the baseline
   m_rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
   if (s.batches.size() > 1) {
-    loop = run_batch_loop(s, env.runs, m_rec, matrix_requests(plan, model, {}).front());
+    loop = run_batch_loop(s, job.runs, m_rec, matrix_requests(plan, model, {}).front());
     if (!loop) {
       return interrupted("during the batch loop");
     }
@@ -802,7 +802,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     }
   } else {
     m_rec.begin_phase("baseline", "one run in a fresh child");
-    if (!env.runs.run_all({matrix_requests(plan, model, {}).front()}, 1, results) && interrupt_requested()) {
+    if (!job.runs.run_all({matrix_requests(plan, model, {}).front()}, 1, results) && interrupt_requested()) {
       return interrupted("during the baseline run");
     }
   }
@@ -834,7 +834,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     if (!checks.empty()) {
       m_rec.begin_phase("matrix", "the package's own input check, as a second opinion");
       std::vector<ChildResult> checked;
-      env.runs.run_all(matrix_requests(checks, model, run_list), s.jobs, checked);
+      job.runs.run_all(matrix_requests(checks, model, run_list), s.jobs, checked);
       // A refusal with the baseline's own line is the runner's check again
       // (the count, the binding: kept where the package checks), not the package's.
       auto own = [&](const ChildResult& r) {
@@ -890,7 +890,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                       true, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
                       run_list};
     try {
-      early = run_bisection(env, first);
+      early = run_bisection(job, first);
     } catch (const ProgramRefused& e) {
       return fail({Verdict::could_not_test, e.what()});
     }
@@ -929,7 +929,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
                                             now.size() == 1 ? "" : "s", variants.size(),
                                             variants.size() == 1 ? "" : "s", why_now, s.jobs));
     std::vector<ChildResult> more;
-    bool completed = env.runs.run_all(matrix_requests(now, model, run_list), s.jobs, more) || !interrupt_requested();
+    bool completed = job.runs.run_all(matrix_requests(now, model, run_list), s.jobs, more) || !interrupt_requested();
     ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
     results.insert(results.end(), more.begin(), more.end());
     if (!completed) {
@@ -1008,7 +1008,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
     }
   }
   if (!m.failure && !loop) {
-    if (auto differ = outputs_differ(s, env, model, plan, results, m, findings, run_list)) {
+    if (auto differ = outputs_differ(s, job, model, plan, results, m, findings, run_list)) {
       return *differ;
     }
   }
@@ -1096,7 +1096,7 @@ JobResult Job::run_matrix(const Settings& s, Inspected& in, JobEnv& env, const M
   }
   BisectOutcome b;
   try {
-    b = run_bisection(env, setup);
+    b = run_bisection(job, setup);
   } catch (const ProgramRefused& e) {
     return fail({Verdict::could_not_test, e.what()});
   }

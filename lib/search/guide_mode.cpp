@@ -62,8 +62,8 @@ fs::path package_library(const BisectSetup& s) {
 
 // The plan for rebuilding the package's own wrapper with print calls (the
 // same needs as the rewrite source's), or why it cannot be rewritten.
-std::variant<RebuildPlan, std::string> rewrite_plan(const JobEnv& env, const BisectSetup& s) {
-  if (env.device_key != "cpu") {
+std::variant<RebuildPlan, std::string> rewrite_plan(const JobContext& job, const BisectSetup& s) {
+  if (job.device_key != "cpu") {
     return std::string("rewriting a CUDA package's wrapper is not implemented yet");
   }
   if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty() || s.model.wrapper_cpp.empty()) {
@@ -86,9 +86,9 @@ std::string range_text(int lo, int hi) {
 
 class GuideSearch {
  public:
-  GuideSearch(JobEnv& env, const BisectSetup& s, Predicate pred, int repeats,
+  GuideSearch(JobContext& job, const BisectSetup& s, Predicate pred, int repeats,
               std::variant<RebuildPlan, std::string> plan)
-      : m_env(env), m_s(s), m_pred(pred), m_repeats(repeats) {
+      : m_job(job), m_s(s), m_pred(pred), m_repeats(repeats) {
     if (auto* p = std::get_if<RebuildPlan>(&plan)) {
       m_plan = std::move(*p);
     } else {
@@ -114,7 +114,7 @@ class GuideSearch {
       ++m_run_no;
       ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
                         std::nullopt, {}, true, m_s.batches};
-      ChildResult res = m_env.runs.run(creq);
+      ChildResult res = m_job.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};
       }
@@ -165,7 +165,7 @@ class GuideSearch {
       // take over for the whole search.
       m_rewrite_why = it->second.problem;
       m_builds.erase(it);
-      m_env.recorder.progress().note("guide mode: the package's wrapper did not rebuild, using Inductor rebuilds: " +
+      m_job.recorder.progress().note("guide mode: the package's wrapper did not rebuild, using Inductor rebuilds: " +
                                      m_rewrite_why);
     }
     std::vector<std::string> kernels;
@@ -192,12 +192,12 @@ class GuideSearch {
     for (int i = lo; i <= hi; ++i) {
       only.insert(m_s.wrapper.call_sites[i - 1].index);
     }
-    Recorder& rec = m_env.recorder;
+    Recorder& rec = m_job.recorder;
     auto t0 = Clock::now();
     try {
       std::string wrapper = insert_probes(m_plan->src.recorded_wrapper, m_s.wrapper, ProbeText{&only, true});
       RebuiltLibrary built =
-          rebuild_library(*m_plan, wrapper, m_env.settings.cache_dir, m_env.settings.build_timeout_s);
+          rebuild_library(*m_plan, wrapper, m_job.settings.cache_dir, m_job.settings.build_timeout_s);
       g.seconds = since(t0);
       m_rewrite_seconds.push_back(g.seconds);
       m_rewrite_hits += built.cache_hit ? 1 : 0;
@@ -215,7 +215,7 @@ class GuideSearch {
         return g;
       }
       g.printing = range_printing(m_s.wrapper, only);
-      fs::path dir = m_env.work_dir / fmt::format("guide-{}", m_builds.size());
+      fs::path dir = m_job.work_dir / fmt::format("guide-{}", m_builds.size());
       g.dir = ModelDir{copy_package_with(m_s.original.dir, m_s.model.name, built.library, m_s.model.wrapper_cpp,
                                          wrapper, dir),
                        write_model_facts(w, dir.string() + "-facts.json"), {}};
@@ -234,14 +234,14 @@ class GuideSearch {
     }
     BuildResult built;
     try {
-      built = build_from_exported_program(m_env, m_s, 2, kernels);
+      built = build_from_exported_program(m_job, m_s, 2, kernels);
     } catch (const ProgramRefused&) {
       throw;
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
       return g;
     }
-    Recorder& rec = m_env.recorder;
+    Recorder& rec = m_job.recorder;
     std::string purpose = "guide " + join(kernels, ",");
     rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, std::string(probe_source_name(ProbeSource::guide)),
                "an Inductor rebuild with the level-2 printer (the package's wrapper was not rewritten: " +
@@ -263,7 +263,7 @@ class GuideSearch {
         rec.call_sites_match(true, "");
       }
       g.printing = printing_kernels(pkg.read_entry(model.wrapper_cpp), w.call_sites);
-      fs::path dir = m_env.work_dir / fmt::format("guide-{}", m_builds.size());
+      fs::path dir = m_job.work_dir / fmt::format("guide-{}", m_builds.size());
       g.dir = ModelDir{pkg.extract(dir), write_model_facts(w, dir.string() + "-facts.json")};
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
@@ -288,7 +288,7 @@ class GuideSearch {
   // away is the search's to report).
   // `record`: this is the build's first run, its record the latest.
   std::string compare_outputs(const ChildResult& res, const GuideBuild& b, bool record, int lo, int hi) {
-    const RunRecord* base = first_run_with_outputs(m_env.recorder.report(), m_s.variant);
+    const RunRecord* base = first_run_with_outputs(m_job.recorder.report(), m_s.variant);
     std::string note;
     std::string untrusted;
     if (base == nullptr || res.cls.outputs.empty()) {
@@ -308,12 +308,12 @@ class GuideSearch {
           range_text(lo, hi));
     }
     if (record || !untrusted.empty()) {
-      m_env.recorder.fidelity(b.fidelity + "; " + note);
+      m_job.recorder.fidelity(b.fidelity + "; " + note);
     }
     return untrusted;
   }
 
-  JobEnv& m_env;
+  JobContext& m_job;
   const BisectSetup& m_s;
   Predicate m_pred;
   int m_repeats = 1;
@@ -350,11 +350,11 @@ std::string rewrite_summary(const std::vector<double>& seconds, int hits) {
 
 }  // namespace
 
-BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis) {
-  Recorder& rec = env.recorder;
+BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predicate pred, Bisection& bis) {
+  Recorder& rec = job.recorder;
   int n = static_cast<int>(s.wrapper.call_sites.size());
   // With the package's wrapper rewritten, no exported program is needed.
-  auto plan = rewrite_plan(env, s);
+  auto plan = rewrite_plan(job, s);
   std::string why_not_rewrite = std::holds_alternative<std::string>(plan) ? std::get<std::string>(plan) : "";
   bool can_build = why_not_rewrite.empty() || !s.exported_program.empty();
   std::string needs =
@@ -378,13 +378,13 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
     rec.bisection(bis);
     return {Verdict::not_isolated, bis.message, ""};
   }
-  Strategy strategy = env.settings.strategy;
-  if (pred == Predicate::fault && env.device_key == "cpu") {
+  Strategy strategy = job.settings.strategy;
+  if (pred == Predicate::fault && job.device_key == "cpu") {
     strategy = Strategy::all;  // a CPU fault is synchronous: one printed run names the site
   } else if (strategy == Strategy::automatic) {
     strategy = Strategy::bisect;  // the manual guide, step by step: a rebuild per range
   }
-  int repeats = env.settings.bisect_repeats.value_or(s.deterministic ? 1 : 3);
+  int repeats = job.settings.bisect_repeats.value_or(s.deterministic ? 1 : 3);
   int planned = planned_oracle_calls(n, strategy);
   rec.plan_runs(planned * repeats);
   bis.strategy = std::string(strategy_name(strategy));
@@ -406,7 +406,7 @@ BisectOutcome GuideSource::isolate(JobEnv& env, const BisectSetup& s, Predicate 
                         why_not_rewrite);
   }
 
-  GuideSearch search(env, s, pred, repeats, std::move(plan));
+  GuideSearch search(job, s, pred, repeats, std::move(plan));
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return search.ask(lo, hi); });
   bis.message = prefix +
                 (search.rewrite_why().empty()

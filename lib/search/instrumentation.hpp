@@ -56,7 +56,7 @@ struct BisectOutcome {
 // An Inductor build of the setup's exported program at `printer_level`
 // (cached). Throws Error like build_instrumented; the failure is noted in
 // the report's builds first.
-BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& setup, int printer_level,
+BuildResult build_from_exported_program(JobContext& job, const BisectSetup& setup, int printer_level,
                                         const std::vector<std::string>& filtered_kernels = {});
 
 struct ProbedModel;
@@ -64,14 +64,14 @@ struct ProbedModel;
 // The exported program at printer level 1 (cached), its call sites compared
 // with the package's (builds.call_sites_match); for mismatch also its node
 // map and the eager values of the mapped nodes. Or one line saying why not.
-std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& setup,
+std::variant<ProbedModel, std::string> probed_exported_program(JobContext& job, const BisectSetup& setup,
                                                                Predicate predicate);
 
 class InstrumentationSource {
  public:
   virtual ~InstrumentationSource() = default;
   virtual std::string_view name() const = 0;
-  virtual BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) = 0;
+  virtual BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) = 0;
 };
 
 // A model whose probes the runner switches per call site at run time.
@@ -92,17 +92,17 @@ struct ProbedModel {
 // nodes and their eager values, usable when it launches the same kernels in
 // the same order as the package (then its buffers have the package's
 // names); for other failures, nothing. Or why not.
-std::variant<ProbedModel, std::string> package_model_base(JobEnv& env, const BisectSetup& setup, Predicate predicate);
+std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const BisectSetup& setup, Predicate predicate);
 
 class RunTimeProbeSource : public InstrumentationSource {
  public:
   // The shared search: a trace run, the halving with probe plans, an
   // evidence run on the culprit (search.cpp).
-  BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) final;
+  BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) final;
 
  protected:
   // The instrumented model, or one line saying why there is none.
-  virtual std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup,
+  virtual std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup,
                                                          Predicate predicate) = 0;
   // Whether a source that cannot prepare lets the next one try.
   virtual bool next_may_try() const { return false; }
@@ -119,7 +119,7 @@ class InterposeSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::interpose); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
   bool next_may_try() const override { return true; }
 };
 
@@ -136,7 +136,7 @@ class RewriteSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::rewrite); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
   bool next_may_try() const override { return true; }
   // The wrapper at -O0 first; refused by the guard, once more as recorded.
   std::optional<std::string> retry_untrusted() override;
@@ -150,7 +150,7 @@ class ExportedProgramSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::exported_program); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
 };
 
 // Guide mode (--rebuild-per-step, or the fallback when probe calls cannot
@@ -163,7 +163,7 @@ class GuideSource : public InstrumentationSource {
  public:
   explicit GuideSource(std::string fallback_reason = "") : m_fallback_reason(std::move(fallback_reason)) {}
   std::string_view name() const override { return probe_source_name(ProbeSource::guide); }
-  BisectOutcome isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate, Bisection& bis) override;
+  BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) override;
 
  private:
   std::string m_fallback_reason;

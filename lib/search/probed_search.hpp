@@ -30,8 +30,8 @@ inline void note_honest_error(Bisection& bis, const std::vector<SiteCompare>& si
 // The shared search of a run-time-probe source, step by step.
 class ProbedSearch {
  public:
-  ProbedSearch(JobEnv& env, const BisectSetup& s, Predicate pred, Bisection& bis, ProbedModel model)
-      : m_env(env), m_s(s), m_pred(pred), m_bis(bis), m_model(std::move(model)) {}
+  ProbedSearch(JobContext& job, const BisectSetup& s, Predicate pred, Bisection& bis, ProbedModel model)
+      : m_job(job), m_s(s), m_pred(pred), m_bis(bis), m_model(std::move(model)) {}
 
   BisectOutcome run();
 
@@ -64,7 +64,7 @@ class ProbedSearch {
   void note_inf_by_design();
   std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
 
-  JobEnv& m_env;
+  JobContext& m_job;
   const BisectSetup& m_s;
   Predicate m_pred;
   Bisection& m_bis;

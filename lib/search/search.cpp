@@ -25,7 +25,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
                    !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path(), false,
                    m_s.batches};
   req.fresh = purpose == "evidence";  // the confirmation runs in a fresh process (docs/runner.md)
-  return m_env.runs.run(req);
+  return m_job.runs.run(req);
 }
 
 // After the trace run: does the instrumented model still fail the same way?
@@ -33,7 +33,7 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
   const RunTrace& t = m_trace;
   m_bis.call_sites = std::max(t.launched, n_static);
   if (t.launched != n_static && n_static > 0 && m_pred != Predicate::fault) {
-    m_env.recorder.builds_note(
+    m_job.recorder.builds_note(
         fmt::format("the run launched {} call sites, the wrapper lists {}", t.launched, n_static));
   }
   if (trace.cls.kind == OutcomeKind::ok) {
@@ -64,21 +64,21 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
   if (m_model.fidelity == ProbedModel::Fidelity::not_checked) {
     return std::nullopt;
   }
-  const RunRecord* base = first_run_with_outputs(m_env.recorder.report(), m_s.variant);
+  const RunRecord* base = first_run_with_outputs(m_job.recorder.report(), m_s.variant);
   bool required = m_model.fidelity == ProbedModel::Fidelity::required;
   if (base == nullptr || trace.cls.outputs.empty()) {
-    m_env.recorder.fidelity("outputs not compared (the runs returned none)");
+    m_job.recorder.fidelity("outputs not compared (the runs returned none)");
     return std::nullopt;
   }
   if (same_outputs(base->outputs, trace.cls.outputs)) {
-    m_env.recorder.fidelity("outputs bit-identical to the package's first run (checksums)");
+    m_job.recorder.fidelity("outputs bit-identical to the package's first run (checksums)");
     return std::nullopt;
   }
   if (!required) {
-    m_env.recorder.fidelity("outputs differ from the package's first run (the model may not be deterministic)");
+    m_job.recorder.fidelity("outputs differ from the package's first run (the model may not be deterministic)");
     return std::nullopt;
   }
-  m_env.recorder.fidelity("outputs differ from the package's: not trusted");
+  m_job.recorder.fidelity("outputs differ from the package's: not trusted");
   return BisectOutcome{Verdict::not_isolated, "",
                        "the rebuilt library's outputs differ from the package's (checksums): it is not trusted", true};
 }
@@ -102,8 +102,8 @@ void ProbedSearch::map_sites(const ChildResult& trace) {
   for (auto& u : m_bis.unmapped) {
     u.why = redact_paths(u.why);
   }
-  m_env.recorder.bisection(m_bis);
-  m_env.recorder.progress().note(
+  m_job.recorder.bisection(m_bis);
+  m_job.recorder.progress().note(
       fmt::format("{} of {} call sites write a buffer that holds a graph node's value", mapped, launched));
 }
 
@@ -120,12 +120,12 @@ void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
 // One run's answer for [lo, hi] (the mismatch comparisons noted).
 Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrace* read) {
   if (m_pred == Predicate::mismatch) {
-    auto sites = compare_sites(res.events, m_env.settings.tolerances, m_returned_value);
+    auto sites = compare_sites(res.events, m_job.settings.tolerances, m_returned_value);
     note_honest_error(m_bis, sites);
     return mismatch_answer(res.cls, sites, lo, hi);
   }
   RunTrace trace = read != nullptr ? *read : trace_from_events(res.events);
-  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at, m_env.settings.timeout_s)) {
+  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at, m_job.settings.timeout_s)) {
     Probe p;
     p.runs = 1;
     p.note = *why;
@@ -174,7 +174,7 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
   }
   m_bis.status = "not_found";
   m_bis.message = "no probed call site's output left the tolerance while its inputs were within it";
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   std::string first_unmapped = m_bis.unmapped.empty()
                                    ? ""
                                    : fmt::format(", first unmapped: call site {} {}", m_bis.unmapped.front().call_index,
@@ -193,8 +193,8 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
 // (found by a sync probe per step) are bisected. Whatever was asked, a CPU
 // fault is synchronous: a trace run names the site.
 Strategy ProbedSearch::choose_strategy(int n_static) {
-  Strategy asked = m_env.settings.strategy;
-  bool cpu_fault = m_pred == Predicate::fault && m_env.device_key == "cpu";
+  Strategy asked = m_job.settings.strategy;
+  bool cpu_fault = m_pred == Predicate::fault && m_job.device_key == "cpu";
   if (asked == Strategy::automatic) {
     if (m_repeats == 1 && n_static >= 1 && (m_pred != Predicate::fault || cpu_fault)) {
       return Strategy::automatic;
@@ -208,7 +208,7 @@ void ProbedSearch::plan_search(Strategy strategy, int n_static, int runs_before)
   // automatic: the trace run answers [1, n] where it can.
   int planned = runs_before + 2 + planned_oracle_calls(std::max(1, n_static), strategy) * m_repeats -
                 (strategy == Strategy::automatic ? 1 : 0);
-  m_env.recorder.plan_runs(planned);
+  m_job.recorder.plan_runs(planned);
   m_bis.strategy = std::string(strategy_name(strategy));
   m_bis.planned_runs = planned;
 }
@@ -228,7 +228,7 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
   if (values && trace.finished && trace.cls.kind != m_s.kind && !interrupt_requested()) {
     m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
                            trace.cls.first_line});
-    m_env.recorder.progress().note(fmt::format(
+    m_job.recorder.progress().note(fmt::format(
         "with every call site probed the run ended {}, not {}: tracing again without probes, then bisecting",
         outcome_name(trace.cls.kind), outcome_name(m_s.kind)));
     strategy = Strategy::bisect;
@@ -240,7 +240,7 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
 }
 
 BisectOutcome ProbedSearch::run() {
-  m_repeats = m_env.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
+  m_repeats = m_job.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
   int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
   if (m_pred == Predicate::divergence) {
     return diverge(n_static);
@@ -249,7 +249,7 @@ BisectOutcome ProbedSearch::run() {
   plan_search(strategy, n_static, 0);
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;
-  m_env.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
+  m_job.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
                                                    n_static, m_bis.strategy, m_bis.planned_runs,
                                                    m_s.baseline_seconds));
   // Shared, not copied, with m_trace_run: a trace of 10,000 call sites is
@@ -257,13 +257,13 @@ BisectOutcome ProbedSearch::run() {
   auto trace_ptr = std::make_shared<ChildResult>(trace_run(n_static, strategy));
   const ChildResult& trace = *trace_ptr;
   if (!trace.finished) {
-    m_env.recorder.bisection(m_bis);
+    m_job.recorder.bisection(m_bis);
     return {Verdict::interrupted, "", ""};
   }
   m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
                          trace.cls.first_line});
   m_bis.runs = m_run_no;
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace.events);
   if (m_trace_answers && (m_pred == Predicate::fault || m_trace.launched <= n_static)) {
     m_trace_run = trace_ptr;
@@ -280,7 +280,7 @@ BisectOutcome ProbedSearch::run() {
     }
   }
   if (auto untrusted = check_fidelity(trace)) {
-    m_env.recorder.bisection(m_bis);
+    m_job.recorder.bisection(m_bis);
     return *untrusted;
   }
   if (m_trace.probes_missing) {
@@ -291,13 +291,13 @@ BisectOutcome ProbedSearch::run() {
     return {Verdict::not_isolated, "", why};
   }
   if (auto stop = check_trace(trace, n_static)) {
-    m_env.recorder.bisection(m_bis);
+    m_job.recorder.bisection(m_bis);
     return *stop;
   }
-  if (auto why = slow_not_stuck(trace.cls.kind, m_trace, trace.status.stopped_at, m_env.settings.timeout_s)) {
+  if (auto why = slow_not_stuck(trace.cls.kind, m_trace, trace.status.stopped_at, m_job.settings.timeout_s)) {
     m_bis.status = "error";
     m_bis.message = *why;
-    m_env.recorder.bisection(m_bis);
+    m_job.recorder.bisection(m_bis);
     return {Verdict::not_isolated, *why, ""};
   }
   int n = std::max(m_trace.launched, 1);
@@ -323,14 +323,14 @@ BisectOutcome ProbedSearch::run() {
     // parameter or buffer. The first site that reads one brings them in.
     record_search(m_bis, sr);
     m_constant_sources = true;
-    m_env.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
+    m_job.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
                                    "reads a constant holding them");
     m_trace_answer_unused = m_trace_run != nullptr;
     sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   }
   m_bis.message = sr.message;
   record_search(m_bis, sr);
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   if (interrupt_requested()) {
     return {Verdict::interrupted, "", ""};
   }
@@ -370,7 +370,7 @@ void ProbedSearch::note_inf_by_design() {
   m_inf_by_design = inf_by_design_kernels(read(m_s.model.kernel_cpp), read(m_s.model.wrapper_cpp),
                                           m_model.wrapper.call_sites);
   if (!m_inf_by_design.empty()) {
-    m_env.recorder.progress().note(fmt::format(
+    m_job.recorder.progress().note(fmt::format(
         "{} writes -inf/inf from its own code (a mask): Inf it makes does not count as introduced, NaN does",
         join(std::vector<std::string>(m_inf_by_design.begin(), m_inf_by_design.end()), ", ")));
   }
@@ -386,7 +386,7 @@ std::optional<BisectOutcome> ProbedSearch::from_the_data(const SearchResult& sr,
   if (!why) {
     return std::nullopt;
   }
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   return BisectOutcome{Verdict::not_isolated, *why, ""};
 }
 
@@ -401,15 +401,15 @@ bool same_outputs(const std::vector<TensorStats>& a, const std::vector<TensorSta
                     [](const TensorStats& x, const TensorStats& y) { return x.checksum == y.checksum; });
 }
 
-BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup, Predicate predicate,
+BisectOutcome RunTimeProbeSource::isolate(JobContext& job, const BisectSetup& setup, Predicate predicate,
                                           Bisection& bis) {
   const Bisection before = bis;
   for (;;) {
-    auto prepared = prepare(env, setup, predicate);
+    auto prepared = prepare(job, setup, predicate);
     if (auto* why = std::get_if<std::string>(&prepared)) {
       return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
     }
-    BisectOutcome out = ProbedSearch(env, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
+    BisectOutcome out = ProbedSearch(job, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
     if (!out.untrusted) {
       return out;
     }
@@ -417,7 +417,7 @@ BisectOutcome RunTimeProbeSource::isolate(JobEnv& env, const BisectSetup& setup,
     if (!again) {
       return out;
     }
-    env.recorder.progress().note(out.fall_back + "; " + *again);
+    job.recorder.progress().note(out.fall_back + "; " + *again);
     bis = before;
   }
 }

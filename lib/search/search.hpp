@@ -10,7 +10,7 @@
 
 namespace aoti_bisect {
 
-BisectOutcome run_bisection(JobEnv& env, BisectSetup setup);
+BisectOutcome run_bisection(JobContext& job, BisectSetup setup);
 
 // Why a source that builds from the exported program has nothing to build.
 std::string needs_exported_program();

@@ -42,13 +42,13 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   }
   plan.ranges.push_back({k, k, ProbeMode::save});
   add_consumers(plan, k, k);
-  fs::path repro_dir = m_env.settings.out_dir / "repro";
+  fs::path repro_dir = m_job.settings.out_dir / "repro";
   std::error_code ec;
   fs::remove_all(repro_dir, ec);
   plan.save_dir = fs::absolute(repro_dir);
   ChildResult evidence = child("evidence", plan);
   if (!evidence.finished) {
-    m_env.recorder.bisection(m_bis);
+    m_job.recorder.bisection(m_bis);
     return {Verdict::interrupted, "", ""};
   }
   m_bis.runs += 1;
@@ -61,7 +61,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   }
   if (confirm && m_pred == Predicate::mismatch) {
     if (auto why = confirm_in_evidence(k, evidence)) {
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       return {Verdict::inconclusive, "the search was inconclusive: " + *why, ""};
     }
   }
@@ -74,16 +74,16 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
                               evidence.cls.input_stats});
     record_reach(m_bis, *reach);
     if (reach->followed && reach->culprit && *reach->culprit != k && !moved) {
-      m_env.recorder.progress().note(fmt::format(
+      m_job.recorder.progress().note(fmt::format(
           "call site {} made NaN/Inf first, but the outputs' come from call site {}: taking the evidence there", k,
           *reach->culprit));
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       return culprit(*reach->culprit, trace, true, confirm);
     }
   }
   if (auto failed = self_check(m_bis, {m_pred, k, &ev, reach ? &*reach : nullptr, m_trace.launched, &m_returned_by,
-                                        m_constant_sources, &m_inf_by_design, m_env.device_key == "cpu"})) {
-    m_env.recorder.bisection(m_bis);
+                                        m_constant_sources, &m_inf_by_design, m_job.device_key == "cpu"})) {
+    m_job.recorder.bisection(m_bis);
     return {Verdict::not_isolated, *failed, ""};
   }
   if (confirm && m_pred != Predicate::mismatch) {  // the self-check was the confirmation
@@ -94,15 +94,15 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
                              m_returned_by});
   explain_root_cause(c, ev);
   if (m_pred == Predicate::mismatch) {
-    const ToleranceTable& tol = m_env.settings.tolerances;
+    const ToleranceTable& tol = m_job.settings.tolerances;
     auto sites = compare_sites(evidence.events, tol, m_returned_value);
     explain_divergence(c, sites, trace.events, m_model.node_map, m_model.node_info, m_returned_value);
     note_honest_error(m_bis, sites);
   }
-  if (m_pred == Predicate::fault && m_env.device_key == "cuda" && !aim_sanitizer(k, c)) {
+  if (m_pred == Predicate::fault && m_job.device_key == "cuda" && !aim_sanitizer(k, c)) {
     return {Verdict::interrupted, "", ""};
   }
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   Reproducer repro;
   repro.dir = display_path(repro_dir);
   for (const auto& e : evidence.events) {
@@ -110,14 +110,14 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
       repro.files.push_back(fs::path(e.value("path", "")).filename().string());
     }
   }
-  repro.command = m_env.recorder.report().reproduce_command;
+  repro.command = m_job.recorder.report().reproduce_command;
   const SiteTrace* at = ev.site(k);
   ReplayResult replay = write_replay({repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
                                       std::string(predicate_name(m_pred)), &c, evidence.events,
-                                      m_env.settings.load_libraries});
+                                      m_job.settings.load_libraries});
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
-  m_env.recorder.culprit(c, repro);
+  m_job.recorder.culprit(c, repro);
   // Under the poison variant the NaN are not bad arithmetic: the verdict says so.
   std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";
   return {Verdict::isolated, fmt::format("isolated to {} ({}){}", site_label(k, c.kernel), c.kind, unwritten), ""};
@@ -194,8 +194,8 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
           ? "the printer probes nothing of theirs before the launch (an extern call whose tensor arguments are all "
             "views gets probes only after it, on the outputs it creates), so what they read is unseen"
           : "the printer does not probe inside control flow such as torch.cond branches");
-  m_env.recorder.bisection(m_bis);
-  m_env.recorder.builds_note("unprobed call sites " + describe(spot));
+  m_job.recorder.bisection(m_bis);
+  m_job.recorder.builds_note("unprobed call sites " + describe(spot));
   return {Verdict::not_isolated,
           fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
                       "{} {}); the bad values may come from there",

@@ -32,7 +32,7 @@ std::string run_difference_text(const RunDifference& d) {
 // c.run_to_run with each output that differed (none: the pair agreed this
 // time, said in the step). False when interrupted.
 bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
-  fs::path dir = fs::absolute(m_env.settings.out_dir / "run-to-run");
+  fs::path dir = fs::absolute(m_job.settings.out_dir / "run-to-run");
   std::error_code ec;
   fs::remove_all(dir, ec);
   struct Cleanup {
@@ -46,7 +46,7 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
   save.ranges.push_back({k, k, ProbeMode::save});
   save.save_dir = dir;
   save.save_after = true;
-  m_env.recorder.plan_runs(2);
+  m_job.recorder.plan_runs(2);
   ChildResult first = child("save", save);
   m_bis.runs = m_run_no;
   if (!first.finished || interrupt_requested()) {
@@ -123,21 +123,21 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
   m_bis.variant = m_s.variant;
   m_bis.strategy = "compare";
   m_bis.planned_runs = 2 * k_pairs;
-  m_env.recorder.plan_runs(2);
-  m_env.recorder.begin_phase("bisect", fmt::format("{} call sites: two runs probing every one, compared site by site "
+  m_job.recorder.plan_runs(2);
+  m_job.recorder.begin_phase("bisect", fmt::format("{} call sites: two runs probing every one, compared site by site "
                                                    "(up to {} pairs)",
                                                    n_static, k_pairs));
   ProbePlan plan;
   plan.ranges.push_back({1, std::max(1, n_static), ProbeMode::stats});
   for (int pair = 1; pair <= k_pairs; ++pair) {
     if (pair > 1) {
-      m_env.recorder.plan_runs(2);
+      m_job.recorder.plan_runs(2);
     }
     ChildResult a = child("trace", plan);
     ChildResult b = a.finished ? child("compare", plan) : a;
     m_bis.runs = m_run_no;
     if (!a.finished || !b.finished || interrupt_requested()) {
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       return {Verdict::interrupted, "", ""};
     }
     RunTrace ta = trace_from_events(a.events);
@@ -155,7 +155,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
     if (ta.probes_missing || ta.sites.empty()) {
       m_bis.status = "error";
       m_bis.message = "the runs' probes recorded no call site";
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       return {Verdict::not_isolated, m_bis.message, ""};
     }
     for (const auto& [k, sa] : ta.sites) {
@@ -199,12 +199,12 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
                                     "probed call site wrote differently: memory nothing wrote, or code without "
                                     "probes",
                                     k, sa.kernel, join(read_differs, ", "));
-        m_env.recorder.bisection(m_bis);
+        m_job.recorder.bisection(m_bis);
         return {Verdict::not_isolated, m_bis.message, ""};
       }
       m_bis.status = "found";
       m_bis.message = "the first call site whose outputs differ between two runs from the same inputs";
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       Culprit c;
       c.call_index = k;
       c.kernel = sa.kernel;
@@ -231,7 +231,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       }
       c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values: {}", join(what, "; "));
       bool measured = measure_run_to_run(k, c);
-      m_env.recorder.bisection(m_bis);
+      m_job.recorder.bisection(m_bis);
       if (!measured) {
         return {Verdict::interrupted, "", ""};
       }
@@ -253,8 +253,8 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
           "partial sums), memory nothing wrote, or a race.",
           k, sa.kernel);
       Reproducer repro;
-      repro.command = m_env.recorder.report().reproduce_command;
-      m_env.recorder.culprit(c, repro);
+      repro.command = m_job.recorder.report().reproduce_command;
+      m_job.recorder.culprit(c, repro);
       return {Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
                                              site_label(k, c.kernel), c.kind),
               ""};
@@ -271,7 +271,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
                                 "probes' synchronisation may hide what differs",
                                 k_pairs);
   }
-  m_env.recorder.bisection(m_bis);
+  m_job.recorder.bisection(m_bis);
   return {Verdict::not_isolated, m_bis.message, ""};
 }
 

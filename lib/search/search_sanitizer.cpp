@@ -61,17 +61,17 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
   env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1";  // every tensor its own allocation
   ProbePlan plan;
   plan.ranges.push_back({k, k, ProbeMode::stats});
-  m_env.recorder.plan_runs(1);
+  m_job.recorder.plan_runs(1);
   ++m_run_no;
   ChildRequest req{fmt::format("bisect.{}.sanitizer", m_s.runs_before + m_run_no), m_s.variant, 0, env,
                    m_model.model, plan, fs::path(), false, m_s.batches};
-  ChildResult r = m_env.runs.run(req);
+  ChildResult r = m_job.runs.run(req);
   m_bis.runs = m_run_no;
   if (!r.finished) {
     return !interrupt_requested();
   }
   pass.run = req.id;
-  std::string text = read_file_head(m_env.settings.out_dir / "runs" / req.id / "stderr.txt", 4 << 20);
+  std::string text = read_file_head(m_job.settings.out_dir / "runs" / req.id / "stderr.txt", 4 << 20);
   const auto buffers = buffers_at(r.events, k);
   for (const SanitizerError& e : parse_sanitizer_errors(text, 5)) {
     SanitizerFinding f{e.what, e.kernel, e.thread, e.block, "", "", e.address_note};

@@ -35,25 +35,25 @@ void record_search(Bisection& bis, const SearchResult& sr) {
   }
 }
 
-BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
+BisectOutcome run_bisection(JobContext& job, BisectSetup s) {
   Predicate pred = predicate_for(s.kind);
   if (pred == Predicate::unsupported) {
     return {Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind)), ""};
   }
-  if (auto ep = find_exported_program(env.settings, s.pkg, s.model, s.exported_model)) {
+  if (auto ep = find_exported_program(job.settings, s.pkg, s.model, s.exported_model)) {
     s.exported_program = *ep;
   }
   Bisection bis;
-  if (pred == Predicate::divergence && env.settings.rebuild_per_step) {
+  if (pred == Predicate::divergence && job.settings.rebuild_per_step) {
     return {Verdict::not_isolated,
             "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
             "--rebuild-per-step / --source guide)",
             ""};
   }
-  if (env.settings.rebuild_per_step) {
+  if (job.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
       // Settings set rebuild_per_step for either spelling; name the one given.
-      std::string given = env.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
+      std::string given = job.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
       return {Verdict::not_isolated,
               fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
                           "one instrumented build (drop {})",
@@ -61,15 +61,15 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
               ""};
     }
     bis.source = std::string(probe_source_name(ProbeSource::guide));
-    return GuideSource().isolate(env, s, pred, bis);
+    return GuideSource().isolate(job, s, pred, bis);
   }
   // The sources in order of preference: each one that cannot probe says why
   // and lets the next one try.
   std::vector<std::unique_ptr<InstrumentationSource>> chain;
-  const ProbeSource choice = env.settings.source;
+  const ProbeSource choice = job.settings.source;
   auto chosen = [&](ProbeSource source) { return choice == ProbeSource::automatic || choice == source; };
-  if (env.source) {
-    chain.push_back(env.source());
+  if (job.source) {
+    chain.push_back(job.source());
   } else {
     if (chosen(ProbeSource::interpose)) {
       chain.push_back(std::make_unique<InterposeSource>());
@@ -88,21 +88,21 @@ BisectOutcome run_bisection(JobEnv& env, BisectSetup s) {
   for (size_t i = 0; i < chain.size(); ++i) {
     bis = Bisection{};
     bis.source = std::string(chain[i]->name());
-    out = chain[i]->isolate(env, s, pred, bis);
+    out = chain[i]->isolate(job, s, pred, bis);
     if (interrupt_requested()) {
       return {Verdict::interrupted, "", ""};  // a stopped build or hook compile is no reason to try the next source
     }
     if (out.fall_back.empty()) {
       break;
     }
-    env.recorder.passed_over({bis.source, out.fall_back});
-    env.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
+    job.recorder.passed_over({bis.source, out.fall_back});
+    job.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
     why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
     if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite &&
         pred != Predicate::divergence) {
       bis = Bisection{};
       bis.source = std::string(probe_source_name(ProbeSource::guide));
-      return GuideSource(out.fall_back).isolate(env, s, pred, bis);
+      return GuideSource(out.fall_back).isolate(job, s, pred, bis);
     }
   }
   if (!out.fall_back.empty()) {

@@ -32,20 +32,20 @@ void compare_call_sites(Recorder& rec, const WrapperInfo& original, const Wrappe
 }
 
 // The eager value of every mapped buffer's graph node, for the mismatch search.
-void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& built, ProbedModel& m) {
+void add_eager_values(JobContext& job, const BisectSetup& s, const BuildResult& built, ProbedModel& m) {
   m.node_map = node_map_from_json(nlohmann::json::parse(read_file(built.node_map, "node map"), nullptr, false));
-  env.recorder.progress().note("eager values of the graph nodes (the exported program, node by node)");
+  job.recorder.progress().note("eager values of the graph nodes (the exported program, node by node)");
   EagerRequest er;
   er.exported_program = s.exported_program;
   er.model_name = s.exported_model;
-  er.inputs = plain_torch_save(env.settings.inputs, "inputs file", env.work_dir);
-  er.libraries = env.settings.load_libraries;
+  er.inputs = plain_torch_save(job.settings.inputs, "inputs file", job.work_dir);
+  er.libraries = job.settings.load_libraries;
   er.node_map = built.node_map;
-  er.node_values_out = env.work_dir / "node-values.pt";
-  er.node_info_out = env.work_dir / "node-info.json";
-  er.cache_dir = env.settings.cache_dir;
-  er.timeout_s = env.settings.build_timeout_s;
-  er.device = env.settings.eager_device;
+  er.node_values_out = job.work_dir / "node-values.pt";
+  er.node_info_out = job.work_dir / "node-info.json";
+  er.cache_dir = job.settings.cache_dir;
+  er.timeout_s = job.settings.build_timeout_s;
+  er.device = job.settings.eager_device;
   compute_eager_reference(er);
   m.node_values = er.node_values_out;
   m.node_info = nlohmann::json::parse(read_file(er.node_info_out, "node info"), nullptr, false);
@@ -57,7 +57,7 @@ void add_eager_values(JobEnv& env, const BisectSetup& s, const BuildResult& buil
 // (kernel and weights objects as built); the search then sees every call
 // site that runs. Where that cannot be done, the blind spots stay and the
 // search never isolates past them (the reason is in builds.note).
-void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Package& inst, const ModelFiles& im,
+void fill_blind_spots(JobContext& job, const std::string& torch_version, const Package& inst, const ModelFiles& im,
                       ProbedModel& m) {
   auto spots = blind_spots(m.wrapper);
   if (spots.empty()) {
@@ -69,9 +69,9 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
       unprobed.insert(site.index);
     }
   }
-  Recorder& rec = env.recorder;
+  Recorder& rec = job.recorder;
   std::string where = describe(spots.front());
-  if (env.device_key != "cpu" || im.kernel_cpp.empty() || im.shared_object.empty()) {
+  if (job.device_key != "cpu" || im.kernel_cpp.empty() || im.shared_object.empty()) {
     rec.builds_note(fmt::format("the printer left {} call sites without probes ({}); they cannot be filled in for "
                                 "this build, so the search stops there",
                                 unprobed.size(), where));
@@ -84,7 +84,7 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
     LibrarySources src{"", inst.read_entry(im.wrapper_cpp), inst.read_entry(im.kernel_cpp),
                        model_dir / fs::path(im.shared_object).filename()};
     src.wrapper = insert_probes(src.recorded_wrapper, m.wrapper, ProbeText{&unprobed, false});
-    RebuiltLibrary built = rebuild_library(src, env.settings.cache_dir, env.settings.build_timeout_s);
+    RebuiltLibrary built = rebuild_library(src, job.settings.cache_dir, job.settings.build_timeout_s);
     WrapperInfo filled = parse_wrapper(src.wrapper);
     if (!blind_spots(filled).empty() || filled.call_sites.size() != m.wrapper.call_sites.size()) {
       rec.builds_note("probe calls inserted inside control flow did not cover every call site; the search stops at "
@@ -92,7 +92,7 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
       return;
     }
     fs::path dest = copy_package_with(m.model.dir, im.name, built.library, im.wrapper_cpp, src.wrapper,
-                                      env.work_dir / "instrumented-filled");
+                                      job.work_dir / "instrumented-filled");
     rec.build({"instrumented, probes inside control flow", built.library.parent_path().filename().string(),
                built.cache_hit, built.seconds, torch_version, std::string(probe_source_name(ProbeSource::exported_program)),
                fmt::format("the instrumented build's wrapper with the printer's probe calls added at {} call sites "
@@ -103,7 +103,7 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
     rec.progress().note(fmt::format("{} call sites inside control flow probed: {} in {:.1f} s", unprobed.size(),
                                     built.cache_hit ? "found in the cache" : "wrapper recompiled", built.seconds));
     m.wrapper = std::move(filled);
-    m.model = ModelDir{dest, write_model_facts(m.wrapper, env.work_dir / "instrumented-filled-facts.json")};
+    m.model = ModelDir{dest, write_model_facts(m.wrapper, job.work_dir / "instrumented-filled-facts.json")};
   } catch (const Error& e) {
     rec.builds_note(fmt::format("the call sites the printer left out ({}) could not be probed: {}; the search stops "
                                 "there",
@@ -113,15 +113,15 @@ void fill_blind_spots(JobEnv& env, const std::string& torch_version, const Packa
 
 }  // namespace
 
-BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int printer_level,
+BuildResult build_from_exported_program(JobContext& job, const BisectSetup& s, int printer_level,
                                         const std::vector<std::string>& filtered_kernels) {
   BuildRequest req;
   req.exported_program = s.exported_program;
   req.model_name = s.exported_model;
-  req.inductor_configs = env.settings.inductor_configs;
+  req.inductor_configs = job.settings.inductor_configs;
   req.printer_level = printer_level;
   req.filtered_kernels = filtered_kernels;
-  req.libraries = env.settings.load_libraries;
+  req.libraries = job.settings.load_libraries;
   // Freezing took effect in the package (it holds constants freezing made):
   // it was compiled with grad off, and so is the rebuild.
   req.no_grad = std::any_of(s.wrapper.constant_info.begin(), s.wrapper.constant_info.end(),
@@ -130,34 +130,34 @@ BuildResult build_from_exported_program(JobEnv& env, const BisectSetup& s, int p
     // AOTI packages do not record their Inductor configs; these constants
     // exist only with freezing on.
     req.inductor_configs["freezing"] = true;
-    env.recorder.builds_note("freezing=True taken for the rebuild: the package holds constants only freezing makes "
+    job.recorder.builds_note("freezing=True taken for the rebuild: the package holds constants only freezing makes "
                              "(_frozen_param*, oneDNN-packed weights)");
   }
-  req.cache_dir = env.settings.cache_dir;
-  req.timeout_s = env.settings.build_timeout_s;
+  req.cache_dir = job.settings.cache_dir;
+  req.timeout_s = job.settings.build_timeout_s;
   req.expected_torch_version = s.runner_torch_version;
   try {
     return build_instrumented(req);
   } catch (const Error& e) {
-    env.recorder.builds_note(redact_paths(e.what()));
+    job.recorder.builds_note(redact_paths(e.what()));
     throw;
   }
 }
 
-std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobEnv& env, const BisectSetup& s,
+std::variant<ProbedModel, std::string> ExportedProgramSource::prepare(JobContext& job, const BisectSetup& s,
                                                                       Predicate pred) {
-  return probed_exported_program(env, s, pred);
+  return probed_exported_program(job, s, pred);
 }
 
-std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, const BisectSetup& s, Predicate pred) {
+std::variant<ProbedModel, std::string> probed_exported_program(JobContext& job, const BisectSetup& s, Predicate pred) {
   if (s.exported_program.empty()) {
     return needs_exported_program();
   }
-  Recorder& rec = env.recorder;
+  Recorder& rec = job.recorder;
   rec.begin_phase("build", "instrumented build (intermediate-value printer, level 1)");
   BuildResult built;
   try {
-    built = build_from_exported_program(env, s, 1);
+    built = build_from_exported_program(job, s, 1);
   } catch (const ProgramRefused&) {
     throw;  // not a reason to try another source: the job stops
   } catch (const Error& e) {
@@ -177,7 +177,7 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
                          "compare kernels with eager");
     }
     try {
-      add_eager_values(env, s, built, m);
+      add_eager_values(job, s, built, m);
     } catch (const ProgramRefused&) {
       throw;
     } catch (const Error& e) {
@@ -191,9 +191,9 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobEnv& env, cons
   if (m.wrapper.printer_level != 1) {
     return std::string("the instrumented build has no level-1 printer calls; cannot probe it");
   }
-  m.model = ModelDir{inst.extract(env.work_dir / "instrumented"),
-                     write_model_facts(m.wrapper, env.work_dir / "instrumented-facts.json")};
-  fill_blind_spots(env, built.torch_version, inst, im, m);
+  m.model = ModelDir{inst.extract(job.work_dir / "instrumented"),
+                     write_model_facts(m.wrapper, job.work_dir / "instrumented-facts.json")};
+  fill_blind_spots(job, built.torch_version, inst, im, m);
   return m;
 }
 

@@ -179,23 +179,23 @@ std::pair<fs::path, bool> compile_hooks(const std::string& source, const fs::pat
 
 }  // namespace
 
-std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, const BisectSetup& s, Predicate pred) {
+std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job, const BisectSetup& s, Predicate pred) {
   if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty()) {
     return std::string("the package has no wrapper source listing its call sites");
   }
   if (s.model.shared_object.empty()) {
     return std::string("the package has no model library (.so) to bind hooks into");
   }
-  auto base = package_model_base(env, s, pred);
+  auto base = package_model_base(job, s, pred);
   if (auto* why = std::get_if<std::string>(&base)) {
     return *why;
   }
-  Recorder& rec = env.recorder;
+  Recorder& rec = job.recorder;
   rec.begin_phase("build", "interposition hooks (from the package's own wrapper and kernel source)");
   auto start = Clock::now();
   fs::path so = s.original.dir / "data" / "aotinductor" / s.model.name / fs::path(s.model.shared_object).filename();
   try {
-    if (std::string why = unreachable(s.wrapper, so, env.work_dir); !why.empty()) {
+    if (std::string why = unreachable(s.wrapper, so, job.work_dir); !why.empty()) {
       return why;
     }
     std::string wrapper_text = s.pkg.read_entry(s.model.wrapper_cpp);
@@ -204,11 +204,11 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
       kernels.merge(kernel_declarations(s.pkg.read_entry(s.model.kernel_cpp)));
     }
     HookLibrary hooks =
-        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text(env.settings.runner_torch_dir)), triton_launches(wrapper_text));
+        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text(job.settings.runner_torch_dir)), triton_launches(wrapper_text));
     if (!hooks.problems.empty()) {
       return "no hook for every call site: " + hooks.problems.front();
     }
-    auto [lib, hit] = compile_hooks(hooks.source, env.settings.cache_dir, env.settings.build_timeout_s);
+    auto [lib, hit] = compile_hooks(hooks.source, job.settings.cache_dir, job.settings.build_timeout_s);
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     BuildRecord record;
     record.purpose = "hooks";
@@ -232,11 +232,11 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobEnv& env, con
   }
 }
 
-std::variant<ProbedModel, std::string> package_model_base(JobEnv& env, const BisectSetup& s, Predicate pred) {
+std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const BisectSetup& s, Predicate pred) {
   if (pred != Predicate::mismatch) {
     return ProbedModel{};
   }
-  auto ep = probed_exported_program(env, s, pred);
+  auto ep = probed_exported_program(job, s, pred);
   if (auto* why = std::get_if<std::string>(&ep)) {
     return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
   }

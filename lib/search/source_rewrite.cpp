@@ -31,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const BisectSetup& s, Predicate pred) {
+std::variant<ProbedModel, std::string> RewriteSource::prepare(JobContext& job, const BisectSetup& s, Predicate pred) {
   if (s.original.dir.empty() || !s.wrapper.found || s.wrapper.call_sites.empty()) {
     return std::string("the package has no wrapper source listing its call sites");
   }
@@ -39,17 +39,17 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
   // package at run time: only the wrapper is recompiled (with the recorded
   // command, which names the CUDA include paths). Its kernel.cpp, where
   // there is one, holds no more than the CPU kernels.
-  if ((env.device_key == "cpu" && s.model.kernel_cpp.empty()) || s.model.shared_object.empty()) {
+  if ((job.device_key == "cpu" && s.model.kernel_cpp.empty()) || s.model.shared_object.empty()) {
     return std::string("the package has no kernel source or no library to rebuild");
   }
-  if (env.device_key != "cpu" && env.device_key != "cuda") {
-    return "rewriting a " + env.device_key + " package is not implemented";
+  if (job.device_key != "cpu" && job.device_key != "cuda") {
+    return "rewriting a " + job.device_key + " package is not implemented";
   }
-  auto base = package_model_base(env, s, pred);
+  auto base = package_model_base(job, s, pred);
   if (auto* why = std::get_if<std::string>(&base)) {
     return *why;
   }
-  Recorder& rec = env.recorder;
+  Recorder& rec = job.recorder;
   rec.begin_phase("build", "the package's wrapper with probe calls, recompiled with its recorded commands");
   auto t0 = Clock::now();
   fs::path model_dir = s.original.dir / "data" / "aotinductor" / s.model.name;
@@ -58,7 +58,7 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
     std::string kernel = s.model.kernel_cpp.empty() ? "" : s.pkg.read_entry(s.model.kernel_cpp);
     LibrarySources src{"", s.pkg.read_entry(s.model.wrapper_cpp), kernel, so, !m_recorded_flags};
     src.wrapper = insert_probes(src.recorded_wrapper, s.wrapper);
-    RebuiltLibrary built = rebuild_library(src, env.settings.cache_dir, env.settings.build_timeout_s);
+    RebuiltLibrary built = rebuild_library(src, job.settings.cache_dir, job.settings.build_timeout_s);
     double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     BuildRecord record;
     record.purpose = "rewrite";
@@ -73,10 +73,10 @@ std::variant<ProbedModel, std::string> RewriteSource::prepare(JobEnv& env, const
     rec.progress().note(fmt::format("probes: the package's wrapper rewritten, {} in {:.1f} s",
                                     built.cache_hit ? "found in the cache" : "rebuilt", seconds));
     fs::path copy = copy_package_with(s.original.dir, s.model.name, built.library, s.model.wrapper_cpp, src.wrapper,
-                                      env.work_dir / "rewritten");
+                                      job.work_dir / "rewritten");
     ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.wrapper = parse_wrapper(src.wrapper);
-    m.model = ModelDir{copy, write_model_facts(m.wrapper, env.work_dir / "rewritten-facts.json"), {}};
+    m.model = ModelDir{copy, write_model_facts(m.wrapper, job.work_dir / "rewritten-facts.json"), {}};
     m.fidelity = ProbedModel::Fidelity::required;
     return m;
   } catch (const Error& e) {

@@ -43,9 +43,9 @@ class ReadySource : public RunTimeProbeSource {
   std::string_view name() const override { return "ready"; }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobEnv& env, const BisectSetup&, Predicate) override {
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup&, Predicate) override {
     ProbedModel m;
-    m.model.dir = env.work_dir / "package";
+    m.model.dir = job.work_dir / "package";
     for (int k = 1; k <= m_sites; ++k) {
       m.wrapper.call_sites.push_back(CallSite{k, "k" + std::to_string(k), KernelKind::cpp, 0, "", {}, true});
       for (int b = 0; k == m_branch_after && b < m_branch; ++b) {
