@@ -275,15 +275,21 @@ std::string read_file_head(const std::filesystem::path& path, size_t n) {
   return out;
 }
 
+std::string file_stamp(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return "";
+  }
+  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
 std::string model_library_stamp(const std::filesystem::path& package_dir, const std::string& model) {
   std::vector<std::string> stamps;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(package_dir / "data" / "aotinductor" / model, ec)) {
-    struct stat st {};
-    if (e.path().extension() == ".so" && ::stat(e.path().c_str(), &st) == 0) {
-      stamps.push_back(e.path().filename().string() + ":" + std::to_string(st.st_dev) + ":" +
-                       std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-                       std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec));
+    if (std::string stamp = file_stamp(e.path()); e.path().extension() == ".so" && !stamp.empty()) {
+      stamps.push_back(e.path().filename().string() + ":" + stamp);
     }
   }
   std::sort(stamps.begin(), stamps.end());

@@ -17,6 +17,10 @@ std::string read_file_head(const std::filesystem::path& path, size_t n);
 // directory") unless `path` is a readable regular file.
 void require_file(const std::filesystem::path& path, const std::string& what);
 
+// "device:inode:size:mtime" of a file ("" when it cannot be read): the same
+// stamp means the same file, unchanged.
+std::string file_stamp(const std::filesystem::path& path);
+
 // What tells one build of an extracted package's model library from another
 // in the same place: device, inode, size and modification time of each .so
 // in PACKAGE_DIR/data/aotinductor/MODEL ("" when there is none). A fork

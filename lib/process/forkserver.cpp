@@ -135,17 +135,7 @@ int open_output(const std::string& path) {
 }
 
 // In the run, before run_once: what exec_child does for an exec'd run.
-[[noreturn]] void become_run(const Request& req, int in, int out, int err, pid_t driver,
-                             int (*run_once)(int, char**)) {
-  ::setpgid(0, 0);
-  // The parent exits at once: wait to be the driver's, then die with it.
-  for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
-    ::usleep(100);
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != driver) {
-    ::_exit(127);
-  }
+[[noreturn]] void become_run(const Request& req, int in, int out, int err, int (*run_once)(int, char**)) {
   child_setup::limit_memory(req.memory_limit);
   child_setup::reset_signals();
   ::dup2(in, 0);
@@ -173,10 +163,11 @@ int open_output(const std::string& path) {
 
 // Forks a process that `become` turns into what it is (it never returns),
 // reparented to the driver at once: its parent, a middle process, exits
-// right after the fork. Its pid (its own process group's), or -1 with
+// right after the fork, and it waits to be the driver's (in a process
+// group of its own, dying with the driver) before `become` runs. Its pid (its own process group's), or -1 with
 // `why`. Only async-signal-safe calls between the forks.
 template <typename Become>
-pid_t fork_reparented(Become&& become, const char* what, std::string& why) {
+pid_t fork_reparented(pid_t driver, Become&& become, const char* what, std::string& why) {
   int report[2] = {-1, -1};
   pid_t pid = -1;
   if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -188,6 +179,15 @@ pid_t fork_reparented(Become&& become, const char* what, std::string& why) {
   } else if (middle == 0) {
     pid_t child = ::fork();
     if (child == 0) {
+      ::setpgid(0, 0);
+      // The parent exits at once: wait to be the driver's, then die with it.
+      for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
+        ::usleep(100);
+      }
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != driver) {
+        ::_exit(127);
+      }
       become();
     }
     if (child > 0) {
@@ -224,7 +224,7 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
   if (in < 0 || out < 0 || err < 0) {
     why = std::string("open: ") + std::strerror(errno);
   } else {
-    run = fork_reparented([&] { become_run(req, in, out, err, driver, run_once); }, "run", why);
+    run = fork_reparented(driver, [&] { become_run(req, in, out, err, run_once); }, "run", why);
   }
   for (int fd : {in, out, err}) {
     if (fd >= 0) {
@@ -238,15 +238,7 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
 // async-signal-safe calls only). It waits for the word of the run it
 // stands for: {exit code, signal}; end of stream without one means the
 // server died unseen (SIGKILL, the OOM killer): it dies of SIGKILL too.
-[[noreturn]] void become_stand_in(int word_fd, pid_t driver) {
-  ::setpgid(0, 0);
-  for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
-    ::usleep(100);
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != driver) {
-    ::_exit(127);
-  }
+[[noreturn]] void become_stand_in(int word_fd) {
   ::dup2(word_fd, 0);
   ::close_range(1, ~0U, 0);
   int word[2] = {0, 0};
@@ -284,7 +276,7 @@ pid_t start_stand_in(pid_t driver, int& word_fd, std::string& why) {
     why = std::string("pipe: ") + std::strerror(errno);
     return -1;
   }
-  const pid_t stand_in = fork_reparented([&] { become_stand_in(word[0], driver); }, "stand-in", why);
+  const pid_t stand_in = fork_reparented(driver, [&] { become_stand_in(word[0]); }, "stand-in", why);
   ::close(word[0]);
   if (stand_in > 0) {
     word_fd = word[1];

@@ -100,19 +100,10 @@ struct FactsRead {
 };
 FactsRead& g_facts_read = *new FactsRead;
 
-std::string file_stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return "";
-  }
-  return path + '\n' + std::to_string(st.st_dev) + ':' + std::to_string(st.st_ino) + ':' +
-         std::to_string(st.st_size) + ':' + std::to_string(st.st_mtim.tv_sec) + '.' +
-         std::to_string(st.st_mtim.tv_nsec);
-}
-
 ab::ModelFacts model_facts(const RunnerOptions& opt) {
   if (!opt.model_facts.empty()) {
-    const std::string key = file_stamp(opt.model_facts);
+    const std::string stamp = ab::file_stamp(opt.model_facts);
+    const std::string key = stamp.empty() ? "" : opt.model_facts + "\n" + stamp;
     if (!key.empty() && key == g_facts_read.key) {
       return g_facts_read.facts;
     }
