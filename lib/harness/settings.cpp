@@ -129,6 +129,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.tolerances.set_all(user.tolerance_atol, user.tolerance_rtol);
   s.tolerances.merge(user.tolerance);
   s.tolerances.set_all(opt.atol, opt.rtol);
+  s.tolerance_given = opt.atol.has_value() || opt.rtol.has_value();
 
   s.bisect = !opt.no_bisect;
   s.answer_first = !opt.matrix_first;

@@ -101,6 +101,7 @@ struct Settings {
   unsigned long long memory_limit_bytes = 0;
   int jobs = 1;
   ToleranceTable tolerances;         // per dtype
+  bool tolerance_given = false;      // --atol or --rtol: outputs that differ run to run within it are accepted
   // The kernel search.
   bool bisect = true;
   // A NaN/Inf or wrong-values failure is searched right after the baseline,

@@ -16,7 +16,7 @@
 #include "search/search.hpp"
 #include "job/batches.hpp"
 #include "job/environment.hpp"
-#include "job/matrix_runs.hpp"
+#include "job/matrix_phase.hpp"
 #include "job/gpu_coredump_run.hpp"
 #include "job/out_dir.hpp"
 #include "harness/phase.hpp"
@@ -37,12 +37,6 @@ namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
-
-// A problem of the things under test: the verdict it ends the job with.
-struct Stop {
-  Verdict verdict;
-  std::string message;
-};
 
 Stop stop_of(const Error& e) {
   return {e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what()};
@@ -179,46 +173,6 @@ std::variant<Inspected, Stop> inspect(RunOptions& opt, const std::vector<fs::pat
   return in;
 }
 
-// `batches`: what the runs feed (the failing batch, after the ones before
-// it where it needs them); empty: the job's inputs.
-std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
-                              const std::vector<fs::path>& batches = {}) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : env) {
-    parts.push_back(k + "=" + shell_quote(v));
-  }
-  parts.push_back("aoti-bisect run");
-  parts.push_back(shell_quote(display_path(s.package)));
-  if (!s.model.empty()) {
-    parts.push_back("--model " + shell_quote(s.model));
-  }
-  if (s.sample_inputs) {
-    // the package's own sample inputs: no --inputs
-  } else if (batches.size() > 1 && s.calls) {
-    parts.push_back("--inputs " + shell_quote(display_path(s.inputs)) + fmt::format(" --calls {}", batches.size()));
-  } else {
-    for (const auto& b : batches.empty() ? std::vector<fs::path>{s.inputs} : batches) {
-      parts.push_back("--inputs " + shell_quote(display_path(b)));
-    }
-  }
-  if (s.contiguous_inputs) {
-    parts.push_back("--contiguous-inputs");
-  }
-  for (const auto& lib : s.load_libraries) {
-    parts.push_back("--load-library " + shell_quote(display_path(lib)));
-  }
-  if (!s.reference.empty()) {
-    parts.push_back("--reference " + shell_quote(display_path(s.reference)));
-  } else if (s.against_eager) {
-    parts.push_back("--against-eager");
-    if (!s.exported_program.empty()) {
-      parts.push_back("--exported-program " + shell_quote(display_path(s.exported_program)));
-    }
-  }
-  parts.push_back("--no-matrix --no-bisect");
-  return join(parts, " ");
-}
-
 // --against-eager: the exported program run eagerly on the inputs. Returns
 // the reference to compare with (the user's, the eager one, or none).
 std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected& in, const fs::path& work,
@@ -262,32 +216,6 @@ std::variant<fs::path, Stop> reference_phase(const Settings& s, const Inspected&
   return req.out;
 }
 
-std::vector<ChildRequest> matrix_requests(const std::vector<PlannedRun>& plan, const ModelDir& model,
-                                          const std::vector<fs::path>& batches) {
-  std::vector<ChildRequest> reqs;
-  for (const auto& run : plan) {
-    reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, model, std::nullopt, {}, false, batches});
-  }
-  return reqs;
-}
-
-// The matrix's runs, summarized: the failure (if any) and the variant the
-// search will use.
-Environment with_runner(Environment env, const Classification& cls) {
-  auto get = [&](const char* k) {
-    auto it = cls.environment.find(k);
-    return it == cls.environment.end() ? std::string() : it->second;
-  };
-  env.torch_version = get("torch");
-  env.cuda_version = get("cuda");
-  env.hip_version = get("hip");
-  if (!get("device_name").empty()) {
-    env.device_name = get("device_name");
-  }
-  env.driver_version = get("driver");
-  return env;
-}
-
 // failure.signature (classify/signature.hpp): the culprit's source comes from
 // the package's own kernel.cpp, when the culprit is one of its call sites.
 std::string signature_of(const Report& r, Verdict verdict, const Inspected* in) {
@@ -315,17 +243,6 @@ std::string signature_of(const Report& r, Verdict verdict, const Inspected* in) 
   return failure_signature(sig);
 }
 
-// A run that says the tool, not the model, is broken: the job stops.
-std::optional<Stop> broken_run(const ChildResult& r) {
-  if (r.cls.internal) {
-    return Stop{Verdict::internal_error, *r.cls.internal};
-  }
-  if (r.cls.cannot_test) {
-    return Stop{Verdict::could_not_test, *r.cls.cannot_test};
-  }
-  return std::nullopt;
-}
-
 class Job {
  public:
   Job(const RunOptions& opt, Progress& progress, const JobSeams& seams)
@@ -341,7 +258,14 @@ class Job {
     m_rec.finish(verdict, reason);
     return {m_rec.report(), exit_code_for(verdict)};
   }
-  JobResult fail(const Stop& stop) {
+  // How a step ends the job (job/matrix_phase.hpp Stop).
+  JobResult end(const Stop& stop) {
+    if (stop.how == Stop::How::finish) {
+      return finish(stop.verdict, stop.message);
+    }
+    if (stop.how == Stop::How::interrupted) {
+      return interrupted(stop.message);
+    }
     if (interrupt_requested()) {
       // Whatever failed, it failed because its helper or child was stopped.
       return interrupted(fmt::format("during the {} phase", m_rec.phase()));
@@ -396,17 +320,17 @@ class Job {
       throw Error(ErrorKind::usage, "--reference and --against-eager compare one batch: give one --inputs with them");
     }
   }
-  JobResult run_matrix(const Settings& s, Inspected& in, JobContext& job, const ModelDir& model);
-  std::optional<JobResult> outputs_differ(const Settings& s, JobContext& job, const ModelDir& model,
-                                          const std::vector<PlannedRun>& plan,
-                                          const std::vector<ChildResult>& results, MatrixResult& m,
-                                          const std::vector<Finding>& findings,
-                                          const std::vector<fs::path>& run_list);
+  JobResult run_matrix(Inspected& in, JobContext& job, const ModelDir& model);
+  std::optional<Stop> runner_fits(const ChildResult& baseline);
+  std::variant<BisectOutcome, Stop> search_first(const Inspected& in, JobContext& job, const ModelDir& model,
+                                                 const MatrixPhase& matrix);
+  JobResult search_failure(const Inspected& in, JobContext& job, const ModelDir& model, const MatrixPhase& matrix,
+                           const std::optional<BisectOutcome>& early);
+  std::variant<BisectOutcome, Stop> search_kernels(JobContext& job, const BisectSetup& setup);
   void build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s);
   void note_package_torch(const Inspected& in, const fs::path& package_dir);
   void choose_runner(const Inspected& in);
   RunnerPick m_runner_pick;         // which runner runs the package, and why
-  std::string m_differ_finding;     // outputs that differ between runs: what the matrix says of it
   Stop versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner) const;
   PackageTorch m_built_with;        // the torch the package was built with, as far as it shows it
 
@@ -459,11 +383,11 @@ JobResult Job::run() {
   try {
     check_batch_options();
     if (unexpanded) {
-      return fail(*unexpanded);
+      return end(*unexpanded);
     }
     auto inspected = inspect(m_opt, m_batches, m_rec);
     if (auto* stop = std::get_if<Stop>(&inspected)) {
-      return fail(*stop);
+      return end(*stop);
     }
     return after_inspect(std::get<Inspected>(inspected), user);
   } catch (const Error& e) {
@@ -486,7 +410,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   probe_host_environment(host);
   m_rec.environment(host);
   if (device_key.empty()) {
-    return fail({Verdict::could_not_test,
+    return end({Verdict::could_not_test,
                  fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
                              "aoti_compile_and_package",
                              m_opt.package.string(), in.model->name)});
@@ -497,7 +421,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     if (e.kind() == ErrorKind::usage) {
       throw;
     }
-    return fail({Verdict::could_not_test, e.what()});
+    return end({Verdict::could_not_test, e.what()});
   }
   Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key), m_batches);
   s.runner_torch_dir = m_runner_pick.torch.torch_dir;
@@ -514,11 +438,11 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
     check_model_library(model.dir, *in.model, in.wrapper);
     settle_package_hash();
   } catch (const Error& e) {
-    return fail({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
+    return end({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }
   auto reference = reference_phase(s, in, work.path(), m_rec);
   if (auto* stop = std::get_if<Stop>(&reference)) {
-    return fail(*stop);
+    return end(*stop);
   }
   ChildSetup setup{s.runner, s.out_dir, in.model->name, device_key, s.inputs, std::get<fs::path>(reference),
                    s.tolerances, s.timeout_s, s.memory_limit_bytes, s.contiguous_inputs, {}};
@@ -539,126 +463,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
   JobContext job{s, m_rec, runs, device_key, work.path(), m_seams.source};
-  return run_matrix(s, in, job, model);
-}
-
-// Outputs that differ between runs of the baseline environment while no run
-// fails (issue 39): the failure kind `nondeterministic`, never clean. How
-// many runs agreed, and how far two runs differ (one more run, compared bit
-// for bit with the baseline's outputs); within a tolerance the user gave
-// (--atol/--rtol) it is accepted, and the report still says it saw them.
-std::optional<JobResult> Job::outputs_differ(const Settings& s, JobContext& job, const ModelDir& model,
-                                             const std::vector<PlannedRun>& plan,
-                                             const std::vector<ChildResult>& results, MatrixResult& m,
-                                             const std::vector<Finding>& findings,
-                                             const std::vector<fs::path>& run_list) {
-  std::map<std::vector<std::string>, int> seen;  // output checksums -> runs
-  std::vector<std::string> first;                // the baseline's (the first ok run's)
-  std::string first_id;
-  int n = 0;
-  for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
-    const ChildResult& r = results[i];
-    if (!r.finished || plan[i].env != plan[0].env || r.cls.kind != OutcomeKind::ok || r.cls.outputs.empty()) {
-      continue;
-    }
-    std::vector<std::string> sums;
-    for (const auto& o : r.cls.outputs) {
-      sums.push_back(o.checksum);
-    }
-    if (first_id.empty()) {
-      first = sums;
-      first_id = plan[i].variant == "baseline" ? "baseline" : fmt::format("{}.{}", plan[i].variant, plan[i].repeat);
-    }
-    seen[sums] += 1;
-    n += 1;
-  }
-  if (seen.size() < 2) {
-    return std::nullopt;
-  }
-  int agreeing = 0;
-  for (const auto& [sums, count] : seen) {
-    agreeing = std::max(agreeing, count);
-  }
-  // How far they differ: one more run of the baseline environment, its
-  // outputs compared bit for bit with the first run's.
-  m_rec.plan_runs(1);
-  m_rec.begin_phase("compare", fmt::format("{} different outputs in {} runs of the same inputs and flags: one more "
-                                           "run, compared element by element with the first",
-                                           seen.size(), n));
-  ChildRequest req = matrix_requests({plan[0]}, model, run_list).front();
-  req.id = "compare.1";
-  req.variant = "compare";
-  req.repeat = 1;
-  req.exact_reference = s.out_dir / "runs" / first_id / "outputs.pt";
-  std::vector<ChildResult> compared;
-  if (!job.runs.run_all({req}, 1, compared) && interrupt_requested()) {
-    return interrupted("while comparing runs");
-  }
-  std::string how_far;
-  std::optional<Comparison> c;
-  if (!compared.empty() && compared[0].finished && compared[0].cls.comparison) {
-    c = compared[0].cls.comparison;
-  }
-  if (c && c->mismatched > 0) {
-    how_far = fmt::format("; one more run against the first: {} of {} elements differ, the largest difference {}{}",
-                          c->mismatched, c->total, number_text(c->max_abs_error),
-                          c->worst_output.empty() ? "" : " (in " + c->worst_output + ")");
-  } else if (c) {
-    how_far = "; one more run returned the first run's outputs exactly";
-  }
-  std::string seen_line = fmt::format("outputs differ between runs with the same inputs and flags: {} different "
-                                      "outputs in {} runs ({} agreed at most){}",
-                                      seen.size(), n, agreeing, how_far);
-  std::string why_finding;
-  for (const auto& finding : findings) {
-    if (finding.contrast == "stable_with") {
-      why_finding = finding.sentence;
-    }
-  }
-  // Within a tolerance the user gave: accepted, and said.
-  if ((m_opt.atol || m_opt.rtol) && c && c->mismatched > 0) {
-    std::string dtype = "default";
-    for (const auto& o : compared[0].cls.outputs) {
-      if (o.name == c->worst_output) {
-        dtype = o.dtype;
-      }
-    }
-    Tolerance t = s.tolerances.for_dtype(dtype);
-    double scale = c->max_rel_error > 0 ? c->max_abs_error / c->max_rel_error : 0;
-    if (c->max_abs_error <= t.atol + t.rtol * scale) {
-      m_rec.note(seen_line + fmt::format("; within the tolerance given (atol {:g} + rtol {:g} × max |output|): "
-                                         "accepted",
-                                         t.atol, t.rtol));
-      return std::nullopt;
-    }
-  }
-  Failure f;
-  f.kind = OutcomeKind::nondeterministic;
-  f.first_check = std::string(outcome_info(f.kind).first_check);
-  f.first_line = seen_line;
-  f.runs = n;
-  f.reproduced = n - agreeing;
-  f.deterministic = false;
-  f.reproducing_variant = plan[0].variant;
-  for (auto& v : m.variants) {
-    if (v.env == plan[0].env) {
-      v.reproduced = 0;
-      for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
-        if (plan[i].variant != v.name || !results[i].finished || results[i].cls.outputs.empty()) {
-          continue;
-        }
-        std::vector<std::string> sums;
-        for (const auto& o : results[i].cls.outputs) {
-          sums.push_back(o.checksum);
-        }
-        v.reproduced += sums != first || v.name == "baseline" ? 1 : 0;
-      }
-    }
-  }
-  m.failure = f;
-  m.chosen_env = plan[0].env;
-  m_differ_finding = why_finding;
-  return std::nullopt;  // the job goes on: the search compares two runs site by site
+  return run_matrix(in, job, model);
 }
 
 // Which runner runs the package (harness/runner_choice.hpp): the one beside
@@ -786,326 +591,130 @@ void Job::build_from_sources(Inspected& in, const fs::path& package_dir, const S
   in.model = &in.built;
 }
 
-JobResult Job::run_matrix(const Settings& s, Inspected& in, JobContext& job, const ModelDir& model) {
-  std::vector<PlannedRun> plan = s.plan;
-  std::vector<ChildResult> results;
-  std::optional<BatchLoop> loop;  // several batches: the loop over them is the baseline
-  m_rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
-  if (s.batches.size() > 1) {
-    loop = run_batch_loop(s, job.runs, m_rec, matrix_requests(plan, model, {}).front());
-    if (!loop) {
-      return interrupted("during the batch loop");
-    }
-    results = {loop->loop};
-    if (!loop->failing) {
-      plan.resize(1);  // a clean list is not repeated batch by batch
-    }
-  } else {
-    m_rec.begin_phase("baseline", "one run in a fresh child");
-    if (!job.runs.run_all({matrix_requests(plan, model, {}).front()}, 1, results) && interrupt_requested()) {
-      return interrupted("during the baseline run");
-    }
+// The matrix phase's steps (job/matrix_phase.hpp), then the kernel search.
+JobResult Job::run_matrix(Inspected& in, JobContext& job, const ModelDir& model) {
+  MatrixPhase matrix(job, model, in.model->name);
+  if (auto stop = matrix.run_baseline()) {
+    return end(*stop);
   }
-  const std::vector<fs::path> run_list = loop ? loop->run_list : std::vector<fs::path>{};
-  const Classification& base = results[0].cls;
-  m_rec.environment(with_runner(m_rec.report().environment, base));
-  m_rec.inputs(inputs_with_nonfinite_counts(base), inputs_binding_text(base));
-  for (const auto& changed : base.inputs_changed) {
-    m_rec.note(changed);
+  if (auto stop = runner_fits(matrix.baseline())) {
+    return end(*stop);
   }
-  if (auto stop = broken_run(results[0])) {
-    return fail(versions_apart(*stop, base.environment));
+  if (auto stop = matrix.refuse_inputs()) {
+    return end(*stop);
   }
-  if (std::string runner = torch_release(base.environment.count("torch") ? base.environment.at("torch") : "");
-      !m_built_with.version.empty() && !runner.empty() && m_built_with.version != runner) {
+  std::optional<BisectOutcome> early;
+  if (matrix.answers_first()) {
+    auto first = search_first(in, job, model, matrix);
+    if (auto* stop = std::get_if<Stop>(&first)) {
+      return end(*stop);
+    }
+    early = std::get<BisectOutcome>(first);
+  }
+  if (auto stop = matrix.run_stages()) {
+    return end(*stop);
+  }
+  if (auto stop = matrix.read()) {
+    return end(*stop);
+  }
+  if (auto stop = matrix.without_failure()) {
+    return end(*stop);
+  }
+  if (!job.settings.bisect) {
+    return finish(Verdict::not_isolated, matrix.failure_text() + "; kernel bisection was not asked for (--no-bisect)");
+  }
+  return search_failure(in, job, model, matrix, early);
+}
+
+// The baseline's word on the runner: one that cannot load the package, with
+// both torches named where they differ (versions_apart); one of another
+// torch that ran it, a note.
+std::optional<Stop> Job::runner_fits(const ChildResult& baseline) {
+  const auto& runner_env = baseline.cls.environment;
+  if (auto stop = broken_run(baseline)) {
+    return versions_apart(*stop, runner_env);
+  }
+  std::string runner = torch_release(runner_env.count("torch") ? runner_env.at("torch") : "");
+  if (!m_built_with.version.empty() && !runner.empty() && m_built_with.version != runner) {
     m_rec.note(fmt::format("the package was built by torch {}, the runner's LibTorch is {}: a package runs with the "
                            "LibTorch it was built with (AOTInductor's runtime is compiled into it)",
                            m_built_with.version, runner));
   }
-  if (base.kind == OutcomeKind::input_mismatch) {
-    const auto& ran = results[0].batches;
-    std::string which = ran.empty() ? display_path(s.inputs)
-                                    : fmt::format("{}' (batch {} of {}", display_path(ran.back().file),
-                                                  ran.back().index, s.batches.size());
-    std::string message = fmt::format("inputs file '{}{} does not fit model '{}': {}", which, ran.empty() ? "'" : ")",
-                                      in.model->name, base.first_line);
-    // A second opinion from the package itself (its own input check), one run each.
-    std::vector<PlannedRun> checks = plan.size() > 1 ? input_check_runs(s) : std::vector<PlannedRun>{};
-    if (!checks.empty()) {
-      m_rec.begin_phase("matrix", "the package's own input check, as a second opinion");
-      std::vector<ChildResult> checked;
-      job.runs.run_all(matrix_requests(checks, model, run_list), s.jobs, checked);
-      // A refusal with the baseline's own line is the runner's check again
-      // (the count, the binding: kept where the package checks), not the package's.
-      auto own = [&](const ChildResult& r) {
-        return !r.finished || (r.cls.kind == OutcomeKind::input_mismatch && r.cls.first_line == base.first_line);
-      };
-      std::vector<PlannedRun> ran_plan = {plan[0]};
-      std::vector<ChildResult> all = {results[0]};
-      for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
-        if (!own(checked[i])) {
-          ran_plan.push_back(checks[i]);
-          all.push_back(checked[i]);
-        }
-      }
-      m_rec.findings(report_findings(read_matrix(s.findings, run_facts(ran_plan, all), std::nullopt)));
-      for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
-        if (own(checked[i])) {
-          continue;
-        }
-        std::string flags = env_difference(checks[i].env, plan[0].env);
-        message += checked[i].cls.kind == OutcomeKind::input_mismatch
-                       ? fmt::format("; the package's own check ({}) agrees: {}", flags,
-                                     redact_paths(checked[i].cls.first_line))
-                       : fmt::format("; the package's own check ({}) accepts them ({})", flags,
-                                     outcome_name(checked[i].cls.kind));
-      }
-    }
-    // The failure kind scripts group by (design.md's outcome table), with
-    // the could_not_test verdict: the inputs, not the model, are at fault.
-    Failure refused;
-    refused.kind = OutcomeKind::input_mismatch;
-    refused.first_check = std::string(outcome_info(refused.kind).first_check);
-    refused.first_line = redact_paths(base.first_line);
-    refused.runs = 1;
-    refused.reproduced = 1;
-    refused.deterministic = true;
-    refused.reproducing_variant = plan[0].variant;
-    m_rec.failure(refused);
-    return fail({Verdict::could_not_test, message});
-  }
-  ChildResult baseline = results[0];
-  // The answer first: a NaN/Inf or wrong-values failure (the process stays
-  // sound) is searched now, in the baseline's environment, and the matrix
-  // runs after the answer. Its runs then say whether the answer stands: it
-  // does where the failure is steady in that environment (lib/job: kept
-  // below), else the search runs again where the matrix says.
-  std::optional<BisectOutcome> early;
-  if (s.answer_first && s.bisect && !loop && plan.size() > 1 &&
-      (base.kind == OutcomeKind::nonfinite || base.kind == OutcomeKind::mismatch)) {
-    m_rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix's {} runs "
-                           "follow and complete the report (--matrix-first: the matrix before the search)",
-                           plan.size() - 1));
-    BisectSetup first{*in.pkg, *in.model, in.wrapper, plan[0].env, plan[0].variant, base.kind, base.first_line,
-                      true, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
-                      run_list};
-    try {
-      early = run_bisection(job, first);
-    } catch (const ProgramRefused& e) {
-      return fail({Verdict::could_not_test, e.what()});
-    }
-    if (early->verdict == Verdict::interrupted || interrupt_requested()) {
-      return interrupted(fmt::format("during the kernel bisection ({} phase)", m_rec.phase()));
-    }
-    if (early->verdict == Verdict::isolated) {
-      m_rec.first_answer(early->reason + "; the flag matrix runs next and completes the report");
-    }
-  }
-  // The matrix in two stages: the variants the baseline's outcome calls
-  // for, then (`when: flaky`) those for a baseline environment whose runs
-  // disagree.
-  MatrixStage stage{base.kind, s.profile.backend != "cpu", false};
-  std::vector<PlannedRun> ran = {plan[0]};
-  for (int stage_no = 1; stage_no <= 2 && plan.size() > 1; ++stage_no) {
-    if (stage_no == 2) {
-      stage.flaky = baseline_env_flaky(ran, results);
-    }
-    std::vector<PlannedRun> now;
-    for (size_t i = 1; i < plan.size(); ++i) {
-      if (runs_at_stage(plan[i], stage, stage_no)) {
-        now.push_back(plan[i]);
-      }
-    }
-    if (now.empty()) {
-      continue;
-    }
-    m_rec.plan_runs(static_cast<int>(now.size()));
-    std::set<std::string> variants;
-    for (const auto& p : now) {
-      variants.insert(p.variant);
-    }
-    std::string why_now = stage_no != 2 ? "" : stage.flaky ? " (the baseline is flaky)" : " (after a steady failure)";
-    m_rec.begin_phase("matrix", fmt::format("{} run{} over {} variant{}{}, {} at a time", now.size(),
-                                            now.size() == 1 ? "" : "s", variants.size(),
-                                            variants.size() == 1 ? "" : "s", why_now, s.jobs));
-    std::vector<ChildResult> more;
-    bool completed = job.runs.run_all(matrix_requests(now, model, run_list), s.jobs, more) || !interrupt_requested();
-    ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
-    results.insert(results.end(), more.begin(), more.end());
-    if (!completed) {
-      MatrixResult partial = summarize_runs(ran, results);
-      m_rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env, run_list));
-      return interrupted("during the flag matrix");
-    }
-    for (const auto& r : results) {
-      if (auto stop = broken_run(r)) {
-        return fail(*stop);
-      }
-    }
-  }
-  plan = ran;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (!results[i].cls.poison_unreached.empty()) {
-      m_rec.note(fmt::format("variant {}: the poison reached none of the package's allocations ({}); its runs say "
-                             "nothing about memory no kernel wrote",
-                             plan[i].variant, results[i].cls.poison_unreached));
-      break;
-    }
-  }
-  MatrixResult m = summarize_runs(plan, results);
-  if (m.failure && loop) {
-    m.failure->batch = loop->batch;
-  }
-  const std::vector<Finding> findings =
-      read_matrix(s.findings, run_facts(plan, results), m.failure ? std::optional(m.failure->kind) : std::nullopt);
-  // The package's own input check refuses the inputs: it is the inputs,
-  // not a kernel; nothing is searched.
-  for (size_t i = 1; i < results.size() && i < plan.size(); ++i) {
-    if (results[i].finished && results[i].cls.kind == OutcomeKind::input_mismatch) {
-      m_rec.matrix(m.variants, m.failure, reproduce_command(s, plan[i].env, run_list));
-      m_rec.findings(report_findings(findings));
-      return fail({Verdict::could_not_test,
-                   fmt::format("inputs file '{}' does not fit model '{}': under {} ({}) the package refuses them: {}; "
-                               "the kernels were not searched (it is the inputs)",
-                               display_path(s.inputs), in.model->name, plan[i].variant,
-                               env_difference(plan[i].env, plan[0].env), results[i].cls.first_line)});
-    }
-  }
-  // Outputs that change where nothing else does (memory nothing wrote): a
-  // failure, though no run ended in one.
-  if (!m.failure) {
-    for (const auto& finding : findings) {
-      if (finding.contrast != "outputs_change") {
-        continue;
-      }
-      Failure changed;
-      changed.kind = OutcomeKind::mismatch;
-      changed.first_check = std::string(outcome_info(changed.kind).first_check);
-      changed.reproducing_variant = finding.variant;
-      for (size_t i = 0; i < plan.size() && i < results.size(); ++i) {
-        changed.runs += results[i].finished ? 1 : 0;
-        if (plan[i].variant == finding.variant) {
-          m.chosen_env = plan[i].env;
-          changed.reproduced += 1;
-        }
-      }
-      for (auto& v : m.variants) {
-        if (v.name == finding.variant) {
-          v.reproduced = changed.reproduced;  // its runs showed it: other outputs
-        }
-      }
-      std::string flags = env_difference(m.chosen_env, plan[0].env);
-      changed.first_line = fmt::format("the outputs under {} differ from the baseline's, which its repeats reproduce "
-                                       "bit for bit",
-                                       flags);
-      m.failure = changed;
-      m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env, run_list));
-      m_rec.findings(report_findings(findings));
-      return finish(Verdict::not_isolated,
-                    finding.sentence + "; the kernel search needs a failure to probe for: 'aoti-bisect bisect' "
-                                       "with --env " +
-                        flags + " and --against-eager (or --reference EXPECTED.pt) compares with eager, kernel by kernel");
-    }
-  }
-  if (!m.failure && !loop) {
-    if (auto differ = outputs_differ(s, job, model, plan, results, m, findings, run_list)) {
-      return *differ;
-    }
-  }
-  m_rec.matrix(m.variants, m.failure, reproduce_command(s, m.chosen_env, run_list));
-  m_rec.findings(report_findings(findings));
-  if (!m.failure && loop) {
-    return finish(Verdict::clean,
-                  fmt::format("no failure in {} {} (one run; no crash, no NaN/Inf)", s.batches.size(),
-                              s.calls ? "calls" : "batches"));
-  }
-  if (!m.failure) {
-    size_t n = m_rec.report().runs.size();
-    std::string unchecked;
-    if (s.reference.empty() && m_rec.report().reference_path.empty()) {
-      unchecked = s.against_eager ? " (no crash, no NaN/Inf); output values were not checked: the exported program "
-                                    "failed when run eagerly on these inputs (see notes)"
-                                  : " (no crash, no NaN/Inf); output values were not checked against a reference: "
-                                    "give --reference EXPECTED.pt or --against-eager to check them";
-    }
-    return finish(Verdict::clean, fmt::format("no failure in {} run{}{}", n, n == 1 ? "" : "s", unchecked));
-  }
-  const Failure& f = *m.failure;
-  std::string reproduced = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
-  if (f.kind == OutcomeKind::nondeterministic) {
-    reproduced = f.first_line + (m_differ_finding.empty() ? "" : "; " + m_differ_finding);
-  } else {
-    if (!f.deterministic && s.bisect) {
-      // Mixed outcomes: one run per step could call a half clean by chance.
-      reproduced += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step "
-                                "runs {} times and a step whose runs disagree is inconclusive)",
-                                f.reproducing_variant, s.bisect_repeats.value_or(3));
-    }
-    // What makes the failure go away, or show every time (one thread, ATen's
-    // scalar kernels), said beside the culprit: not the kernel's arithmetic alone.
-    bool said = false;
-    for (const auto& finding : findings) {
-      if (finding.contrast == "passes_with" || finding.contrast == "more_reliable") {
-        reproduced += "; " + finding.sentence;
-        said = said || finding.variant == f.reproducing_variant;
-      }
-    }
-    // Searched under a variant, not the plain environment: which, and why.
-    const VariantSummary* base_v = m.variants.empty() ? nullptr : &m.variants.front();
-    auto chosen = std::find_if(m.variants.begin(), m.variants.end(),
-                               [&](const VariantSummary& v) { return v.name == f.reproducing_variant; });
-    if (!said && s.bisect && base_v != nullptr && chosen != m.variants.end() && chosen->env != base_v->env) {
-      int base_k = 0;
-      int base_n = 0;
-      for (const auto& v : m.variants) {
-        if (v.env == base_v->env) {
-          base_k += v.reproduced;
-          base_n += v.runs;
-        }
-      }
-      reproduced += fmt::format("; searched under {} ({}): {} of {} runs reproduce it there, {} of {} without",
-                                chosen->name, env_difference(chosen->env, base_v->env), chosen->reproduced,
-                                chosen->runs, base_k, base_n);
-    }
-  }
-  if (!s.bisect) {
-    return finish(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
-  }
-  if (early) {
-    // The search already ran in the baseline's environment: it stands where
-    // the matrix found the same failure steady there.
-    if (f.kind == baseline.cls.kind && f.deterministic && m.chosen_env == plan[0].env) {
-      m_rec.refresh_repro_command();
-      return finish(early->verdict, early->reason.empty() ? reproduced : reproduced + "; " + early->reason);
-    }
-    std::string why = f.kind != baseline.cls.kind ? fmt::format("the matrix's failure is {}", outcome_name(f.kind))
-                      : !f.deterministic  ? std::string("not every run of the matrix reproduced it")
-                                          : fmt::format("the matrix chose {} to search under", f.reproducing_variant);
-    m_rec.set_aside_search();
-    m_rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
-    std::error_code ec;
-    fs::remove_all(s.out_dir / "repro", ec);  // its saved tensors; the new search saves its own
-  }
-  BisectSetup setup{*in.pkg, *in.model, in.wrapper, m.chosen_env, f.reproducing_variant, f.kind, f.first_line,
-                    f.deterministic, baseline.status.seconds, m_rec.report().environment.torch_version, {}, "model", model,
-                    run_list};
-  if (early) {
-    for (const auto& run : m_rec.report().runs) {  // the runs go on from the first search's numbers
-      setup.runs_before += run.id.rfind("bisect.", 0) == 0 || run.id.rfind("guide.", 0) == 0 ? 1 : 0;
-    }
-  }
+  return std::nullopt;
+}
+
+// The kernel search (search/search.hpp) as a step: a refused exported
+// program or an interrupt ends the job.
+std::variant<BisectOutcome, Stop> Job::search_kernels(JobContext& job, const BisectSetup& setup) {
   BisectOutcome b;
   try {
     b = run_bisection(job, setup);
   } catch (const ProgramRefused& e) {
-    return fail({Verdict::could_not_test, e.what()});
+    return Stop{Verdict::could_not_test, e.what()};
   }
   if (b.verdict == Verdict::interrupted || interrupt_requested()) {
-    return interrupted(fmt::format("during the kernel bisection ({} phase)", m_rec.phase()));
+    return Stop{Verdict::interrupted, fmt::format("during the kernel bisection ({} phase)", m_rec.phase()),
+                Stop::How::interrupted};
   }
-  return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
+  return b;
 }
 
+// The answer first: a NaN/Inf or wrong-values failure (the process stays
+// sound) is searched right after the baseline, in its environment, and the
+// matrix runs after the answer; search_failure keeps it where the matrix
+// finds the failure steady there.
+std::variant<BisectOutcome, Stop> Job::search_first(const Inspected& in, JobContext& job, const ModelDir& model,
+                                                    const MatrixPhase& matrix) {
+  m_rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix's {} runs "
+                         "follow and complete the report (--matrix-first: the matrix before the search)",
+                         job.settings.plan.size() - 1));
+  const ChildResult& base = matrix.baseline();
+  BisectSetup setup{*in.pkg, *in.model, in.wrapper, matrix.baseline_run().env, matrix.baseline_run().variant,
+                    base.cls.kind, base.cls.first_line, true, base.status.seconds,
+                    m_rec.report().environment.torch_version, {}, "model", model, matrix.run_list()};
+  auto first = search_kernels(job, setup);
+  if (auto* b = std::get_if<BisectOutcome>(&first); b != nullptr && b->verdict == Verdict::isolated) {
+    m_rec.first_answer(b->reason + "; the flag matrix runs next and completes the report");
+  }
+  return first;
+}
+
+// The kernel search for the matrix's failure, in the environment it chose;
+// or the first search's answer, where the matrix found the same failure
+// steady in the baseline's environment.
+JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelDir& model, const MatrixPhase& matrix,
+                              const std::optional<BisectOutcome>& early) {
+  const Failure& f = matrix.failure();
+  const std::string reproduced = matrix.failure_text();
+  int runs_before = 0;
+  if (early) {
+    if (f.kind == matrix.baseline().cls.kind && f.deterministic && matrix.chosen_env() == matrix.baseline_run().env) {
+      m_rec.refresh_repro_command();
+      return finish(early->verdict, early->reason.empty() ? reproduced : reproduced + "; " + early->reason);
+    }
+    std::string why = f.kind != matrix.baseline().cls.kind
+                          ? fmt::format("the matrix's failure is {}", outcome_name(f.kind))
+                      : !f.deterministic ? std::string("not every run of the matrix reproduced it")
+                                         : fmt::format("the matrix chose {} to search under", f.reproducing_variant);
+    m_rec.set_aside_search();
+    m_rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
+    std::error_code ec;
+    fs::remove_all(job.settings.out_dir / "repro", ec);  // its saved tensors; the new search saves its own
+    for (const auto& run : m_rec.report().runs) {  // the runs go on from the first search's numbers
+      runs_before += run.id.rfind("bisect.", 0) == 0 || run.id.rfind("guide.", 0) == 0 ? 1 : 0;
+    }
+  }
+  BisectSetup setup{*in.pkg, *in.model, in.wrapper, matrix.chosen_env(), f.reproducing_variant, f.kind, f.first_line,
+                    f.deterministic, matrix.baseline().status.seconds, m_rec.report().environment.torch_version, {},
+                    "model", model, matrix.run_list()};
+  setup.runs_before = runs_before;
+  auto searched = search_kernels(job, setup);
+  if (auto* stop = std::get_if<Stop>(&searched)) {
+    return end(*stop);
+  }
+  const BisectOutcome& b = std::get<BisectOutcome>(searched);
+  return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
+}
 }  // namespace
 
 ExitCode exit_code_for(Verdict verdict) {

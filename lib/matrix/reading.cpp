@@ -145,4 +145,82 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
   return out;
 }
 
+bool baseline_env_flaky(const std::vector<MatrixRunFacts>& runs) {
+  if (runs.empty()) {
+    return false;
+  }
+  std::optional<OutcomeKind> seen;
+  std::optional<std::vector<std::string>> outputs;  // of the ok runs
+  for (const auto& r : runs) {
+    if (r.env != runs.front().env) {
+      continue;
+    }
+    if (seen && *seen != r.kind) {
+      return true;
+    }
+    seen = r.kind;
+    if (r.kind == OutcomeKind::ok && !r.output_checksums.empty()) {
+      if (outputs && *outputs != r.output_checksums) {
+        return true;  // the same outcome, other outputs: they differ run to run
+      }
+      outputs = r.output_checksums;
+    }
+  }
+  return false;
+}
+
+std::optional<OutputsChange> outputs_change(const std::vector<Finding>& findings,
+                                            const std::vector<MatrixRunFacts>& runs) {
+  for (const auto& finding : findings) {
+    if (finding.contrast != "outputs_change") {
+      continue;
+    }
+    OutputsChange out;
+    out.variant = finding.variant;
+    out.sentence = finding.sentence;
+    for (const auto& r : runs) {
+      out.runs += 1;
+      if (r.variant == finding.variant) {
+        out.env = r.env;
+        out.reproduced += 1;  // its runs showed it: other outputs
+      }
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<OutputsDiffer> outputs_differ(const std::vector<MatrixRunFacts>& runs) {
+  if (runs.empty()) {
+    return std::nullopt;
+  }
+  std::map<std::vector<std::string>, int> seen;  // output checksums -> runs
+  const std::vector<std::string>* first = nullptr;  // the first ok run's (the baseline's)
+  OutputsDiffer out;
+  for (const auto& r : runs) {
+    if (r.env != runs.front().env || r.kind != OutcomeKind::ok || r.output_checksums.empty()) {
+      continue;
+    }
+    if (first == nullptr) {
+      first = &r.output_checksums;
+      out.first_id = r.id;
+    }
+    seen[r.output_checksums] += 1;
+    out.runs += 1;
+  }
+  if (seen.size() < 2) {
+    return std::nullopt;
+  }
+  out.distinct = static_cast<int>(seen.size());
+  for (const auto& [sums, count] : seen) {
+    out.agreeing = std::max(out.agreeing, count);
+  }
+  for (const auto& r : runs) {
+    if (r.env == runs.front().env && !r.output_checksums.empty()) {
+      out.differing[r.variant] += r.output_checksums != *first || r.variant == "baseline" ? 1 : 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace aoti_bisect

@@ -21,6 +21,7 @@ struct MatrixRunFacts {
   OutcomeKind kind = OutcomeKind::ok;
   std::string first_line;                   // the error line, "" when ok
   std::vector<std::string> output_checksums; // in output order; empty when the run returned none
+  std::string id;                           // "baseline", "repeat.2": where its files are
 };
 
 struct Finding {
@@ -51,6 +52,38 @@ struct Finding {
 //                   all ok with one and the same.
 std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const std::vector<MatrixRunFacts>& runs,
                                  std::optional<OutcomeKind> failure);
+
+// Whether the runs of the baseline's environment (the baseline, `repeat`)
+// ended in different outcomes, or, all ok, returned different outputs.
+bool baseline_env_flaky(const std::vector<MatrixRunFacts>& runs);
+
+// Outputs that change under a variant where nothing else does (memory
+// nothing wrote): the first `outputs_change` finding, as a failure of the
+// variant's environment, though no run ended in one.
+struct OutputsChange {
+  std::string variant;
+  std::map<std::string, std::string> env;  // the variant's
+  int runs = 0;                            // every run of the matrix
+  int reproduced = 0;                      // the variant's runs
+  std::string sentence;                    // the finding's
+};
+std::optional<OutputsChange> outputs_change(const std::vector<Finding>& findings,
+                                            const std::vector<MatrixRunFacts>& runs);
+
+// Outputs that differ between the ok runs of the baseline's environment
+// (issue 39): how many different outputs, in how many runs, how many agreed
+// at most, and which run returned the first (the others are compared with
+// its files). nullopt: they all returned the same.
+struct OutputsDiffer {
+  int distinct = 0;
+  int runs = 0;
+  int agreeing = 0;
+  std::string first_id;
+  // Per variant of the baseline's environment: its runs whose outputs are
+  // not the first run's (the baseline counts as one).
+  std::map<std::string, int> differing;
+};
+std::optional<OutputsDiffer> outputs_differ(const std::vector<MatrixRunFacts>& runs);
 
 // "A=1 B=2": the variables `env` sets beyond (or unlike) `base`, as the
 // sentences' {env} and the job's messages name a variant.

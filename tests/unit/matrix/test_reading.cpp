@@ -258,4 +258,61 @@ TEST_CASE("runs_at_stage: when each variant runs") {
   CHECK_FALSE(runs_at_stage(base, clean, 1));
 }
 
+TEST_CASE("baseline_env_flaky: outcomes or ok outputs that differ in the baseline's environment") {
+  std::vector<MatrixRunFacts> steady;
+  add(steady, "baseline", {ok});
+  add(steady, "repeat", {ok, ok});
+  add(steady, "one_thread", {ok}, {"bbbb"});  // another environment: not counted
+  CHECK_FALSE(baseline_env_flaky(steady));
+  std::vector<MatrixRunFacts> mixed;
+  add(mixed, "baseline", {nonfinite});
+  add(mixed, "repeat", {nonfinite, ok});
+  CHECK(baseline_env_flaky(mixed));
+  std::vector<MatrixRunFacts> drifting;
+  add(drifting, "baseline", {ok});
+  add(drifting, "repeat", {ok}, {"cccc"});
+  CHECK(baseline_env_flaky(drifting));
+  CHECK_FALSE(baseline_env_flaky({}));
+}
+
+TEST_CASE("outputs_change: the first outputs_change finding, with its variant's environment and runs") {
+  std::vector<MatrixRunFacts> runs;
+  add(runs, "baseline", {ok});
+  add(runs, "repeat", {ok, ok});
+  add(runs, "poison", {ok, ok}, {"ffff"});
+  std::vector<Finding> findings = {{"one_thread", "passes_with", "x"}, {"poison", "outputs_change", "changes"}};
+  auto change = outputs_change(findings, runs);
+  REQUIRE(change);
+  CHECK(change->variant == "poison");
+  CHECK(change->env.at("V_poison") == "1");
+  CHECK(change->runs == 5);
+  CHECK(change->reproduced == 2);
+  CHECK(change->sentence == "changes");
+  CHECK_FALSE(outputs_change({{"one_thread", "passes_with", "x"}}, runs));
+}
+
+TEST_CASE("outputs_differ: distinct outputs of the baseline environment's ok runs, and which run was first") {
+  std::vector<MatrixRunFacts> same;
+  add(same, "baseline", {ok});
+  add(same, "repeat", {ok, ok});
+  CHECK_FALSE(outputs_differ(same));
+
+  std::vector<MatrixRunFacts> runs;
+  add(runs, "baseline", {ok}, {"a"});
+  add(runs, "repeat", {ok}, {"a"});
+  add(runs, "repeat", {ok}, {"b"});
+  add(runs, "repeat", {ok}, {"c"});
+  add(runs, "one_thread", {ok}, {"d"});  // another environment: not counted
+  runs[0].id = "baseline";
+  auto d = outputs_differ(runs);
+  REQUIRE(d);
+  CHECK(d->distinct == 3);
+  CHECK(d->runs == 4);
+  CHECK(d->agreeing == 2);
+  CHECK(d->first_id == "baseline");
+  CHECK(d->differing.at("repeat") == 2);    // b and c are not the first run's
+  CHECK(d->differing.at("baseline") == 1);  // the baseline counts as one
+  CHECK(d->differing.count("one_thread") == 0);
+}
+
 TEST_SUITE_END();
