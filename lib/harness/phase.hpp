@@ -4,8 +4,6 @@
 // phase began. Phases return values; they never read raw options.
 
 #include <filesystem>
-#include <functional>
-#include <memory>
 #include <string>
 
 #include "harness/recorder.hpp"
@@ -14,16 +12,12 @@
 
 namespace aoti_bisect {
 
-class InstrumentationSource;
-using SourceFactory = std::function<std::unique_ptr<InstrumentationSource>()>;
-
 struct JobContext {
   const Settings& settings;
   Recorder& recorder;
   Runs& runs;
   std::string device_key;
   std::filesystem::path work_dir;  // OUT/.work-<pid>, removed when the job ends
-  SourceFactory source;            // the first instrumentation source to try; empty: the exported program
 };
 
 }  // namespace aoti_bisect

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/bisect.hpp"
-#include "bisect/probe_source.hpp"
+#include "harness/probe_source.hpp"
 #include "config/config.hpp"
 #include "matrix/matrix.hpp"
 

@@ -462,7 +462,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   }
   auto children = make_children(setup);
   Runs runs(*children, m_rec);
-  JobContext job{s, m_rec, runs, device_key, work.path(), m_seams.source};
+  JobContext job{s, m_rec, runs, device_key, work.path()};
   return run_matrix(in, job, model);
 }
 
@@ -648,7 +648,7 @@ std::optional<Stop> Job::runner_fits(const ChildResult& baseline) {
 std::variant<BisectOutcome, Stop> Job::search_kernels(JobContext& job, const BisectSetup& setup) {
   BisectOutcome b;
   try {
-    b = run_bisection(job, setup);
+    b = run_bisection(job, setup, m_seams.source);
   } catch (const ProgramRefused& e) {
     return Stop{Verdict::could_not_test, e.what()};
   }

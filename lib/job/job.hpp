@@ -13,6 +13,7 @@
 #include "harness/progress.hpp"
 #include "harness/settings.hpp"
 #include "report/report.hpp"
+#include "search/instrumentation.hpp"
 
 namespace aoti_bisect {
 

@@ -1,6 +1,7 @@
 #include "package/hooks.hpp"
 
 #include <cctype>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -50,16 +51,32 @@ std::optional<std::vector<HookParam>> parse_params(std::string_view list) {
   return out;
 }
 
-// Declarations `<marker> NAME(params)` followed by one of `ends`.
-std::map<std::string, std::vector<HookParam>> declarations(const std::string& raw, std::string_view marker,
+// Declarations `<lead...> NAME(params)` followed by one of `ends`: the
+// lead's words in order, each a whole word, apart by white space (comments
+// are gone first).
+std::map<std::string, std::vector<HookParam>> declarations(const std::string& raw,
+                                                           std::initializer_list<std::string_view> lead,
                                                            std::string_view ends) {
   std::string text = wrapper_text::without_comments(raw);
   std::map<std::string, std::vector<HookParam>> out;
-  for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
-    if (p > 0 && cpp_text::is_ident_char(text[p - 1])) {
+  auto word_at = [&](size_t q, std::string_view word) {
+    return text.compare(q, word.size(), word) == 0 && (q == 0 || !cpp_text::is_ident_char(text[q - 1])) &&
+           (q + word.size() >= text.size() || !cpp_text::is_ident_char(text[q + word.size()]));
+  };
+  const std::string_view first = *lead.begin();
+  for (size_t p = text.find(first); p != std::string::npos; p = text.find(first, p + 1)) {
+    size_t q = p;
+    bool matched = true;
+    for (std::string_view word : lead) {
+      if (!word_at(q, word)) {
+        matched = false;
+        break;
+      }
+      q = skip_space(text, q + word.size());
+    }
+    if (!matched) {
       continue;
     }
-    size_t q = skip_space(text, p + marker.size());
     std::string name = ident_at(text, q);
     size_t open = skip_space(text, q + name.size());
     if (name.empty() || open >= text.size() || text[open] != '(') {
@@ -224,34 +241,11 @@ struct aoti_bisect_hook {
 std::map<std::string, std::vector<HookParam>> kernel_declarations(const std::string& source) {
   // `extern "C"  void  cpp_fused_x(float* in_out_ptr0, ...)`, ended by ';'
   // (a declaration) or '{' (the definition in kernel.cpp).
-  std::map<std::string, std::vector<HookParam>> out;
-  std::string text = wrapper_text::without_comments(source);
-  constexpr std::string_view marker = "extern \"C\"";
-  for (size_t p = text.find(marker); p != std::string::npos; p = text.find(marker, p + 1)) {
-    size_t q = skip_space(text, p + marker.size());
-    if (text.compare(q, 4, "void") != 0 || q + 4 >= text.size() || cpp_text::is_ident_char(text[q + 4])) {
-      continue;
-    }
-    q = skip_space(text, q + 4);
-    std::string name = ident_at(text, q);
-    size_t open = skip_space(text, q + name.size());
-    if (name.empty() || open >= text.size() || text[open] != '(') {
-      continue;
-    }
-    size_t close = text.find(')', open);
-    size_t after = close == std::string::npos ? close : skip_space(text, close + 1);
-    if (after >= text.size() || (text[after] != ';' && text[after] != '{')) {
-      continue;
-    }
-    if (auto params = parse_params(std::string_view(text).substr(open + 1, close - open - 1))) {
-      out.emplace(name, std::move(*params));
-    }
-  }
-  return out;
+  return declarations(source, {"extern \"C\"", "void"}, ";{");
 }
 
 std::map<std::string, std::vector<HookParam>> shim_declarations(const std::string& header_text) {
-  return declarations(header_text, "AOTITorchError", ";");
+  return declarations(header_text, {"AOTITorchError"}, ";");
 }
 
 HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::string, std::vector<HookParam>>& kernels,

@@ -7,6 +7,8 @@
 // printer at level 2, filtered to the range's kernel names.
 
 #include "search/guide_mode.hpp"
+#include "search/guide_printer.hpp"
+#include "search/source_exported.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +29,8 @@
 #include "process/process.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
-#include "search/wrapper_layout.hpp"
+#include "evidence/inf_literal.hpp"
+#include "evidence/wrapper_layout.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

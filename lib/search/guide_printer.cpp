@@ -2,7 +2,7 @@
 // (aoti_torch_print_tensor_handle): the printed blocks, which call site each
 // belongs to, and the run trace and step answer they make.
 
-#include "search/guide_mode.hpp"
+#include "search/guide_printer.hpp"
 
 #include <algorithm>
 #include <cmath>

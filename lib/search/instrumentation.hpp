@@ -6,6 +6,8 @@
 // and share one search (RunTimeProbeSource); guide mode rebuilds per range.
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,9 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "inductor/build.hpp"
-#include "search/divergence.hpp"
-#include "search/evidence.hpp"
+#include "evidence/divergence.hpp"
+#include "evidence/evidence.hpp"
 #include "harness/phase.hpp"
+#include "harness/probe_source.hpp"
 #include "package/package.hpp"
 
 namespace aoti_bisect {
@@ -53,20 +56,6 @@ struct BisectOutcome {
   bool untrusted = false;    // the fidelity guard refused the instrumented model
 };
 
-// An Inductor build of the setup's exported program at `printer_level`
-// (cached). Throws Error like build_instrumented; the failure is noted in
-// the report's builds first.
-BuildResult build_from_exported_program(JobContext& job, const BisectSetup& setup, int printer_level,
-                                        const std::vector<std::string>& filtered_kernels = {});
-
-struct ProbedModel;
-
-// The exported program at printer level 1 (cached), its call sites compared
-// with the package's (builds.call_sites_match); for mismatch also its node
-// map and the eager values of the mapped nodes. Or one line saying why not.
-std::variant<ProbedModel, std::string> probed_exported_program(JobContext& job, const BisectSetup& setup,
-                                                               Predicate predicate);
-
 class InstrumentationSource {
  public:
   virtual ~InstrumentationSource() = default;
@@ -87,6 +76,10 @@ struct ProbedModel {
   enum class Fidelity { not_checked, noted, required } fidelity = Fidelity::not_checked;
 };
 
+// Makes the first source the search tries, in place of the chain (the
+// tests' seam: job/job.hpp JobSeams::source).
+using SourceFactory = std::function<std::unique_ptr<InstrumentationSource>()>;
+
 // What a package-level source (interpose, rewrite) starts from. For wrong
 // values, the exported program's build gives the map from buffers to graph
 // nodes and their eager values, usable when it launches the same kernels in
@@ -97,7 +90,7 @@ std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const
 class RunTimeProbeSource : public InstrumentationSource {
  public:
   // The shared search: a trace run, the halving with probe plans, an
-  // evidence run on the culprit (search.cpp).
+  // evidence run on the culprit (probed_search.hpp).
   BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) final;
 
  protected:
@@ -109,64 +102,6 @@ class RunTimeProbeSource : public InstrumentationSource {
   // After the fidelity guard refused the model: whether to prepare another
   // way (one line saying how) and search again.
   virtual std::optional<std::string> retry_untrusted() { return std::nullopt; }
-};
-
-// Interposition, the package alone: a hook library generated from the
-// package's text (package/hooks.hpp), bound by the runner into the model's
-// own GOT slots. No rebuild of the model; its library runs unchanged.
-class InterposeSource : public RunTimeProbeSource {
- public:
-  std::string_view name() const override { return probe_source_name(ProbeSource::interpose); }
-
- protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
-  bool next_may_try() const override { return true; }
-};
-
-// The exported program compiled once more with the intermediate-value
-// printer at level 1 (cached), plus, for mismatch, its node map and the
-// eager values of the mapped nodes.
-// The wrapper rewrite: the package's wrapper.cpp with level-1 probe calls
-// inserted, recompiled with the package's recorded commands, its kernel.cpp
-// compiled as recorded, its weights cut out of its library and relinked
-// (cached by content). Trusted only when a run of it returns the package's
-// outputs bit for bit.
-class RewriteSource : public RunTimeProbeSource {
- public:
-  std::string_view name() const override { return probe_source_name(ProbeSource::rewrite); }
-
- protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
-  bool next_may_try() const override { return true; }
-  // The wrapper at -O0 first; refused by the guard, once more as recorded.
-  std::optional<std::string> retry_untrusted() override;
-
- private:
-  bool m_recorded_flags = false;
-};
-
-class ExportedProgramSource : public RunTimeProbeSource {
- public:
-  std::string_view name() const override { return probe_source_name(ProbeSource::exported_program); }
-
- protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
-};
-
-// Guide mode (--rebuild-per-step, or the fallback when probe calls cannot
-// reach the runner): one level-2 build per search step (guide_mode.cpp):
-// the package's own wrapper with print calls around the range's call sites
-// (the rewrite, B; no exported program needed), else the exported program
-// rebuilt by Inductor. Interposition (A) has no use for a build per range:
-// its hooks are switched per call site at run time by the probe plan.
-class GuideSource : public InstrumentationSource {
- public:
-  explicit GuideSource(std::string fallback_reason = "") : m_fallback_reason(std::move(fallback_reason)) {}
-  std::string_view name() const override { return probe_source_name(ProbeSource::guide); }
-  BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) override;
-
- private:
-  std::string m_fallback_reason;
 };
 
 }  // namespace aoti_bisect

@@ -1,8 +1,9 @@
 #pragma once
-// The shared search of a run-time-probe source (search.cpp: the trace run
-// and the search steps; search_culprit.cpp: the evidence run and the
-// culprit it makes; search_divergence.cpp: outputs that differ between
-// runs). Internal to lib/search.
+// The shared search of a run-time-probe source (probed_search.cpp: the
+// trace run and the search steps; probed_search_culprit.cpp: the evidence
+// run and the culprit it makes; probed_search_divergence.cpp: outputs that
+// differ between runs; probed_search_sanitizer.cpp: a memcheck run aimed at
+// a GPU fault's culprit). Internal to lib/search.
 
 #include <map>
 #include <memory>
@@ -12,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "search/evidence.hpp"
-#include "search/wrapper_layout.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/wrapper_layout.hpp"
 #include "search/instrumentation.hpp"
 
 namespace aoti_bisect {
@@ -39,7 +40,7 @@ class ProbedSearch {
   BisectOutcome diverge(int n_static);
   bool measure_run_to_run(int k, Culprit& c);
   // A fault isolated on a GPU: one memcheck run aimed at the culprit
-  // (search_sanitizer.cpp). False when interrupted.
+  // (probed_search_sanitizer.cpp). False when interrupted.
   bool aim_sanitizer(int k, Culprit& c);
   // `node_reference`: the values the probes compare with (default: the
   // model's per-node eager values, for runs that compare values).

@@ -1,7 +1,9 @@
 #pragma once
 // The kernel bisection phase of a job: pick the instrumentation source,
 // isolate the first bad call site with it, and fold the search into the
-// report (job/instrumentation.hpp for the sources).
+// report (search/instrumentation.hpp for the sources). The chain of sources:
+// interposition, the wrapper rewrite, the exported program, guide mode; each
+// one that cannot probe says why and lets the next try.
 
 #include <optional>
 #include <string>
@@ -10,7 +12,9 @@
 
 namespace aoti_bisect {
 
-BisectOutcome run_bisection(JobContext& job, BisectSetup setup);
+// `first`: the source to use in place of the chain (the tests' seam); empty:
+// the chain as --source and the failure allow.
+BisectOutcome run_bisection(JobContext& job, BisectSetup setup, const SourceFactory& first = {});
 
 // Why a source that builds from the exported program has nothing to build.
 std::string needs_exported_program();

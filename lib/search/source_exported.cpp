@@ -10,13 +10,13 @@
 #include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "search/instrumentation.hpp"
+#include "search/source_exported.hpp"
 #include "search/search.hpp"
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
 #include "package/tensor_file.hpp"
 #include "search/library_rebuild.hpp"
-#include "search/wrapper_layout.hpp"
+#include "evidence/wrapper_layout.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

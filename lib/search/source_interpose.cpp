@@ -25,8 +25,8 @@
 #include "package/elf.hpp"
 #include "package/hooks.hpp"
 #include "process/process.hpp"
-#include "search/instrumentation.hpp"
-#include "search/wrapper_layout.hpp"
+#include "search/source_interpose.hpp"
+#include "evidence/wrapper_layout.hpp"
 
 #ifndef AOTI_BISECT_TORCH_INCLUDE
 #define AOTI_BISECT_TORCH_INCLUDE ""
@@ -230,23 +230,6 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
-}
-
-std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const BisectSetup& s, Predicate pred) {
-  if (pred != Predicate::mismatch) {
-    return ProbedModel{};
-  }
-  auto ep = probed_exported_program(job, s, pred);
-  if (auto* why = std::get_if<std::string>(&ep)) {
-    return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
-  }
-  ProbedModel nodes = std::move(std::get<ProbedModel>(ep));
-  if (auto why = call_sites_differ(s.wrapper, nodes.wrapper, "exported program's build"); !why.empty()) {
-    return fmt::format("the exported program's build launches other kernels than the package ({} call sites "
-                       "against {}; {}): its map from buffers to graph nodes does not fit the package's",
-                       nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size(), why);
-  }
-  return nodes;
 }
 
 }  // namespace aoti_bisect

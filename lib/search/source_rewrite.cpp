@@ -19,7 +19,7 @@
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
 #include "process/process.hpp"
-#include "search/instrumentation.hpp"
+#include "search/source_rewrite.hpp"
 #include "search/library_rebuild.hpp"
 
 namespace aoti_bisect {

@@ -1,5 +1,5 @@
 // End-to-end: the culprit of NaN/Inf in the outputs is the site whose values
-// reach them, not the first one made (search/reach.hpp). Models that make
+// reach them, not the first one made (evidence/reach.hpp). Models that make
 // non-finite values on purpose or by accident and heal them before the
 // outputs: the healed site is named as passed over, never as the culprit.
 

@@ -95,4 +95,39 @@ TEST_CASE("docs/architecture.md lists every lib module, and none includes a modu
   CHECK(aoti_bisect::join(reaching_up(order, files), "; ") == "");
 }
 
+// search/ and evidence/ pair their files (issue 42): each header has its
+// .cpp of the same name, and each .cpp is a header's or a named part of one
+// (`probed_search_culprit.cpp` of `probed_search.hpp`).
+TEST_CASE("search and evidence: every header has its .cpp, every .cpp its header") {
+  fs::path root = AOTI_BISECT_SOURCE_DIR;
+  std::vector<std::string> unpaired;
+  for (const char* module : {"search", "evidence"}) {
+    std::vector<std::string> headers;
+    std::vector<std::string> sources;
+    for (const auto& f : fs::directory_iterator(root / "lib" / module)) {
+      std::string stem = f.path().stem().string();
+      if (f.path().extension() == ".hpp") {
+        headers.push_back(stem);
+      } else if (f.path().extension() == ".cpp") {
+        sources.push_back(stem);
+      }
+    }
+    CHECK(headers.size() >= 8);
+    for (const auto& h : headers) {
+      if (std::find(sources.begin(), sources.end(), h) == sources.end()) {
+        unpaired.push_back(std::string(module) + "/" + h + ".hpp has no .cpp");
+      }
+    }
+    for (const auto& c : sources) {
+      bool paired = std::any_of(headers.begin(), headers.end(), [&](const std::string& h) {
+        return c == h || c.rfind(h + "_", 0) == 0;
+      });
+      if (!paired) {
+        unpaired.push_back(std::string(module) + "/" + c + ".cpp has no header");
+      }
+    }
+  }
+  CHECK(aoti_bisect::join(unpaired, "; ") == "");
+}
+
 TEST_SUITE_END();

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "package/rewrite.hpp"
-#include "search/evidence.hpp"
-#include "search/wrapper_layout.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/wrapper_layout.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;

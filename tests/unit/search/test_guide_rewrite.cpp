@@ -11,7 +11,7 @@
 
 #include "package/rewrite.hpp"
 #include "package_fixture.hpp"
-#include "search/guide_mode.hpp"
+#include "search/guide_printer.hpp"
 
 using namespace aoti_bisect;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "search/root_cause.hpp"
+#include "evidence/root_cause.hpp"
 
 using namespace aoti_bisect;
 

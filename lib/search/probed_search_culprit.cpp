@@ -4,6 +4,7 @@
 // replay (probed_search.hpp).
 
 #include "search/probed_search.hpp"
+#include "evidence/producer.hpp"
 
 #include <filesystem>
 
@@ -14,9 +15,9 @@
 #include "common/text.hpp"
 #include "protocol/runner.hpp"
 #include "repro/replay.hpp"
-#include "search/reach.hpp"
-#include "search/root_cause.hpp"
-#include "search/self_check.hpp"
+#include "evidence/reach.hpp"
+#include "evidence/root_cause.hpp"
+#include "evidence/self_check.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

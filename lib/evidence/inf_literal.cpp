@@ -1,8 +1,4 @@
-// The infinity-literal rule (search/evidence.hpp): which kernels write
-// -inf/inf from their own code, an attention mask's by design, read from the
-// package's kernel.cpp and, for Triton kernels, the sources its wrapper quotes.
-
-#include "search/evidence.hpp"
+#include "evidence/inf_literal.hpp"
 
 #include "classify/signature.hpp"
 #include "common/text.hpp"

@@ -1,7 +1,7 @@
 // What the wrapper's layout says about a run: which torch.cond branch ran
 // (settle_branches) and where the printer left call sites without probes
 // (blind_spots).
-#include "search/wrapper_layout.hpp"
+#include "evidence/wrapper_layout.hpp"
 
 #include <algorithm>
 #include <map>

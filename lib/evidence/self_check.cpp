@@ -1,4 +1,4 @@
-#include "search/self_check.hpp"
+#include "evidence/self_check.hpp"
 
 #include <algorithm>
 

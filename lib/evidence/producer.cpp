@@ -1,6 +1,4 @@
-// Where a culprit's bad input came from (search/evidence.hpp): the input
-// that was already bad, its producer, and the walk back through sites that
-// only passed the bad values on.
+#include "evidence/producer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/text.hpp"
-#include "search/evidence.hpp"
+#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 

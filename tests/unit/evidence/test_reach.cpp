@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "search/reach.hpp"
+#include "evidence/producer.hpp"
+#include "evidence/reach.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;

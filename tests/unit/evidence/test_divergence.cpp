@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "config/config.hpp"
-#include "search/divergence.hpp"
+#include "evidence/divergence.hpp"
 
 using namespace aoti_bisect;
 using json = nlohmann::json;

@@ -1,4 +1,4 @@
-#include "search/unwritten.hpp"
+#include "evidence/unwritten.hpp"
 
 #include <algorithm>
 

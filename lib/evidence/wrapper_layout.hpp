@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "package/wrapper.hpp"
-#include "search/evidence.hpp"
+#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 

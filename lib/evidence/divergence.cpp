@@ -1,4 +1,4 @@
-#include "search/divergence.hpp"
+#include "evidence/divergence.hpp"
 #include "common/text.hpp"
 
 #include "protocol/runner.hpp"

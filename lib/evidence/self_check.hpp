@@ -2,7 +2,7 @@
 // The self-check before a culprit is isolated: the evidence run, which
 // probed every site up to the culprit (every site, for NaN/Inf), must show it
 // as the first site that faults, or as where the outputs' NaN/Inf come from
-// (search/reach.hpp; the first site that made them when that could not be
+// (evidence/reach.hpp; the first site that made them when that could not be
 // traced).
 
 #include <optional>
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "report/report.hpp"
-#include "search/evidence.hpp"
-#include "search/reach.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/reach.hpp"
 
 namespace aoti_bisect {
 

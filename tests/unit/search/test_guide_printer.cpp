@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "search/guide_mode.hpp"
+#include "search/guide_printer.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "package/wrapper.hpp"
-#include "search/evidence.hpp"
-#include "search/reach.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/reach.hpp"
 
 namespace aoti_bisect {
 

@@ -30,7 +30,7 @@
 #include "bisect/bisect.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
-#include "search/evidence.hpp"
+#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 

@@ -1,4 +1,4 @@
-#include "search/reach_args.hpp"
+#include "evidence/reach_args.hpp"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
-#include "search/evidence.hpp"
+#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 

@@ -1,5 +1,6 @@
-#include "search/evidence.hpp"
-#include "search/unwritten.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/producer.hpp"
+#include "evidence/unwritten.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "search/evidence.hpp"
+#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 

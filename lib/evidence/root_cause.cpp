@@ -1,4 +1,4 @@
-#include "search/root_cause.hpp"
+#include "evidence/root_cause.hpp"
 
 #include <algorithm>
 #include <cctype>

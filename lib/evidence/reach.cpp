@@ -1,5 +1,5 @@
-#include "search/reach.hpp"
-#include "search/unwritten.hpp"
+#include "evidence/reach.hpp"
+#include "evidence/unwritten.hpp"
 
 #include <algorithm>
 #include <map>
@@ -10,7 +10,7 @@
 #include "classify/classify.hpp"
 #include "common/text.hpp"
 #include "package/provenance.hpp"
-#include "search/reach_args.hpp"
+#include "evidence/reach_args.hpp"
 
 namespace aoti_bisect {
 

@@ -4,7 +4,7 @@
 // was written earlier, which site began and never ended, which one a device
 // sync blamed), parsed from the runner's events or from the level-2
 // printer's stdout; one predicate table; one answer per search step; one
-// culprit and producer builder.
+// culprit builder (its producer: producer.hpp).
 
 #include <map>
 #include <optional>
@@ -86,7 +86,7 @@ using ReturnedBy = std::map<std::string, int>;
 // written earlier) while none of its written inputs held NaN, or more Inf
 // while none held NaN or Inf (a softmax that makes NaN from a mask's -inf
 // introduces the NaN). Whether what it made reaches the outputs is the
-// evidence run's question (search/reach.hpp). An
+// evidence run's question (evidence/reach.hpp). An
 // extern call whose inputs were finite introduced them when a buffer it
 // created first shows NaN/Inf where a later site reads it.
 // With `constant_sources`, NaN/Inf that the model's constants (parameters,
@@ -99,23 +99,6 @@ using ReturnedBy = std::map<std::string, int>;
 std::optional<int> first_introducer(const RunTrace& trace, int lo, int hi, const ReturnedBy& returned_by = {},
                                     bool constant_sources = false, const std::set<std::string>& inf_by_design = {});
 
-// Whether a cpp kernel's definition (package/kernel.cpp) computes with an
-// infinity literal (`auto tmp8 = -std::numeric_limits<float>::infinity();`),
-// not counting a reduction's initial value (`tmp_acc0 = -...infinity()`).
-bool writes_infinity_literal(const std::string& kernel_definition);
-// The same for a Triton kernel's source (`tmp3 = float("-inf")`), not
-// counting a reduction block's padding (`tl.where(xmask, tmp4,
-// float("-inf"))`) or an accumulator's initial value (`_tmp3 = tl.full(...)`).
-bool triton_writes_infinity_literal(const std::string& triton_source);
-// A Triton kernel's source as the wrapper quotes it
-// (`async_compile.triton('<kernel>', '''...''')`); "" when absent.
-std::string triton_kernel_source(const std::string& wrapper_source, const std::string& kernel);
-// The kernels among `sites` whose own code writes an infinity literal: cpp
-// kernels by their definition in `kernel_source` (the package's
-// kernel.cpp), Triton kernels by their source in `wrapper_source`.
-std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::string& wrapper_source,
-                                            const std::vector<CallSite>& sites);
-
 // The buffer `site` created that first shows NaN/Inf at a later site: that
 // later site and the tensor's probe there.
 struct CreatedBad {
@@ -125,7 +108,7 @@ struct CreatedBad {
 std::optional<CreatedBad> created_bad(const RunTrace& trace, int site, const ReturnedBy& returned_by);
 
 // One run's answer to "is the first bad site in [lo, hi]?" for the fault and
-// nonfinite predicates (mismatch: job/divergence.hpp).
+// nonfinite predicates (mismatch: evidence/divergence.hpp).
 Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cls, const RunTrace& trace, int lo,
                   int hi, const ReturnedBy& returned_by = {}, bool constant_sources = false,
                   const std::set<std::string>& inf_by_design = {});
@@ -157,25 +140,5 @@ struct CulpritInput {
   ReturnedBy returned_by;            // buffers extern calls created
 };
 Culprit build_culprit(const CulpritInput& in);
-
-// Among a site's written inputs, one that was already bad before its launch
-// (non-finite, or an integer index outside `bound`, or negative or beyond the
-// int32 range when no bound is known): its name and why.
-std::optional<std::pair<std::string, std::string>> bad_input(const SiteTrace& s, bool flags,
-                                                             std::optional<int64_t> bound);
-
-// Where a culprit's input `tensor` came from: a graph input, or the last
-// site before `site` in `history` that touched it. `why` follows its name.
-Producer producer_of(const std::string& tensor, const std::string& why, int site, const RunTrace& history,
-                     const WrapperInfo& wrapper);
-
-// The producer of bad values, followed back: while the site `p` names only
-// passed on what one of its inputs already held (in `probed`, a run with
-// statistics of the sites before the culprit: NaN/Inf from NaN/Inf, an
-// out-of-range index whose extreme is its input's), the producer is that
-// input's. A site whose bad values differ from its inputs' (an index
-// clamped, then scaled past the bound) made them: the walk stops there.
-Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed,
-                            const RunTrace& history, const WrapperInfo& wrapper);
 
 }  // namespace aoti_bisect

@@ -1,4 +1,4 @@
-#include "bisect/probe_source.hpp"
+#include "harness/probe_source.hpp"
 
 namespace aoti_bisect {
 

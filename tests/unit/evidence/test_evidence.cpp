@@ -2,8 +2,9 @@
 
 #include "package/wrapper.hpp"
 #include "package_fixture.hpp"
-#include "search/evidence.hpp"
-#include "search/wrapper_layout.hpp"
+#include "evidence/evidence.hpp"
+#include "evidence/inf_literal.hpp"
+#include "evidence/wrapper_layout.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;
