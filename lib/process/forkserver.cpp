@@ -11,16 +11,13 @@
 // a run inherits is LibTorch after its static initialisers and, where the
 // program chose, the loaded model, nothing else; a server that holds one
 // says so in its replies, and the driver keeps at most one such server
-// alive (each holds a copy of its model's weights).
-//
-// Wire format (a Unix stream socket, the server's stdin and stdout): a
-// request is NUL-terminated fields "arg=", "env=K=V", "cwd=", "out=", "err=",
-// "mem=", ended by an empty field; the reply is one line, "pid N", "pid N
-// held" (the server holds prepared state) or "error WHY". Any error makes
-// the driver exec the run itself.
+// alive (each holds a copy of its model's weights). The request on the wire
+// and what the persistent runner (persistent.cpp) shares with the server:
+// server_request.hpp.
 #include "process/process.hpp"
 #include "process/group_guard.hpp"
 #include "process/child_setup.hpp"
+#include "process/server_request.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -50,77 +47,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view k_serve_flag = "--serve";
-constexpr std::string_view k_persistent_flag = "--serve-persistent";
-
-// In a persistent runner: the write end of the current run's stand-in
-// (-1 between runs), and whether this process is one.
-volatile int g_stand_in_fd = -1;
-bool g_persistent = false;
-
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::send(fd, data.data() + done, data.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-struct Request {
-  std::vector<std::string> argv;
-  std::vector<std::string> env;  // "K=V"
-  std::string cwd, out, err;
-  unsigned long long memory_limit = 0;
-};
-
-// Reads one request; false at end of stream or on a malformed one.
-bool read_request(int fd, std::string& buffer, Request& req) {
-  for (;;) {
-    size_t end = buffer.find(std::string("\0\0", 2));
-    if (end != std::string::npos) {
-      std::string block = buffer.substr(0, end + 1);
-      buffer.erase(0, end + 2);
-      size_t at = 0;
-      while (at < block.size()) {
-        size_t nul = block.find('\0', at);
-        std::string field = block.substr(at, nul - at);
-        at = nul + 1;
-        auto value = [&](std::string_view key) { return field.substr(key.size()); };
-        if (field.rfind("arg=", 0) == 0) {
-          req.argv.push_back(value("arg="));
-        } else if (field.rfind("env=", 0) == 0) {
-          req.env.push_back(value("env="));
-        } else if (field.rfind("cwd=", 0) == 0) {
-          req.cwd = value("cwd=");
-        } else if (field.rfind("out=", 0) == 0) {
-          req.out = value("out=");
-        } else if (field.rfind("err=", 0) == 0) {
-          req.err = value("err=");
-        } else if (field.rfind("mem=", 0) == 0) {
-          req.memory_limit = std::strtoull(value("mem=").c_str(), nullptr, 10);
-        }
-      }
-      return !req.argv.empty();
-    }
-    char chunk[4096];
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    buffer.append(chunk, static_cast<size_t>(n));
-  }
-}
-
 int threads_of_this_process() {
   std::error_code ec;
   int n = 0;
@@ -130,12 +56,8 @@ int threads_of_this_process() {
   return n;
 }
 
-int open_output(const std::string& path) {
-  return ::open(path.empty() ? "/dev/null" : path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-}
-
 // In the run, before run_once: what exec_child does for an exec'd run.
-[[noreturn]] void become_run(const Request& req, int in, int out, int err, int (*run_once)(int, char**)) {
+[[noreturn]] void become_run(const server::Request& req, int in, int out, int err, int (*run_once)(int, char**)) {
   child_setup::limit_memory(req.memory_limit);
   child_setup::reset_signals();
   ::dup2(in, 0);
@@ -161,70 +83,16 @@ int open_output(const std::string& path) {
   ::_exit(rc);
 }
 
-// Forks a process that `become` turns into what it is (it never returns),
-// reparented to the driver at once: its parent, a middle process, exits
-// right after the fork, and it waits to be the driver's (in a process
-// group of its own, dying with the driver) before `become` runs. Its pid (its own process group's), or -1 with
-// `why`. Only async-signal-safe calls between the forks.
-template <typename Become>
-pid_t fork_reparented(pid_t driver, Become&& become, const char* what, std::string& why) {
-  int report[2] = {-1, -1};
-  pid_t pid = -1;
-  if (::pipe2(report, O_CLOEXEC) != 0) {
-    why = std::string("pipe: ") + std::strerror(errno);
-    return -1;
-  }
-  if (pid_t middle = ::fork(); middle < 0) {
-    why = std::string("fork: ") + std::strerror(errno);
-  } else if (middle == 0) {
-    pid_t child = ::fork();
-    if (child == 0) {
-      ::setpgid(0, 0);
-      // The parent exits at once: wait to be the driver's, then die with it.
-      for (int i = 0; i < 20000 && ::getppid() != driver; ++i) {
-        ::usleep(100);
-      }
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != driver) {
-        ::_exit(127);
-      }
-      become();
-    }
-    if (child > 0) {
-      ::setpgid(child, child);  // also here, so the group exists before the driver hears of it
-    }
-    ssize_t ignored = ::write(report[1], &child, sizeof child);
-    (void)ignored;
-    ::_exit(0);
-  } else {
-    ::close(report[1]);
-    report[1] = -1;
-    int status = 0;
-    while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (::read(report[0], &pid, sizeof pid) != static_cast<ssize_t>(sizeof pid) || pid <= 0) {
-      why = std::string("fork: the ") + what + " did not start";
-      pid = -1;
-    }
-  }
-  for (int fd : report) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  return pid;
-}
-
 // Starts one run; its pid, or -1 with `why`.
-pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), std::string& why) {
+pid_t start_run(const server::Request& req, pid_t driver, int (*run_once)(int, char**), std::string& why) {
   int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int out = open_output(req.out);
-  int err = open_output(req.err);
+  int out = server::open_output(req.out);
+  int err = server::open_output(req.err);
   pid_t run = -1;
   if (in < 0 || out < 0 || err < 0) {
     why = std::string("open: ") + std::strerror(errno);
   } else {
-    run = fork_reparented(driver, [&] { become_run(req, in, out, err, run_once); }, "run", why);
+    run = server::fork_reparented(driver, [&] { become_run(req, in, out, err, run_once); }, "run", why);
   }
   for (int fd : {in, out, err}) {
     if (fd >= 0) {
@@ -232,111 +100,6 @@ pid_t start_run(const Request& req, pid_t driver, int (*run_once)(int, char**), 
     }
   }
   return run;
-}
-
-// The stand-in's whole life (forked from a process that may run threads:
-// async-signal-safe calls only). It waits for the word of the run it
-// stands for: {exit code, signal}; end of stream without one means the
-// server died unseen (SIGKILL, the OOM killer): it dies of SIGKILL too.
-[[noreturn]] void become_stand_in(int word_fd) {
-  ::dup2(word_fd, 0);
-  ::close_range(1, ~0U, 0);
-  int word[2] = {0, 0};
-  size_t have = 0;
-  while (have < sizeof word) {
-    ssize_t n = ::read(0, reinterpret_cast<char*>(word) + have, sizeof word - have);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    have += static_cast<size_t>(n);
-  }
-  int sig = have < sizeof word ? SIGKILL : word[1];
-  if (sig > 0 && sig < 65) {
-    struct rlimit no_core {0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);  // the run's signal, not a core of this process
-    ::signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    ::sigprocmask(SIG_UNBLOCK, &one, nullptr);
-    ::raise(sig);
-    ::_exit(128 + sig);
-  }
-  ::_exit(word[0] & 0xff);
-}
-
-// Starts the stand-in of one persistent run; its pid, or -1 with `why`.
-// `word_fd` (the write end) stays with the caller.
-pid_t start_stand_in(pid_t driver, int& word_fd, std::string& why) {
-  int word[2] = {-1, -1};
-  if (::pipe2(word, O_CLOEXEC) != 0) {
-    why = std::string("pipe: ") + std::strerror(errno);
-    return -1;
-  }
-  const pid_t stand_in = fork_reparented(driver, [&] { become_stand_in(word[0]); }, "stand-in", why);
-  ::close(word[0]);
-  if (stand_in > 0) {
-    word_fd = word[1];
-  } else {
-    ::close(word[1]);
-  }
-  return stand_in;
-}
-
-void tell_stand_in(int exit_code, int signal) {
-  int fd = g_stand_in_fd;
-  if (fd < 0) {
-    return;
-  }
-  int word[2] = {exit_code, signal};
-  ssize_t ignored = ::write(fd, word, sizeof word);
-  (void)ignored;
-}
-
-// Runs one request in this process, its streams and folder the run's, in
-// the stand-in's group; returns its exit code.
-int run_here(const Request& req, pid_t stand_in, int (*run_once)(int, char**)) {
-  int saved[3] = {::fcntl(0, F_DUPFD_CLOEXEC, 10), ::fcntl(1, F_DUPFD_CLOEXEC, 10), ::fcntl(2, F_DUPFD_CLOEXEC, 10)};
-  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int out = open_output(req.out);
-  int err = open_output(req.err);
-  std::fflush(nullptr);
-  ::dup2(in, 0);
-  ::dup2(out, 1);
-  ::dup2(err, 2);
-  for (int fd : {in, out, err}) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-  }
-  std::error_code ec;
-  fs::path home = fs::current_path(ec);
-  if (!req.cwd.empty()) {
-    fs::current_path(req.cwd, ec);
-  }
-  ::setpgid(0, stand_in);  // a stop of the run's group stops the model too
-  std::vector<std::string> args = req.argv;
-  std::vector<char*> argv;
-  for (std::string& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  const int rc = run_once(static_cast<int>(args.size()), argv.data());
-  std::fflush(nullptr);
-  ::setpgid(0, 0);  // out of the group before the stand-in ends: the driver kills what is left in it
-  if (!home.empty()) {
-    fs::current_path(home, ec);
-  }
-  for (int i = 0; i < 3; ++i) {
-    if (saved[i] >= 0) {
-      ::dup2(saved[i], i);
-      ::close(saved[i]);
-    }
-  }
-  return rc;
 }
 
 // The driver's side: one server per environment, at most k_live_servers
@@ -437,7 +200,7 @@ Server start_server(const fs::path& program, const std::map<std::string, std::st
   }
   envp.push_back(nullptr);
   std::string prog = program.string();
-  std::string flag(persistent ? k_persistent_flag : k_serve_flag);
+  std::string flag(persistent ? server::k_persistent_flag : server::k_serve_flag);
   char* argv[] = {prog.data(), flag.data(), nullptr};
   int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   pid_t pid = ::fork();
@@ -498,24 +261,20 @@ bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-bool is_forkserver_request(int argc, char** argv) { return argc == 2 && argv[1] == k_serve_flag; }
+bool is_forkserver_request(int argc, char** argv) { return argc == 2 && argv[1] == server::k_serve_flag; }
 
 int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
   pid_t driver = ::getppid();
   ::signal(SIGPIPE, SIG_DFL);
   std::string buffer;
   for (;;) {
-    Request req;
-    if (!read_request(0, buffer, req)) {
+    server::Request req;
+    if (!server::read_request(0, buffer, req)) {
       return 0;
     }
     bool holds = false;
     if (prepare != nullptr) {
-      std::vector<char*> argv;
-      for (std::string& a : req.argv) {
-        argv.push_back(a.data());
-      }
-      argv.push_back(nullptr);
+      std::vector<char*> argv = server::argv_of(req.argv);
       holds = prepare(static_cast<int>(req.argv.size()), argv.data());
     }
     std::string why;
@@ -527,65 +286,8 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
     }
     std::string reply =
         pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
-    if (!write_all(1, reply)) {
+    if (!server::write_all(1, reply)) {
       return 0;
-    }
-  }
-}
-
-bool is_persistent_request(int argc, char** argv) { return argc == 2 && argv[1] == k_persistent_flag; }
-
-bool in_persistent_runner() { return g_persistent; }
-
-void persistent_run_ends(int exit_code, int signal) { tell_stand_in(exit_code, signal); }
-
-int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
-  pid_t driver = ::getppid();
-  g_persistent = true;
-  ::signal(SIGPIPE, SIG_IGN);  // a run's write to a closed pipe is an error, not this server's death
-  // The requests come on stdin, the replies go on stdout: both move off
-  // 0 and 1, which each run takes for its own.
-  const int sock = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
-  if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
-    ::dup2(null, 0);
-    ::dup2(null, 1);
-    ::close(null);
-  }
-  std::string buffer;
-  for (;;) {
-    Request req;
-    if (!read_request(sock, buffer, req)) {
-      return 0;
-    }
-    std::vector<char*> argv;
-    for (std::string& a : req.argv) {
-      argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
-    if (!prepare(static_cast<int>(req.argv.size()), argv.data())) {
-      if (!write_all(sock, "error the persistent runner cannot serve this request\n")) {
-        return 0;
-      }
-      continue;
-    }
-    std::string why;
-    int word_fd = -1;
-    pid_t stand_in = start_stand_in(driver, word_fd, why);
-    if (stand_in <= 0) {
-      write_all(sock, "error " + why + "\n");
-      return 0;
-    }
-    if (!write_all(sock, "pid " + std::to_string(stand_in) + " held\n")) {
-      ::close(word_fd);
-      return 0;
-    }
-    g_stand_in_fd = word_fd;
-    const int rc = run_here(req, stand_in, run_once);
-    tell_stand_in(rc, 0);
-    g_stand_in_fd = -1;
-    ::close(word_fd);
-    if (rc != 0) {
-      return rc;  // an error may have left the device unusable: the next run starts afresh
     }
   }
 }
@@ -632,32 +334,14 @@ int forkserver_spawn(const SpawnSpec& spec) {
       return -1;
     }
   }
-  std::string req;
-  auto field = [&](const std::string& key, const std::string& value) {
-    req += key;
-    req += value;
-    req.push_back('\0');
-  };
-  for (const auto& a : spec.argv) {
-    field("arg=", a);
-  }
-  for (const auto& [k, v] : spec.env) {
-    field("env=", k + "=" + v);
-  }
-  std::error_code ec;
-  auto absolute = [&](const fs::path& p) { return p.empty() ? std::string() : fs::absolute(p, ec).string(); };
-  field("cwd=", absolute(spec.cwd));
-  field("out=", absolute(spec.stdout_path));
-  field("err=", absolute(spec.stderr_path));
-  field("mem=", std::to_string(spec.memory_limit_bytes));
-  req.push_back('\0');
+  const std::string req = server::request_text(spec);
   std::string line;
   // The first request waits for the server's own start (LibTorch's) and for
   // what it prepares (the model's load), which is part of the run's time:
   // at most the run's own time limit.
   const auto wait = std::chrono::milliseconds(static_cast<long long>(
       1000 * (spec.timeout_s > 0 ? std::max(60.0, spec.timeout_s) : 3600.0)));
-  if (!write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
+  if (!server::write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
     stop_server(s);
     s.dead = true;  // from now on this environment's runs are exec'd
     return -1;

@@ -108,9 +108,9 @@ int forkserver_spawn(const SpawnSpec& spec);
 bool is_forkserver_request(int argc, char** argv);
 int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv) = nullptr);
 
-// The persistent runner (docs/runner.md, "The persistent runner"): `program
-// --serve-persistent` (is_persistent_request) runs each request in its own
-// process, one after another. `prepare` loads the first request's model;
+// The persistent runner (persistent.cpp; docs/runner.md, "The persistent
+// runner"): `program --serve-persistent` (is_persistent_request) runs each
+// request in its own process, one after another. `prepare` loads the first request's model;
 // a request it cannot serve (prepare returns false) is answered with an
 // error, and the driver execs it. For each run the server forks a stand-in,
 // a process that only waits, reparented to the driver like a forked run:
