@@ -336,9 +336,9 @@ void MatrixPhase::summarize() {
   }
 }
 
-void MatrixPhase::record() const {
+void MatrixPhase::record(const std::map<std::string, std::string>* env) const {
   m_job.recorder.matrix(m_result.variants, m_result.failure,
-                        reproduce_command(m_job.settings, m_result.chosen_env, m_run_list));
+                        reproduce_command(m_job.settings, env ? *env : m_result.chosen_env, m_run_list));
   m_job.recorder.findings(report_findings(m_findings));
 }
 
@@ -352,8 +352,7 @@ std::optional<Stop> MatrixPhase::read() {
   // not a kernel; nothing is searched.
   for (size_t i = 1; i < m_results.size() && i < m_plan.size(); ++i) {
     if (m_results[i].finished && m_results[i].cls.kind == OutcomeKind::input_mismatch) {
-      m_job.recorder.matrix(m_result.variants, m_result.failure, reproduce_command(s, m_plan[i].env, m_run_list));
-      m_job.recorder.findings(report_findings(m_findings));
+      record(&m_plan[i].env);
       return Stop{Verdict::could_not_test,
                   fmt::format("inputs file '{}' does not fit model '{}': under {} ({}) the package refuses them: {}; "
                               "the kernels were not searched (it is the inputs)",

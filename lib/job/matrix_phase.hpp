@@ -95,7 +95,9 @@ class MatrixPhase {
   std::vector<MatrixRunFacts> facts() const;
   void summarize();
   std::optional<Stop> outputs_differ(const std::vector<MatrixRunFacts>& runs);
-  void record() const;
+  // The matrix and its findings into the report; the reproduce command
+  // names `env` (default: the environment the search uses).
+  void record(const std::map<std::string, std::string>* env = nullptr) const;
 
   JobContext& m_job;
   const ModelDir& m_model;
