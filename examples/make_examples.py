@@ -11,8 +11,10 @@ Each example NAME is written into --out DIR as:
   NAME.json          what the example is and what running it should show; written last,
                      so an example without its .json is incomplete
 
-Some examples write more files (listed in NAME.json's "files"); the eight in handoff.py (imported
-from here) also write inputs in other forms and other packages, see handoff.py.
+Some examples write more files (listed in NAME.json's "files"); the nine in handoff.py (imported
+from here) also write inputs in other forms and other packages, see handoff.py. The ten in
+evidence_examples.py (imported from here too) record in NAME.json["truth"] what is true of their
+failure, measured by their builders from eager PyTorch and from the built package.
 Every file is written to a temporary name in DIR and renamed into place.
 Deterministic: fixed seeds, fixed inputs.
 
@@ -527,11 +529,17 @@ EXAMPLES = {
     ),
 }
 
-# Eight more, in examples/handoff.py: inputs and packages in the forms users hand over.
+# Nine more, in examples/handoff.py: inputs and packages in the forms users hand over.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import handoff  # noqa: E402  (free of torch at import time, as this catalogue)
 
 EXAMPLES.update(handoff.EXAMPLES)
+
+# Ten more, in examples/evidence_examples.py: one failure family each, with the measured truth of the
+# failure in NAME.json["truth"].
+import evidence_examples  # noqa: E402  (free of torch at import time, as this catalogue)
+
+EXAMPLES.update(evidence_examples.EXAMPLES)
 
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout", "nondeterministic")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
@@ -1427,6 +1435,7 @@ BUILDERS = {
     "stuck_length": build_stuck_length,
 }
 BUILDERS.update(handoff.BUILDERS)
+BUILDERS.update(evidence_examples.BUILDERS)
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 SEED = 20240531
@@ -1631,6 +1640,19 @@ def _package_combined(ep, package_path, combined_path):
 
 
 def build_one(name, out_dir):
+    """Builds example `name` into out_dir and returns its NAME.json (a dict).
+
+    The builder returns (model, inputs, configs[, kwargs[, extras]]); extras maps a files key (or a
+    NAME.json key) to (kind, value, base), kinds as in handoff.py, and "after_build" (see
+    evidence_examples.py): value is fn(package_path, info), called once the package is built, with
+    info = {"calls": kernel_call_order's list, "ep": the exported program, "inputs", "expected"
+    (eager outputs or None), "stage_dir"}; it returns (fields, inputs): fields are added to NAME.json,
+    and inputs, where not None, replace the example's inputs (the eager reference is recomputed).
+
+    Spec keys read here besides the catalogue's: no_eager, compile_no_grad (compile under no_grad,
+    so freezing takes effect), batches (a dynamic batch dimension and the loader batches),
+    dynamic_batch ((min, max) of a dynamic batch dimension on dim 0 of every input), inputs_search,
+    kwargs_order and the culprit keys of find_culprit."""
     spec = EXAMPLES[name]
     t0 = time.monotonic()
     files = {
@@ -1676,9 +1698,11 @@ def build_one(name, out_dir):
     checked = None
     try:
         dynamic = None
-        if spec.get("batches"):
-            # A data loader's last batch may be short: the batch dimension is dynamic.
-            batch = torch.export.Dim("batch", min=1, max=1024)
+        if spec.get("batches") or spec.get("dynamic_batch"):
+            # A data loader's last batch may be short: the batch dimension is dynamic
+            # (dynamic_batch: its (min, max), else 1..1024).
+            lo, hi = spec.get("dynamic_batch", (1, 1024))
+            batch = torch.export.Dim("batch", min=lo, max=hi)
             dynamic = tuple({0: batch} for _ in inputs)
         with torch.no_grad():
             ep = torch.export.export(model, inputs, kwargs or None, dynamic_shapes=dynamic)
@@ -1702,6 +1726,23 @@ def build_one(name, out_dir):
         if spec.get("inputs_search"):
             with torch.no_grad():
                 expected = (_plain(model(*inputs)),)
+        after_meta = {}
+        for kind, fn, _ in [e for e in extras.values() if e[0] == "after_build"]:
+            # The builder measures the built package (see the docstring): NAME.json
+            # fields, and perhaps the inputs the package is to be run on.
+            fields, new_inputs = fn(stage.path(files["package"]), {
+                "calls": kernel_call_order(stage.path(files["package"]))[0],
+                "ep": ep, "inputs": inputs, "expected": expected, "stage_dir": stage.dir,
+            })
+            after_meta.update(fields)
+            if new_inputs is not None:
+                inputs = tuple(_plain(t) for t in new_inputs)
+                with torch.no_grad():
+                    out = _copy_or_same(model)(*inputs, **kwargs)
+                if isinstance(out, dict):
+                    out = tuple(out.values())
+                expected = tuple(_plain(t) for t in (out if isinstance(out, (tuple, list)) else (out,)))
+        extras = {k: e for k, e in extras.items() if e[0] != "after_build"}
 
         if kwargs:
             # As a tokenizer returns them: a dict in its own key order.
@@ -1784,7 +1825,7 @@ def build_one(name, out_dir):
             # says of the transposed view, in a fresh process.
             checked = _package_input_check(stage.path(files["package"]), stage.path(files["transposed_inputs"]))
 
-        extra_meta = {}
+        extra_meta = dict(after_meta)
         for key, (kind, value, base) in extras.items():
             if kind == "meta":
                 extra_meta[key] = value
