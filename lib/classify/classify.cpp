@@ -120,6 +120,11 @@ void read_tensor_events(const LastEvents& find_event, Classification& c) {
         c.inputs_changed.push_back(m.get<std::string>());
       }
     }
+    for (const auto& m : e->value("outside_range", nlohmann::json::array())) {
+      if (m.is_string()) {
+        c.inputs_outside_range.push_back(m.get<std::string>());
+      }
+    }
   }
   if (auto* e = find_event(EventKind::poison); e && e->value("slots", 0) == 0) {
     c.poison_unreached = e->value("message", std::string("the model library has no GOT slot for "

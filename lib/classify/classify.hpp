@@ -22,6 +22,9 @@ struct Classification {
   std::string binding_form;                // how the file was bound (package/call_spec.hpp InputBinding::form)
   bool by_call_spec = false;
   std::vector<std::string> inputs_changed; // what the runner did to them (moved to the device, copied into a layout)
+  // Dynamic dimensions outside the range the package was compiled for, run
+  // as given (the package's own input checks are off by default).
+  std::vector<std::string> inputs_outside_range;
   std::vector<TensorStats> input_stats;
   std::vector<TensorStats> outputs;        // from the "outputs" event
   std::optional<Comparison> comparison;

@@ -164,4 +164,15 @@ std::vector<std::string> split_lines_copy(std::string_view text) {
   return {views.begin(), views.end()};
 }
 
+std::string string_literal(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+
 }  // namespace aoti_bisect::cpp_text

@@ -37,6 +37,9 @@ size_t find_call(std::string_view s, std::string_view name, size_t from = 0);
 // are kept as they are.
 std::string without_comments(std::string_view text);
 
+// `text` as a C++ string literal ("a \"b\"" for a "b"); a newline becomes a space.
+std::string string_literal(std::string_view text);
+
 // Lines split at '\n'; a trailing newline gives a last empty line.
 std::vector<std::string_view> split_lines(std::string_view text);
 std::vector<std::string> split_lines_copy(std::string_view text);

@@ -39,12 +39,41 @@ double ratio_of(const TensorCompare& c) {
   return c.max_abs / bound;
 }
 
-std::optional<TensorCompare> compare_of(const nlohmann::json& e, const ToleranceTable& tolerances) {
+// The figures against the candidates [first, first + count) the buffer
+// holds there, the closest of them; against the closest of all without.
+const nlohmann::json& chosen_figures(const nlohmann::json& compare, std::optional<std::pair<int, int>> segment) {
+  if (!segment || !compare.contains("candidates") || !compare["candidates"].is_array()) {
+    return compare;
+  }
+  const nlohmann::json* best = nullptr;
+  auto score = [](const nlohmann::json& c) {
+    int64_t nonfinite = c.value("nonfinite", int64_t{0});
+    double max_abs = c.contains("max_abs") && c["max_abs"].is_number() ? c["max_abs"].get<double>() : 0.0;
+    return std::make_pair(nonfinite, max_abs / std::max(c.value("scale", 0.0), 1e-30));
+  };
+  for (const auto& c : compare["candidates"]) {
+    int i = c.value("candidate", -1);
+    if (i >= segment->first && i < segment->first + segment->second && (!best || score(c) < score(*best))) {
+      best = &c;
+    }
+  }
+  return best != nullptr ? *best : compare;
+}
+
+std::optional<TensorCompare> compare_of(const nlohmann::json& e, const ToleranceTable& tolerances,
+                                        std::optional<std::pair<int, int>> segment = std::nullopt) {
   auto it = e.find("compare");
   if (it == e.end() || !it->is_object()) {
     return std::nullopt;
   }
-  const nlohmann::json& c = *it;
+  const nlohmann::json& c = chosen_figures(*it, segment);
+  if (it->contains("unmatched")) {
+    TensorCompare t;
+    t.tensor = e.value("tensor", "");
+    t.before = e.value("phase", "") == "before";
+    t.unmatched = (*it)["unmatched"].is_string() ? (*it)["unmatched"].get<std::string>() : "";
+    return t;
+  }
   TensorCompare t;
   t.tensor = e.value("tensor", "");
   t.before = e.value("phase", "") == "before";
@@ -57,6 +86,10 @@ std::optional<TensorCompare> compare_of(const nlohmann::json& e, const Tolerance
     return t;
   }
   t.candidate = c.value("candidate", 0);
+  if (segment) {
+    t.held_first = segment->first;
+    t.held_count = segment->second;
+  }
   t.max_abs = c.contains("max_abs") && c["max_abs"].is_number() ? c["max_abs"].get<double>() : 0.0;
   t.scale = c.value("scale", 0.0);
   t.nonfinite = c.value("nonfinite", int64_t{0});
@@ -114,6 +147,17 @@ NodeMap node_map_from_json(const nlohmann::json& j) {
         }
       }
     }
+    if (v.contains("writes") && v["writes"].is_array()) {
+      for (const auto& w : v["writes"]) {
+        if (w.is_object() && w.contains("by") && w["by"].is_string()) {
+          NodeMap::Write write{w["by"].get<std::string>(), w.value("first", 0), w.value("count", 0)};
+          if (write.first >= 0 && write.count >= 0 &&
+              static_cast<size_t>(write.first) + static_cast<size_t>(write.count) <= e.nodes.size()) {
+            e.writes.push_back(std::move(write));
+          }
+        }
+      }
+    }
     m.buffers[name] = std::move(e);
   }
   if (j.contains("notes") && j["notes"].is_array()) {
@@ -126,10 +170,57 @@ NodeMap node_map_from_json(const nlohmann::json& j) {
   return m;
 }
 
+WriteOrder write_order(const NodeMap& map, const std::map<std::string, int>& returned_by) {
+  WriteOrder order;
+  for (const auto& [buffer, entry] : map.buffers) {
+    if (entry.writes.empty()) {
+      continue;
+    }
+    std::vector<WriteOrder::At> at;
+    for (const auto& w : entry.writes) {
+      auto r = returned_by.find(w.by);
+      if (r == returned_by.end()) {
+        at.clear();  // a write no call site shows: which node it holds is not known
+        break;
+      }
+      at.push_back({r->second, w.first, w.count});
+    }
+    if (at.empty()) {
+      continue;
+    }
+    std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.site < b.site; });
+    order.writes[buffer] = std::move(at);
+    order.own[buffer] = entry.writes.front().first;
+  }
+  return order;
+}
+
+namespace {
+
+// The candidates [first, count) buffer `tensor` holds at `site` (after its
+// launch when `after`; `changed`: its bytes changed there).
+std::optional<std::pair<int, int>> held_at(const WriteOrder& order, const std::string& tensor, int site, bool after,
+                                           bool changed) {
+  auto it = order.writes.find(base_tensor_name(tensor));
+  if (it == order.writes.end()) {
+    return std::nullopt;
+  }
+  std::pair<int, int> held{0, order.own.at(it->first)};
+  for (const auto& w : it->second) {
+    if (w.site < site || (after && changed && w.site == site)) {
+      held = {w.first, w.count};
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
 std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
-                                       const std::map<std::string, int>& returned_by) {
+                                       const std::map<std::string, int>& returned_by, const WriteOrder* order) {
   std::map<int, SiteCompare> by_site;
   std::set<std::string> credited;  // returned buffers already counted as their producer's output
+  std::map<std::pair<int, std::string>, std::string> checksum_before;  // (site, tensor) -> its bytes before launch
   for (const auto& e : events) {
     if (event_kind(e) != EventKind::probe) {
       continue;
@@ -138,7 +229,19 @@ std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events
     SiteCompare& s = by_site[site];
     s.site = site;
     s.kernel = e.value("kernel", "");
-    auto c = compare_of(e, tolerances);
+    std::string tensor = e.value("tensor", "");
+    bool after = e.value("phase", "") == "after";
+    std::string checksum = e.contains("stats") && e["stats"].is_object() ? e["stats"].value("checksum", "") : "";
+    if (!after) {
+      checksum_before[{site, tensor}] = checksum;
+    }
+    std::optional<std::pair<int, int>> segment;
+    if (order != nullptr) {
+      auto b = checksum_before.find({site, tensor});
+      bool changed = b == checksum_before.end() || b->second.empty() || checksum.empty() || b->second != checksum;
+      segment = held_at(*order, tensor, site, after, changed);
+    }
+    auto c = compare_of(e, tolerances, segment);
     if (!c || c->unmatched) {
       continue;
     }
@@ -365,6 +468,10 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
     names = it->second.nodes;
     if (o.candidate >= 0 && static_cast<size_t>(o.candidate) < names.size()) {
       d.compared_with = names[static_cast<size_t>(o.candidate)];
+    }
+    if (o.held_count > 0 && static_cast<size_t>(o.held_first + o.held_count) <= names.size()) {
+      // Written in place by several ops: the node(s) it holds here, not all it ever holds.
+      names = std::vector<std::string>(names.begin() + o.held_first, names.begin() + o.held_first + o.held_count);
     }
   }
   const nlohmann::json& nodes = info_nodes(node_info);

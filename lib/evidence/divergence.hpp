@@ -14,6 +14,7 @@
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
 #include "protocol/values.hpp"
+#include "package/wrapper.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
@@ -21,10 +22,19 @@ namespace aoti_bisect {
 // The build helper's node map: which exported-program node(s) each buffer
 // of the generated code holds, or why none.
 struct NodeMap {
+  // Another op's write into the buffer (a oneDNN binary post-op convolution
+  // writes its result into its `other` operand): the op, by the buffer its
+  // call returns, and its graph nodes, nodes[first, first + count).
+  struct Write {
+    std::string by;
+    int first = 0;
+    int count = 0;
+  };
   struct Entry {
-    std::vector<std::string> nodes;
+    std::vector<std::string> nodes;     // its own value's node(s) first, then each write's, in write order
     std::string why;                    // when nodes is empty
     std::vector<std::string> computes;  // every graph node the code writing it computes (fused in)
+    std::vector<Write> writes;          // written in place by other ops, in order
   };
   std::map<std::string, Entry> buffers;
   std::vector<std::string> notes;
@@ -39,6 +49,10 @@ struct TensorCompare {
   bool initialized = true;
   std::optional<std::string> unmatched;  // why it could not be compared (element counts)
   int candidate = 0;
+  // For a buffer that holds several graph nodes in turn: the nodes it holds
+  // at this site, [first, first + count) of its map entry's; count 0: all.
+  int held_first = 0;
+  int held_count = 0;
   double max_abs = 0;
   double scale = 0;
   int64_t nonfinite = 0;
@@ -62,12 +76,32 @@ struct SiteCompare {
   bool divergent() const { return introduced.has_value() && inputs_ok; }
 };
 
+// Which graph node a buffer holds at each call site, for buffers that hold
+// several in turn (NodeMap::Entry::writes): each write's call site (the one
+// returning the writing op's buffer) and its nodes. A buffer not here, or
+// one with a write no call site returns, is compared with its closest node.
+struct WriteOrder {
+  struct At {
+    int site = 0;
+    int first = 0;
+    int count = 0;
+  };
+  std::map<std::string, std::vector<At>> writes;  // buffer -> its writes by other ops, in site order
+  std::map<std::string, int> own;                 // buffer -> how many of its nodes are its own value's
+};
+// `returned_by`: buffer -> the call site returning it (package/wrapper.hpp returned_buffers).
+WriteOrder write_order(const NodeMap& map, const std::map<std::string, int>& returned_by);
+
 // Per site, in site order, from one run's probe events. `returned_by` maps
 // a buffer an extern call creates (never shown at that call) to its site:
 // its first comparison, before a later site's launch, counts as an output
-// of the site that returned it, when that site was probed too.
+// of the site that returned it, when that site was probed too. With `order`,
+// a buffer written in place by several ops is compared at each site with
+// the node it holds there: after its launch, the node of the write the site
+// makes (when its bytes changed), else that of the last write before it.
 std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
-                                       const std::map<std::string, int>& returned_by = {});
+                                       const std::map<std::string, int>& returned_by = {},
+                                       const WriteOrder* order = nullptr);
 
 // The first divergent site in [lo, hi].
 std::optional<int> first_divergent(const std::vector<SiteCompare>& sites, int lo, int hi);

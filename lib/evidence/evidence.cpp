@@ -413,6 +413,8 @@ Culprit build_culprit(const CulpritInput& in) {
   if (in_wrapper && sites[at - 1].kernel == c.kernel) {
     c.kind = std::string(kernel_kind_name(sites[at - 1].kind));
     c.source_nodes = sites[at - 1].source_nodes;
+    c.aten_ops = sites[at - 1].aten_ops;
+    c.post_grad_nodes = sites[at - 1].post_grad_nodes;
     c.branch = sites[at - 1].branch;
     c.source_lines = source_lines(sites[at - 1].python_stacks);
   }

@@ -1,17 +1,82 @@
 #include "evidence/inf_literal.hpp"
 
 #include "classify/signature.hpp"
+#include <set>
+
+#include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/wrapper_text.hpp"
 
 namespace aoti_bisect {
 
-bool writes_infinity_literal(const std::string& kernel_definition) {
-  for (std::string_view line : wrapper_text::split_lines(kernel_definition)) {
-    bool literal = line.find("::infinity()") != std::string_view::npos ||
-                   line.find("INFINITY") != std::string_view::npos;
-    if (literal && line.find("_acc") == std::string_view::npos) {
+namespace {
+
+bool infinity_literal(std::string_view text) {
+  return text.find("::infinity()") != std::string_view::npos || text.find("INFINITY") != std::string_view::npos;
+}
+
+// A comparison's result is a mask: no infinity flows through it.
+bool compares(std::string_view expr) {
+  for (std::string_view op : {" == ", " != ", " < ", " > ", " <= ", " >= "}) {
+    if (expr.find(op) != std::string_view::npos) {
       return true;
+    }
+  }
+  return false;
+}
+
+bool names_any(std::string_view text, const std::set<std::string>& names) {
+  for (size_t i = 0; i < text.size();) {
+    if (cpp_text::is_ident_char(text[i]) && (i == 0 || !cpp_text::is_ident_char(text[i - 1]))) {
+      size_t e = i;
+      while (e < text.size() && cpp_text::is_ident_char(text[e])) {
+        ++e;
+      }
+      if (names.count(std::string(text.substr(i, e - i))) > 0) {
+        return true;
+      }
+      i = e;
+    } else {
+      ++i;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// The literal counts where what is computed from it reaches a store (or an
+// accumulator): `where(mask, -inf, x)` stored is a mask by design; an
+// `isinf` test (`abs(x) != inf`, a comparison) and a reduction's initial
+// value (`tmp_acc0 = -inf`) are not.
+bool writes_infinity_literal(const std::string& kernel_definition) {
+  std::set<std::string> from_literal;
+  for (std::string_view raw : wrapper_text::split_lines(kernel_definition)) {
+    std::string_view line = trim(raw);
+    size_t eq = line.find(" = ");
+    bool store = line.find(".store(") != std::string_view::npos ||
+                 (eq != std::string_view::npos && line.substr(0, eq).find('[') != std::string_view::npos);
+    if (eq == std::string_view::npos && !store) {
+      continue;
+    }
+    std::string_view lhs = eq == std::string_view::npos ? line : line.substr(0, eq);
+    std::string_view expr = eq == std::string_view::npos ? line : line.substr(eq + 3);
+    bool fed = !compares(expr) && (infinity_literal(expr) || names_any(expr, from_literal));
+    std::string target;
+    for (size_t i = lhs.size(); i > 0 && cpp_text::is_ident_char(lhs[i - 1]); --i) {
+      target = std::string(1, lhs[i - 1]) + target;
+    }
+    bool accumulator = target.find("_acc") != std::string::npos;
+    if (store || (accumulator && !infinity_literal(expr))) {
+      if (fed || (store && names_any(line.substr(0, line.find(".store(")), from_literal))) {
+        return true;
+      }
+      continue;
+    }
+    if (fed && !accumulator && !target.empty()) {
+      from_literal.insert(target);
+    } else {
+      from_literal.erase(target);  // the name holds another value (kernels reuse tmpN in each loop nest)
     }
   }
   return false;

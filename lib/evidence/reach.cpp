@@ -118,6 +118,11 @@ std::optional<Taint> ReachWalk::by_name(const std::string& name, const std::stri
         }
       }
     }
+    for (const auto& [view, base] : m_in.wrapper->aliases) {
+      if (view == n || base == n) {
+        todo.push_back(view == n ? base : view);  // the same bytes under another name
+      }
+    }
   }
   return std::nullopt;
 }
@@ -278,6 +283,19 @@ void ReachWalk::visit(const SiteTrace& s) {
     m_by_name[base_tensor_name(p.tensor)] = Written{p.after->checksum, w};
     if (!p.after->checksum.empty()) {
       m_by_checksum[p.after->checksum] = w;
+    }
+    // Written through a view of a live buffer (or into the buffer a view
+    // shows): the other name's bytes hold these values too, beside what
+    // was written there before.
+    for (const auto& [view, base] : m_in.wrapper->aliases) {
+      const std::string name = base_tensor_name(p.tensor);
+      if (view != name && base != name) {
+        continue;
+      }
+      Written& other = m_by_name[view == name ? base : view];
+      other.checksum.clear();
+      other.taint.nan.insert(w.nan.begin(), w.nan.end());
+      other.taint.inf.insert(w.inf.begin(), w.inf.end());
     }
   }
   for (const auto& set : {&in.nan, &in.inf}) {

@@ -19,8 +19,9 @@
 // named beside it): the backward walk from the outputs over the wrapper's
 // data flow, done forward.
 // The values are matched to the writes that made them by tensor name (moves
-// and reuses followed, views by their buffer, extern calls' returned
-// buffers at their call) and by checksum.
+// and reuses followed, views by their buffer, a named view of a live buffer
+// and that buffer as the same bytes, extern calls' returned buffers at their
+// call) and by checksum.
 
 #include <optional>
 #include <set>

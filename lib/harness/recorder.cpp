@@ -97,6 +97,17 @@ void Recorder::inputs_source(const std::string& path, const std::string& sha256)
   m_report.inputs_sha256 = sha256;
 }
 
+void Recorder::inputs_outside_range(std::vector<std::string> lines) {
+  if (lines.empty() || lines == m_report.inputs_outside_range) {
+    return;
+  }
+  for (const auto& l : lines) {
+    m_progress.note("the inputs are outside the package's compiled range, run as given: " + l);
+  }
+  m_report.inputs_outside_range = std::move(lines);
+  save();
+}
+
 void Recorder::inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin) {
   m_report.inputs_format = format;
   m_report.inputs_read_as = std::move(read_as);

@@ -48,6 +48,9 @@ class Recorder {
   void batch_groups(std::vector<BatchGroup> groups);  // --all-batches
   // The inputs file the report's inputs section shows (the failing batch).
   void inputs_source(const std::string& path, const std::string& sha256);
+  // Inputs outside the range the package was compiled for, run as given:
+  // Report::inputs_outside_range, and a line for the person watching.
+  void inputs_outside_range(std::vector<std::string> lines);
   // What the inputs file is (package/tensor_file.hpp) and where it came from
   // when the user gave none ("" for the user's own file).
   void inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin = "");

@@ -649,6 +649,40 @@ class NodeMapRecorder:
                 else:
                     entry["nodes"] = pre
             buffers[name] = entry
+        # Buffers written in place by another op (a oneDNN binary post-op
+        # convolution writes its result into its `other` operand): the
+        # MutationOutput names the buffer it mutates and the op that writes.
+        # In write order: the buffer's own value first, then each op's.
+        writes = {}
+        for name, buf in graph.name_to_buffer.items():
+            if type(buf).__name__ != "MutationOutput":
+                continue
+            mutated = list(buf.get_mutation_names()) if hasattr(buf, "get_mutation_names") else []
+            op = getattr(buf, "mutating_node", None)
+            by = op.get_name() if op is not None and hasattr(op, "get_name") else None
+            if len(mutated) != 1 or mutated[0] not in buffers or not by:
+                continue
+            nodes = []
+            if pre_grad_id:
+                for o in sorted(getattr(buf, "origins", None) or (), key=lambda n: n.name):
+                    for pre_name in _pre_grad_names(o, pre_grad_id):
+                        if pre_name not in nodes:
+                            nodes.append(pre_name)
+            writes.setdefault(mutated[0], []).append({"by": by, "nodes": nodes})
+        for target, ws in writes.items():
+            entry = buffers[target]
+            origin = getattr(graph.name_to_buffer[target], "origin_node", None)
+            own = getattr(graph.name_to_buffer[target], "origins", None) or ()
+            # Mutated, its origin_node may be the last mutating node (not one
+            # of its own origins): its own value is what its origins compute.
+            if origin is not None and origin not in own and len(entry["computes"]) == 1:
+                entry["nodes"] = list(entry["computes"])
+                entry["why"] = None
+            entry["writes"] = []
+            for w in ws:
+                first = len(entry["nodes"])
+                entry["nodes"].extend(n for n in w["nodes"])
+                entry["writes"].append({"by": w["by"], "first": first, "count": len(w["nodes"])})
         self.buffers = buffers
         # In-place outputs whose store fusion removed: the kernel still takes
         # the buffer (in_out_ptr) but never writes its value there.

@@ -210,6 +210,7 @@ std::optional<Stop> MatrixPhase::run_baseline() {
   for (const auto& changed : base.inputs_changed) {
     rec.note(changed);
   }
+  rec.inputs_outside_range(base.inputs_outside_range);
   return std::nullopt;
 }
 
@@ -349,8 +350,12 @@ std::optional<Stop> MatrixPhase::read() {
   m_findings = read_matrix(s.findings, runs,
                            m_result.failure ? std::optional(m_result.failure->kind) : std::nullopt);
   // The package's own input check refuses the inputs: it is the inputs,
-  // not a kernel; nothing is searched.
-  for (size_t i = 1; i < m_results.size() && i < m_plan.size(); ++i) {
+  // not a kernel; nothing is searched. Unless they are only outside the
+  // range it was compiled for, which it runs with its checks off (its
+  // default): then they were run as given, and the refusal is a finding.
+  bool outside_only = !baseline().cls.inputs_outside_range.empty() && baseline().finished &&
+                      baseline().cls.kind != OutcomeKind::input_mismatch;
+  for (size_t i = 1; i < m_results.size() && i < m_plan.size() && !outside_only; ++i) {
     if (m_results[i].finished && m_results[i].cls.kind == OutcomeKind::input_mismatch) {
       record(&m_plan[i].env);
       return Stop{Verdict::could_not_test,

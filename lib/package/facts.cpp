@@ -51,6 +51,7 @@ ModelFacts model_facts_of(const WrapperInfo& w) {
   }
   f.moves = w.value_moves;
   f.reuse = w.moves;
+  f.aliases = w.aliases;
   f.in_spec = w.in_spec;
   f.out_spec = w.out_spec;
   f.python_ops = w.python_ops;
@@ -108,6 +109,7 @@ nlohmann::json to_json(const ModelFacts& f) {
           {"buffers", f.buffers},
           {"moves", f.moves},
           {"reuse", f.reuse},
+          {"aliases", f.aliases},
           {"in_spec", f.in_spec},
           {"out_spec", f.out_spec},
           {"proxy_ops", f.proxy_ops},
@@ -147,6 +149,7 @@ ModelFacts model_facts_from_json(const nlohmann::json& j) {
     f.buffers = j.value("buffers", std::vector<std::string>{});
     f.moves = j.value("moves", std::vector<std::pair<std::string, std::string>>{});
     f.reuse = j.value("reuse", std::vector<std::pair<std::string, std::string>>{});
+    f.aliases = j.value("aliases", std::vector<std::pair<std::string, std::string>>{});
     f.in_spec = j.value("in_spec", std::string());
     f.out_spec = j.value("out_spec", std::string());
     f.proxy_ops = j.value("proxy_ops", std::vector<std::string>{});

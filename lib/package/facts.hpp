@@ -41,6 +41,9 @@ struct ModelFacts {
   // Every `auto bufA = std::move(bufB);` (WrapperInfo::moves): what an
   // in-place argument (CallSite::in_out) held under its earlier name.
   std::vector<std::pair<std::string, std::string>> reuse;
+  // Views of live buffers (WrapperInfo::aliases), as (view, base): a write
+  // through one is a write to the other's bytes.
+  std::vector<std::pair<std::string, std::string>> aliases;
   // The call spec (WrapperInfo::in_spec, out_spec): how the inputs file is
   // bound to the flat inputs, and what the outputs are called.
   std::string in_spec;

@@ -440,6 +440,7 @@ WrapperInfo parse_wrapper(const std::string& source) {
     info.found = true;
   }
   std::string pending_nodes;
+  std::string pending_aten;
   std::string pending_handle;               // `// [Provenance debug handles] K:H`
   std::vector<std::string> pending_stacks;  // KernelContextGuard _ctx("K", R"(...)");
   std::set<std::string> printed;  // kernels printed before launch since the previous call site
@@ -495,6 +496,8 @@ WrapperInfo parse_wrapper(const std::string& source) {
       if (p != std::string_view::npos) {
         auto rest = t.substr(p + 14);
         pending_nodes = std::string(rest.substr(0, rest.find(", Original ATen")));
+        size_t aten = rest.find("Original ATen: ");
+        pending_aten = aten == std::string_view::npos ? "" : std::string(trim(rest.substr(aten + 15)));
       }
       continue;
     }
@@ -507,6 +510,10 @@ WrapperInfo parse_wrapper(const std::string& source) {
     }
     if (auto move = moved_buffer(t)) {
       info.moves.push_back(*move);
+      if (t.rfind("auto ", 0) == 0 && t.find("reinterpret_tensor_wrapper(") != std::string_view::npos &&
+          t.find(".reset()") == std::string_view::npos) {
+        info.aliases.push_back(*move);  // the base stays live: a view of it, not a reuse of dead memory
+      }
       if (t.rfind("auto ", 0) != 0) {
         info.value_moves.push_back(*move);
       }
@@ -537,12 +544,14 @@ WrapperInfo parse_wrapper(const std::string& source) {
       site->index = static_cast<int>(info.call_sites.size()) + 1;
       site->line = static_cast<int>(i) + 1;
       site->source_nodes = pending_nodes;
+      site->aten_ops = pending_aten;
       site->probed = printed_for(printed, site->kernel);
       site->python_stacks = std::move(pending_stacks);
       site->provenance_handle = pending_handle;
       pending_stacks.clear();
       pending_handle.clear();
       pending_nodes.clear();
+      pending_aten.clear();
       printed.clear();
       info.call_sites.push_back(std::move(*site));
       info.found = true;
@@ -608,11 +617,20 @@ void attach_kernel_information(WrapperInfo& info, const std::string& kernel_info
     return;
   }
   for (auto& site : info.call_sites) {
-    if (!site.python_stacks.empty() || site.provenance_handle.empty() || !j.contains(site.provenance_handle)) {
+    if (site.provenance_handle.empty() || !j.contains(site.provenance_handle)) {
       continue;
     }
     const auto& entry = j[site.provenance_handle];
-    if (!entry.is_object() || !entry.contains("stack_traces") || !entry["stack_traces"].is_array()) {
+    if (entry.is_object() && entry.contains("post_grad_nodes") && entry["post_grad_nodes"].is_array()) {
+      site.post_grad_nodes.clear();
+      for (const auto& n : entry["post_grad_nodes"]) {
+        if (n.is_string()) {
+          site.post_grad_nodes.push_back(n.get<std::string>());
+        }
+      }
+    }
+    if (!site.python_stacks.empty() || !entry.is_object() || !entry.contains("stack_traces") ||
+        !entry["stack_traces"].is_array()) {
       continue;
     }
     for (const auto& st : entry["stack_traces"]) {

@@ -49,6 +49,9 @@ struct CallSite {
   // kernel_information.json (trace.provenance_tracking_level).
   std::vector<std::string> python_stacks;
   std::string provenance_handle;  // "cpp_fused_relu_0:2" from that comment; "" without one
+  // The post-grad graph nodes the package's kernel_information.json says
+  // the call computes ("log", "sub_1"), by that handle; empty without one.
+  std::vector<std::string> post_grad_nodes;
   // The subgraph the call sits in ("true_graph_0": a torch.cond branch), from
   // its arguments' names (subgraph code prefixes every tensor with it); "" at top level.
   std::string branch;
@@ -56,6 +59,8 @@ struct CallSite {
   // that reads the buffer and writes it in place), from a cpp kernel's
   // declaration or a Triton kernel's call_triton_<kernel> definition.
   std::vector<int> in_out;
+  // "[aten.relu, aten.sub, aten.log]" from the source-nodes comment ("Original ATen: ..."), if any.
+  std::string aten_ops;
 };
 
 // Buffer name -> the call site (1-based) that returns it.
@@ -90,6 +95,11 @@ struct WrapperInfo {
   // (`buf5 = std::move(true_graph_0_buf0);`) and a subgraph's inputs
   // (`aoti_torch_assign_tensors_out(emb_weight, &true_graph_0_arg1_1_handle)`).
   std::vector<std::pair<std::string, std::string>> value_moves;
+  // Views of a live buffer under another name, as (view, base): `auto bufA =
+  // wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(bufB, ...));
+  // // alias` with bufB kept (the parts of a concatenation written in place).
+  // What is written through bufA is in bufB's bytes, and bufB's in bufA's.
+  std::vector<std::pair<std::string, std::string>> aliases;
   // `auto& w0 = constants_->at(0);` at the top of run_impl: the names the
   // wrapper gives the model's constants, by index.
   std::vector<std::string> constants;
@@ -119,8 +129,9 @@ inline constexpr std::string_view k_proxy_call = "aoti_torch_proxy_executor_call
 
 // Gives each call site with a provenance handle the stack traces the
 // package's kernel_information.json records for it ({"K:H": {"stack_traces":
-// [...], ...}}), where the wrapper did not carry them itself. Malformed
-// JSON gives nothing.
+// [...], "post_grad_nodes": [...], ...}}), where the wrapper did not carry
+// them itself, and the post-grad nodes it computes. Malformed JSON gives
+// nothing.
 void attach_kernel_information(WrapperInfo& info, const std::string& kernel_information_json);
 
 // "myops::scaled_log.out" -> {"myops::scaled_log", "out"}; ".default" and

@@ -107,13 +107,48 @@ std::string divergence_table(const Divergence& d) {
   return out + "\n";
 }
 
+// The root cause, with the intermediates' evidence where the replay found them.
+std::string root_cause_text(const RootCause& r) {
+  std::string out;
+  if (!r.sentence.empty()) {
+    out += "**Root cause:** " + plain(r.sentence) + "\n\n";
+  }
+  if (!r.intermediates.empty()) {
+    out += table_row({"inside the kernel", "measured in its replay (`repro/replay --intermediates`)"});
+    out += table_row({"---", "---"});
+    for (const auto& st : r.intermediates) {
+      std::vector<std::string> at, operands;
+      for (const auto& [name, value] : st.element) {
+        at.push_back(fmt::format("{}={}", name, value));
+      }
+      for (const auto& [name, value] : st.operands) {
+        operands.push_back(fmt::format("{} = {}", name, value));
+      }
+      std::string stored =
+          st.output_tensor.empty() ? "" : ", stored at " + code(st.output_tensor + index_text(st.output_index));
+      out += table_row({"intermediate", code(st.expression)});
+      out += table_row({"element", (at.empty() ? std::string("the kernel's top level") : join(at, ", ")) + stored});
+      out += table_row({"operands there", operands.empty() ? std::string("none (no intermediate)") : join(operands, ", ")});
+      out += table_row({"made", fmt::format("{} at {} element{}{}", st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf",
+                                            st.elements, st.elements == 1 ? "" : "s",
+                                            st.operation.empty() ? "" : " (" + st.operation + ")")});
+      if (!st.op.empty()) {
+        out += table_row({"graph op", code(st.op)});
+      }
+    }
+    out += "\n";
+  }
+  if (!r.note.empty()) {
+    out += "**Not measured:** " + plain(r.note) + "\n\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string culprit_section(const Culprit& c) {
   std::string out = "## Culprit\n\n";
-  if (!c.root_cause.empty()) {
-    out += "**Root cause:** " + plain(c.root_cause) + "\n\n";
-  }
+  out += root_cause_text(c.root_cause);
   out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
   if (!c.kind.empty()) {
     out += " (" + plain(c.kind) + ")";

@@ -225,15 +225,50 @@ struct SanitizerPass {
   std::string note;                   // why there are none, or why it did not run
 };
 
+// Why, as far as the evidence goes (evidence/root_cause.hpp): one sentence
+// and what it rests on. For a cpp kernel's NaN/Inf, the intermediate that
+// turned NaN (or Inf) in its replay while what it reads did not.
+// One intermediate of a cpp kernel that turned NaN (or Inf) in its replay
+// while what it read did not.
+struct IntermediateStep {
+  std::string expression;             // "tmp7 = tmp6.log()", as the kernel writes it
+  std::string kind;                   // "nan" or "inf": what it turned into
+  std::string value;                  // its value there ("nan", "-inf")
+  std::vector<std::pair<std::string, int64_t>> element;  // the loop indices there ({"x0", 3}, {"x1", 12})
+  std::string output_tensor;          // the argument that element is stored into ("buf7"), "" unknown
+  std::vector<int64_t> output_index;  // its index there
+  std::vector<std::pair<std::string, std::string>> operands;  // what it read there ({"tmp6", "0"})
+  int64_t elements = 0;               // elements at which this statement made them
+  std::string operation;              // what the operands make of it ("0/0", "log of a negative value"), "" when not one of those
+  std::string op;                     // the graph op it comes from where the package names one, else ""
+};
+
+struct RootCause {
+  std::string sentence;               // what report.md opens with; "" when the evidence decides no cause
+  // "intermediate" (the kernel's replay with its intermediates checked),
+  // "extern_inputs" (an extern call's inputs and output, measured), "constant"
+  // (a constant it reads holds NaN/Inf), "index" (an index past the tensor it
+  // indexes), "unwritten" (memory no kernel wrote), "run_to_run"; "" none.
+  std::string basis;
+  // basis "intermediate": the intermediate that made them, and where that
+  // was NaN made of Inf (inf - inf), the statement that made the Inf first.
+  std::vector<IntermediateStep> intermediates;
+  std::string operation;              // the first step's, or an extern call's "overflow"; "" when not decided
+  std::string op;                     // the graph op, where the package names one
+  std::string note;                   // what was not measured and why ("the replay did not run: ...")
+};
+
 struct Culprit {
   int call_index = 0;                 // 1-based, by occurrence in the run
   std::string kernel;
   std::string kind;                   // "cpp", "triton", "extern"
   std::string phase;                  // "launch" (faulted inside it) or "after_launch" (bad values after it)
   std::string source_nodes;           // graph nodes from the wrapper's comment, if known
+  std::string aten_ops;               // their ATen ops from the same comment ("[aten.addmm]"), if known
+  std::vector<std::string> post_grad_nodes;  // what the package's provenance says it computes ("log", "sub_1")
   std::string branch;                 // the torch.cond branch (subgraph) it ran in, "" at top level
   std::string why;                    // one line of evidence
-  std::string root_cause;             // the sentence report.md opens with, when the evidence supports one
+  RootCause root_cause;
   // Under the poison variant: "reads memory no kernel wrote: ..." (which
   // tensor, how many elements still held the poison); "" otherwise.
   std::string unwritten;
@@ -392,6 +427,10 @@ struct Report {
   std::vector<std::string> inputs_read_as;  // values read as something else ("a ...BatchEncoding read as the dict it holds")
   std::string inputs_origin;                // "" the user's file; else where it came from ("the package's sample inputs ...")
   std::string inputs_sha256;
+  // Dynamic dimensions of the inputs outside the range the package was
+  // compiled for (its wrapper's input checks), run as the package runs them
+  // by default: with those checks off.
+  std::vector<std::string> inputs_outside_range;
   std::string reference_path;               // display path, "" when none
   std::vector<RunRecord> runs;
   std::vector<BatchRecord> batches;         // a run over several batches; empty for one

@@ -99,6 +99,11 @@ std::string report_to_console(const Report& r, bool color) {
   }
   if (r.culprit) {
     out += fmt::format("  culprit:     {}\n", paint(culprit_summary(*r.culprit), Tone::bad));
+    if (!r.culprit->root_cause.sentence.empty()) {
+      out += fmt::format("  cause:       {}\n", one_line(r.culprit->root_cause.sentence));
+    } else if (!r.culprit->root_cause.note.empty()) {
+      out += fmt::format("  cause:       none decided; {}\n", one_line(r.culprit->root_cause.note));
+    }
     for (const auto& l : r.culprit->source_lines) {
       out += fmt::format("  source:      {}\n", one_line(l.text()));
     }
@@ -107,6 +112,9 @@ std::string report_to_console(const Report& r, bool color) {
       out += fmt::format("  sanitizer:   {}{}{}\n", one_line(e.what), e.address.empty() ? "" : " at " + e.address,
                          e.buffer.empty() ? "" : ": " + one_line(e.buffer));
     }
+  }
+  for (const auto& line : r.inputs_outside_range) {
+    out += fmt::format("  inputs:      {}; run as given, as the package runs them by default\n", one_line(line));
   }
   if (r.bisection) {
     out += fmt::format("  bisection:   {}\n", bisection_summary(*r.bisection, r.builds));

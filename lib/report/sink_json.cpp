@@ -94,6 +94,7 @@ Json inputs_json(const Report& r) {
               {"read_as", r.inputs_read_as},
               {"origin", text_or_null<Json>(r.inputs_origin)},
               {"binding", text_or_null<Json>(r.inputs_binding)},
+              {"outside_compiled_range", r.inputs_outside_range},
               {"tensors", std::move(tensors)}};
 }
 
@@ -199,6 +200,42 @@ Json batches_json(const std::vector<BatchRecord>& batches) {
 }
 
 Json stats_or_null(const std::optional<TensorStats>& s) { return s ? stats_json(*s) : Json(nullptr); }
+
+// null when the evidence decided nothing and nothing is to be said of why.
+Json root_cause_json(const RootCause& r) {
+  if (r.sentence.empty() && r.note.empty()) {
+    return nullptr;
+  }
+  Json steps = Json::array();
+  for (const auto& st : r.intermediates) {
+    Json element = Json::object();
+    for (const auto& [name, value] : st.element) {
+      element[name] = value;
+    }
+    Json operands = Json::array();
+    for (const auto& [name, value] : st.operands) {
+      operands.push_back(Json{{"name", name}, {"value", value}});
+    }
+    steps.push_back(Json{{"expression", st.expression},
+                         {"made", st.kind},
+                         {"value", st.value},
+                         {"element", std::move(element)},
+                         {"output", st.output_tensor.empty()
+                                        ? Json(nullptr)
+                                        : Json{{"tensor", st.output_tensor}, {"index", st.output_index}}},
+                         {"operands", std::move(operands)},
+                         {"elements", st.elements},
+                         {"operation", text_or_null<Json>(st.operation)},
+                         {"op", text_or_null<Json>(st.op)}});
+  }
+  return Json{{"sentence", text_or_null<Json>(r.sentence)},
+              {"basis", text_or_null<Json>(r.basis)},
+              {"operation", text_or_null<Json>(r.operation)},
+              {"op", text_or_null<Json>(r.op)},
+              {"intermediate", steps.empty() ? Json(nullptr) : steps.front()},
+              {"intermediates", std::move(steps)},
+              {"note", text_or_null<Json>(r.note)}};
+}
 
 Json producer_json(const std::optional<Producer>& p) {
   if (!p) {
@@ -332,7 +369,7 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"source_nodes", text_or_null<Json>(c->source_nodes)},
               {"branch", text_or_null<Json>(c->branch)},
               {"why", text_or_null<Json>(c->why)},
-              {"root_cause", text_or_null<Json>(c->root_cause)},
+              {"root_cause", root_cause_json(c->root_cause)},
               {"unwritten", text_or_null<Json>(c->unwritten)},
               {"args", std::move(args)},
               {"producer", producer_json(c->producer)},

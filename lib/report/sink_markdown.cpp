@@ -246,6 +246,9 @@ std::string inputs(const Report& r) {
   if (!r.inputs_binding.empty()) {
     out += r.inputs_binding + "\n\n";
   }
+  for (const auto& line : r.inputs_outside_range) {
+    out += "**Outside the compiled range:** " + plain(line) + "; run as given, as the package runs it by default.\n\n";
+  }
   if (!r.inputs.empty()) {
     bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
                            [](const TensorInfo& t) { return t.nonfinite() > 0; });

@@ -13,7 +13,8 @@
 #include "common/text.hpp"
 #include "package/package.hpp"
 #include "package/rewrite.hpp"
-#include "repro/replay_texts.hpp"
+#include "repro/intermediates.hpp"
+#include "repro/resources.hpp"
 #include "repro/source_text.hpp"
 
 namespace aoti_bisect {
@@ -28,15 +29,6 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
     s.replace(p, from.size(), to);
   }
   return s;
-}
-
-// A C++ string literal.
-std::string cpp_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    out += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  }
-  return out + "\"";
 }
 
 // A cpp kernel parameter's role from its name (Inductor's in_ptr/out_ptr/in_out_ptr).
@@ -71,6 +63,8 @@ struct Gen {
   std::vector<std::string> after;    // driver lines after it
   std::set<std::string> declared;
   std::set<std::string> files;
+  std::map<std::string, std::string> alias_of;  // a view of a live buffer -> that buffer (WrapperInfo::aliases)
+  std::vector<std::pair<std::string, int>> views;  // views the call passes, made over their buffer after the loads
 
   void need(const std::string& why) {
     if (problem.empty()) {
@@ -78,9 +72,16 @@ struct Gen {
     }
   }
 
-  // A tensor the call passes, declared once under its wrapper name.
+  // A tensor the call passes, declared once under its wrapper name. A view
+  // of a live buffer (a part of a concatenation written in place) is made
+  // over that buffer as the wrapper makes it, so that what the call writes
+  // through it is in the buffer too (make_views).
   void tensor(const std::string& name, int role) {
     if (!declared.insert(name).second) {
+      return;
+    }
+    if (auto a = alias_of.find(name); a != alias_of.end() && (saved.count(a->second) || declared.count(a->second))) {
+      views.emplace_back(name, role);
       return;
     }
     // A cpp kernel's parameter names say what it reads (in_ptr, in_out_ptr);
@@ -103,8 +104,8 @@ struct Gen {
     }
     if (auto f = saved.find(name); f != saved.end()) {
       files.insert(f->second);
-      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::load({}, {}, {}, {});", name, cpp_string(name),
-                                  cpp_string(f->second), role, initialized ? "true" : "false"));
+      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::load({}, {}, {}, {});", name, cpp_text::string_literal(name),
+                                  cpp_text::string_literal(f->second), role, initialized ? "true" : "false"));
       return;
     }
     const TensorStats* shape = st ? (st->before ? &*st->before : st->after ? &*st->after : nullptr) : nullptr;
@@ -114,11 +115,95 @@ struct Gen {
         dims.push_back(std::to_string(d));
       }
       decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::alloc({}, {{{}}}, {}, {});", name,
-                                  cpp_string(name), join(dims, ", "), cpp_string(shape->dtype), role));
+                                  cpp_text::string_literal(name), join(dims, ", "), cpp_text::string_literal(shape->dtype), role));
       return;
     }
     need(fmt::format("{} was not saved by the evidence run", name));
   }
+
+  // Each scalar's declaration, and those it needs in turn (`int64_t s77 =
+  // arg4_1_size[0];` needs `auto arg4_1_size = arg4_1.sizes();`, whose
+  // graph input is given by its sizes as the run saw them). Inserted in
+  // front, so a declaration comes after what it needs.
+  void declare_scalars(std::vector<std::string> todo, const std::vector<std::string>& lines, int line) {
+    while (!todo.empty()) {
+      std::string id = todo.front();
+      todo.erase(todo.begin());
+      if (known_word(id) || id.rfind("cached_torch_", 0) == 0 || declared.count(id)) {
+        continue;
+      }
+      declared.insert(id);
+      std::string d = declaration_of(lines, line, id);
+      if (d.empty()) {
+        need(fmt::format("the call uses '{}', which the wrapper does not declare before it", id));
+        continue;
+      }
+      if (d.find("constants_") != std::string::npos) {
+        need(fmt::format("the constant {} was not saved by the evidence run", id));
+        continue;
+      }
+      std::string rhs = d.substr(d.find('=') + 1);
+      bool literal = false;
+      for (const auto& [what, table] : {std::pair{".sizes()", &spec.input_sizes}, {".strides()", &spec.input_strides}}) {
+        std::string input(trim(rhs.substr(0, rhs.find(what))));
+        if (rhs.find(what) != std::string::npos && table->count(input)) {
+          std::vector<std::string> values;
+          for (auto v : table->at(input)) {
+            values.push_back(fmt::format("{}L", v));
+          }
+          d = fmt::format("const int64_t {}[] = {{{}}};  // {}{} as the run saw it", id, join(values, ", "), input, what);
+          literal = true;
+        }
+      }
+      decls.insert(decls.begin(), "  " + d);
+      if (!literal) {
+        for (const auto& more : identifiers(rhs)) {
+          if (!is_tensor_variable_name(more)) {
+            todo.push_back(more);
+          }
+        }
+      }
+    }
+  }
+
+  static bool known_word(const std::string& id) {
+    static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
+                                                "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
+                                                "int",     "long",    "char",    "array", "vector",  "data",
+                                                "AtenTensorHandle", "proxy_executor",
+                                                // torch 2.15: static_cast<const int64_t*>(std::array<...>{...}.data())
+                                                "static_cast", "reinterpret_cast"};
+    return known.count(id) > 0;
+  }
+
+  // The views the call passes, over their buffers, as the wrapper makes them
+  // (`auto buf3 = wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(buf4, 2, int_array_8, int_array_9, 32L));`),
+  // after the buffers' loads; registered for the judge under their names.
+  void make_views(const std::vector<std::string>& lines, int line) {
+    for (const auto& [view, role] : views) {
+      const std::string& base = alias_of.at(view);
+      if (!declared.count(base)) {
+        tensor(base, 3);
+      }
+      std::string d = declaration_of(lines, line, view);
+      if (d.empty()) {
+        need(fmt::format("the wrapper's view {} of {} was not found before the call", view, base));
+        continue;
+      }
+      after_loads.push_back("  " + d);
+      after_loads.push_back(fmt::format("  replay::adopt({}, {}.get(), {});", cpp_text::string_literal(view), view, role));
+      std::vector<std::string> ids;
+      for (const auto& id : identifiers(d.substr(d.find('=') + 1))) {
+        if (id != base && !is_tensor_variable_name(id) && id != "wrap_with_raii_handle_if_needed" &&
+            id != "reinterpret_tensor_wrapper") {
+          ids.push_back(id);
+        }
+      }
+      declare_scalars(ids, lines, line);
+    }
+  }
+  std::vector<std::string> after_loads;  // driver lines after the loads, before the call
+
 };
 
 std::string call_statement(Gen& g, const std::string& call, const std::vector<std::string>& site_args,
@@ -161,7 +246,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
           scalars.insert(id);
         }
         g.decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::view({}, {}, {}, {}, {});", vname,
-                                      cpp_string("view of " + base), cpp_string(f->second), parts[1], parts[2],
+                                      cpp_text::string_literal("view of " + base), cpp_text::string_literal(f->second), parts[1], parts[2],
                                       parts[3]));
         a = a.substr(0, rv) + fmt::format("reinterpret_tensor_wrapper({}, {}, {}, {}, 0L)", vname, parts[1],
                                           parts[2], parts[3]) + a.substr(after_closing_bracket(a, rv + 26));
@@ -176,7 +261,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
     } else if (a.rfind("&", 0) == 0 && a.size() > 8 && a.ends_with("_handle")) {
       std::string h = a.substr(1);
       g.decls.push_back(fmt::format("  AtenTensorHandle {} = nullptr;", h));
-      g.after.push_back(fmt::format("  replay::created({}, {});", cpp_string(h.substr(0, h.size() - 7)), h));
+      g.after.push_back(fmt::format("  replay::created({}, {});", cpp_text::string_literal(h.substr(0, h.size() - 7)), h));
     } else {
       for (const auto& id : identifiers(a)) {
         if (is_tensor_variable_name(id) || g.saved.count(id) || stats_of(g.c, id)) {
@@ -188,26 +273,7 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
     }
     out += (i ? ", " : "") + a;
   }
-  static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
-                                              "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
-                                              "int",     "long",    "char",    "array", "vector",  "data",
-                                              "AtenTensorHandle", "proxy_executor",
-                                              // torch 2.15: static_cast<const int64_t*>(std::array<...>{...}.data())
-                                              "static_cast", "reinterpret_cast"};
-  for (const auto& id : scalars) {
-    if (known.count(id) || id.rfind("cached_torch_", 0) == 0 || g.declared.count(id)) {
-      continue;
-    }
-    std::string d = declaration_of(lines, line, id);
-    if (d.empty()) {
-      g.need(fmt::format("the call uses '{}', which the wrapper does not declare before it", id));
-    } else if (d.find("constants_") != std::string::npos) {
-      g.need(fmt::format("the constant {} was not saved by the evidence run", id));
-    } else {
-      g.decls.insert(g.decls.begin(), "  " + d);
-    }
-    g.declared.insert(id);
-  }
+  g.declare_scalars(std::vector<std::string>(scalars.begin(), scalars.end()), lines, line);
   return out + ")";
 }
 
@@ -244,7 +310,7 @@ std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_jso
   };
   std::string out = fmt::format(
       "auto op = c10::Dispatcher::singleton().findSchemaOrThrow({}, {});\n    torch::jit::Stack stack;\n",
-      cpp_string(name), cpp_string(overload));
+      cpp_text::string_literal(name), cpp_text::string_literal(overload));
   auto tensor_of = [](const std::string& h) {
     return fmt::format("*torch::aot_inductor::tensor_handle_to_tensor_pointer({})", h);
   };
@@ -270,7 +336,7 @@ std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_jso
     } else if (arg.contains("as_ints") && arg["as_ints"].is_array()) {
       value = fmt::format("std::vector<int64_t>{{{}}}", arg["as_ints"].dump().substr(1, arg["as_ints"].dump().size() - 2));
     } else if (arg.contains("as_string") && arg["as_string"].is_string()) {
-      value = fmt::format("std::string({})", cpp_string(arg["as_string"].get<std::string>()));
+      value = fmt::format("std::string({})", cpp_text::string_literal(arg["as_string"].get<std::string>()));
     } else {
       g.need(fmt::format("{}'s argument '{}' is of a kind the replay does not make ({})", target,
                          in.value("name", "?"), arg.empty() ? "none" : arg.begin().key()));
@@ -311,6 +377,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   rf.note = fmt::format("rebuilds {} alone and checks for the {} symptom", what, spec.predicate);
   auto lines = cpp_text::split_lines_copy(wrapper_source);
   WrapperInfo w = parse_wrapper(wrapper_source);
+  for (const auto& [view, base] : w.aliases) {
+    g.alias_of[view] = base;
+  }
   if (!extern_json.empty()) {
     name_proxy_calls(w, extern_json);
   }
@@ -369,6 +438,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
       }
     }
     statement = proxy ? proxy_call(g, *cs, extern_json) : call_statement(g, call, cs->args, lines, cs->line);
+    g.make_views(lines, cs->line);
   }
   std::string predicate_call = "replay::judge_" + spec.predicate + "()";
   if (spec.predicate == "mismatch") {
@@ -378,18 +448,20 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
       g.need(fmt::format("the eager value of {}'s output was not saved", c.kernel));
     } else {
       g.files.insert(e->second);
-      predicate_call = fmt::format("replay::judge_mismatch({}, {}, {}, {})", cpp_string(d->tensor),
-                                   cpp_string(e->second),
+      predicate_call = fmt::format("replay::judge_mismatch({}, {}, {}, {})", cpp_text::string_literal(d->tensor),
+                                   cpp_text::string_literal(e->second),
                                    fmt::format("{:.17g}", d->atol), fmt::format("{:.17g}", d->rtol));
     }
   }
   // The driver.
   std::string drv = fmt::format(
-      "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n", what, call);
-  drv += replay_driver_prelude();
-  if (proxy) {
-    drv += "#include <dlfcn.h>\n";
+      "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n\n", what, call);
+  if (proxy) {  // the dispatcher's call, and the handles' tensors
+    drv += "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n#include <ATen/core/stack.h>\n"
+           "#include <torch/csrc/inductor/aoti_torch/utils.h>\n"
+           "#include <dlfcn.h>\n\n";
   }
+  drv += "#include \"replay_host.h\"\n\nusing namespace torch::aot_inductor;\n\n";
   for (const auto& l : lines) {
     if (l.rfind("CACHE_TORCH_", 0) == 0) {
       drv += l + "\n";
@@ -400,8 +472,8 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     size_t body = kernel_cpp.find('{', after_closing_bracket(kernel_cpp, find_call(kernel_cpp, c.kernel, open) + c.kernel.size()));
     drv += "\n" + kernel_cpp.substr(open, body - open) + ";\n";
   }
-  drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_string(c.kernel),
-                     cpp_string(spec.predicate));
+  drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_text::string_literal(c.kernel),
+                     cpp_text::string_literal(spec.predicate));
   if (proxy) {
     // The operator's library (and Python's, for a Python extension module,
     // which the script names) before the call.
@@ -414,6 +486,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     }
   }
   for (const auto& l : g.decls) {
+    drv += l + "\n";
+  }
+  for (const auto& l : g.after_loads) {
     drv += l + "\n";
   }
   drv += "  replay::before();\n  try {\n    replay::arm();\n";
@@ -430,7 +505,9 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   for (const auto& l : g.after) {
     drv += l + "\n";
   }
-  drv += fmt::format("  return {};\n}}\n\nint main() {{ return replay::guarded(run); }}\n", predicate_call);
+  drv += fmt::format("  int verdict = {};\n  replay::report_intermediates();\n  return verdict;\n}}\n\n"
+                     "int main() {{ return replay::guarded(run); }}\n",
+                     predicate_call);
 
   // The script.
   std::vector<std::string> flags = portable_kernel_flags(kernel_source);
@@ -444,15 +521,19 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
     flags = {"-O3", "-DNDEBUG", "-fopenmp", "-march=native", std_flag};
   }
   bool openmp = std::find(flags.begin(), flags.end(), "-fopenmp") != flags.end();
-  std::vector<std::string> needed = {"driver.cpp"};
-  std::string sources = "driver.cpp";
-  std::string compile_kernel;
-  if (!kernel_cpp.empty()) {
-    needed.push_back("kernel.cpp");
-    sources = "kernel.cpp driver.cpp";
-    compile_kernel = "  compile kernel.cpp kernel.o \"${kernel_flags[@]}\"\n  objs+=(\"$tmp/kernel.o\")";
+  // The kernel with its intermediates probed, for `replay --intermediates`.
+  TracedKernel traced;
+  if (!g.problem.empty()) {
+    traced.problem = g.problem;
+  } else if (kernel_cpp.empty()) {
+    traced.problem = fmt::format("{} is {} call: it has no intermediates of its own to check", c.kernel,
+                                 proxy ? "a custom operator's" : "an extern");
+  } else {
+    traced = trace_intermediates(kernel_cpp, c.kernel, std::string(intermediate_probes_header()));
   }
-  needed.insert(needed.end(), g.files.begin(), g.files.end());
+  rf.traced = traced.problem.empty();
+  rf.traced_problem = traced.problem;
+  std::vector<std::string> needed(g.files.begin(), g.files.end());
   if (proxy) {
     needed.push_back("extern_nodes.json");
     needed.insert(needed.end(), libraries.begin(), libraries.end());
@@ -465,18 +546,23 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   script = replace_all(script, "@WHAT@", what + " of an AOTInductor package");
   script = replace_all(script, "@WHAT_SHORT@", c.kernel);
   script = replace_all(script, "@PROBLEM@", shell_quote(g.problem.empty() ? "" : g.problem));
+  script = replace_all(script, "@TRACED_PROBLEM@", shell_quote(traced.problem));
   script = replace_all(script, "@FILES@", join(needed, " "));
-  script = replace_all(script, "@SOURCES@", sources);
+  script = replace_all(script, "@SOURCES@", "driver.cpp");
+  script = replace_all(script, "@KERNEL@", kernel_cpp.empty() ? "" : "kernel");
   script = replace_all(script, "@KERNEL_FLAGS@", join(quoted_flags, " "));
-  script = replace_all(script, "@COMPILE_KERNEL@", compile_kernel);
   script = replace_all(script, "@DRIVER_STD@", std_flag);
   script = replace_all(script, "@LINK_OPENMP@", openmp ? "-fopenmp" : "");
   std::string readme = fmt::format(
       "One-kernel replay of {} made by aoti-bisect: the call alone on the tensors saved here (site{}_*.pt).\n"
       "Run ./replay (needs a C++ compiler and python3 with torch; it builds once, into a cache under $TMPDIR or "
       "/tmp).\n"
-      "Exit codes: 1 the symptom ({}) reproduces, 0 it does not, 2 the replay cannot run (it prints why).\n",
-      what, spec.site, spec.predicate);
+      "Exit codes: 1 the symptom ({}) reproduces, 0 it does not, 2 the replay cannot run (it prints why).\n"
+      "{}",
+      what, spec.site, spec.predicate,
+      rf.traced ? "./replay --intermediates builds the kernel with every intermediate checked (kernel.traced.cpp) "
+                  "and also prints the first one that turned NaN or Inf while what it reads did not.\n"
+                : "");
   rf.problem = g.problem;
   if (!g.problem.empty()) {
     rf.note = "cannot replay: " + g.problem;
@@ -485,11 +571,16 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   rf.files.push_back({"README", readme});
   if (g.problem.empty()) {
     rf.files.push_back({"driver.cpp", drv});
+    rf.files.push_back({"replay_host.h", std::string(replay_host_header())});
+    rf.files.push_back({"replay_host.cpp", std::string(replay_host_source())});
     if (proxy) {
       rf.files.push_back({"extern_nodes.json", extern_json});
     }
     if (!kernel_cpp.empty()) {
       rf.files.push_back({"kernel.cpp", kernel_cpp});
+    }
+    if (rf.traced) {
+      rf.files.push_back({"kernel.traced.cpp", traced.source});
     }
   }
   return rf;
@@ -553,6 +644,8 @@ ReplayResult write_replay(const ReplaySpec& spec) {
     r.written = true;
     r.runnable = rf.problem.empty();
     r.note = rf.note;
+    r.traced = rf.traced;
+    r.traced_problem = rf.traced_problem;
   } catch (const std::exception& e) {
     r.note = std::string("not written: ") + e.what();
   }

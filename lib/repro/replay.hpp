@@ -1,12 +1,16 @@
 #pragma once
 // The one-kernel replay left in OUT/repro/ after isolation: an executable
 // `replay` script that rebuilds ONLY the culprit call site on this machine
-// and runs it on the tensors the evidence run saved there. For a cpp kernel:
+// and runs it on the tensors the evidence run saved there; `replay
+// --intermediates` builds a cpp kernel with every intermediate checked
+// (repro/intermediates.hpp). For a cpp kernel:
 // its own source cut out of the package's kernel.cpp, compiled with the
 // package's recorded flags, and a driver.cpp (linked against the LibTorch
 // found at replay time) that loads the saved tensors and makes the
 // wrapper's own call. For an extern call: the same C-shim call from the
-// driver. Triton kernels: a replay that says it cannot run here.
+// driver. Triton kernels: a replay that says it cannot run here. The
+// driver's helpers (replay_host.cpp, LibTorch's heavy headers) are built
+// once per torch and compiler and cached, so a replay builds in seconds.
 //
 // Text generation only (no LibTorch headers): the driver's C++ is written
 // as text and compiled by the script when someone runs it. Nothing in the
@@ -40,12 +44,19 @@ struct ReplaySpec {
   // The user's custom operator libraries (--load-library): copied beside
   // the replay, which loads them before a proxy-executor call.
   std::vector<std::filesystem::path> libraries;
+  // The graph inputs' sizes and strides as the run saw them, by the
+  // wrapper's names ("arg4_1"): a scalar the call takes may be read from them
+  // (`int64_t s77 = arg4_1_size[0];`).
+  std::map<std::string, std::vector<int64_t>> input_sizes;
+  std::map<std::string, std::vector<int64_t>> input_strides;
 };
 
 struct ReplayResult {
   bool written = false;                  // OUT/repro/replay exists
   bool runnable = false;                 // it rebuilds and runs the call (false: it exits 2 saying why)
   std::string note;                      // one line: what it checks, or why it cannot run
+  bool traced = false;                   // `replay --intermediates` can run (a cpp kernel)
+  std::string traced_problem;            // why it cannot, when not
 };
 
 // The generated folder's texts, by file name ("replay", "driver.cpp",
@@ -58,6 +69,8 @@ struct ReplayFiles {
   std::vector<std::pair<std::string, std::string>> files;
   std::string problem;
   std::string note;
+  bool traced = false;            // kernel.traced.cpp written: `replay --intermediates` can run
+  std::string traced_problem;     // why not, when not
 };
 
 // Texts only; reads nothing but the arguments.

@@ -14,7 +14,10 @@ std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const
   }
   auto ep = probed_exported_program(job, s, pred);
   if (auto* why = std::get_if<std::string>(&ep)) {
-    return "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
+    ProbedModel alone;
+    alone.no_node_map = "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " +
+                        *why;
+    return alone;
   }
   ProbedModel nodes = std::move(std::get<ProbedModel>(ep));
   if (auto why = call_sites_differ(s.wrapper, nodes.wrapper, "exported program's build"); !why.empty()) {

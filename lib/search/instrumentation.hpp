@@ -74,6 +74,10 @@ struct ProbedModel {
   // compared with the first run's. `required`: a difference means the
   // instrumented model is not trusted (the next source takes over).
   enum class Fidelity { not_checked, noted, required } fidelity = Fidelity::not_checked;
+  // Wrong values without the exported program: why there is no map from
+  // buffers to graph nodes ("" when there is one, or the failure is not a
+  // mismatch). The search then reads what the package alone shows.
+  std::string no_node_map;
 };
 
 // Makes the first source the search tries, in place of the chain (the

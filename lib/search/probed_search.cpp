@@ -90,6 +90,7 @@ void ProbedSearch::link_returned(const ChildResult& trace, int n_static) {
   if (m_trace.launched == n_static) {
     m_returned_by = returned_buffers(m_model.wrapper);
     m_returned_value = returned_buffers(m_model.wrapper, false);
+    m_write_order = write_order(m_model.node_map, returned_buffers(m_model.wrapper));
     m_consumers = consumer_sites(trace.events, m_returned_by);
   }
 }
@@ -121,7 +122,7 @@ void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
 // One run's answer for [lo, hi] (the mismatch comparisons noted).
 Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrace* read) {
   if (m_pred == Predicate::mismatch) {
-    auto sites = compare_sites(res.events, m_job.settings.tolerances, m_returned_value);
+    auto sites = compare_sites(res.events, m_job.settings.tolerances, m_returned_value, &m_write_order);
     note_honest_error(m_bis, sites);
     return mismatch_answer(res.cls, sites, lo, hi);
   }
@@ -245,6 +246,9 @@ BisectOutcome ProbedSearch::run() {
   int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
   if (m_pred == Predicate::divergence) {
     return diverge(n_static);
+  }
+  if (m_pred == Predicate::mismatch && !m_model.no_node_map.empty()) {
+    return package_alone(n_static);
   }
   Strategy strategy = choose_strategy(n_static);
   plan_search(strategy, n_static, 0);

@@ -3,7 +3,9 @@
 // trace run and the search steps; probed_search_culprit.cpp: the evidence
 // run and the culprit it makes; probed_search_divergence.cpp: outputs that
 // differ between runs; probed_search_sanitizer.cpp: a memcheck run aimed at
-// a GPU fault's culprit). Internal to lib/search.
+// a GPU fault's culprit; probed_search_intermediates.cpp: the culprit's
+// replay with its intermediates checked; probed_search_package_alone.cpp:
+// wrong values without the exported program). Internal to lib/search.
 
 #include <map>
 #include <memory>
@@ -15,6 +17,7 @@
 
 #include "evidence/evidence.hpp"
 #include "evidence/wrapper_layout.hpp"
+#include "repro/replay.hpp"
 #include "search/instrumentation.hpp"
 
 namespace aoti_bisect {
@@ -38,6 +41,9 @@ class ProbedSearch {
 
  private:
   BisectOutcome diverge(int n_static);
+  // Wrong values without the exported program: a constant holding NaN/Inf,
+  // or the only call site (probed_search_package_alone.cpp).
+  BisectOutcome package_alone(int n_static);
   bool measure_run_to_run(int k, Culprit& c);
   // A fault isolated on a GPU: one memcheck run aimed at the culprit
   // (probed_search_sanitizer.cpp). False when interrupted.
@@ -62,6 +68,9 @@ class ProbedSearch {
   BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   void explain_root_cause(Culprit& c, const RunTrace& evidence);
+  // NaN/Inf isolated to a cpp kernel: its replay with every intermediate
+  // checked names the operation (probed_search_intermediates.cpp).
+  void explain_intermediates(Culprit& c, const ReplayResult& replay, const std::filesystem::path& repro_dir);
   void note_inf_by_design();
   std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
 
@@ -76,6 +85,7 @@ class ProbedSearch {
   std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it (also reuse names)
   std::map<std::string, int> m_returned_value;  // ... only names whose graph node is that call's output
   std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
+  WriteOrder m_write_order;                  // mismatch: buffers that hold several graph nodes in turn
   bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
   std::set<std::string> m_inf_by_design;     // cpp kernels that compute with an infinity literal (masks)
   // automatic: the trace run probed every call site (values; a CPU fault

@@ -96,7 +96,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   explain_root_cause(c, ev);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_job.settings.tolerances;
-    auto sites = compare_sites(evidence.events, tol, m_returned_value);
+    auto sites = compare_sites(evidence.events, tol, m_returned_value, &m_write_order);
     explain_divergence(c, sites, trace.events, m_model.node_map, m_model.node_info, m_returned_value);
     note_honest_error(m_bis, sites);
   }
@@ -113,11 +113,19 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   }
   repro.command = m_job.recorder.report().reproduce_command;
   const SiteTrace* at = ev.site(k);
-  ReplayResult replay = write_replay({repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
-                                      std::string(predicate_name(m_pred)), &c, evidence.events,
-                                      m_job.settings.load_libraries});
+  ReplaySpec spec{repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
+                  std::string(predicate_name(m_pred)), &c, evidence.events, m_job.settings.load_libraries};
+  const auto& ran = m_job.recorder.report().inputs;  // in the flat order the wrapper's inputs take
+  for (const auto& in : names.inputs) {
+    if (in.index >= 0 && static_cast<size_t>(in.index) < ran.size() && !in.name.empty()) {
+      spec.input_sizes[in.name] = ran[static_cast<size_t>(in.index)].shape;
+      spec.input_strides[in.name] = ran[static_cast<size_t>(in.index)].strides;
+    }
+  }
+  ReplayResult replay = write_replay(spec);
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
+  explain_intermediates(c, replay, repro_dir);
   m_job.recorder.culprit(c, repro);
   // Under the poison variant the NaN are not bad arithmetic: the verdict says so.
   std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";

@@ -214,6 +214,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       int at = sa.wrapper_site;
       if (at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == sa.kernel) {
         c.source_nodes = ws[at - 1].source_nodes;
+        c.aten_ops = ws[at - 1].aten_ops;
         c.branch = ws[at - 1].branch;
         c.source_lines = source_lines(ws[at - 1].python_stacks);
       }
@@ -247,7 +248,8 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       for (const auto& p : sa.tensors) {
         c.args.push_back(p);
       }
-      c.root_cause = fmt::format(
+      c.root_cause.basis = "run_to_run";
+      c.root_cause.sentence = fmt::format(
           "Call site {} ({}) returns different values from the same inputs in two runs: the result depends on "
           "something other than its inputs, such as the order of a parallel accumulation (atomic adds, per-thread "
           "partial sums), memory nothing wrote, or a race.",

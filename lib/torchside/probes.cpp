@@ -48,6 +48,7 @@ struct ProbeState {
   std::set<std::string> constants;
   std::multimap<std::string, std::string> moved_from;  // bufA -> bufB: moves that carry a value on
   std::multimap<std::string, std::string> reused_from;  // bufA -> bufB: every `auto bufA = std::move(bufB);`
+  std::multimap<std::string, std::string> aliased;  // a view <-> its live base, both ways (ModelFacts::aliases)
   size_t cursor = 0;                                // next static site to match
   const ModelFacts::Site* static_site = nullptr;    // the current site's facts
   std::vector<std::pair<void*, void*>> pending;     // (handle, pointer) since the last site began
@@ -146,12 +147,14 @@ std::vector<int64_t> unravel(int64_t flat, c10::IntArrayRef sizes) {
 nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at::Tensor>& candidates) {
   std::optional<std::pair<size_t, ValueDiff>> best;
   std::string unmatched;
+  std::vector<std::pair<size_t, ValueDiff>> all;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].numel() != t.numel()) {
       unmatched = fmt::format("{} elements, the graph node {}", t.numel(), candidates[i].numel());
       continue;
     }
     ValueDiff d = diff_values(t, candidates[i]);
+    all.emplace_back(i, d);
     auto score = [](const ValueDiff& v) { return std::make_pair(v.nonfinite, v.max_abs / std::max(v.scale, 1e-30)); };
     if (!best || score(d) < score(best->second)) {
       best = {i, d};
@@ -160,16 +163,28 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
   if (!best) {
     return {{"unmatched", unmatched}};
   }
-  const ValueDiff& d = best->second;
-  return {{"candidate", best->first},
-          {"expected_dtype", dtype_name(candidates[best->first].scalar_type())},
-          {"max_abs", d.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs)},
-          {"scale", d.scale},
-          {"nonfinite", d.nonfinite},
-          {"differ", d.differ},
-          {"worst", unravel(d.worst_flat, t.sizes())},
-          {"actual", json_number(d.actual)},
-          {"expected", json_number(d.expected)}};
+  auto figures = [&](size_t i, const ValueDiff& d) {
+    return nlohmann::json{{"candidate", i},
+                          {"expected_dtype", dtype_name(candidates[i].scalar_type())},
+                          {"max_abs", d.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(d.max_abs)},
+                          {"scale", d.scale},
+                          {"nonfinite", d.nonfinite},
+                          {"differ", d.differ},
+                          {"worst", unravel(d.worst_flat, t.sizes())},
+                          {"actual", json_number(d.actual)},
+                          {"expected", json_number(d.expected)}};
+  };
+  nlohmann::json out = figures(best->first, best->second);
+  // A buffer that holds several graph nodes in turn (written in place): the
+  // figures against each, for the driver to take the one it holds here.
+  if (all.size() > 1) {
+    nlohmann::json each = nlohmann::json::array();
+    for (const auto& [i, d] : all) {
+      each.push_back(figures(i, d));
+    }
+    out["candidates"] = std::move(each);
+  }
+  return out;
 }
 
 // Written before: a graph input, a constant, a buffer an extern call
@@ -186,7 +201,7 @@ bool written_earlier(const ProbeState& s, const std::string& name, bool in_place
     if (is_graph_input_name(n) || s.touched.count(n) > 0 || s.returned.count(n) > 0 || s.constants.count(n) > 0) {
       return true;
     }
-    for (const auto* moves : {&s.moved_from, in_place ? &s.reused_from : nullptr}) {
+    for (const auto* moves : {&s.moved_from, &s.aliased, in_place ? &s.reused_from : nullptr}) {
       if (moves == nullptr) {
         continue;
       }
@@ -372,7 +387,8 @@ void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string
 
 void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
                       const std::vector<std::string>& constants,
-                      const std::vector<std::pair<std::string, std::string>>& reuse) {
+                      const std::vector<std::pair<std::string, std::string>>& reuse,
+                      const std::vector<std::pair<std::string, std::string>>& aliases) {
   ProbeState& s = state();
   s.moved_from.clear();
   for (const auto& [to, from] : moves) {
@@ -385,6 +401,13 @@ void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& mo
   for (const auto& [to, from] : reuse) {
     if (to != from) {
       s.reused_from.emplace(to, from);
+    }
+  }
+  s.aliased.clear();
+  for (const auto& [view, base] : aliases) {
+    if (view != base) {
+      s.aliased.emplace(view, base);
+      s.aliased.emplace(base, view);
     }
   }
 }

@@ -191,7 +191,7 @@ void install_plan(const RunnerOptions& opt, const ab::ModelFacts& facts, ab::Eve
   if (!opt.node_reference.empty()) {
     ab::torchside::load_node_reference(opt.node_reference);
   }
-  ab::torchside::set_buffer_moves(facts.moves, facts.constants, facts.reuse);
+  ab::torchside::set_buffer_moves(facts.moves, facts.constants, facts.reuse, facts.aliases);
   if (opt.hooks.empty()) {
     // Probe calls in the model's own code name their kernel and tensors: the
     // runner tells which of the wrapper's call sites ran from them.
@@ -283,12 +283,12 @@ bool load_checked_inputs(const RunnerOptions& opt, const ab::ModelFacts& facts, 
                 {{"message", loaded.binding.error}, {"problems", {loaded.binding.error}}});
     return false;
   }
-  std::vector<std::string> moved;
+  std::vector<std::string> moved, outside;
   std::vector<std::string> problems =
       session.check_inputs(package_checks_inputs() ? without_input_checks(facts, opt.contiguous_inputs) : facts, opt.device_key,
-                           opt.contiguous_inputs, moved);
+                           opt.contiguous_inputs, moved, outside);
   events.emit(ab::EventKind::inputs, {{"tensors", json_array(loaded.infos)}, {"binding", binding}, {"moved", moved},
-                                      {"problems", problems}});
+                                      {"outside_range", outside}, {"problems", problems}});
   if (!problems.empty()) {
     events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
     return false;

@@ -74,9 +74,14 @@ class Session {
   // strides other than the package was compiled for, in a dimension longer
   // than 1). Inputs on another device than `device_key` are moved there, and
   // with `contiguous_inputs` inputs of another layout are copied into the
-  // package's (each noted in `moved`).
+  // package's (each noted in `moved`). A dynamic dimension outside the
+  // range the package was compiled for is no problem: the package runs it
+  // with its own input checks off (its default), so it is run as the user
+  // runs it and noted in `outside` ("input 0 (arg4_1): dimension 0 is 1,
+  // outside [2, 64] ...").
   std::vector<std::string> check_inputs(const ModelFacts& model, const std::string& device_key,
-                                        bool contiguous_inputs, std::vector<std::string>& moved);
+                                        bool contiguous_inputs, std::vector<std::string>& moved,
+                                        std::vector<std::string>& outside);
 
   // Loads the model from an extracted package directory (no temporary folder).
   void load_model(const std::filesystem::path& package_dir, const std::string& model, const std::string& device_key);
@@ -161,9 +166,12 @@ void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string
 // Constants (by the wrapper's names) are initialized, and probes say so.
 // An in-place argument (a cpp kernel's `in_out_ptrN`) also counts as written
 // when a name it reuses (`reuse`: every `auto bufA = std::move(bufB);`) was.
+// A view of a live buffer and its base (`aliases`, as (view, base)) share
+// their bytes: either is initialized once the other was written.
 void set_buffer_moves(const std::vector<std::pair<std::string, std::string>>& moves,
                       const std::vector<std::string>& constants,
-                      const std::vector<std::pair<std::string, std::string>>& reuse = {});
+                      const std::vector<std::pair<std::string, std::string>>& reuse = {},
+                      const std::vector<std::pair<std::string, std::string>>& aliases = {});
 int hook_enter(const char* kernel);
 // `element`: the tensor's position in a list argument (-1 for one tensor).
 void hook_tensor(void* handle, int arg, bool after, int element = -1);

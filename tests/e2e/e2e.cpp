@@ -89,6 +89,10 @@ Result run_tool(std::vector<std::string> args, const std::string& out_dir,
   }
   spec.env = aoti_bisect::current_environment();
   spec.env["AOTI_BISECT_RUNNER"] = AOTI_BISECT_RUNNER_BIN;
+  // The culprit's replay (its host built once per torch) is cached across
+  // tests, like Inductor's: a test's own --cache-dir would build it again.
+  const char* home = std::getenv("HOME");
+  spec.env["AOTI_BISECT_REPLAY_CACHE"] = std::string(home ? home : "/tmp") + "/.cache/aoti-bisect/replay-tests";
   for (const auto& [k, v] : env) {
     spec.env[k] = v;
   }

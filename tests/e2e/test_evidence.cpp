@@ -59,12 +59,21 @@ TEST_CASE("evidence: a negative running variance is named by its module path, wi
   CHECK(var["fqn"] == "bn.running_var");
   CHECK(var["origin"] == "buffer bn.running_var");
   CHECK(var["before"]["min"].get<double>() == doctest::Approx(-3.0));
-  CHECK(c["root_cause"] == "reads buffer bn.running_var, min -3: square root of a negative variance");
+  // The cause is what the kernel's replay measured, not the constant's name:
+  // the square root of -3 + eps in channel 3, the negative variance's.
+  const auto& cause = c["root_cause"];
+  CHECK(cause["basis"] == "intermediate");
+  CHECK(cause["operation"] == "square root of a negative value");
+  const auto& step = cause["intermediate"];
+  CHECK(step["expression"].get<std::string>().find(".sqrt()") != std::string::npos);
+  REQUIRE(step["operands"].size() == 1);
+  CHECK(std::stod(step["operands"][0]["value"].get<std::string>()) == doctest::Approx(-3.0 + 1e-5).epsilon(1e-5));
+  CHECK(step["element"]["x1"] == 3);
   // The convolution's output the kernel reads (created by the extern call) counts as written.
   std::string md = read_text(fs::path("out-ev-bn_negative_var") / "report.md");
   size_t culprit_at = md.find("## Culprit");
   REQUIRE(culprit_at != std::string::npos);
-  CHECK(md.find("**Root cause:** reads buffer bn.running_var, min -3", culprit_at) == culprit_at + 12);
+  CHECK(md.find("**Root cause:** \\`tmp", culprit_at) == culprit_at + 12);
   CHECK(md.find("`bn_running_var` (buffer bn.running_var)") != std::string::npos);
   CHECK(r.report["bisection"]["self_check"].get<std::string>().rfind("passed", 0) == 0);
 }
@@ -92,8 +101,10 @@ TEST_CASE("evidence: the inputs of an extern bmm on reinterpreted views are in t
     saved_views += f.get<std::string>().find("view_of_") != std::string::npos;
   }
   CHECK(saved_views == 2);
-  CHECK(c["root_cause"].get<std::string>().rfind("aoti_torch_cpu_bmm_out overflows float16 (largest finite 65504)",
-                                                 0) == 0);
+  // Inf (no NaN) out of finite inputs: an overflow of float16, its op from the wrapper's comment.
+  CHECK(c["root_cause"]["op"] == "aten.bmm");
+  CHECK(c["root_cause"]["sentence"].get<std::string>().rfind("aten.bmm overflowed float16: it wrote ", 0) == 0);
+  CHECK(c["root_cause"]["sentence"].get<std::string>().ends_with("the largest finite float16 is 65504"));
 }
 
 TEST_CASE("evidence: a convolution that creates its Inf output is the culprit, not the kernel after it") {
@@ -104,7 +115,12 @@ TEST_CASE("evidence: a convolution that creates its Inf output is the culprit, n
   CHECK(r.report["culprit"]["kind"] == "extern");
   // Its output is the buffer the call creates (`&buf6_handle`), named as the wrapper names it.
   CHECK(r.report["culprit"]["why"].get<std::string>().find("Inf in buf") != std::string::npos);
-  CHECK(r.report["culprit"]["root_cause"].get<std::string>().find("overflows float32") != std::string::npos);
+  // Inf out of finite inputs, measured: an overflow of its dtype, said with its inputs' ranges.
+  const auto& cause = r.report["culprit"]["root_cause"];
+  CHECK(cause["basis"] == "extern_inputs");
+  CHECK(cause["operation"] == "overflow");
+  CHECK(cause["sentence"].get<std::string>().find(" overflowed float32: it wrote ") != std::string::npos);
+  CHECK(cause["sentence"].get<std::string>().find(" from finite inputs (") != std::string::npos);
 }
 
 TEST_CASE("evidence: a parameter holding Inf is named where it enters the run") {
@@ -118,8 +134,9 @@ TEST_CASE("evidence: a parameter holding Inf is named where it enters the run") 
   REQUIRE(c["producer"].is_object());
   CHECK(c["producer"]["tensor"] == "norm_weight");
   CHECK(c["producer"]["why"].get<std::string>().rfind("parameter norm.weight (norm_weight)", 0) == 0);
-  CHECK(c["root_cause"] ==
-        "reads parameter norm.weight, which holds 1 Inf: the non-finite values come from the model's weights");
+  // The measured fact about the parameter comes first; the kernel's replay names the operation that made NaN of it.
+  CHECK(c["root_cause"]["sentence"].get<std::string>().rfind(
+            "reads parameter norm.weight, which holds 1 Inf before the launch (a constant of the package)", 0) == 0);
 }
 
 TEST_CASE("evidence: a wild embedding index is compared with the table it indexes, with its producer") {
@@ -130,8 +147,9 @@ TEST_CASE("evidence: a wild embedding index is compared with the table it indexe
   CHECK(c["producer"]["call_index"].is_null());  // a graph input
   CHECK(c["producer"]["why"].get<std::string>().find("holds 1099511627776, outside the 50 rows of emb_weight") !=
         std::string::npos);
-  CHECK(c["root_cause"].get<std::string>().rfind(
+  CHECK(c["root_cause"]["sentence"].get<std::string>().rfind(
             "index 1099511627776 ≥ 50 rows of parameter emb.weight, from graph input 1 (arg", 0) == 0);
+  CHECK(c["root_cause"]["basis"] == "index");
 }
 
 TEST_CASE("never a wrong site: a fault inside a torch.cond branch is isolated at the branch's kernel") {
@@ -150,6 +168,6 @@ TEST_CASE("never a wrong site: a fault inside a torch.cond branch is isolated at
     CHECK(s.value("branch", "") != "false_graph_0");  // the branch that did not run
   }
   CHECK(in_branch >= 1);
-  CHECK(r.report["culprit"]["root_cause"].get<std::string>().rfind(
+  CHECK(r.report["culprit"]["root_cause"]["sentence"].get<std::string>().rfind(
             "index 1099511627776 ≥ 50 rows of parameter emb.weight, from graph input 1 (arg", 0) == 0);
 }

@@ -113,7 +113,7 @@ TEST_CASE("partly_written_slots: a buffer written in part and read whole is name
     REQUIRE(producer.is_object());
     CHECK(producer["kernel"].get<std::string>().find("index_copy") != std::string::npos);
     CHECK(producer["why"].get<std::string>().ends_with("was left with 16384 of its 65536 elements unwritten"));
-    CHECK(r.report["culprit"]["root_cause"].get<std::string>().find("; call site " +
+    CHECK(r.report["culprit"]["root_cause"]["sentence"].get<std::string>().find("; call site " +
                                                                      std::to_string(producer["call_index"].get<int>()) +
                                                                      " " + producer["kernel"].get<std::string>() +
                                                                      " wrote only part of buf0") != std::string::npos);

@@ -194,11 +194,26 @@ TEST_CASE("first_introducer: the -inf an attention mask writes from its own lite
   }
 }
 
-TEST_CASE("writes_infinity_literal: a value computed from an infinity literal, not a reduction's initial value") {
+TEST_CASE("writes_infinity_literal: a value computed from an infinity literal and stored, not a reduction's initial "
+          "value or an isinf test") {
   CHECK(writes_infinity_literal("extern \"C\" void k(const float* in_ptr0, float* out_ptr0) {\n"
                                 "  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
-                                "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n}\n"));
-  CHECK(writes_infinity_literal("auto tmp3 = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());"));
+                                "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"
+                                "  out_ptr0[static_cast<int64_t>(x0)] = tmp9;\n}\n"));
+  CHECK(writes_infinity_literal("auto tmp3 = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
+                                "auto tmp4 = decltype(tmp3)::blendv(tmp2, tmp3, tmp1);\n"
+                                "tmp4.store(out_ptr0 + static_cast<int64_t>(x0));"));
+  // Computed, never stored.
+  CHECK_FALSE(writes_infinity_literal("  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
+                                      "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"));
+  // A softmax's isinf test (torch 2.13: `abs(x) != inf`): a mask, not a value.
+  CHECK_FALSE(writes_infinity_literal("auto tmp5 = tmp3.abs();\n"
+                                      "auto tmp6 = std::numeric_limits<float>::infinity();\n"
+                                      "auto tmp7 = at::vec::Vectorized<float>(tmp6);\n"
+                                      "auto tmp8 = at::vec::VecMask<float,1>(tmp5 != tmp7);\n"
+                                      "auto tmp13 = tmp12.template cast<float,1>();\n"
+                                      "tmp_acc0_vec = any_masked_reduce(tmp_acc0_vec, tmp13, static_cast<int64_t>(8L));\n"
+                                      "tmp18.store(local_buffer_data_0 + static_cast<int64_t>(x1), static_cast<int64_t>(8L));\n"));
   CHECK_FALSE(writes_infinity_literal("  float tmp_acc0 = -std::numeric_limits<float>::infinity();\n"
                                       "  at::vec::Vectorized<float> tmp_acc0_vec = "
                                       "at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"

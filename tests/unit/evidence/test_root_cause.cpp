@@ -86,8 +86,9 @@ TEST_CASE("wild_index: the index compared with the rows of the tensor it indexes
   CHECK(c.args[2].fqn == "emb.weight");
   CHECK(c.args[2].origin == "parameter emb.weight");
   CHECK(c.args[1].origin == "graph input 1");
-  CHECK(root_cause(c, Predicate::fault, wild, w, std::nullopt) ==
-        "index 100000000 ≥ 100 rows of parameter emb.weight, from graph input 1 (arg8_1)");
+  RootCause cause = root_cause(c, Predicate::fault, wild, w, std::nullopt);
+  CHECK(cause.sentence == "index 100000000 ≥ 100 rows of parameter emb.weight, from graph input 1 (arg8_1)");
+  CHECK(cause.basis == "index");
 
   // In range: nothing to say; a negative index past the rows is named too.
   c.args[1].before = st("int64", {8}, 0, 99);
@@ -100,17 +101,34 @@ TEST_CASE("wild_index: the index compared with the rows of the tensor it indexes
   CHECK_FALSE(wild_index(c, k_gather, nullptr).has_value());
 }
 
-TEST_CASE("root_cause: a negative running variance, a non-finite parameter, a log of negatives, an overflow") {
+// No cause is ever picked from a kernel's or a constant's name: a kernel
+// called "log" or "batch_norm" reading negative values, a constant named
+// "running_var" holding negatives, give no sentence. What the probes
+// measure does: a constant holding NaN/Inf, an extern call's Inf from
+// finite inputs (overflow), an index past its bound.
+TEST_CASE("root_cause: measured facts only, never from names") {
   WrapperInfo w = wrapper_with({{0, "bn_running_var", "bn.running_var", "buffer", {32}},
                                 {1, "norm_weight", "norm.weight", "parameter", {32}}});
   Culprit bn;
-  bn.kernel = "cpp_fused__native_batch_norm_legit_no_training_mean_relu_1";
+  bn.kernel = "cpp_fused__native_batch_norm_legit_no_training_mean_relu_sqrt_var_1";
   bn.kind = "cpp";
   bn.args = {arg("buf3", st("float32", {2, 32, 8, 8}, -4, 4)), arg("bn_running_var", st("float32", {32}, -3, 2)),
              arg("buf5", std::nullopt, st("float32", {2, 32}, 0, 1, 8), false)};
   annotate_origins(bn, w);
-  CHECK(root_cause(bn, Predicate::nonfinite, std::nullopt, w, std::nullopt) ==
-        "reads buffer bn.running_var, min -3: square root of a negative variance");
+  CHECK(bn.args[1].origin == "buffer bn.running_var");
+  CHECK(root_cause(bn, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
+
+  Culprit log;
+  log.kernel = "cpp_fused_log_2";
+  log.kind = "cpp";
+  log.args = {arg("buf4", st("float32", {8, 32}, -2.5, 3)), arg("buf5", std::nullopt, st("float32", {8, 32}, 0, 1, 120), false)};
+  CHECK(root_cause(log, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
+
+  // A cpp kernel whose output holds Inf from finite inputs: no overflow is claimed (1/0 is not one).
+  Culprit div = log;
+  div.kernel = "cpp_fused_div_overflow_3";
+  div.args[1].after = st("float32", {8, 32}, 0, 1, 0, 4);
+  CHECK(root_cause(div, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
 
   Culprit ln;
   ln.kernel = "cpp_fused_gelu_native_layer_norm_0";
@@ -118,26 +136,32 @@ TEST_CASE("root_cause: a negative running variance, a non-finite parameter, a lo
   ln.args = {arg("buf2", st("float32", {8, 32}, -1, 1)), arg("norm_weight", st("float32", {32}, 0, 1, 0, 1)),
              arg("buf4", std::nullopt, st("float32", {8, 32}, 0, 1, 0, 8), false)};
   annotate_origins(ln, w);
-  CHECK(root_cause(ln, Predicate::nonfinite, std::nullopt, w, std::nullopt) ==
-        "reads parameter norm.weight, which holds 1 Inf: the non-finite values come from the model's weights");
+  RootCause c = root_cause(ln, Predicate::nonfinite, std::nullopt, w, std::nullopt);
+  CHECK(c.basis == "constant");
+  CHECK(c.sentence == "reads parameter norm.weight, which holds 1 Inf before the launch (a constant of the package)");
 
-  Culprit log;
-  log.kernel = "cpp_fused_log_2";
-  log.kind = "cpp";
-  log.args = {arg("buf4", st("float32", {8, 32}, -2.5, 3)), arg("buf5", std::nullopt, st("float32", {8, 32}, 0, 1, 120), false)};
-  annotate_origins(log, w);
-  CHECK(root_cause(log, Predicate::nonfinite, std::nullopt, w, std::nullopt) ==
-        "log of negative values: buf4 holds values down to -2.5");
-
+  // An extern call: its ATen op (the comment's, the one the shim is for), its inputs' ranges, and "overflowed"
+  // only for Inf (no NaN) out of finite inputs.
   Culprit mm;
   mm.kernel = "aoti_torch_cpu_bmm_out";
   mm.kind = "extern";
+  mm.aten_ops = "[aten.view, aten.bmm]";
   mm.args = {arg("buf3", st("float16", {4, 8, 8}, -1, 1), st("float16", {4, 8, 8}, 0, 1, 0, 40)),
              arg("view of buf1", st("float16", {4, 8, 8}, -500, 480)), arg("view of buf2", st("float16", {4, 8, 8}, -3, 3))};
   mm.args[0].initialized = false;
-  CHECK(root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt) ==
-        "aoti_torch_cpu_bmm_out overflows float16 (largest finite 65504): its inputs are finite, up to |x| = 500, "
-        "and buf3 holds 40 Inf");
+  c = root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt);
+  CHECK(c.basis == "extern_inputs");
+  CHECK(c.op == "aten.bmm");
+  CHECK(c.operation == "overflow");
+  CHECK(c.sentence == "aten.bmm overflowed float16: it wrote 40 Inf into buf3 from finite inputs (view of buf1 in "
+                      "[-500, 480], view of buf2 in [-3, 3]); the largest finite float16 is 65504");
+  mm.args[0].after = st("float16", {4, 8, 8}, 0, 1, 6, 40);  // NaN too: no overflow claimed
+  c = root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt);
+  CHECK(c.operation.empty());
+  CHECK(c.sentence == "aten.bmm wrote 6 NaN and 40 Inf into buf3 from finite inputs (view of buf1 in [-500, 480], "
+                      "view of buf2 in [-3, 3])");
+  mm.args[1].before = st("float16", {4, 8, 8}, -500, 480, 0, 2);  // an input with Inf: not from finite inputs
+  CHECK(root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
 
   // A fault with a bound in its error line: the index against that bound.
   Culprit nll;
@@ -145,13 +169,97 @@ TEST_CASE("root_cause: a negative running variance, a non-finite parameter, a lo
   nll.kind = "cpp";
   nll.args = {arg("arg8_1", st("int64", {8}, 0, 7))};
   nll.producer = Producer{"arg8_1", std::nullopt, "", "graph input 1 (arg8_1) holds values in [0, 7], outside [0, 5)"};
-  CHECK(root_cause(nll, Predicate::fault, std::nullopt, w, 5) ==
+  CHECK(root_cause(nll, Predicate::fault, std::nullopt, w, 5).sentence ==
         "index 7 outside [0, 5) (the bound the error names), from graph input 1 (arg8_1)");
   // Nothing to say: no sentence.
   Culprit plain;
   plain.kernel = "cpp_fused_tanh_3";
   plain.args = {arg("buf1", st("float32", {4}, -1, 1))};
-  CHECK(root_cause(plain, Predicate::nonfinite, std::nullopt, w, std::nullopt).empty());
+  CHECK(root_cause(plain, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
+}
+
+namespace {
+IntermediateHit hit(const std::string& text, const std::string& kind, std::vector<std::pair<std::string, std::string>> ops) {
+  IntermediateHit h;
+  h.text = text;
+  h.kind = kind;
+  h.value = kind == "nan" ? "nan" : "inf";
+  h.target = text.substr(0, text.find(' '));
+  h.operands = std::move(ops);
+  h.element = {{"x0", 3}, {"x1", 12}};
+  h.output_tensor = "buf7";
+  h.output_index = {3, 12};
+  h.count = 12;
+  return h;
+}
+std::string operation(const std::string& text, const std::string& kind, std::vector<std::pair<std::string, std::string>> ops) {
+  RootCause r;
+  Culprit c;
+  IntermediateHit h = hit(text, kind, std::move(ops));
+  explain_intermediate(r, {&h}, c);
+  return r.operation;
+}
+}  // namespace
+
+TEST_CASE("explain_intermediate: the expression, the element, the operands, and what they make of it") {
+  Culprit c;
+  c.aten_ops = "[aten.sub, aten.div, aten.sum]";
+  RootCause r;
+  IntermediateHit div = hit("tmp9 = tmp5 / tmp8", "nan", {{"tmp5", "0"}, {"tmp8", "0"}});
+  explain_intermediate(r, {&div}, c);
+  CHECK(r.basis == "intermediate");
+  REQUIRE(r.intermediates.size() == 1);
+  CHECK(r.intermediates[0].expression == "tmp9 = tmp5 / tmp8");
+  CHECK(r.operation == "0/0");
+  CHECK(r.op == "aten.div");
+  CHECK(r.intermediates[0].elements == 12);
+  CHECK(r.sentence == "`tmp9 = tmp5 / tmp8` made NaN at x0=3, x1=12 (buf7[3, 12]) from tmp5 = 0, tmp8 = 0: 0/0, in "
+                      "aten.div (12 elements)");
+  // A fact about a constant found before is kept in front.
+  r = RootCause{};
+  r.basis = "constant";
+  r.sentence = "reads parameter w, which holds 1 Inf before the launch (a constant of the package)";
+  IntermediateHit mul = hit("tmp4 = tmp2 * tmp3", "nan", {{"tmp2", "0"}, {"tmp3", "inf"}});
+  explain_intermediate(r, {&mul}, Culprit{});
+  CHECK(r.operation == "0 × inf");
+  CHECK(r.sentence.rfind("reads parameter w, which holds 1 Inf before the launch (a constant of the package); "
+                         "`tmp4 = tmp2 * tmp3` made NaN",
+                         0) == 0);
+
+  CHECK(operation("tmp7 = tmp6.log()", "inf", {{"tmp6", "0"}}) == "log of 0");
+  CHECK(operation("tmp7 = tmp6.log()", "nan", {{"tmp6", "-0.5"}}) == "log of a negative value");
+  CHECK(operation("tmp7 = std::log(tmp6)", "nan", {{"tmp6", "-0.5"}}) == "log of a negative value");
+  CHECK(operation("tmp3 = tmp2.sqrt()", "nan", {{"tmp2", "-1e-07"}}) == "square root of a negative value");
+  CHECK(operation("tmp9 = 1 / std::sqrt(tmp8)", "inf", {{"tmp8", "0"}}) == "1/sqrt(0)");
+  CHECK(operation("tmp2 = tmp0 - tmp1", "nan", {{"tmp0", "-inf"}, {"tmp1", "-inf"}}) == "inf - inf");
+  CHECK(operation("tmp2 = tmp0 + tmp1", "nan", {{"tmp0", "-inf"}, {"tmp1", "inf"}}) == "inf + (-inf)");
+  CHECK(operation("tmp2 = tmp0 * tmp1", "inf", {{"tmp0", "3e+20"}, {"tmp1", "2e+20"}}) ==
+        "a product of finite values overflows");
+  CHECK(operation("tmp2 = tmp1.exp()", "inf", {{"tmp1", "120"}}) == "exp of a finite value overflows");
+  CHECK(operation("tmp2 = tmp0 / tmp1", "inf", {{"tmp0", "1"}, {"tmp1", "0"}}) == "division by zero");
+  // A shape it does not know, or values that explain nothing: the expression and values only.
+  CHECK(operation("tmp5 = decltype(tmp4)::blendv(tmp3, tmp4, tmp2)", "nan", {{"tmp2", "1"}}).empty());
+  CHECK(operation("tmp7 = tmp6.log()", "nan", {{"tmp6", "0.5"}}).empty());
+  // Several ops of that name in the kernel: none is named.
+  c.aten_ops = "[aten.div, aten.div]";
+  r = RootCause{};
+  explain_intermediate(r, {&div}, c);
+  CHECK(r.op.empty());
+  // The package's provenance names the post-grad node.
+  c.aten_ops.clear();
+  c.post_grad_nodes = {"sub", "exp", "sum_1", "div_1"};
+  explain_intermediate(r, {&div}, c);
+  CHECK(r.op == "graph node div_1");
+  // NaN made of an Inf an earlier statement made: both, the Inf's first.
+  IntermediateHit exp = hit("tmp4 = tmp3.exp()", "inf", {{"tmp3", "120"}});
+  IntermediateHit sub = hit("tmp7 = tmp5 - tmp6", "nan", {{"tmp5", "inf"}, {"tmp6", "inf"}});
+  r = RootCause{};
+  explain_intermediate(r, {&exp, &sub}, Culprit{});
+  REQUIRE(r.intermediates.size() == 2);
+  CHECK(r.operation == "exp of a finite value overflows");
+  CHECK(r.intermediates[1].operation == "inf - inf");
+  CHECK(r.sentence.find("exp of a finite value overflows (12 elements); then `tmp7 = tmp5 - tmp6` made NaN") !=
+        std::string::npos);
 }
 
 TEST_CASE("first_introducer: a parameter holding Inf enters at its first reader only when asked") {

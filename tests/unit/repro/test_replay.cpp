@@ -111,10 +111,26 @@ TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on th
   CHECK(drv.find("replay::load(\"buf2\", \"site2_buf2.pt\", 2, false)") != std::string::npos);
   CHECK(drv.find("cpp_fused_log_2((const float*)(buf1.data_ptr()), (float*)(buf2.data_ptr()));") !=
         std::string::npos);
-  CHECK(drv.find("return replay::judge_nonfinite();") != std::string::npos);
+  CHECK(drv.find("int verdict = replay::judge_nonfinite();\n  replay::report_intermediates();\n  return verdict;") !=
+        std::string::npos);
+  // The driver includes only the host's header (LibTorch's heavy headers are in the host, built once).
+  CHECK(drv.find("#include \"replay_host.h\"") != std::string::npos);
+  CHECK(drv.find("ATen/ATen.h") == std::string::npos);
+  CHECK(text_of(rf, "replay_host.h").find("int judge_nonfinite();") != std::string::npos);
+  CHECK(text_of(rf, "replay_host.cpp").find("#include <torch/csrc/jit/serialization/pickle.h>") != std::string::npos);
+  // This kernel computes no intermediate (`out_ptr0[0] = std::log(in_ptr0[0]);`):
+  // `replay --intermediates` says so and exits 2.
+  CHECK_FALSE(rf.traced);
+  CHECK(rf.traced_problem == "cpp_fused_log_2 computes no intermediate in the statements Inductor's cpp backend "
+                             "writes (`auto tmpN = ...;`)");
+  CHECK(text_of(rf, "kernel.traced.cpp").empty());
   CHECK(!text_of(rf, "kernel.cpp").empty());
   const std::string& script = text_of(rf, "replay");
-  CHECK(script.find("for f in driver.cpp kernel.cpp site2_buf1.pt site2_buf2.pt; do") != std::string::npos);
+  CHECK(script.find("sources=\"driver.cpp\"\n[ -z \"kernel\" ] || sources=\"$kernel_src $sources\"") !=
+        std::string::npos);
+  CHECK(script.find("for f in $sources replay_host.h replay_host.cpp site2_buf1.pt site2_buf2.pt; do") !=
+        std::string::npos);
+  CHECK(script.find("traced_problem='cpp_fused_log_2 computes no intermediate") != std::string::npos);
   CHECK(script.find("problem=''") != std::string::npos);
   for (const auto& [name, text] : rf.files) {
     CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);

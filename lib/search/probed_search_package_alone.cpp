@@ -1,0 +1,139 @@
+// Wrong values from the package alone, without the exported program's
+// eager value for each kernel (probed_search.hpp): one run probing every
+// call site. A constant a call site reads that holds NaN/Inf is bad data
+// behind the wrong values, so the first site reading one is named with the
+// constant; a package whose run has one call site names it as the only
+// candidate. Otherwise nothing is named, and the report says what the run
+// measured.
+
+#include "search/probed_search.hpp"
+
+#include <fmt/format.h>
+
+#include "common/text.hpp"
+#include "evidence/root_cause.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+std::string counts_text(const TensorStats& s) {
+  std::vector<std::string> parts;
+  if (s.nan_count > 0) {
+    parts.push_back(fmt::format("{} NaN", s.nan_count));
+  }
+  if (s.inf_count > 0) {
+    parts.push_back(fmt::format("{} Inf", s.inf_count));
+  }
+  return join(parts, " and ");
+}
+
+// "parameter fc1.bias (not folded)", "frozen weight [32, 3, 3, 3] in oneDNN
+// layout (_frozen_param13, folded by freezing: no module path recorded)".
+std::string constant_text(const ProbeStats& p, const WrapperInfo& w) {
+  const ConstantInfo* k = find_constant(w.constant_info, base_tensor_name(p.tensor));
+  if (k == nullptr) {
+    return "constant " + p.tensor;
+  }
+  if (k->frozen()) {
+    return fmt::format("{} ({}, folded by freezing: no module path recorded)", describe_constant(*k), k->name);
+  }
+  return describe_constant(*k) + (k->from_folded ? " (made by constant folding at load time)" : " (not folded)");
+}
+
+}  // namespace
+
+BisectOutcome ProbedSearch::package_alone(int n_static) {
+  m_bis.predicate = std::string(predicate_name(m_pred));
+  m_bis.variant = m_s.variant;
+  m_bis.strategy = "all";
+  m_bis.planned_runs = 1;
+  m_job.recorder.plan_runs(1);
+  m_job.recorder.begin_phase("bisect", "wrong values without the exported program: one run probing every call site "
+                                       "(constants holding NaN/Inf; the call sites that ran)");
+  ProbePlan plan;
+  plan.ranges.push_back({1, std::max(n_static, 1), ProbeMode::stats});
+  ChildResult trace = child("trace", plan);
+  if (!trace.finished) {
+    m_job.recorder.bisection(m_bis);
+    return {Verdict::interrupted, "", ""};
+  }
+  m_bis.runs = m_run_no;
+  m_trace = trace_from_events(trace.events);
+  settle_branches(m_trace, m_model.wrapper);
+  m_bis.call_sites = std::max(m_trace.launched, n_static);
+  m_bis.steps.push_back({1, std::max(n_static, 1), "all", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1,
+                         1, trace.cls.first_line});
+  const WrapperInfo& names = m_s.wrapper.constant_info.empty() ? m_model.wrapper : m_s.wrapper;
+  // The first call site, in run order, that reads a constant holding NaN/Inf.
+  int constants_read = 0;
+  for (const auto& [k, site] : m_trace.sites) {
+    for (const auto& p : site.tensors) {
+      bool constant = p.origin == "constant" || find_constant(names.constant_info, base_tensor_name(p.tensor));
+      if (!constant || !p.before) {
+        continue;
+      }
+      ++constants_read;
+      if (p.before->nonfinite() == 0) {
+        continue;
+      }
+      Culprit c = build_culprit({k, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line,
+                                 m_returned_by});
+      annotate_origins(c, names);
+      std::string what = constant_text(p, names);
+      c.why = fmt::format("the first call site that reads a constant holding NaN/Inf: {} holds {} before its launch",
+                          what, counts_text(*p.before));
+      bool writes_finite = true;
+      for (const auto& t : site.tensors) {
+        writes_finite = writes_finite && (!t.after || t.after->nonfinite() == 0 || &t == &p);
+      }
+      c.root_cause.basis = "constant";
+      c.root_cause.sentence = fmt::format(
+          "reads {}, which holds {} before the launch{}; the model's outputs are finite and outside tolerance of the "
+          "reference",
+          what, counts_text(*p.before),
+          writes_finite ? ", and what it writes holds no NaN/Inf" : "");
+      m_bis.status = "found";
+      m_bis.message = fmt::format("call site {} {} is the first to read a constant holding NaN/Inf", k, site.kernel);
+      m_job.recorder.bisection(m_bis);
+      Reproducer repro;
+      repro.command = m_job.recorder.report().reproduce_command;
+      repro.replay_note = "no replay: the culprit was named from the constant it reads, not from its output";
+      m_job.recorder.culprit(c, repro);
+      return {Verdict::isolated,
+              fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN/Inf ({})",
+                          site_label(k, c.kernel), c.kind, what),
+              ""};
+    }
+  }
+  // One call site ran: it wrote the outputs, and nothing else could have.
+  if (m_trace.launched == 1 && m_trace.site(1) != nullptr) {
+    const SiteTrace& only = *m_trace.site(1);
+    Culprit c = build_culprit({1, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line,
+                               m_returned_by});
+    annotate_origins(c, names);
+    c.why = "the only call site of the run, so the only candidate: the outputs it wrote are outside tolerance of the "
+            "reference (" + m_s.first_line + ")";
+    c.root_cause.note = "without the exported program there is no eager value of its output to compare with; "
+                        "its inputs are the model's inputs and constants";
+    m_bis.status = "found";
+    m_bis.message = "one call site ran: the only candidate";
+    m_job.recorder.bisection(m_bis);
+    Reproducer repro;
+    repro.command = m_job.recorder.report().reproduce_command;
+    repro.replay_note = "no replay: without the exported program there is no eager value of its output";
+    m_job.recorder.culprit(c, repro);
+    return {Verdict::isolated,
+            fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
+                        site_label(1, only.kernel), c.kind),
+            ""};
+  }
+  m_bis.status = "not_found";
+  m_bis.message = fmt::format("{} call sites ran and read {} constants, none holding NaN/Inf", m_trace.launched,
+                              constants_read);
+  m_job.recorder.bisection(m_bis);
+  return {Verdict::not_isolated,
+          fmt::format("{}; {}", m_model.no_node_map, m_bis.message), ""};
+}
+
+}  // namespace aoti_bisect
