@@ -57,6 +57,8 @@ void define_options(CLI::App& app, ts::RunnerOptions& opt) {
   app.add_option("--load-library", opt.libraries,
                  "a shared library of custom operators (TORCH_LIBRARY) to load before the model (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--time-limit", opt.time_limit_s,
+                 "seconds each call of the model may take (after the load); past it the run ends with exit 14");
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
 }
 

@@ -165,7 +165,10 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--config", r.config, "YAML config: variants, environment, repeats, timeout, tolerance, inductor_configs");
   cmd->add_option("--backend", r.backend, "flag-matrix profile (default: from the package's device key)")
       ->check(CLI::IsMember(backend_names()));
-  cmd->add_option("--timeout", r.timeout_s, "seconds before a child run is killed (default: from the profile, 300)")
+  cmd->add_option("--timeout", r.timeout_s,
+                  fmt::format("seconds each call of the model may take, after the load; the run stops there "
+                              "(default: from the profile, {:g})",
+                              builtin_profile("cpu").timeout_s))
       ->check(finite_number(true));
   cmd->add_option("--memory-limit", r.memory_limit_bytes,
                   "address space a child run may use, e.g. 8G, 512M, none (default: the machine's RAM for CPU "
@@ -246,10 +249,16 @@ Action add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
       "run", "Run the package in fresh child processes under the flag matrix; when the failure reproduces, bisect "
              "the kernel call sites and name the first bad one");
   add_common_options(cmd, *o);
-  cmd->add_option("--repeats", o->run.repeats, "runs per matrix variant (default: from the profile, 3)")
+  cmd->add_option("--repeats", o->run.repeats,
+                  fmt::format("runs of every matrix variant, over each one's own count (default: from the profile: "
+                              "{} for the repeat variant, 1 for most others); one_thread still runs once after a "
+                              "steady failure",
+                              builtin_profile("cpu").repeats))
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--jobs", o->run.jobs, "matrix runs in parallel (default 1)")->check(CLI::Range(1, 256));
-  cmd->add_flag("--no-matrix", o->run.no_matrix, "run the baseline only, no flag matrix");
+  cmd->add_flag("--no-matrix", o->run.no_matrix,
+                "no flag matrix: the baseline, then the search in its environment (with --no-bisect: the baseline "
+                "alone)");
   cmd->add_flag("--no-bisect", o->run.no_bisect, "stop after the flag matrix");
   cmd->add_flag("--matrix-first", o->run.matrix_first,
                 "run the whole flag matrix before the kernel search (default: a NaN/Inf or wrong-values failure is "

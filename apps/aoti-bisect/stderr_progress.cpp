@@ -45,8 +45,15 @@ void StderrProgress::phase(const std::string& name, const std::string& detail) {
   line(fmt::format("[{}] {}", label, detail), false);
 }
 
-void StderrProgress::run_started(const std::string& id, int done, int total) {
-  line(fmt::format("  [{}/{}] running {} ...", done + 1, total, id), true);
+// Runs are numbered in the job's order, with no total: what a job runs
+// depends on what its runs show (the search's steps, the matrix's stages
+// after a failure), and a total that changed as it went would be wrong
+// before it was right. Numbered as they start, and a run's finished line
+// keeps its number (with --jobs N, runs end in another order).
+void StderrProgress::run_started(const std::string& id, int /*done*/, int /*total*/) {
+  int n = ++m_started;
+  m_numbers[id] = n;
+  line(fmt::format("  [{}] running {} ...", n, id), true);
 }
 
 void StderrProgress::run_finished(const std::string& id, OutcomeKind kind, const std::string& exit, double seconds,
@@ -55,7 +62,10 @@ void StderrProgress::run_finished(const std::string& id, OutcomeKind kind, const
   if (m_color) {
     name = (kind == OutcomeKind::ok ? "\x1b[32m" : "\x1b[31m") + name + "\x1b[0m";
   }
-  line(fmt::format("  [{}/{}] {:<24} {:<14} {} ({:.1f} s)", done, total, id, name, exit, seconds), false);
+  (void)total;
+  auto it = m_numbers.find(id);
+  int n = it != m_numbers.end() ? it->second : done;
+  line(fmt::format("  [{}] {:<24} {:<14} {} ({:.1f} s)", n, id, name, exit, seconds), false);
 }
 
 void StderrProgress::note(const std::string& text) { line("aoti-bisect: " + text, false); }

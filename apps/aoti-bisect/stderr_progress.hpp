@@ -2,6 +2,7 @@
 // Progress on stderr: one redrawn line on a smart terminal, plain lines
 // otherwise (pipes, CI, TERM=dumb). Results go to stdout, never here.
 
+#include <map>
 #include <string>
 
 #include "job/job.hpp"
@@ -25,6 +26,8 @@ class StderrProgress : public Progress {
   bool m_smart = false;
   bool m_color = false;
   bool m_dirty = false;
+  int m_started = 0;                    // runs started so far: the next one's number
+  std::map<std::string, int> m_numbers; // run id -> its number
   double m_last_batch_line = -1e9;  // when a plain stderr last got a batch line
 };
 

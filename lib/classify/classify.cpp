@@ -174,10 +174,7 @@ void classify_finished(Classification& c) {
   }
   if (c.comparison && !c.comparison->within_tolerance) {
     c.kind = OutcomeKind::mismatch;
-    c.first_line = fmt::format(
-        "{} of {} output values outside tolerance (max abs error {:.6g}, max rel error {:.6g}, atol {:g}, rtol {:g}){}",
-        c.comparison->mismatched, c.comparison->total, c.comparison->max_abs_error, c.comparison->max_rel_error,
-        c.comparison->atol, c.comparison->rtol, c.comparison->note.empty() ? "" : "; " + c.comparison->note);
+    c.first_line = mismatch_line(*c.comparison);
     return;
   }
   c.kind = OutcomeKind::ok;
@@ -192,6 +189,23 @@ std::string last_event_name(const std::vector<nlohmann::json>& events) {
 }
 
 std::string with_line(const std::string& line) { return line.empty() ? "" : ": " + line; }
+
+// ", inside call site 5 (cpp_fused_log_2)": the launch that began last and
+// did not end; "" when the probes show none.
+std::string running_site_text(const std::vector<nlohmann::json>& events) {
+  int site = 0;
+  std::string kernel;
+  for (const auto& e : events) {
+    EventKind k = event_kind(e);
+    if (k == EventKind::site_begin) {
+      site = e.value("site", 0);
+      kernel = e.value("kernel", "");
+    } else if (k == EventKind::site_end && e.value("site", 0) == site) {
+      site = 0;
+    }
+  }
+  return site > 0 ? fmt::format(", inside call site {} ({})", site, kernel) : "";
+}
 
 }  // namespace
 
@@ -247,7 +261,8 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
   switch (status.how) {
     case ExitStatus::How::timed_out:
       c.kind = OutcomeKind::timeout;
-      c.first_line = fmt::format("no exit within {:.1f} s", status.seconds);
+      c.first_line = status.describe() + (find_event(EventKind::run_begin) ? "" : ", before the model ran (its start and load)");
+      c.stopped_at = status.stopped_at;
       return c;
     case ExitStatus::How::interrupted:
       c.kind = OutcomeKind::error;
@@ -313,6 +328,19 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
       c.cannot_test = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
       return c;
     }
+    case RunnerExit::time_limit: {
+      const nlohmann::json* e = find_event(EventKind::time_limit);
+      c.kind = OutcomeKind::timeout;
+      c.stopped_at = e ? e->value("clock", 0.0) : 0.0;
+      if (e != nullptr && e->value("seconds", 0.0) > 0) {
+        c.time_limit_s = e->value("seconds", 0.0);
+        c.first_line = fmt::format("stopped at its {:g} s limit on a call of the model{}", *c.time_limit_s,
+                                   running_site_text(events));
+      } else {  // its event lost: the exit says the limit was reached, not which
+        c.first_line = fmt::format("stopped at its time limit on a call of the model{}", running_site_text(events));
+      }
+      return c;
+    }
     case RunnerExit::usage:
     case RunnerExit::internal: {
       const nlohmann::json* e = find_event(EventKind::fatal);
@@ -344,6 +372,32 @@ Classification classify_run(const ExitStatus& status, const std::vector<nlohmann
 }
 
 // "input1 holds 1 NaN and 0 Inf (first at [2, 5])", for each input that holds any.
+std::string mismatch_line(const Comparison& c) {
+  // A runner that does not count them: the note says whether any differ.
+  int64_t nonfinite = c.nonfinite_mismatched >= 0 ? c.nonfinite_mismatched
+                      : c.note.empty()           ? 0
+                                                 : -1;
+  std::string head = fmt::format("{} of {} output values outside tolerance", c.mismatched, c.total);
+  std::string figures = fmt::format("max abs error {:.6g}, max rel error {:.6g}, atol {:g}, rtol {:g}", c.max_abs_error,
+                                    c.max_rel_error, c.atol, c.rtol);
+  if (nonfinite < 0) {
+    return fmt::format("{}; {}; {} among the values finite on both sides", head, c.note, figures);
+  }
+  int64_t finite = c.mismatched - nonfinite;
+  std::vector<std::string> parts;
+  if (nonfinite > 0) {
+    parts.push_back(fmt::format("{}{} where NaN/Inf sit on one side only{}", finite == 0 ? "all " : "", nonfinite,
+                                c.note.empty() ? "" : " (" + c.note + ")"));
+  }
+  if (finite > 0) {
+    parts.push_back(fmt::format("{} finite values beyond it ({})", finite, figures));
+  }
+  if (parts.empty()) {
+    return fmt::format("{} ({})", head, figures);
+  }
+  return head + ": " + join(parts, "; ");
+}
+
 std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
   std::vector<std::string> parts;
   for (const auto& s : inputs) {

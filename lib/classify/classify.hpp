@@ -28,6 +28,10 @@ struct Classification {
   std::vector<TensorStats> input_stats;
   std::vector<TensorStats> outputs;        // from the "outputs" event
   std::optional<Comparison> comparison;
+  // A call of the model ran past --timeout (the runner's own limit, event
+  // "time_limit"): the limit, and when it stopped on the steady clock.
+  std::optional<double> time_limit_s;
+  double stopped_at = 0;
   std::map<std::string, std::string> environment;  // from the "start" event
   // The child could not test (unreadable inputs/reference/package): the
   // driver stops with exit 4 and this message.
@@ -46,6 +50,15 @@ struct Classification {
 // the loader's, unless the model was running and the line names a known
 // failure), is the tool's failure: `internal`, with the first error line.
 Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events);
+
+// A mismatch's first line: how many output values are outside tolerance,
+// how many of them are NaN/Inf on one side only (the reference's NaN where
+// the outputs are finite), and the error figures of the others, never an
+// error of 0 for a failing comparison ("20 of 20 output values outside
+// tolerance: all 20 where the reference holds NaN/Inf and the outputs are
+// finite").
+std::string mismatch_line(const Comparison& c);
+
 
 // "input1 holds 1 NaN and 0 Inf (first at [2, 5])" for each input that holds
 // NaN/Inf, joined with "; "; "" when none does.

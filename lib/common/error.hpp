@@ -36,6 +36,14 @@ class Error : public std::runtime_error {
   ErrorKind m_kind;
 };
 
+// A config file's error, located ("FILE:LINE:COL: error: ..."): a usage
+// error that, like every config error, leaves no report, even when it is
+// found once the package was read (a variant named like the profile's).
+class ConfigError : public Error {
+ public:
+  explicit ConfigError(const std::string& message) : Error(ErrorKind::usage, message) {}
+};
+
 ExitCode exit_code_of(ErrorKind kind);
 
 }  // namespace aoti_bisect

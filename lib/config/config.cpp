@@ -196,6 +196,10 @@ std::vector<Variant> variants_of(const Field& f) {
     if (v.name.empty()) {
       fail_at(f.source, item.Mark(), "a variant needs a 'name'");
     }
+    if (item.IsMap() && item["name"] && !item["name"].Mark().is_null()) {
+      v.line = item["name"].Mark().line + 1;
+      v.column = item["name"].Mark().column + 1;
+    }
     for (const Variant& earlier : variants) {
       if (earlier.name == v.name) {
         fail_at(f.source, item["name"].Mark(), fmt::format("duplicate variant name '{}'", v.name));

@@ -40,6 +40,8 @@ struct Variant {
   // When it runs; a variant that localizes faults runs on a fault unless
   // its `when` says otherwise.
   RunWhen when = RunWhen::always;
+  int line = 0;    // where its name is in the config file, 1-based; 0 for a built-in profile's
+  int column = 0;
 };
 
 // One line of a profile's reading of the matrix (`findings:`): when the runs

@@ -29,10 +29,9 @@ struct Field {
 
 [[noreturn]] inline void fail_at(const std::string& source, const YAML::Mark& mark, const std::string& msg) {
   if (mark.is_null()) {
-    throw Error(ErrorKind::usage, fmt::format("{}: error: {}", source, printable_name(msg)));
+    throw ConfigError(fmt::format("{}: error: {}", source, printable_name(msg)));
   }
-  throw Error(ErrorKind::usage,
-              fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, printable_name(msg)));
+  throw ConfigError(fmt::format("{}:{}:{}: error: {}", source, mark.line + 1, mark.column + 1, printable_name(msg)));
 }
 
 // A null value has no text of its own; yaml-cpp marks it where the next token

@@ -66,6 +66,20 @@ IntermediateTrace read_intermediate_trace(const std::string& out) {
   std::stable_sort(t.hits.begin(), t.hits.end(), [](const IntermediateHit& a, const IntermediateHit& b) {
     return a.kind != b.kind ? a.kind == "nan" : a.statement < b.statement;
   });
+  // One expression the kernel computes in several places (its main loop and
+  // its tail): one hit, counted over all of them, at the first.
+  std::vector<IntermediateHit> merged;
+  for (auto& h : t.hits) {
+    auto same = std::find_if(merged.begin(), merged.end(), [&](const IntermediateHit& m) {
+      return m.kind == h.kind && m.text == h.text;
+    });
+    if (same == merged.end()) {
+      merged.push_back(std::move(h));
+    } else {
+      same->count += h.count;
+    }
+  }
+  t.hits = std::move(merged);
   return t;
 }
 

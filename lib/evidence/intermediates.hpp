@@ -23,7 +23,7 @@ struct IntermediateHit {
   int lane = 0;
   int lanes = 1;
   std::vector<std::pair<std::string, std::string>> operands;  // name, value there
-  int64_t count = 0;                  // elements where this statement introduced them
+  int64_t count = 0;                  // times it made them, over every place the kernel computes the same expression
   std::string output_tensor;          // the argument the element is stored into ("buf7"), "" unknown
   std::vector<int64_t> output_index;  // its index there
 };

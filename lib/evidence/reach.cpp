@@ -35,6 +35,7 @@ struct Made {  // what an origin site made
   std::string tensor;
   int64_t nan = 0;
   int64_t inf = 0;
+  bool constant = false;  // read from a constant (its NaN/Inf enter the run there), not made
 };
 
 
@@ -59,6 +60,7 @@ class ReachWalk {
   std::map<std::string, Taint> m_by_checksum;    // latest write of these bytes
   std::map<int, Taint> m_site_inputs;            // what each site read (for the buffers externs return)
   std::map<int, Made> m_made;                    // origin sites
+  std::map<int, std::string> m_constant_reads;   // sites whose NaN/Inf entered from a constant they read
   std::set<int> m_design;                        // origins whose Inf is by design
   std::map<int, int> m_last_reader;              // origin -> the last site that read values made there
   std::set<std::pair<int, int>> m_carried;       // (origin, site): the site wrote values made there on
@@ -168,7 +170,9 @@ Taint ReachWalk::write(int site, const std::string& kernel, const Taint& in, con
   }
   if (after.inf_count > 0) {
     w.inf = !in.inf.empty() ? in.inf : std::set<int>{site};
-    if (in.inf.empty() && in.nan.empty() && after.nan_count == 0 && m_in.inf_by_design.count(kernel) > 0) {
+    // Its own infinity literal's Inf, whatever NaN it read elsewhere (a mask
+    // kernel beside a layer that already went NaN): by design.
+    if (in.inf.empty() && after.nan_count == 0 && m_in.inf_by_design.count(kernel) > 0) {
       m_design.insert(site);
     }
   }
@@ -192,7 +196,8 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   if (p.origin == "constant") {
     origin = s.site;  // a parameter's NaN/Inf enter the run where it is read
     Made& m = m_made[s.site];
-    m = Made{p.tensor, st.nan_count, st.inf_count};
+    m = Made{p.tensor, st.nan_count, st.inf_count, true};
+    m_constant_reads.emplace(s.site, p.tensor);
   } else if (is_graph_input_name(base)) {
     origin = input_origin(base);
   } else if (m_unknown_why.empty()) {
@@ -339,6 +344,19 @@ void ReachWalk::note_healed(Reach& r, const std::set<int>& reached) const {
     }
     h.note = fmt::format("call site {} {} made {} in {}{}{}: not the cause", site, h.kernel, what, made.tensor, how,
                          then);
+    if (made.constant) {
+      // A constant's NaN/Inf enter the run where they are read: nothing was made.
+      auto c = m_last_reader.find(site);
+      bool passed_on = c != m_last_reader.end() && m_carried.count({site, c->second}) > 0;
+      h.note = c == m_last_reader.end() || (c->second == site && !passed_on)
+                   ? fmt::format("call site {} {} read {} (a constant) holding {} and wrote none of them on: not the "
+                                 "cause",
+                                 site, h.kernel, made.tensor, what)
+                   : fmt::format("call site {} {} read {} (a constant) holding {}; what it made of them, call site {} "
+                                 "{} {}: not the cause",
+                                 site, h.kernel, made.tensor, what, c->second, h.last_read_kernel,
+                                 h.cleaned ? "cleaned" : "read last, and it reaches no output");
+    }
     r.healed.push_back(std::move(h));
   }
 }
@@ -399,6 +417,9 @@ Reach ReachWalk::run() {
     }
   }
   r.output = first->output;
+  if (auto c = r.culprit ? m_constant_reads.find(*r.culprit) : m_constant_reads.end(); c != m_constant_reads.end()) {
+    r.culprit_constant = c->second;
+  }
   // Every other origin, with the outputs it reaches.
   std::map<int, std::vector<int>> reaches;
   for (const auto& o : r.origins) {
@@ -453,8 +474,11 @@ void record_reach(Bisection& bis, const Reach& r) {
 std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, int launched) {
   if (r.culprit && *r.culprit == k) {
     bis.self_check = fmt::format("passed: one run probed call sites 1-{}; the output's NaN/Inf trace back to call "
-                                 "site {}, which made them from inputs without them{}",
+                                 "site {}, which {}{}",
                                  launched, k,
+                                 r.culprit_constant.empty()
+                                     ? std::string("made them from inputs without them")
+                                     : "read them from " + r.culprit_constant + " (a constant)",
                                  r.healed.empty() ? "" : fmt::format(" ({} site(s) passed over)", r.healed.size()));
     return std::nullopt;
   }

@@ -54,6 +54,7 @@ struct Reach {
   bool followed = false;                     // every non-finite output traced to where it came from
   std::string why_not;                       // when not
   std::optional<int> culprit;                // the earliest site the first non-finite output's values come from
+  std::string culprit_constant;              // the constant it read them from, where they entered there; "" when made
   std::optional<int> output;                 // that output
   std::vector<OutputOrigin> origins;         // every non-finite output's origins, in output order
   // Sites other than the culprit whose NaN/Inf reach an output on their

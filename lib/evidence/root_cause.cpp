@@ -236,6 +236,31 @@ std::optional<double> value_of(const std::string& text) {
 // {"div", {"tmp5", "tmp8"}}; {"", {}} for anything else.
 std::pair<std::string, std::vector<std::string>> operation_shape(const std::string& expression) {
   std::string e(trim(expression));
+  auto ident_only = [](std::string_view t) {
+    t = trim(t);
+    return !t.empty() && !std::isdigit(static_cast<unsigned char>(t[0])) &&
+           std::all_of(t.begin(), t.end(), [](char ch) { return cpp_text::is_ident_char(ch); });
+  };
+  // A conversion to a narrower float (`at::vec::convert<at::Half,1,float,2>(tmp5)`,
+  // `static_cast<c10::BFloat16>(tmp5)`): "to_float16", "to_bfloat16".
+  for (const auto& [needle, op] : std::vector<std::pair<std::string, std::string>>{
+           {"Half", "to_float16"}, {"BFloat16", "to_bfloat16"}}) {
+    size_t open = e.rfind('(');
+    if ((e.rfind("at::vec::convert<", 0) == 0 || e.rfind("c10::convert<", 0) == 0 || e.rfind("static_cast<", 0) == 0) &&
+        // The destination is the first template argument: `convert<float,1,at::Half,2>` widens.
+        e.find(needle) != std::string::npos && e.find(needle) < std::min(e.find(','), e.find('>')) &&
+        open != std::string::npos &&
+        e.back() == ')' && ident_only(e.substr(open + 1, e.size() - open - 2))) {
+      return {op, {std::string(trim(e.substr(open + 1, e.size() - open - 2)))}};
+    }
+  }
+  // A cast around the whole expression: `float(tmp0 * tmp2)`, `static_cast<float>(...)`.
+  for (const std::string& cast : {std::string("float("), std::string("double("), std::string("static_cast<float>("),
+                                  std::string("static_cast<double>(")}) {
+    if (e.rfind(cast, 0) == 0 && e.back() == ')' && cpp_text::closing_bracket(e, cast.size() - 1) == e.size() - 1) {
+      e = std::string(trim(e.substr(cast.size(), e.size() - cast.size() - 1)));
+    }
+  }
   auto ident = [](std::string_view t) {
     t = trim(t);
     return !t.empty() && !std::isdigit(static_cast<unsigned char>(t[0])) &&
@@ -243,7 +268,8 @@ std::pair<std::string, std::vector<std::string>> operation_shape(const std::stri
   };
   static const std::vector<std::pair<std::string, std::string>> calls = {
       {"log", "log"}, {"log1p", "log1p"}, {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"}, {"exp", "exp"},
-      {"reciprocal", "reciprocal"}, {"log2", "log2"}, {"log10", "log10"}, {"pow", ""}};
+      {"reciprocal", "reciprocal"}, {"log2", "log2"}, {"log10", "log10"}, {"acosh", "acosh"},
+      {"acos", "acos"}, {"asin", "asin"}, {"atanh", "atanh"}, {"pow", ""}};
   // a.f()
   if (size_t dot = e.find('.'); dot != std::string::npos && e.ends_with("()") && ident(e.substr(0, dot))) {
     std::string f = e.substr(dot + 1, e.size() - dot - 3);
@@ -314,6 +340,26 @@ std::string operation_text(const std::string& op, const std::vector<std::optiona
   }
   if (op == "exp") {
     return !made_nan && all_finite ? "exp of a finite value overflows" : "";
+  }
+  if (op == "acosh") {
+    return is(0, [](double v) { return v < 1; }) ? "acosh of a value below 1" : "";
+  }
+  if (op == "acos" || op == "asin") {
+    return is(0, [](double v) { return std::fabs(v) > 1 && std::isfinite(v); })
+               ? op + " of a value outside [-1, 1]"
+               : "";
+  }
+  if (op == "atanh") {
+    return is(0, [](double v) { return std::fabs(v) > 1 && std::isfinite(v); }) ? "atanh of a value outside [-1, 1]"
+           : is(0, [](double v) { return std::fabs(v) == 1; })                   ? "atanh of 1 or -1"
+                                                                                 : "";
+  }
+  if (op == "to_float16" || op == "to_bfloat16") {
+    double largest = op == "to_float16" ? 65504.0 : 3.3895313892515355e38;
+    return !made_nan && is(0, [&](double v) { return std::isfinite(v) && std::fabs(v) > largest; })
+               ? fmt::format("a finite value past {}'s range (largest {}) converted to it", op.substr(3),
+                             op == "to_float16" ? "65504" : "3.39e38")
+               : "";
   }
   if (x.size() != 2 || !x[0] || !x[1]) {
     return "";
@@ -522,7 +568,10 @@ RootCause root_cause(const Culprit& c, Predicate predicate, const std::optional<
     if (a.fqn.empty() && a.origin.rfind("parameter", 0) != 0 && a.origin.rfind("buffer", 0) != 0) {
       continue;
     }
-    if (a.before && a.before->nonfinite() > 0) {
+    // Behind wrong values, NaN only: Inf is held on purpose (a mask).
+    bool bad = predicate == Predicate::mismatch ? a.before && a.before->nan_count > 0
+                                                : a.before && a.before->nonfinite() > 0;
+    if (bad) {
       r.basis = "constant";
       r.sentence = fmt::format("reads {}, which holds {} before the launch (a constant of the package)",
                                a.origin.empty() ? label(w, a.tensor) : a.origin, nonfinite_text(*a.before));
@@ -605,7 +654,7 @@ std::string step_text(const IntermediateStep& st) {
     where += fmt::format(" ({}[{}])", st.output_tensor, join(index, ", "));
   }
   std::string made = st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf";
-  return fmt::format("`{}` made {}{}{}{}{} ({} element{})", st.expression, made, where,
+  return fmt::format("`{}` made {}{}{}{}{} ({} time{})", st.expression, made, where,
                      from.empty() ? ", from no intermediate" : " from " + join(from, ", "),
                      st.operation.empty() ? "" : ": " + st.operation, st.op.empty() ? "" : ", in " + st.op,
                      st.elements, st.elements == 1 ? "" : "s");

@@ -1,8 +1,11 @@
 #include "harness/children.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "common/files.hpp"
 #include "matrix/matrix.hpp"
@@ -29,6 +32,9 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   }
   if (s.contiguous_inputs) {
     argv.push_back("--contiguous-inputs");
+  }
+  if (s.timeout_s > 0) {
+    argv.insert(argv.end(), {"--time-limit", fmt::format("{:.17g}", s.timeout_s)});
   }
   for (const auto& lib : s.load_libraries) {
     argv.insert(argv.end(), {"--load-library", lib.string()});
@@ -110,7 +116,10 @@ int ProcessChildren::start(const ChildRequest& req) {
   spec.cwd = fs::absolute(dir);
   spec.stdout_path = fs::absolute(dir / "stdout.txt");
   spec.stderr_path = fs::absolute(dir / "stderr.txt");
-  spec.timeout_s = m_setup.timeout_s;
+  // The runner keeps the limit on each call; the driver's own stop comes
+  // after every call's limit and the start's allowance (a load that hangs).
+  size_t calls = std::max<size_t>(1, req.batches.size());
+  spec.timeout_s = m_setup.timeout_s > 0 ? m_setup.timeout_s * static_cast<double>(calls) + k_start_allowance_s : 0;
   spec.memory_limit_bytes = m_setup.memory_limit_bytes;
   // One server per package build: it holds that build's model (docs/runner.md).
   // A library rebuilt in the same place (a build refused, then made again)

@@ -50,6 +50,9 @@ struct ChildRequest {
   // A process of its own, never a persistent runner's (the search's final
   // confirmation, the evidence run).
   bool fresh = false;
+  // The part of the job that runs it (RunRecord::group): "matrix" (the flag
+  // matrix, its baseline included), "search", "compare", "batches".
+  std::string group = "matrix";
 };
 
 // Whether runs on `device_key` go to a persistent runner (docs/runner.md):
@@ -76,6 +79,10 @@ class ChildRunner {
   virtual void kill_all() = 0;
 };
 
+// Seconds a child may take for its start and the model's load, beside the
+// --timeout limit on the model's calls (ChildSetup::timeout_s).
+inline constexpr double k_start_allowance_s = 120;
+
 // What every child of one job shares.
 struct ChildSetup {
   std::filesystem::path runner;     // the runner executable
@@ -85,6 +92,10 @@ struct ChildSetup {
   std::filesystem::path inputs;
   std::filesystem::path reference;  // empty: no comparison
   ToleranceTable tolerances;
+  // --timeout: the limit on each call of the model, after the load, kept by
+  // the runner itself (`--time-limit`: its timer, exit 14). The driver
+  // stops a child itself only after every call's limit (one per batch of a
+  // batch list) and k_start_allowance_s more (a load that hangs). 0: no limit.
   double timeout_s = 300;
   unsigned long long memory_limit_bytes = 0;  // per child (RLIMIT_AS); 0: none
   bool contiguous_inputs = false;   // the runner copies inputs of another layout into the package's

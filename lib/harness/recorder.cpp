@@ -236,6 +236,14 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
   save();
 }
 
+void Recorder::discard() {
+  std::error_code ec;
+  for (const char* name : {"report.json", "report.md", "report.svg", "junit.xml"}) {
+    fs::remove(m_out_dir / name, ec);
+  }
+  m_reports_removed = true;
+}
+
 void Recorder::save() {
   m_report.total_seconds = steady_seconds() - m_start;
   try {
@@ -247,6 +255,7 @@ void Recorder::save() {
     for (const char* name : {"report.json", "report.md", "report.svg", "junit.xml"}) {
       fs::remove(m_out_dir / name, ec);
     }
+    m_reports_removed = true;
     throw Error(ErrorKind::internal, fmt::format("the reports cannot be written: {}; free space or choose another --out",
                                                  e.what()));
   }

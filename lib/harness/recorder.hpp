@@ -84,11 +84,18 @@ class Recorder {
   // Writes the reports. One that cannot be written (disk full, read-only)
   // throws Error(internal) and leaves no report and no temp file behind.
   void save();
+  // A save failed and the reports were removed (none is left stale): the
+  // job ends with that error, and writes none again.
+  bool reports_removed() const { return m_reports_removed; }
+  // Removes the reports written so far (a config error found once the
+  // package was read: like every config error, it leaves no report).
+  void discard();
 
  private:
   void end_phase();
 
   Report m_report;
+  bool m_reports_removed = false;
   std::vector<PassedOver> m_passed_over;
   std::filesystem::path m_out_dir;
   bool m_junit = false;

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <mutex>
 #include <sys/file.h>
 #include <thread>
 #include <unistd.h>
@@ -123,14 +127,74 @@ std::string why_from_log(const fs::path& log, const ExitStatus& st) {
   return why.size() > 300 ? why.substr(0, 300) + "..." : why;
 }
 
+// The last "[k/N]" a build tool printed in `log` ("" when none yet).
+std::string build_step_of(const fs::path& log) {
+  std::ifstream in(log, std::ios::binary | std::ios::ate);
+  if (!in) {
+    return "";
+  }
+  std::streamoff size = in.tellg();
+  in.seekg(std::max<std::streamoff>(0, size - 4096));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t end = text.size(); end > 0;) {
+    size_t start = text.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::string_view line(text.data() + start, end - start);
+    if (line.size() > 3 && line[0] == '[' && line.find('/') != std::string_view::npos &&
+        line.find(']') != std::string_view::npos && line.find('/') < line.find(']')) {
+      return std::string(line.substr(1, line.find(']') - 1));
+    }
+    end = start == 0 ? 0 : start - 1;
+  }
+  return "";
+}
+
+// Runs one step of the build; with `progress`, says every 10 s how far the
+// build tool has got ("runner build: step 34/61 after 40 s"): a runner build takes about
+// 1.5 minutes on 2 cores, and a silent console looks stuck.
 void run_step(const std::vector<std::string>& argv, const fs::path& log, double timeout_s, const TorchInstall& torch,
-              const char* step) {
+              const char* step, const std::function<void(const std::string&)>& progress = {}) {
   SpawnSpec spec;
   spec.argv = argv;
   spec.env = current_environment();
   spec.stdout_path = log;
   spec.stderr_path = log.string() + ".err";
   spec.timeout_s = timeout_s;
+  // The watcher is stopped and joined however this scope ends (run_process
+  // may throw); a progress line that cannot be written ends the lines, not
+  // the build.
+  struct Watcher {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread thread;
+    ~Watcher() {
+      if (thread.joinable()) {
+        {
+          std::lock_guard<std::mutex> lock(m);
+          done = true;
+        }
+        cv.notify_all();
+        thread.join();
+      }
+    }
+  } watch;
+  if (progress) {
+    watch.thread = std::thread([&watch, &log, &progress, step] {
+      auto start = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(watch.m);
+      while (!watch.cv.wait_for(lock, std::chrono::seconds(10), [&] { return watch.done; })) {
+        std::string at = build_step_of(log);
+        double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        try {
+          progress(at.empty() ? fmt::format("runner build ({}): {:.0f} s so far", step, s)
+                              : fmt::format("runner build: step {} after {:.0f} s", at, s));
+        } catch (...) {
+          return;
+        }
+      }
+    });
+  }
   ExitStatus st = run_process(spec);
   // One log: the errors after the output.
   try {
@@ -255,7 +319,7 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
   run_step(configure, dir / "configure.log", timeout_s, torch, "configure");
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   run_step({cmake->string(), "--build", build.string(), "--target", "aoti-bisect-runner", "-j", std::to_string(cores)},
-           dir / "build.log", timeout_s, torch, "the build");
+           dir / "build.log", timeout_s, torch, "the build", progress);
   fs::path tmp = dir / fmt::format("aoti-bisect-runner.{}.tmp", ::getpid());
   fs::copy_file(build / "apps" / "aoti-bisect-runner", tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) {

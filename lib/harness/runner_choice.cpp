@@ -78,8 +78,15 @@ std::variant<TorchInstall, std::string> python_torch(const std::string& python, 
     return fmt::format("python '{}' has no torch", exe->string());
   }
   TorchInstall t;
-  t.version = std::string(trim(lines[0]));
   t.torch_dir = canonical_or_same(std::string(trim(lines[1])));
+  // The version as the install folder states it (version.py: "2.15.0+cu132"),
+  // as buildable_torch reads it for a torch found from the package: one
+  // installation, one version string, one runner cache key. The
+  // distribution's metadata ("2.15.0") only where the folder says nothing.
+  t.version = torch_version_in(t.torch_dir);
+  if (t.version.empty()) {
+    t.version = std::string(trim(lines[0]));
+  }
   t.python = exe->string();
   return t;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "common/files.hpp"
 
 namespace aoti_bisect {
@@ -12,12 +14,14 @@ namespace {
 RunRecord make_record(const ChildRequest& req, const ChildResult& r) {
   RunRecord rec;
   rec.id = req.id;
+  rec.group = req.group;
   rec.variant = req.variant;
   rec.repeat = req.repeat;
   rec.env = req.env;
   rec.probe_plan = req.probe_plan ? req.probe_plan->summary() : "none";
   rec.outcome = r.cls.kind;
-  rec.exit = r.status.describe();
+  rec.exit = r.cls.time_limit_s ? fmt::format("stopped at its {:g} s limit (exit 14)", *r.cls.time_limit_s)
+                                : r.status.describe();
   if (r.status.how == ExitStatus::How::exited) {
     rec.exit_code = r.status.exit_code;
   }

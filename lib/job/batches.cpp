@@ -147,6 +147,7 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
     ChildRequest r = baseline;
     r.id = fmt::format("all-batches.{}", pass);
     r.variant = "all_batches";
+    r.group = "batches";
     r.keep_going = true;
     r.batches.assign(s.batches.begin() + static_cast<std::ptrdiff_t>(start), s.batches.end());
     ChildResult res = runs.run(r);
@@ -175,7 +176,7 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
     if (start < n && !all.back().returned) {
       rec.note(fmt::format("--all-batches: batch {} ended the process ({}); the loop went on in a fresh process from "
                            "batch {}, without the batches before it",
-                           all.back().index, outcome_name(all.back().kind), start));
+                           all.back().index + 1, outcome_name(all.back().kind), start + 1));
     }
   }
   std::vector<BatchRecord> records;
@@ -247,10 +248,11 @@ std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder&
   OutcomeKind alone_kind = last.kind;
   if (k > 0) {  // the first batch has no history to need
     rec.progress().note(fmt::format("{} {} of {} ({}) failed: {}; running it alone in a fresh process",
-                                    s.calls ? "call" : "batch", s.calls ? k + 1 : k, n,
+                                    s.calls ? "call" : "batch", k + 1, n,
                                     display(s.batches[static_cast<size_t>(k)]), kind));
     ChildRequest alone = baseline;
     alone.id = "batch.alone";
+    alone.group = "batches";
     alone.variant = "alone";
     alone.batches = {s.batches[static_cast<size_t>(k)]};
     ChildResult a = runs.run(alone);

@@ -391,12 +391,38 @@ JobResult Job::run() {
     }
     return after_inspect(std::get<Inspected>(inspected), user);
   } catch (const Error& e) {
-    // A usage error found after the report started (no --model for a package
-    // of several, --against-eager without a program): the report says so,
-    // the exit code stays usage's.
-    if (e.kind() == ErrorKind::usage) {
-      std::string message = redact_paths(e.what());
-      m_rec.finish(Verdict::could_not_test, message, message);
+    // Whatever stops the job after the report started ends it too, never
+    // left at `running`: a usage error found late (no --model for a package
+    // of several, --against-eager without a program), an input the tool
+    // cannot use, a write that fails (a full disk). The exit code stays the
+    // error's. Where even that report cannot be written, the recorder has
+    // removed the reports, and the error line says so.
+    if (m_rec.reports_removed()) {
+      throw;  // a report could not be written, and none is left: the error line says so
+    }
+    if (dynamic_cast<const ConfigError*>(&e) != nullptr) {
+      m_rec.discard();  // a config file's error, located (FILE:LINE:COL): like every config error, no report
+      throw;
+    }
+    std::string message = redact_paths(e.what());
+    Verdict verdict = e.kind() == ErrorKind::internal      ? Verdict::internal_error
+                      : e.kind() == ErrorKind::interrupted ? Verdict::interrupted
+                                                           : Verdict::could_not_test;
+    try {
+      m_rec.finish(verdict, message, message);
+    } catch (const Error& unwritten) {
+      throw Error(e.kind(), fmt::format("{}; {}", e.what(), unwritten.what()));
+    }
+    throw;
+  } catch (const std::exception& e) {
+    std::string message = "internal error: " + redact_paths(e.what());
+    if (m_rec.reports_removed()) {
+      throw;
+    }
+    try {
+      m_rec.finish(Verdict::internal_error, message, message);
+    } catch (const Error&) {
+      // the reports are removed: the caller's line says the rest
     }
     throw;
   }
@@ -665,10 +691,11 @@ std::variant<BisectOutcome, Stop> Job::search_kernels(JobContext& job, const Bis
 // finds the failure steady there.
 std::variant<BisectOutcome, Stop> Job::search_first(const Inspected& in, JobContext& job, const ModelDir& model,
                                                     const MatrixPhase& matrix) {
-  m_rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix's {} runs "
-                         "follow and complete the report (--matrix-first: the matrix before the search)",
-                         job.settings.plan.size() - 1));
   const ChildResult& base = matrix.baseline();
+  m_rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix follows ({}) "
+                         "and completes the report (--matrix-first: the matrix before the search)",
+                         matrix_plan_text(job.settings.plan,
+                                          MatrixStage{base.cls.kind, job.settings.profile.backend != "cpu", false})));
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, matrix.baseline_run().env, matrix.baseline_run().variant,
                     base.cls.kind, base.cls.first_line, true, base.status.seconds,
                     m_rec.report().environment.torch_version, {}, "model", model, matrix.run_list()};
@@ -701,7 +728,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
     std::error_code ec;
     fs::remove_all(job.settings.out_dir / "repro", ec);  // its saved tensors; the new search saves its own
     for (const auto& run : m_rec.report().runs) {  // the runs go on from the first search's numbers
-      runs_before += run.id.rfind("bisect.", 0) == 0 || run.id.rfind("guide.", 0) == 0 ? 1 : 0;
+      runs_before += run.group == "search" ? 1 : 0;
     }
   }
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, matrix.chosen_env(), f.reproducing_variant, f.kind, f.first_line,

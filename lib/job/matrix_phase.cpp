@@ -80,6 +80,7 @@ MatrixResult summarize_runs(const std::vector<PlannedRun>& plan, const std::vect
   }
   MatrixSummary m = summarize_matrix(outcomes);
   MatrixResult out;
+  out.chosen_because = m.chosen_because;
   for (const auto& v : m.variants) {
     out.variants.push_back({v.variant, v.env, v.runs, v.reproduced, v.deterministic()});
     if (m.chosen && v.variant == *m.chosen) {
@@ -224,7 +225,7 @@ std::optional<Stop> MatrixPhase::refuse_inputs() {
   const auto& ran = base.batches;
   std::string which = ran.empty() ? display_path(s.inputs)
                                   : fmt::format("{}' (batch {} of {}", display_path(ran.back().file),
-                                                ran.back().index, s.batches.size());
+                                                ran.back().index + 1, s.batches.size());
   std::string message = fmt::format("inputs file '{}{} does not fit model '{}': {}", which, ran.empty() ? "'" : ")",
                                     m_model_name, base.cls.first_line);
   // A second opinion from the package itself (its own input check), one run each.
@@ -418,6 +419,7 @@ std::optional<Stop> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts
                                          differ->distinct, differ->runs));
   ChildRequest req = requests({m_plan[0]}).front();
   req.id = "compare.1";
+  req.group = "compare";
   req.variant = "compare";
   req.repeat = 1;
   req.exact_reference = s.out_dir / "runs" / differ->first_id / "outputs.pt";
@@ -496,7 +498,29 @@ std::optional<Stop> MatrixPhase::without_failure() const {
                                 : " (no crash, no NaN/Inf); output values were not checked against a reference: "
                                   "give --reference EXPECTED.pt or --against-eager to check them";
   }
-  return Stop{Verdict::clean, fmt::format("no failure in {} run{}{}", n, n == 1 ? "" : "s", unchecked),
+  // A run that refused the inputs (the package's own input check) is not a
+  // failure of the model, but "no failure" would hide it: said, with the
+  // matrix's reading of it where there is one.
+  std::vector<std::string> refused;
+  for (const RunRecord& run : report.runs) {
+    if (run.outcome == OutcomeKind::input_mismatch) {
+      refused.push_back(run.id);
+    }
+  }
+  std::string also;
+  if (!refused.empty()) {
+    std::string why;
+    for (const auto& finding : m_findings) {
+      if (finding.contrast == "refuses_inputs") {
+        why = finding.sentence;
+      }
+    }
+    also = fmt::format("; {} of them ({}) refused the inputs{}", refused.size(), fmt::join(refused, ", "),
+                       why.empty() ? "" : ": " + why);
+  }
+  return Stop{Verdict::clean,
+              fmt::format("no failure {}in {} run{}{}{}", refused.empty() ? "" : "of the model ", n, n == 1 ? "" : "s",
+                          unchecked, also),
               Stop::How::finish};
 }
 
@@ -506,7 +530,8 @@ std::string MatrixPhase::failure_text() const {
   if (f.kind == OutcomeKind::nondeterministic) {
     return f.first_line + (m_differ_finding.empty() ? "" : "; " + m_differ_finding);
   }
-  std::string text = fmt::format("{} reproduced in {} of {} runs", outcome_name(f.kind), f.reproduced, f.runs);
+  std::string text = fmt::format("{} reproduced in {} of the flag matrix's {} run{}", outcome_name(f.kind),
+                                 f.reproduced, f.runs, f.runs == 1 ? "" : "s");
   if (!f.deterministic && s.bisect) {
     // Mixed outcomes: one run per step could call a half clean by chance.
     text += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step runs {} "
@@ -536,8 +561,13 @@ std::string MatrixPhase::failure_text() const {
         base_n += v.runs;
       }
     }
-    text += fmt::format("; searched under {} ({}): {} of {} runs reproduce it there, {} of {} without", chosen->name,
-                        env_difference(chosen->env, base_v->env), chosen->reproduced, chosen->runs, base_k, base_n);
+    // The rule that chose it, then the counts it read.
+    std::string because = m_result.chosen_because.empty()
+                              ? std::string("it is the first in the profile's order that reproduces it")
+                              : m_result.chosen_because;
+    text += fmt::format("; searched under {} ({}) because {}: it reproduced in {} of {} run{} there, {} of {} without",
+                        chosen->name, env_difference(chosen->env, base_v->env), because, chosen->reproduced,
+                        chosen->runs, chosen->runs == 1 ? "" : "s", base_k, base_n);
   }
   return text;
 }

@@ -51,6 +51,7 @@ struct MatrixResult {
   std::vector<VariantSummary> variants;
   std::optional<Failure> failure;
   std::map<std::string, std::string> chosen_env;
+  std::string chosen_because;  // MatrixSummary::chosen_because
 };
 
 class MatrixPhase {

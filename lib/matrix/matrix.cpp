@@ -23,10 +23,14 @@ std::vector<const Variant*> matrix_variants(const Profile& profile, const UserCo
   for (const Variant& v : user.variants) {
     for (const Variant* earlier : variants) {
       if (earlier->name == v.name) {
-        throw Error(ErrorKind::usage,
-                    fmt::format("variant '{}' in {} is already in the {} profile "
-                                "(rename it, or set 'variants_mode: replace')",
-                                v.name, user.path.empty() ? "the config" : user.path, profile.backend));
+        // A config error, located like the parser's ("FILE:LINE:COL: error: ...").
+        std::string where = user.path.empty() ? std::string("the config") : user.path;
+        if (!user.path.empty() && v.line > 0) {
+          where = fmt::format("{}:{}:{}", user.path, v.line, v.column);
+        }
+        throw ConfigError(fmt::format("{}: error: variant '{}' is already in the {} profile (rename it, or set "
+                                      "'variants_mode: replace')",
+                                      where, v.name, profile.backend));
       }
     }
     variants.push_back(&v);
@@ -112,6 +116,49 @@ bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no
   return false;
 }
 
+std::string variant_schedule(const Variant& v, const Profile& profile, bool device) {
+  int n = v.repeats.value_or(profile.repeats);
+  auto runs = [](int k) { return fmt::format("{} run{}", k, k == 1 ? "" : "s"); };
+  std::string program = run_under_program(v);
+  std::string where = program.empty() ? "" : fmt::format(", where {} is on PATH", program);
+  switch (v.when) {
+    case RunWhen::always: return fmt::format("always{}, {}", where, runs(n));
+    case RunWhen::failure: return fmt::format("only when the baseline failed{}, {}", where, runs(n));
+    case RunWhen::fault:
+      return fmt::format("{}{}, {}",
+                         device ? "only after a fault (a crash, an error or a device assert)" : "only after a crash",
+                         where, runs(n));
+    case RunWhen::flaky:
+      return fmt::format("only when the baseline environment's runs disagree (flaky){}, {}, after the others", where,
+                         runs(n));
+    case RunWhen::failure_or_flaky:
+      return fmt::format("after the others{}: its first run when every run of the baseline environment failed; {} "
+                         "when they disagree (flaky)",
+                         where, runs(n));
+  }
+  return "";
+}
+
+std::string matrix_plan_text(const std::vector<PlannedRun>& plan, MatrixStage stage) {
+  auto count = [&](int stage_no, bool flaky) {
+    MatrixStage st = stage;
+    st.flaky = flaky;
+    return std::count_if(plan.begin(), plan.end(), [&](const PlannedRun& r) { return runs_at_stage(r, st, stage_no); });
+  };
+  auto runs = [](long n) { return fmt::format("{} run{}", n, n == 1 ? "" : "s"); };
+  long first = count(1, false), steady = count(2, false), flaky = count(2, true);
+  std::string text = first > 0 ? runs(first) : std::string("no runs");
+  if (steady == flaky && steady > 0) {
+    return text + fmt::format(", then {} more", steady);
+  }
+  if (steady > 0 || flaky > 0) {
+    std::string more = steady > 0 ? fmt::format("then {} more after a steady failure", steady)
+                                  : std::string("then none after a steady failure");
+    return text + fmt::format(", {} ({} if the baseline environment's runs disagree)", more, flaky);
+  }
+  return text;
+}
+
 MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
   MatrixSummary summary;
   for (const RunOutcome& run : runs) {
@@ -167,6 +214,11 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
   const std::map<std::string, std::string>* base_env =
       summary.variants.empty() ? nullptr : &summary.variants.front().env;
   const VariantResult* best = nullptr;
+  // What a variant was compared with, as the verdict names it: the runs of
+  // the baseline's environment are pooled (baseline and repeat).
+  auto named = [&](const VariantResult& v) {
+    return base_env != nullptr && v.env == *base_env ? std::string("the baseline environment") : v.variant;
+  };
   for (const VariantResult& r : summary.variants) {
     if (r.reproduced == 0) {
       continue;
@@ -175,12 +227,19 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
       best = &r;
     } else if (rate(r) == rate(*best) && r.localizes_faults && !best->localizes_faults &&
                summary.failure == OutcomeKind::crash) {
+      summary.chosen_because = fmt::format("it localizes faults (a crash happens inside the kernel that makes it) "
+                                           "and reproduces as often as {}",
+                                           named(*best));
       best = &r;
     } else if (base_env != nullptr && best->env == *base_env && rate(*best) == 1.0) {
       continue;  // the plain environment reproduces every time
-    } else if (smoothed(r) > smoothed(*best) ||
-               (smoothed(r) == smoothed(*best) && rate(r) == 1.0 && rate(*best) < 1.0)) {
-      best = &r;  // a tie goes to the environment that failed every run (5 of 5 over 11 of 12)
+    } else if (smoothed(r) > smoothed(*best)) {
+      summary.chosen_because = fmt::format("it reproduces more reliably than {}", named(*best));
+      best = &r;
+    } else if (smoothed(r) == smoothed(*best) && rate(r) == 1.0 && rate(*best) < 1.0) {
+      // A tie goes to the environment that failed every run (5 of 5 over 11 of 12).
+      summary.chosen_because = fmt::format("every run of it reproduced, not every run of {}", named(*best));
+      best = &r;
     }
   }
   if (best != nullptr) {

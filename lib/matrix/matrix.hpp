@@ -33,6 +33,19 @@ struct MatrixStage {
 // stage 2: `flaky`, when the stage says so).
 bool runs_at_stage(const PlannedRun& run, const MatrixStage& stage, int stage_no);
 
+// What the matrix after the baseline will run, for a baseline that ended
+// as `stage.baseline`: "7 runs, then 1 more after a steady failure (5 if the
+// baseline environment's runs disagree)"; "no runs" when none. `plan`: the
+// whole plan, baseline first.
+std::string matrix_plan_text(const std::vector<PlannedRun>& plan, MatrixStage stage);
+
+// When a profile's variant runs and how many times, in words: "always, 3
+// runs", "only when the baseline failed, 1 run", "after a fault, where
+// compute-sanitizer is on PATH, 1 run". What docs/run.md's flags tables
+// say (a test reads them against the built-in profiles). `device`: a GPU
+// profile, where an error or a device assert is a fault too.
+std::string variant_schedule(const Variant& v, const Profile& profile, bool device);
+
 // A variant may run the runner under a tool: its env sets
 // AOTI_BISECT_RUN_UNDER to a command line (`compute-sanitizer --tool
 // memcheck`) that the driver puts before the runner's own (phase/children).
@@ -62,6 +75,8 @@ struct MatrixSummary {
   std::optional<OutcomeKind> failure;     // the failure kind, if any run failed
   std::vector<VariantResult> variants;    // baseline first, in plan order
   std::optional<std::string> chosen;      // the most deterministic reproducing variant
+  std::string chosen_because;             // the rule that chose it, in words ("it localizes faults and
+                                          // reproduces as often"); "" for the first that reproduced
   bool deterministic = false;             // every run with the chosen variant's environment reproduced
   int total_runs = 0;
   int total_reproduced = 0;

@@ -163,7 +163,8 @@ std::string describe_constant(const ConstantInfo& c) {
     for (size_t i = 0; i < c.shape.size(); ++i) {
       shape += (i ? ", " : "") + std::to_string(c.shape[i]);
     }
-    return "frozen weight [" + shape + "]" + (c.opaque ? " in oneDNN layout" : "");
+    // Packed for oneDNN, it is a weight; a dense one may be a folded bias.
+    return c.opaque ? "frozen weight [" + shape + "] in oneDNN layout" : "frozen constant [" + shape + "]";
   }
   std::string kind = c.kind.empty() ? "constant" : c.kind;
   return kind + " " + (c.fqn.empty() ? c.name : c.fqn) + (c.opaque ? " (oneDNN layout)" : "");

@@ -1,5 +1,6 @@
 #include "package/inspect.hpp"
 
+#include <set>
 #include <fmt/format.h>
 
 #include "common/files.hpp"
@@ -96,7 +97,19 @@ nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model
 std::string inspect_table(const Package& pkg, const std::string& model) {
   std::string out;
   out += fmt::format("package      {}\n", display_path(pkg.path()));
-  out += fmt::format("torch        {}\n", pkg.torch_version().empty() ? "(not recorded)" : pkg.torch_version());
+  // One statement of the torch: the archive's own record, else what the
+  // models' compile commands say (the "built with" lines below).
+  std::string torch = pkg.torch_version();
+  if (torch.empty()) {
+    std::set<std::string> versions;
+    for (const ModelFiles* m : chosen(pkg, model)) {
+      versions.insert(built_with(pkg, *m).version);
+    }
+    torch = versions.size() == 1 && !versions.begin()->empty()
+                ? fmt::format("{} (from the compile command; the archive records no version)", *versions.begin())
+                : std::string("not recorded in the archive (see each model's \"built with\")");
+  }
+  out += fmt::format("torch        {}\n", torch);
   out += fmt::format("exported     {}\n", pkg.exported_programs().empty()
                                             ? std::string("no exported program inside")
                                             : fmt::format("{}", fmt::join(pkg.exported_programs(), ", ")));

@@ -279,8 +279,11 @@ struct ProcessSet::Child {
 
   // Sends TERM to the group once the child is to stop, KILL after the grace.
   void escalate(Clock::time_point now) {
-    if (!stop_reason && spec.timeout_s > 0 && now - started >= seconds(spec.timeout_s)) {
+    if (!stop_reason && spec.timeout_s > 0 && now - started >= seconds(spec.timeout_s) && !exited()) {
+      // A child that ended before this look is judged by its exit, not by
+      // when the driver noticed.
       stop_reason = How::timed_out;
+      status.limit_s = spec.timeout_s;
     }
     if (!stop_reason) {
       return;
@@ -293,6 +296,16 @@ struct ProcessSet::Child {
       ::kill(-pid, SIGKILL);
       kill_sent = true;
     }
+  }
+
+  // Whether the child has ended (its status is left to reap).
+  bool exited() const {
+    siginfo_t info{};
+    int rc;
+    do {
+      rc = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (rc < 0 && errno == EINTR);
+    return rc == 0 && info.si_pid != 0;
   }
 
   // Reaps the child if it has ended. A child that was stopped has the rest of
@@ -337,7 +350,7 @@ std::string ExitStatus::describe() const {
     case How::signaled:
       return fmt::format("signal {} ({}){}", signal, signal_name(signal),
                          core_dumped ? " (core dumped)" : "");
-    case How::timed_out: return fmt::format("timeout after {:.1f} s", seconds);
+    case How::timed_out: return fmt::format("no exit within {:g} s", limit_s > 0 ? limit_s : seconds);
     case How::interrupted: return "interrupted";
     case How::spawn_failed: return "spawn failed: " + spawn_error;
   }

@@ -43,6 +43,7 @@ struct ExitStatus {
   bool core_dumped = false;
   double seconds = 0;        // wall time from spawn to reap
   double stopped_at = 0;     // timed_out/interrupted: steady-clock seconds (CLOCK_MONOTONIC) when the stop began
+  double limit_s = 0;        // timed_out: the limit it ran past (SpawnSpec::timeout_s)
   std::string stdout_tail;   // last tail_bytes of the streams
   std::string stderr_tail;
   std::string spawn_error;   // how == spawn_failed: "execve '/path/to/prog': No such file or directory"

@@ -31,6 +31,7 @@ const std::vector<EventInfo>& event_table() {
       {EventKind::error, "error"},
       {EventKind::fatal, "fatal"},
       {EventKind::signal, "signal"},
+      {EventKind::time_limit, "time_limit"},
       {EventKind::done, "done"},
   };
   return table;

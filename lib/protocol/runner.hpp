@@ -17,6 +17,7 @@ enum class RunnerExit : int {
   input_mismatch = 11, // inputs do not fit the model; event "input_mismatch"
   cannot_test = 12,    // inputs, reference or package unreadable; event "fatal"
   internal = 13,       // anything else; event "fatal"
+  time_limit = 14,     // a call of the model ran past --time-limit; event "time_limit"
 };
 
 // `aoti-bisect-runner --versions` (its only argument): no run; one JSON line
@@ -51,6 +52,7 @@ enum class EventKind {
   error,           // the model raised (then exit 10)
   fatal,           // the runner could not go on (then exit 12 or 13)
   signal,          // written from a fatal-signal handler
+  time_limit,      // a call of the model ran past --time-limit (`seconds`), written from its timer (then exit 14)
   done,            // the protocol's closing event
   unknown,         // a line this version does not know
 };

@@ -112,6 +112,7 @@ nlohmann::json to_json(const Comparison& c) {
           {"max_abs_error", json_number(c.max_abs_error)},
           {"max_rel_error", json_number(c.max_rel_error)},
           {"mismatched", c.mismatched},
+          {"nonfinite_mismatched", c.nonfinite_mismatched},
           {"total", c.total},
           {"worst_output", c.worst_output},
           {"note", c.note}};
@@ -157,6 +158,7 @@ Comparison comparison_from_json(const nlohmann::json& j) {
   c.max_abs_error = j.contains("max_abs_error") ? number_from_json(j["max_abs_error"]) : 0.0;
   c.max_rel_error = j.contains("max_rel_error") ? number_from_json(j["max_rel_error"]) : 0.0;
   c.mismatched = j.value("mismatched", int64_t{0});
+  c.nonfinite_mismatched = j.value("nonfinite_mismatched", int64_t{-1});  // -1: a runner that does not say
   c.total = j.value("total", int64_t{0});
   c.worst_output = j.value("worst_output", "");
   c.note = j.value("note", "");

@@ -62,9 +62,10 @@ struct Comparison {           // outputs against the reference
   bool within_tolerance = true;
   double atol = 0;
   double rtol = 0;
-  double max_abs_error = 0;
+  double max_abs_error = 0;   // over the elements finite on both sides
   double max_rel_error = 0;
   int64_t mismatched = 0;     // elements outside tolerance (NaN position mismatches included)
+  int64_t nonfinite_mismatched = 0;  // of those, where NaN/Inf sit on one side only (or differ)
   int64_t total = 0;
   std::string worst_output;   // name of the output holding the worst element
   std::string note;           // e.g. "NaN positions differ in output 0"

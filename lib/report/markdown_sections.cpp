@@ -129,7 +129,7 @@ std::string root_cause_text(const RootCause& r) {
       out += table_row({"intermediate", code(st.expression)});
       out += table_row({"element", (at.empty() ? std::string("the kernel's top level") : join(at, ", ")) + stored});
       out += table_row({"operands there", operands.empty() ? std::string("none (no intermediate)") : join(operands, ", ")});
-      out += table_row({"made", fmt::format("{} at {} element{}{}", st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf",
+      out += table_row({"made", fmt::format("{} {} time{}{}", st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf",
                                             st.elements, st.elements == 1 ? "" : "s",
                                             st.operation.empty() ? "" : " (" + st.operation + ")")});
       if (!st.op.empty()) {

@@ -19,6 +19,8 @@ inline constexpr int k_report_schema_version = 1;
 
 struct RunRecord {
   std::string id;                             // "baseline", "launch_blocking.2"
+  std::string group = "matrix";               // the part of the job that ran it: "matrix", "search",
+                                              // "compare", "batches" (ChildRequest::group)
   std::string variant;
   int repeat = 0;
   std::map<std::string, std::string> env;     // variables this run set
@@ -238,7 +240,7 @@ struct IntermediateStep {
   std::string output_tensor;          // the argument that element is stored into ("buf7"), "" unknown
   std::vector<int64_t> output_index;  // its index there
   std::vector<std::pair<std::string, std::string>> operands;  // what it read there ({"tmp6", "0"})
-  int64_t elements = 0;               // elements at which this statement made them
+  int64_t elements = 0;               // times it made them (lanes a vector computes past the data included)
   std::string operation;              // what the operands make of it ("0/0", "log of a negative value"), "" when not one of those
   std::string op;                     // the graph op it comes from where the package names one, else ""
 };

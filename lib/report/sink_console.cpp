@@ -134,6 +134,9 @@ std::string report_to_console(const Report& r, bool color) {
   if (!r.matrix.empty()) {
     out += matrix_lines(r.matrix, paint);
   }
+  if (!r.runs.empty()) {
+    out += fmt::format("ran: {} in {:.1f} s\n", runs_text(r), r.total_seconds);
+  }
   if (!r.reproduce_command.empty() && r.verdict != Verdict::clean) {
     out += fmt::format("reproduce:\n  {}\n", one_line(r.reproduce_command));
   }

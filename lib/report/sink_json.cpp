@@ -133,6 +133,7 @@ Json run_json(const RunRecord& run) {
   }
   return Json{
       {"id", run.id},
+      {"group", run.group},
       {"variant", run.variant},
       {"repeat", run.repeat},
       {"env", env_json(run.env)},
@@ -224,7 +225,7 @@ Json root_cause_json(const RootCause& r) {
                                         ? Json(nullptr)
                                         : Json{{"tensor", st.output_tensor}, {"index", st.output_index}}},
                          {"operands", std::move(operands)},
-                         {"elements", st.elements},
+                         {"times", st.elements},
                          {"operation", text_or_null<Json>(st.operation)},
                          {"op", text_or_null<Json>(st.op)}});
   }
@@ -523,6 +524,10 @@ std::string report_to_json(const Report& r) {
   j["runs"] = Json::array();
   for (const auto& run : r.runs) {
     j["runs"].push_back(run_json(run));
+  }
+  j["run_counts"] = Json::object();  // runs[] by group: what every count the reports print adds up
+  for (const auto& [group, n] : report_text::runs_by_group(r)) {
+    j["run_counts"][group] = n;
   }
   j["batches"] = batches_json(r.batches);
   j["needs_history"] = r.needs_history ? Json(*r.needs_history) : Json(nullptr);

@@ -1,4 +1,4 @@
-// junit.xml: one testsuite, one testcase per run plus a final "verdict"
+// junit.xml: one testsuite per part of the job (its runs), then a "verdict"
 // testcase, so CI systems show the failure next to the other tests.
 // A run fails when its outcome is not ok; the verdict fails unless clean and
 // is an <error> when the tool could not test or failed itself.
@@ -54,9 +54,8 @@ std::string verdict_case(const Report& r, const std::string& classname) {
   }
   if (r.failure) {
     body += (body.empty() ? "" : "\n");
-    body += fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nreproduced: {} of {} runs",
-                       outcome_name(r.failure->kind), one_line(r.failure->first_line), first_check(*r.failure),
-                       r.failure->reproduced, r.failure->runs);
+    body += fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nhow often: {}", outcome_name(r.failure->kind),
+                       one_line(r.failure->first_line), first_check(*r.failure), how_often(*r.failure));
     if (!r.failure->signature.empty()) {
       body += "\nsignature: " + r.failure->signature;
     }
@@ -79,24 +78,32 @@ std::string verdict_case(const Report& r, const std::string& classname) {
 
 }  // namespace
 
+// One testsuite per part of the job that ran children ("flag matrix",
+// "search", ...), each with its runs, then a "verdict" testsuite with the
+// verdict's one case: the runs counted here are report.json's run_counts.
 std::string report_to_junit(const Report& r) {
   std::string classname = "aoti-bisect." + (r.package.model.empty() ? std::string("model") : r.package.model);
-  int failures = 0;
-  for (const auto& run : r.runs) {
-    failures += run_failed(run) ? 1 : 0;
-  }
-  int errors = 0;
-  if (r.verdict == Verdict::could_not_test || r.verdict == Verdict::internal_error) {
-    errors = 1;
-  } else if (r.verdict != Verdict::clean) {
-    failures += 1;
-  }
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
-  out += fmt::format("  <testsuite name=\"aoti-bisect\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
-                     r.runs.size() + 1, failures, errors, seconds(r.total_seconds));
-  for (const auto& run : r.runs) {
-    out += run_case(run, classname);
+  for (const auto& [group, n] : runs_by_group(r)) {
+    int failures = 0;
+    double time = 0;
+    std::string cases;
+    for (const auto& run : r.runs) {
+      if (run.group == group) {
+        failures += run_failed(run) ? 1 : 0;
+        time += run.seconds;
+        cases += run_case(run, classname);
+      }
+    }
+    std::string name = group == "matrix" ? "flag matrix" : group;
+    out += fmt::format("  <testsuite name=\"aoti-bisect: {}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{}\">\n",
+                       xml(name), n, failures, seconds(time));
+    out += cases + "  </testsuite>\n";
   }
+  bool is_error = r.verdict == Verdict::could_not_test || r.verdict == Verdict::internal_error;
+  bool failed = !is_error && r.verdict != Verdict::clean;
+  out += fmt::format("  <testsuite name=\"aoti-bisect: verdict\" tests=\"1\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
+                     failed ? 1 : 0, is_error ? 1 : 0, seconds(r.total_seconds));
   out += verdict_case(r, classname);
   return out + "  </testsuite>\n</testsuites>\n";
 }

@@ -74,7 +74,7 @@ std::string batches_section(const Report& r) {
   constexpr size_t k_rows = 20;
   for (size_t i = 0; i < r.batches.size() && i < k_rows; ++i) {
     const BatchRecord& b = r.batches[i];
-    out += table_row({std::to_string(b.index), code(b.file), code(b.outcome),
+    out += table_row({std::to_string(b.index + 1), code(b.file), code(b.outcome),
                       b.first_line.empty() ? "" : code(b.first_line)});
   }
   if (r.batches.size() > k_rows) {
@@ -86,7 +86,7 @@ std::string batches_section(const Report& r) {
     for (const auto& g : r.batch_groups) {
       std::vector<std::string> idx;
       for (int b : g.batches) {
-        idx.push_back(std::to_string(b));
+        idx.push_back(std::to_string(b + 1));  // numbered from 1, as the table above
       }
       out += table_row({code(g.signature), code(g.kind), g.first_line.empty() ? "" : code(g.first_line),
                         fmt::format("{}", fmt::join(idx, ", "))});
@@ -134,25 +134,19 @@ std::string what_failed(const Report& r) {
   if (!f.signature.empty()) {
     out += fmt::format("- **Signature:** {}\n", code(f.signature));
   }
-  out += fmt::format("- **How often:** {} of {} runs", f.reproduced, f.runs);
+  out += "- **How often:** " + plain(how_often(f));
   if (!f.reproducing_variant.empty()) {
     out += fmt::format("; reproducing variant {} ({})", code(f.reproducing_variant),
                        f.deterministic ? "deterministic" : "flaky");
   }
   out += "\n";
-  // The flag matrix's runs (they come first) whose outcome is not the
-  // failure: what a flaky failure looked like when it did not reproduce.
-  size_t matrix_runs = 0;
-  for (const auto& v : r.matrix) {
-    matrix_runs += static_cast<size_t>(v.runs);
-  }
+  // The flag matrix's runs whose outcome is not the failure: what a flaky
+  // failure looked like when it did not reproduce.
   std::vector<std::string> others;
-  for (size_t i = 0, seen = 0; i < r.runs.size() && seen < matrix_runs; ++i) {
-    const RunRecord& run = r.runs[i];
-    if (run.variant == "alone") {
-      continue;  // the failing batch alone, before the matrix (## Batches)
+  for (const RunRecord& run : r.runs) {
+    if (run.group != "matrix") {
+      continue;  // the search's, the batches' (## Batches)
     }
-    ++seen;
     if (run.outcome != f.kind) {
       others.push_back(fmt::format("{} {} ({})", code(run.id), code(std::string(outcome_name(run.outcome))),
                                    plain(run.exit)));
@@ -377,7 +371,7 @@ std::string package(const Report& r) {
 }
 
 std::string footer(const Report& r) {
-  return fmt::format("_{} runs in {:.1f} s; every run is in `report.json`._\n", r.runs.size(), r.total_seconds);
+  return fmt::format("_{} in {:.1f} s; every run is in `report.json`._\n", runs_text(r), r.total_seconds);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "report/sink_text.hpp"
 #include "common/text.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -84,14 +85,26 @@ std::string batch_summary(const Report& r) {
   }
   const FailingBatch& b = *r.failure->batch;
   const char* unit = b.calls ? "call" : "batch";
-  std::string out = fmt::format("{} {} of {} ({}) failed first", unit, b.calls ? b.index + 1 : b.index,
-                                r.batches.size(), one_line(b.file));
+  // Numbered from 1, like call sites (report.json's `index` is 0-based).
+  std::string out = fmt::format("{} {} of {} ({}) failed first", unit, b.index + 1, r.batches.size(),
+                                one_line(b.file));
   if (b.index > 0 && r.needs_history) {
     out += *r.needs_history ? fmt::format("; it fails only after the {} before it (alone it does not)",
                                           b.calls ? "calls" : "batches")
                             : "; it fails alone too";
   }
   return out;
+}
+
+std::string how_often(const Failure& f) {
+  std::string runs = fmt::format("{} run{}", f.runs, f.runs == 1 ? "" : "s");
+  if (f.kind == OutcomeKind::nondeterministic) {
+    return fmt::format("{} of the baseline environment's {} gave other outputs than the first", f.reproduced, runs);
+  }
+  if (f.kind == OutcomeKind::input_mismatch) {
+    return fmt::format("the inputs refused in {} of {}", f.reproduced, runs);
+  }
+  return fmt::format("{} of the flag matrix's {}", f.reproduced, runs);
 }
 
 std::string first_check(const Failure& failure) {
@@ -157,18 +170,55 @@ std::string coredump_summary(const CoreDumpReading& d) {
   return one_line(out);
 }
 
+std::vector<std::pair<std::string, int>> runs_by_group(const Report& report) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const RunRecord& run : report.runs) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& g) { return g.first == run.group; });
+    if (it == out.end()) {
+      out.emplace_back(run.group, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  return out;
+}
+
+std::string group_phrase(const std::string& group) {
+  if (group == "matrix") {
+    return "of the flag matrix";
+  }
+  if (group == "search") {
+    return "of the search";
+  }
+  if (group == "compare") {
+    return "to compare outputs";
+  }
+  if (group == "batches") {
+    return "of the batches";
+  }
+  return "of " + group;
+}
+
+std::string runs_text(const Report& report) {
+  std::vector<std::string> parts;
+  for (const auto& [group, n] : runs_by_group(report)) {
+    parts.push_back(fmt::format("{} {}", n, group_phrase(group)));
+  }
+  size_t n = report.runs.size();
+  std::string out = fmt::format("{} run{}", n, n == 1 ? "" : "s");
+  return parts.empty() ? out : fmt::format("{} ({})", out, fmt::join(parts, ", "));
+}
+
 std::string builds_summary(const Builds& builds) {
-  int total = builds.count + builds.cache_hits;
-  if (total <= 0) {
+  // The same two numbers as report.json's builds.count and builds.cache_hits.
+  if (builds.count + builds.cache_hits <= 0) {
     return "";
   }
-  std::string noun = total == 1 ? "build" : "builds";
-  if (builds.count == 0) {
-    return fmt::format("{} {} ({})", total, noun, total == 1 ? "cache hit" : "cache hits");
-  }
-  std::string out = fmt::format("{} {}, {:.1f} s", total, noun, builds.seconds);
+  std::string out = builds.count == 0 ? std::string("no build run")
+                                      : fmt::format("{} build{} run, {:.1f} s", builds.count,
+                                                    builds.count == 1 ? "" : "s", builds.seconds);
   if (builds.cache_hits > 0) {
-    out += fmt::format(" ({} {})", builds.cache_hits, builds.cache_hits == 1 ? "cache hit" : "cache hits");
+    out += fmt::format(", {} from the cache", builds.cache_hits);
   }
   return out;
 }

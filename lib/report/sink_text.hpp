@@ -33,6 +33,11 @@ std::string signal_string(int sig);
 // only after the calls before it (alone it passes)"; "" for one batch.
 std::string batch_summary(const Report& report);
 
+// How often the failure showed, and over which runs: "9 of the flag
+// matrix's 9 runs"; for outputs that differ between runs, "3 of the
+// baseline environment's 4 runs gave other outputs than the first".
+std::string how_often(const Failure& failure);
+
 // The failure's first check, falling back to the outcome table.
 std::string first_check(const Failure& failure);
 
@@ -49,13 +54,24 @@ std::string culprit_summary(const Culprit& culprit);
 // core dump's reading in one line.
 std::string coredump_summary(const CoreDumpReading& d);
 
-// "1 build (cache hit)", "1 build, 12.3 s", "2 builds, 30.1 s (1 cache hit)";
+// "no build run, 1 from the cache", "1 build run, 12.3 s", "2 builds run, 30.1 s, 1 from the cache";
 // "" when nothing was built or taken from the cache.
 std::string builds_summary(const Builds& builds);
 
-// "bisect, 4 runs of 6 planned, 1 build (cache hit)"; the status is named
+// "bisect, 4 runs of 6 planned, no build run, 1 from the cache"; the status is named
 // unless it is "found". One line.
 std::string bisection_summary(const Bisection& bisection, const Builds& builds);
+
+// report.runs counted by the part of the job that ran them, in the order
+// the groups first ran: {{"matrix", 9}, {"search", 2}}.
+std::vector<std::pair<std::string, int>> runs_by_group(const Report& report);
+
+// "of the flag matrix", "of the search", "to compare outputs", "of the batches".
+std::string group_phrase(const std::string& group);
+
+// "11 runs (9 of the flag matrix, 2 of the search)"; "1 run (1 of the flag
+// matrix)". Every count the sinks print of report.runs is this one.
+std::string runs_text(const Report& report);
 
 // Whether a run's outcome counts as failed in the sinks.
 inline bool run_failed(const RunRecord& run) { return run.outcome != OutcomeKind::ok; }

@@ -12,6 +12,7 @@
 #include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/hooks.hpp"
+#include "repro/source_text.hpp"
 
 namespace aoti_bisect {
 
@@ -70,11 +71,6 @@ std::vector<std::string> names_in(std::string_view text) {
     }
   }
   return out;
-}
-
-bool names(std::string_view text, const std::string& name) {
-  auto all = names_in(text);
-  return std::find(all.begin(), all.end(), name) != all.end();
 }
 
 // `auto tmp7 = EXPR;` or `tmp_acc0 = EXPR;` (one line). Typed declarations
@@ -217,16 +213,7 @@ bool address_word(const std::string& w) {
 TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::string& kernel,
                                  const std::string& probe_header) {
   TracedKernel tk;
-  size_t def = std::string::npos;
-  for (size_t at = cpp_text::find_call(kernel_cpp, kernel); at != std::string::npos;
-       at = cpp_text::find_call(kernel_cpp, kernel, at + 1)) {
-    size_t line_start = kernel_cpp.rfind('\n', at);
-    line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    if (kernel_cpp.substr(line_start, at - line_start).find("extern \"C\"") != std::string::npos) {
-      def = line_start;
-      break;
-    }
-  }
+  size_t def = repro::kernel_definition_start(kernel_cpp, kernel);
   size_t params_end = def == std::string::npos
                           ? std::string::npos
                           : cpp_text::after_closing_bracket(kernel_cpp, cpp_text::find_call(kernel_cpp, kernel, def) +

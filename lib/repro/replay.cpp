@@ -40,7 +40,13 @@ int param_role(const std::string& param) {
   if (name.rfind("out_ptr", 0) == 0) {
     return 2;
   }
-  return 1;
+  if (name.rfind("in_ptr", 0) == 0) {
+    return 1;
+  }
+  // Other names (a CPP GEMM template's `const bfloat16* X, ..., bfloat16* Y`):
+  // a pointer to const is read, any other pointer written.
+  bool pointer = param.find('*') != std::string::npos;
+  return pointer && param.find("const") == std::string::npos ? 2 : 1;
 }
 
 const ProbeStats* stats_of(const Culprit& c, const std::string& name) {

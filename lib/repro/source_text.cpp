@@ -82,16 +82,30 @@ std::vector<std::string> call_arguments(const std::string& call) {
   return split_call_arguments(std::string_view(call).substr(open));  // the wrapper parser's own splitting
 }
 
-std::string replay_kernel_source(const std::string& src, const std::string& kernel) {
-  size_t p = std::string::npos;
+size_t repro::kernel_definition_start(const std::string& src, const std::string& kernel) {
   for (size_t at = find_call(src, kernel); at != std::string::npos; at = find_call(src, kernel, at + 1)) {
-    size_t line_start = src.rfind('\n', at);
-    line_start = line_start == std::string::npos ? 0 : line_start + 1;
-    if (src.substr(line_start, at - line_start).find("extern \"C\"") != std::string::npos) {
-      p = line_start;
-      break;
+    size_t ext = src.rfind("extern \"C\"", at);
+    if (ext == std::string::npos) {
+      continue;
+    }
+    // `extern "C"  void  NAME(`, or over two lines (a CPP GEMM template's
+    // `extern "C" \nvoid NAME(`): only the return type between them.
+    std::string_view between = std::string_view(src).substr(ext + 10, at - ext - 10);
+    bool type_only = std::all_of(between.begin(), between.end(), [](char c) {
+      return is_ident_char(c) || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '*';
+    });
+    size_t params_end = after_closing_bracket(src, at + kernel.size());
+    size_t body = params_end == std::string::npos ? std::string::npos : src.find_first_not_of(" \t\r\n", params_end);
+    if (type_only && body != std::string::npos && src[body] == '{') {
+      size_t line_start = src.rfind('\n', ext);
+      return line_start == std::string::npos ? 0 : line_start + 1;
     }
   }
+  return std::string::npos;
+}
+
+std::string replay_kernel_source(const std::string& src, const std::string& kernel) {
+  size_t p = kernel_definition_start(src, kernel);
   if (p == std::string::npos) {
     return "";
   }
@@ -101,9 +115,22 @@ std::string replay_kernel_source(const std::string& src, const std::string& kern
   if (end == std::string::npos) {
     return "";
   }
-  // What precedes it since the previous top-level definition ended.
-  size_t prev = src.rfind("\n}", p);
-  size_t from = prev == std::string::npos ? 0 : prev + 2;
+  // What precedes it since the previous kernel's definition ended: its
+  // includes, and the helpers a template kernel calls (a CPP GEMM
+  // template's micro-kernels).
+  size_t from = 0;
+  for (size_t e = src.rfind("extern \"C\"", p == 0 ? 0 : p - 1); e != std::string::npos && e < p;
+       e = e == 0 ? std::string::npos : src.rfind("extern \"C\"", e - 1)) {
+    size_t open = src.find('{', e);
+    size_t semi = src.find(';', e);
+    if (open != std::string::npos && open < p && (semi == std::string::npos || open < semi)) {
+      size_t close = after_closing_bracket(src, open);
+      if (close != std::string::npos && close <= p) {
+        from = close;
+        break;
+      }
+    }
+  }
   std::string prefix;
   for (const auto& l : cpp_text::split_lines_copy(src.substr(from, p - from))) {
     auto t = trim(l);

@@ -13,6 +13,9 @@ namespace aoti_bisect::repro {
 using cpp_text::after_closing_bracket;
 using cpp_text::find_call;
 using cpp_text::is_ident_char;
+// Where the definition of cpp kernel `kernel` starts (its `extern "C"`
+// line, which may be the line before the name); npos when not there.
+size_t kernel_definition_start(const std::string& source, const std::string& kernel);
 // Identifiers in an expression that are neither called nor members.
 std::vector<std::string> identifiers(const std::string& text);
 // The line before 1-based `line`, inside run_impl, that declares `id`

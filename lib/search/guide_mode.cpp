@@ -117,6 +117,7 @@ class GuideSearch {
       ++m_run_no;
       ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
                         std::nullopt, {}, true, m_s.batches};
+      creq.group = "search";
       ChildResult res = m_job.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};

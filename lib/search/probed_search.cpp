@@ -26,6 +26,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
                    !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path(), false,
                    m_s.batches};
   req.fresh = purpose == "evidence";  // the confirmation runs in a fresh process (docs/runner.md)
+  req.group = "search";
   return m_job.runs.run(req);
 }
 
@@ -127,7 +128,8 @@ Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrac
     return mismatch_answer(res.cls, sites, lo, hi);
   }
   RunTrace trace = read != nullptr ? *read : trace_from_events(res.events);
-  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at, m_job.settings.timeout_s)) {
+  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at > 0 ? res.status.stopped_at : res.cls.stopped_at,
+                                m_job.settings.timeout_s)) {
     Probe p;
     p.runs = 1;
     p.note = *why;
@@ -299,7 +301,9 @@ BisectOutcome ProbedSearch::run() {
     m_job.recorder.bisection(m_bis);
     return *stop;
   }
-  if (auto why = slow_not_stuck(trace.cls.kind, m_trace, trace.status.stopped_at, m_job.settings.timeout_s)) {
+  if (auto why = slow_not_stuck(trace.cls.kind, m_trace,
+                                trace.status.stopped_at > 0 ? trace.status.stopped_at : trace.cls.stopped_at,
+                                m_job.settings.timeout_s)) {
     m_bis.status = "error";
     m_bis.message = *why;
     m_job.recorder.bisection(m_bis);

@@ -6,6 +6,7 @@
 #include "search/probed_search.hpp"
 #include "evidence/producer.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -76,7 +77,9 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     record_reach(m_bis, *reach);
     if (reach->followed && reach->culprit && *reach->culprit != k && !moved) {
       m_job.recorder.progress().note(fmt::format(
-          "call site {} made NaN/Inf first, but the outputs' come from call site {}: taking the evidence there", k,
+          "the search named call site {} (the first to make NaN or Inf its inputs did not hold), but the outputs' "
+          "NaN/Inf come from call site {}: taking the evidence there",
+          k,
           *reach->culprit));
       m_job.recorder.bisection(m_bis);
       return culprit(*reach->culprit, trace, true, confirm);
@@ -88,7 +91,10 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     return {Verdict::not_isolated, *failed, ""};
   }
   if (confirm && m_pred != Predicate::mismatch) {  // the self-check was the confirmation
-    m_bis.steps.push_back({1, k, "confirm", "reproduces", 1, 1, "the evidence run's self-check: " + m_bis.self_check});
+    // The step covers what the self-check saw: every launched call site where
+    // the outputs' NaN/Inf were traced back, else 1..k (the first to make them).
+    int hi = reach && reach->culprit && *reach->culprit == k ? std::max(k, m_trace.launched) : k;
+    m_bis.steps.push_back({1, hi, "confirm", "reproduces", 1, 1, "the evidence run's self-check: " + m_bis.self_check});
   }
   Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
                              evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,

@@ -8,6 +8,8 @@
 
 #include "search/probed_search.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 
 #include "common/text.hpp"
@@ -65,8 +67,12 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
   m_bis.steps.push_back({1, std::max(n_static, 1), "all", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1,
                          1, trace.cls.first_line});
   const WrapperInfo& names = m_s.wrapper.constant_info.empty() ? m_model.wrapper : m_s.wrapper;
-  // The first call site, in run order, that reads a constant holding NaN/Inf.
+  // The first call site, in run order, that reads a constant holding NaN.
+  // Inf is held on purpose (a causal mask registered as a buffer): such
+  // constants are counted and said, never named as the cause.
   int constants_read = 0;
+  std::vector<std::string> with_inf;
+  std::set<std::string> inf_named;
   for (const auto& [k, site] : m_trace.sites) {
     for (const auto& p : site.tensors) {
       bool constant = p.origin == "constant" || find_constant(names.constant_info, base_tensor_name(p.tensor));
@@ -74,14 +80,20 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
         continue;
       }
       ++constants_read;
-      if (p.before->nonfinite() == 0) {
+      if (p.before->nan_count == 0) {
+        if (p.before->inf_count > 0 && with_inf.size() < 3) {
+          std::string what = constant_text(p, names);
+          if (inf_named.insert(what).second) {  // one line per constant, however many sites read it
+            with_inf.push_back(fmt::format("{} holds {} Inf", what, p.before->inf_count));
+          }
+        }
         continue;
       }
       Culprit c = build_culprit({k, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line,
                                  m_returned_by});
       annotate_origins(c, names);
       std::string what = constant_text(p, names);
-      c.why = fmt::format("the first call site that reads a constant holding NaN/Inf: {} holds {} before its launch",
+      c.why = fmt::format("the first call site that reads a constant holding NaN: {} holds {} before its launch",
                           what, counts_text(*p.before));
       bool writes_finite = true;
       for (const auto& t : site.tensors) {
@@ -94,14 +106,14 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
           what, counts_text(*p.before),
           writes_finite ? ", and what it writes holds no NaN/Inf" : "");
       m_bis.status = "found";
-      m_bis.message = fmt::format("call site {} {} is the first to read a constant holding NaN/Inf", k, site.kernel);
+      m_bis.message = fmt::format("call site {} {} is the first to read a constant holding NaN", k, site.kernel);
       m_job.recorder.bisection(m_bis);
       Reproducer repro;
       repro.command = m_job.recorder.report().reproduce_command;
-      repro.replay_note = "no replay: the culprit was named from the constant it reads, not from its output";
+      repro.replay_note = "the culprit was named from the constant it reads, not from its output";
       m_job.recorder.culprit(c, repro);
       return {Verdict::isolated,
-              fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN/Inf ({})",
+              fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN ({})",
                           site_label(k, c.kernel), c.kind, what),
               ""};
     }
@@ -121,7 +133,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
     m_job.recorder.bisection(m_bis);
     Reproducer repro;
     repro.command = m_job.recorder.report().reproduce_command;
-    repro.replay_note = "no replay: without the exported program there is no eager value of its output";
+    repro.replay_note = "without the exported program there is no eager value of its output to judge it by";
     m_job.recorder.culprit(c, repro);
     return {Verdict::isolated,
             fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
@@ -129,8 +141,12 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
             ""};
   }
   m_bis.status = "not_found";
-  m_bis.message = fmt::format("{} call sites ran and read {} constants, none holding NaN/Inf", m_trace.launched,
-                              constants_read);
+  m_bis.message = fmt::format("{} call sites ran and read {} constants, none holding NaN{}", m_trace.launched,
+                              constants_read,
+                              with_inf.empty() ? std::string()
+                                               : "; constants holding Inf but no NaN are not named (a mask "
+                                                     "holds -inf on purpose): " +
+                                                     join(with_inf, "; "));
   m_job.recorder.bisection(m_bis);
   return {Verdict::not_isolated,
           fmt::format("{}; {}", m_model.no_node_map, m_bis.message), ""};

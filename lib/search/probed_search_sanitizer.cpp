@@ -65,6 +65,7 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
   ++m_run_no;
   ChildRequest req{fmt::format("bisect.{}.sanitizer", m_s.runs_before + m_run_no), m_s.variant, 0, env,
                    m_model.model, plan, fs::path(), false, m_s.batches};
+  req.group = "search";
   ChildResult r = m_job.runs.run(req);
   m_bis.runs = m_run_no;
   if (!r.finished) {

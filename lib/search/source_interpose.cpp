@@ -219,8 +219,13 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
     record.seconds = seconds;
     record.torch_version = s.runner_torch_version;
     rec.build(record, true);
-    rec.progress().note(fmt::format("probes: interposition, {} hooks {} in {:.2f} s", hooks.hooked.size(),
-                                    hit ? "found in the cache" : "compiled", seconds));
+    // One hook per function, however many call sites call it.
+    size_t sites = s.wrapper.call_sites.size();
+    rec.progress().note(fmt::format("probes: interposition, {} hook{} (one per function the {} call site{} call{}) {} "
+                                    "in {:.2f} s",
+                                    hooks.hooked.size(), hooks.hooked.size() == 1 ? "" : "s", sites,
+                                    sites == 1 ? "" : "s", sites == 1 ? "s" : "", hit ? "found in the cache" : "compiled",
+                                    seconds));
     ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.model = s.original;
     m.model.hooks = lib;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
 
 #include "common/error.hpp"
@@ -37,6 +38,55 @@ bool g_served = false;  // forked by the fork server (process.hpp), not exec'd
 int g_runs_before = 0;  // a persistent runner's runs before this one (process.hpp serve_persistent)
 int g_buffers_restored = -1;  // ... and the buffers this run had put back; -1: none asked
 char g_signal_lines[32][96];
+char g_time_limit_line[160];  // the event up to its "clock" value, which the handler appends
+
+// A call of the model ran past --time-limit: the event, with when on the
+// steady clock (CLOCK_MONOTONIC, as the probes' "clock"), then exit 14.
+// Async-signal-safe, from the timer's SIGALRM, whichever thread it lands on.
+void on_time_limit(int) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  char line[sizeof g_time_limit_line + 48];
+  size_t n = std::strlen(g_time_limit_line);
+  std::memcpy(line, g_time_limit_line, n);
+  char digits[24];
+  int d = 0;
+  for (auto v = static_cast<unsigned long long>(now.tv_sec); d == 0 || v > 0; v /= 10) {
+    digits[d++] = static_cast<char>('0' + v % 10);
+  }
+  while (d > 0) {
+    line[n++] = digits[--d];
+  }
+  line[n++] = '.';
+  for (long div = 100000000L, ns = now.tv_nsec; div > 0; div /= 10) {
+    line[n++] = static_cast<char>('0' + (ns / div) % 10);
+  }
+  line[n++] = '}';
+  line[n++] = '\n';
+  ab::EventWriter::append_from_signal(line, n);
+  ab::persistent_run_ends(static_cast<int>(RunnerExit::time_limit), 0);
+  _exit(static_cast<int>(RunnerExit::time_limit));
+}
+
+// Arms (seconds > 0) or disarms (0) the limit on one call of the model.
+void time_limit(double seconds) {
+  if (seconds > 0) {
+    std::snprintf(g_time_limit_line, sizeof g_time_limit_line, "{\"event\":\"%s\",\"seconds\":%.17g,\"clock\":",
+                  ab::event_name(ab::EventKind::time_limit).data(), seconds);
+    struct sigaction sa {};
+    sa.sa_handler = on_time_limit;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, nullptr);
+  }
+  itimerval t{};
+  auto whole = static_cast<time_t>(seconds);
+  t.it_value.tv_sec = whole;
+  t.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(whole)) * 1e6);
+  if (seconds > 0 && t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) {
+    t.it_value.tv_usec = 1;
+  }
+  setitimer(ITIMER_REAL, &t, nullptr);
+}
 
 // Async-signal-safe: write the prepared line, then die of the same signal.
 void on_fatal_signal(int sig) {
@@ -446,10 +496,12 @@ int run_model(const RunnerOptions& opt, ab::EventWriter& events) {
       install_plan(opt, facts, events);
     }
     events.emit(ab::EventKind::run_begin);
+    time_limit(opt.time_limit_s);
     auto err = session.run();
     if (!err) {
       err = session.synchronize();
     }
+    time_limit(0);
     if (err) {
       events.emit(ab::EventKind::error,
                   {{"message", err->message.substr(0, 16384)}, {"first_line", first_line(err->message)}});

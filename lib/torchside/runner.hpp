@@ -29,6 +29,9 @@ struct RunnerOptions {
   std::string hooks;
   std::vector<std::string> libraries;  // --load-library, loaded RTLD_GLOBAL before the model
   bool contiguous_inputs = false;
+  // --time-limit: each call of the model (after the load) ends the run at
+  // this many seconds, event "time_limit", exit 14; 0: none.
+  double time_limit_s = 0;
 };
 
 // One run (every inputs file of a batch list in turn, the probe plan on

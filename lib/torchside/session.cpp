@@ -1,3 +1,4 @@
+#include <ATen/cpu/Utils.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/torch.h>
@@ -102,6 +103,11 @@ void Session::set_output_names(std::vector<std::string> names) { m_impl->output_
 
 void Session::load_model(const fs::path& package_dir, const std::string& model, const std::string& device_key) {
   m_impl->device_key = device_key;
+  // A CPP GEMM template's AMX micro-kernel (a bfloat16 package built with
+  // max_autotune) needs the process's permission for AMX tile data, which
+  // torch's Python import asks for and a C++ program must ask for itself:
+  // without it the kernel dies of SIGILL where the user's process runs.
+  at::cpu::init_amx();
   try {
     m_impl->model = load_extracted_model(package_dir, model);
   } catch (const std::exception& e) {
@@ -310,6 +316,7 @@ Comparison Session::compare(const fs::path& reference, const ToleranceTable& tol
     ValueDiff d = diff_values(out[i], ref[i], &tol);
     c.total += out[i].numel();
     c.mismatched += d.outside;
+    c.nonfinite_mismatched += d.nonfinite;
     double max_abs = d.nonfinite > 0 ? std::numeric_limits<double>::infinity() : d.max_abs;
     double bound = tol.atol + tol.rtol * d.scale;
     double ratio = bound > 0 ? max_abs / bound : (max_abs > 0 ? std::numeric_limits<double>::infinity() : 0);
@@ -319,10 +326,9 @@ Comparison Session::compare(const fs::path& reference, const ToleranceTable& tol
       c.atol = tol.atol;
       c.rtol = tol.rtol;
     }
-    if (d.nonfinite == 0) {
-      c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
-      c.max_rel_error = std::max(c.max_rel_error, d.scale > 0 ? d.max_abs / d.scale : 0.0);
-    }
+    // Over the elements finite on both sides, whatever the others hold.
+    c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
+    c.max_rel_error = std::max(c.max_rel_error, d.scale > 0 ? d.max_abs / d.scale : 0.0);
     if (d.nonfinite > 0 && c.note.empty()) {
       c.note = "NaN/Inf positions differ in output " + std::to_string(i) + " (" + std::to_string(d.nonfinite) +
                " elements)";

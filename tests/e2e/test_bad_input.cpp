@@ -174,6 +174,16 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   auto yaml = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "broken.yaml"}, "out");
   CHECK(yaml.code() == 2);
   CHECK(last_tool_line(yaml).find("aoti-bisect: broken.yaml:") == 0);
+
+  // A variant named like one of the profile's: found only once the package
+  // named the profile, and still located, with no report (issue 51, item 6).
+  aoti_bisect::write_file_atomic("dup.yaml", "repeats: 1\nvariants:\n  - name: poison\n    env: {A: \"1\"}\n");
+  auto dup = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "dup.yaml"}, "out-dup");
+  CHECK(dup.code() == 2);
+  CHECK(last_tool_line(dup).find("aoti-bisect: dup.yaml:3:11: error: variant 'poison' is already in the cpu profile "
+                                 "(rename it, or set 'variants_mode: replace')") == 0);
+  CHECK_FALSE(fs::exists("out-dup/report.json"));
+  CHECK_FALSE(fs::exists("out-dup/report.md"));
 }
 
 TEST_CASE("internal error: the runner cannot be started, exit 5 and a report") {

@@ -34,7 +34,7 @@ bool has_fact(const Json& report, const std::string& fact) {
 
 TEST_SUITE_BEGIN("e2e/batches");
 
-TEST_CASE("a loader's batch 2 of 5 holds a target of 4 among four classes: the batch, the value, the loss kernel") {
+TEST_CASE("a loader's third batch of 5 holds a target of 4 among four classes: the batch, the value, the loss kernel") {
   auto meta = meta_of("loader_class_index");
   auto r = run_tool({"run", s(example("loader_class_index.pt2")), "--inputs",
                      s(example("loader_class_index.batch*.pt")), "--repeats", "1"},
@@ -62,7 +62,11 @@ TEST_CASE("a loader's batch 2 of 5 holds a target of 4 among four classes: the b
   // The report says it where a person reads it, and the progress showed the loop.
   std::string md = read_text("out/report.md");
   CHECK(md.find("## Batches") != std::string::npos);
-  CHECK(md.find("batch 2 of 5 (") != std::string::npos);
+  // Numbered from 1, like call sites: batch2.pt is the third (report.json's index is 0-based).
+  size_t said = md.find("batch 3 of 5 (");
+  CHECK(said != std::string::npos);
+  CHECK(md.find("loader_class_index.batch2.pt) failed first", said) != std::string::npos);
+  CHECK(md.find("| 3 | `") != std::string::npos);
   CHECK(md.find("input 1 holds 4; the other batches hold 0..3") != std::string::npos);
   CHECK(r.out.find("input 1 holds 4; the other batches hold 0..3") != std::string::npos);
   // (The per-batch progress line comes from watching the events while the
@@ -149,7 +153,7 @@ TEST_CASE("bad batches: another structure, an unreadable file, a glob matching n
                         "out");
   CHECK(other.code() == 4);
   CHECK(other.report["verdict"] == "could_not_test");
-  CHECK_MESSAGE(other.report["error"].get<std::string>().find("loader_partial.batch1.pt' (batch 1 of 2) does not fit "
+  CHECK_MESSAGE(other.report["error"].get<std::string>().find("loader_partial.batch1.pt' (batch 2 of 2) does not fit "
                                                                "model 'model': the inputs file holds 1 tensor, the "
                                                                "model takes 2") != std::string::npos,
                 other.report["error"]);

@@ -38,6 +38,15 @@ TEST_CASE("inspect table and errors") {
   CHECK(r.out.find("device key   cpu") != std::string::npos);
   CHECK(r.out.find("cpp_fused__log_softmax_mul_nll_loss_forward_2") != std::string::npos);
   CHECK(r.out.find("instrumented no") != std::string::npos);
+  // One statement of the torch: the package's header line agrees with the
+  // model's "built with" (issue 51, item 6).
+  size_t built = r.out.find("  built with   torch ");
+  REQUIRE(built != std::string::npos);
+  const size_t from = built + std::string("  built with   torch ").size();
+  std::string version = r.out.substr(from, r.out.find(' ', from) - from);
+  CHECK(version.rfind("2.", 0) == 0);
+  CHECK(r.out.find("torch        " + version + " (from the compile command") != std::string::npos);
+  CHECK(r.out.find("not recorded") == std::string::npos);
   auto bad = run_tool({"inspect", "nope.pt2"}, "");
   CHECK(bad.code() == 4);
   CHECK(bad.err == "aoti-bisect: error: package 'nope.pt2' does not exist\n");

@@ -4,7 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +15,8 @@
 #include <fstream>
 #include <functional>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
@@ -294,6 +298,58 @@ TEST_CASE("a read-only or full output folder: one error line, its exit code, no 
     CHECK(name.find(".tmp.") == std::string::npos);
     CHECK(name.rfind("report", 0) != 0);  // no stale report with verdict `running`
     CHECK(name.rfind(".work-", 0) != 0);
+  }
+}
+
+// A folder that fills after the baseline (issue 51): the job ends with its
+// error line and exit 5, and the report it had begun is finalized as
+// internal_error with that line, never left saying `running` (or, where even
+// that cannot be written, removed, and the error line says so).
+TEST_CASE("a read-only or full output folder that fills after the baseline: the report ends internal_error") {
+  fs::path mount = fs::absolute("fills-mount");
+  if (!mount_tmpfs(mount, "size=64m")) {
+    aoti_bisect::test::skip("mounting a tmpfs needs root: the folder that fills after the baseline");
+    return;
+  }
+  fs::path out = mount / "out";
+  aoti_bisect::ProcessSet set;
+  set.start(tool_spec({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
+                       "--out", out.string()},
+                      "fills"));
+  // Once the baseline has run and the report holds it, everything left is taken.
+  bool baseline = wait_for([&] { return fs::exists(out / "runs" / "baseline" / "outputs.pt") && fs::exists(out / "report.json"); }, 120);
+  if (baseline) {
+    int fd = ::open((mount / "filler").c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    off_t end = 0;
+    for (off_t chunk : {off_t{1} << 20, off_t{4096}}) {
+      while (::posix_fallocate(fd, end, chunk) == 0) {
+        end += chunk;
+      }
+    }
+    ::close(fd);
+    struct statvfs v {};
+    REQUIRE(::statvfs(mount.c_str(), &v) == 0);
+    CHECK(v.f_bavail == 0);
+  }
+  auto [token, st] = set.wait_any();
+  (void)token;
+  nlohmann::json report;
+  if (fs::exists(out / "report.json")) {
+    report = nlohmann::json::parse(e2e::read_text(out / "report.json"), nullptr, false);
+  }
+  std::string err = e2e::read_text("fills.stderr.txt");
+  ::umount(mount.c_str());
+  REQUIRE(baseline);
+  CAPTURE(err);
+  CHECK(st.exit_code == 5);
+  CHECK(err.find("No space left on device") != std::string::npos);
+  if (report.is_object()) {
+    CHECK(report["verdict"] == "internal_error");
+    CHECK(report["error"].get<std::string>().find("No space left on device") != std::string::npos);
+    CHECK(report["runs"].size() >= 1);  // the baseline it had, kept
+  } else {
+    CHECK(err.find("the reports cannot be written") != std::string::npos);
   }
 }
 

@@ -79,8 +79,12 @@ struct is_vector<T, std::void_t<typename T::value_type, decltype(T::size()),
 
 template <class T>
 struct is_mask : std::false_type {};
+#ifdef INDUCTOR_USE_VECTOR_TYPES  // a kernel built without vectors (cpp.simdlen=0) has no at::vec
+#if INDUCTOR_USE_VECTOR_TYPES()
 template <class T, int N>
 struct is_mask<at::vec::VecMask<T, N>> : std::true_type {};
+#endif
+#endif
 
 template <class T, class = void>
 struct is_welford : std::false_type {};

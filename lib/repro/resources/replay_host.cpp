@@ -5,6 +5,7 @@
 #include "replay_host.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cpu/Utils.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -355,6 +356,7 @@ void report_intermediates() {
 
 // Anything the driver raises outside the call: it cannot run.
 int guarded(int (*body)()) {
+  at::cpu::init_amx();  // as torch's import does: an AMX micro-kernel needs the permission
   try {
     return body();
   } catch (const std::exception& e) {

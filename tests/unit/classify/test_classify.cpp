@@ -87,8 +87,62 @@ TEST_CASE("classify_run: outside tolerance is a mismatch with the figures") {
               {"max_rel_error", 2.0}, {"atol", 1e-5}, {"rtol", 1e-6}};
   Classification c = classify_run(exited(RunnerExit::ran), finished_run(0, 0, cmp));
   CHECK(c.kind == OutcomeKind::mismatch);
-  CHECK(c.first_line ==
-        "4 of 4 output values outside tolerance (max abs error 1, max rel error 2, atol 1e-05, rtol 1e-06)");
+  CHECK(c.first_line == "4 of 4 output values outside tolerance: 4 finite values beyond it (max abs error 1, max "
+                        "rel error 2, atol 1e-05, rtol 1e-06)");
+}
+
+// Never an error of 0 for a failing comparison: values the reference holds
+// as NaN where the outputs are finite are counted as such (issue 51).
+TEST_CASE("mismatch_line: NaN/Inf on one side only counted apart from the finite errors") {
+  Comparison c;
+  c.within_tolerance = false;
+  c.mismatched = 20;
+  c.total = 20;
+  c.nonfinite_mismatched = 20;
+  c.atol = 1e-5;
+  c.rtol = 1e-4;
+  c.note = "NaN/Inf positions differ in output 0 (20 elements)";
+  CHECK(mismatch_line(c) == "20 of 20 output values outside tolerance: all 20 where NaN/Inf sit on one side only "
+                            "(NaN/Inf positions differ in output 0 (20 elements))");
+  CHECK(mismatch_line(c).find("max abs error 0") == std::string::npos);
+  c.mismatched = 25;
+  c.total = 40;
+  c.max_abs_error = 0.5;
+  c.max_rel_error = 0.25;
+  CHECK(mismatch_line(c) == "25 of 40 output values outside tolerance: 20 where NaN/Inf sit on one side only "
+                            "(NaN/Inf positions differ in output 0 (20 elements)); 5 finite values beyond it (max abs "
+                            "error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001)");
+  // A runner of another build that does not count them: what its note says, and the figures as what they are.
+  c.nonfinite_mismatched = -1;
+  CHECK(mismatch_line(c) == "25 of 40 output values outside tolerance; NaN/Inf positions differ in output 0 (20 "
+                            "elements); max abs error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001 among the "
+                            "values finite on both sides");
+}
+
+// The runner's own limit on a call of the model (--time-limit, exit 14):
+// a timeout that states its limit and the launch it was inside (issue 51).
+TEST_CASE("classify_run: a call past the runner's time limit is a timeout with its limit and its launch") {
+  std::vector<json> ev = {{{"event", "start"}, {"torch", "2.13.0"}},
+                          {{"event", "loaded"}},
+                          {{"event", "run_begin"}},
+                          {{"event", "site_begin"}, {"site", 1}, {"kernel", "k1"}},
+                          {{"event", "site_end"}, {"site", 1}, {"kernel", "k1"}},
+                          {{"event", "site_begin"}, {"site", 2}, {"kernel", "k2"}},
+                          {{"event", "time_limit"}, {"seconds", 0.5}, {"clock", 1234.5}}};
+  ExitStatus st = exited(RunnerExit::time_limit);
+  Classification c = classify_run(st, ev);
+  CHECK(c.kind == OutcomeKind::timeout);
+  CHECK(c.first_line == "stopped at its 0.5 s limit on a call of the model, inside call site 2 (k2)");
+  REQUIRE(c.time_limit_s.has_value());
+  CHECK(*c.time_limit_s == 0.5);
+  CHECK(c.stopped_at == 1234.5);
+  // The driver's own stop (the start and the load past their allowance) states its limit too.
+  ExitStatus late;
+  late.how = ExitStatus::How::timed_out;
+  late.limit_s = 120.3;
+  late.seconds = 120.31;
+  CHECK(classify_run(late, {{{"event", "start"}}}).first_line ==
+        "no exit within 120.3 s, before the model ran (its start and load)");
 }
 
 std::vector<json> started_run() {

@@ -214,7 +214,7 @@ TEST_CASE("explain_intermediate: the expression, the element, the operands, and 
   CHECK(r.op == "aten.div");
   CHECK(r.intermediates[0].elements == 12);
   CHECK(r.sentence == "`tmp9 = tmp5 / tmp8` made NaN at x0=3, x1=12 (buf7[3, 12]) from tmp5 = 0, tmp8 = 0: 0/0, in "
-                      "aten.div (12 elements)");
+                      "aten.div (12 times)");
   // A fact about a constant found before is kept in front.
   r = RootCause{};
   r.basis = "constant";
@@ -237,6 +237,12 @@ TEST_CASE("explain_intermediate: the expression, the element, the operands, and 
         "a product of finite values overflows");
   CHECK(operation("tmp2 = tmp1.exp()", "inf", {{"tmp1", "120"}}) == "exp of a finite value overflows");
   CHECK(operation("tmp2 = tmp0 / tmp1", "inf", {{"tmp0", "1"}, {"tmp1", "0"}}) == "division by zero");
+  CHECK(operation("tmp3 = float(tmp0 * tmp2)", "nan", {{"tmp0", "0"}, {"tmp2", "-inf"}}) == "0 × inf");
+  CHECK(operation("tmp8 = tmp7.acosh()", "nan", {{"tmp7", "0.999996185"}}) == "acosh of a value below 1");
+  CHECK(operation("tmp6 = at::vec::convert<at::Half,1,float,2>(tmp5)", "inf", {{"tmp5", "2410422.25"}}) ==
+        "a finite value past float16's range (largest 65504) converted to it");
+  CHECK(operation("tmp6 = static_cast<c10::BFloat16>(tmp5)", "inf", {{"tmp5", "1e+39"}}) ==
+        "a finite value past bfloat16's range (largest 3.39e38) converted to it");
   // A shape it does not know, or values that explain nothing: the expression and values only.
   CHECK(operation("tmp5 = decltype(tmp4)::blendv(tmp3, tmp4, tmp2)", "nan", {{"tmp2", "1"}}).empty());
   CHECK(operation("tmp7 = tmp6.log()", "nan", {{"tmp6", "0.5"}}).empty());
@@ -258,7 +264,7 @@ TEST_CASE("explain_intermediate: the expression, the element, the operands, and 
   REQUIRE(r.intermediates.size() == 2);
   CHECK(r.operation == "exp of a finite value overflows");
   CHECK(r.intermediates[1].operation == "inf - inf");
-  CHECK(r.sentence.find("exp of a finite value overflows (12 elements); then `tmp7 = tmp5 - tmp6` made NaN") !=
+  CHECK(r.sentence.find("exp of a finite value overflows (12 times); then `tmp7 = tmp5 - tmp6` made NaN") !=
         std::string::npos);
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "harness/runner_build.hpp"
 #include "harness/runner_choice.hpp"
 
 using namespace aoti_bisect;
@@ -136,6 +137,28 @@ TEST_CASE("buildable_torch: a folder with TorchConfig.cmake, lib/ and a version;
   CHECK(fs::path(t->python).filename() == "python3");
   CHECK(fs::equivalent(fs::path(t->python).parent_path(), root / "venv" / "bin"));
   CHECK_FALSE(buildable_torch(root / "absent"));
+  fs::remove_all(root);
+}
+
+TEST_CASE("one runner per torch installation: --python and the package's own torch give one cache key") {
+  fs::path root = fs::temp_directory_path() / "aoti-runner-key-test";
+  fs::remove_all(root);
+  fs::path torch = root / "site-packages" / "torch";
+  fs::create_directories(torch / "lib");
+  fs::create_directories(torch / "share" / "cmake" / "Torch");
+  std::ofstream(torch / "share" / "cmake" / "Torch" / "TorchConfig.cmake") << "# test\n";
+  std::ofstream(torch / "version.py") << "__version__ = '2.15.0+cu132'\n";
+  // A "python" whose distribution metadata says 2.15.0 (no local version),
+  // as importlib.metadata does for a CUDA wheel.
+  fs::path python = root / "python3";
+  std::ofstream(python) << "#!/bin/sh\necho 2.15.0\necho " << torch.string() << "\n";
+  fs::permissions(python, fs::perms::owner_all);
+  auto named = python_torch(python.string());
+  REQUIRE(std::holds_alternative<TorchInstall>(named));
+  auto found = buildable_torch(torch);
+  REQUIRE(found);
+  CHECK(std::get<TorchInstall>(named).version == "2.15.0+cu132");
+  CHECK(runner_cache_path(std::get<TorchInstall>(named), root / "cache") == runner_cache_path(*found, root / "cache"));
   fs::remove_all(root);
 }
 

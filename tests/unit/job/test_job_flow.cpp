@@ -146,9 +146,9 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   CHECK(steps[1].verdict == "reproduces");
   CHECK(steps[2].purpose == "confirm");
   CHECK(steps[2].lo == 1);
-  CHECK(steps[2].hi == 5);
+  CHECK(steps[2].hi == 9);  // what the self-check saw: every call site, traced back to 5
   CHECK(steps[2].runs == 1);
-  CHECK(steps[2].note.rfind("the evidence run's self-check: passed", 0) == 0);
+  CHECK(steps[2].note.rfind("the evidence run's self-check: passed: one run probed call sites 1-9;", 0) == 0);
   CHECK(h.report_on_disk()["verdict"] == "isolated");
   CHECK(h.report_on_disk()["culprit"]["call_index"] == 5);
 }
@@ -670,7 +670,7 @@ TEST_CASE("job flow: batches: the third fails only after the two before it; they
   CHECK(r.report.reproduce_command.find("--inputs a.pt --inputs b.pt --inputs c.pt --no-matrix") !=
         std::string::npos);
   std::string md = read_file("out/report.md", "report");
-  CHECK(md.find("batch 2 of 4 (c.pt) failed first; it fails only after the batches before it (alone it does not)") !=
+  CHECK(md.find("batch 3 of 4 (c.pt) failed first; it fails only after the batches before it (alone it does not)") !=
         std::string::npos);
 }
 
@@ -970,6 +970,33 @@ TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {
   CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
                                             "poison.1", "perturb.1"});
   CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
+}
+
+TEST_CASE("job flow, matrix reading: inputs outside the compiled range that the package's check refuses: clean, "
+          "and the refusal said") {
+  Harness h;
+  FakeModel healthy;
+  healthy.bad = 0;
+  const std::string outside = "input0: dimension 0 is 1, the package was compiled for at least 2";
+  JobResult r = h.run([&](const ChildRequest& req) {
+    if (has_env(req, "AOTI_RUNTIME_CHECK_INPUTS")) {
+      return package_refuses(k_package_line);
+    }
+    ChildOutput out = healthy.answer(req);
+    for (auto& e : out.events) {
+      if (e["event"] == "inputs") {
+        e["outside_range"] = {outside};
+      }
+    }
+    return out;
+  });
+  CHECK(r.exit == ExitCode::clean);
+  CHECK(r.report.verdict == Verdict::clean);
+  // Not "no failure in 7 runs": one of them refused the inputs, and says so.
+  CHECK(r.report.verdict_reason.rfind("no failure of the model in 7 runs", 0) == 0);
+  CHECK(r.report.verdict_reason.find("; 1 of them (check_inputs.1) refused the inputs: the package's own input check "
+                                     "(AOTI_RUNTIME_CHECK_INPUTS=1) refuses the inputs: " +
+                                     std::string(k_package_line)) != std::string::npos);
 }
 
 TEST_SUITE_END();

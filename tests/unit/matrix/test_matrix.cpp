@@ -131,8 +131,10 @@ TEST_CASE("plan_matrix, error handling") {
   user.path = "nightly.yaml";
   SUBCASE("a user variant named like a profile variant") {
     user.variants = {Variant{"blocking", {}, std::nullopt, ""}};
+    user.variants[0].line = 4;
+    user.variants[0].column = 11;
     REQUIRE_THROWS_WITH(plan_matrix(two_variant_profile(), user, std::nullopt),
-                        "variant 'blocking' in nightly.yaml is already in the cuda profile "
+                        "nightly.yaml:4:11: error: variant 'blocking' is already in the cuda profile "
                         "(rename it, or set 'variants_mode: replace')");
   }
   SUBCASE("the same name is fine when it replaces the profile's") {
@@ -179,6 +181,9 @@ TEST_CASE("summarize_matrix: at equal rates the variant with more runs is chosen
                                 OutcomeKind::nonfinite, OutcomeKind::nonfinite});
   MatrixSummary s = summarize_matrix(runs);
   CHECK(s.chosen == "one_thread");
+  // The rule's last comparison: check_inputs' lucky 1 of 1 outranked the
+  // baseline environment's 2 of 4, and 5 of 5 outranks it.
+  CHECK(s.chosen_because == "it reproduces more reliably than check_inputs");
   CHECK(s.deterministic);
 }
 
@@ -189,6 +194,7 @@ TEST_CASE("summarize_matrix: at equal smoothed rates, the variant that reproduce
   add_runs(runs, "one_thread", std::vector<OutcomeKind>(5, OutcomeKind::nonfinite));
   MatrixSummary s = summarize_matrix(runs);  // (11 + 1) / (12 + 2) == (5 + 1) / (5 + 2)
   CHECK(s.chosen == "one_thread");
+  CHECK(s.chosen_because == "every run of it reproduced, not every run of the baseline environment");
   CHECK(s.deterministic);
 }
 
@@ -270,6 +276,9 @@ TEST_CASE("summarize_matrix: the chosen variant") {
       r.localizes_faults = r.variant == "guard";
     }
     CHECK(summarize_matrix(runs).chosen == "guard");
+    CHECK(summarize_matrix(runs).chosen_because ==
+          "it localizes faults (a crash happens inside the kernel that makes it) and reproduces as often as the "
+          "baseline environment");
     CHECK(summarize_matrix(runs).deterministic);  // one run, after a steady crash
     runs.back().kind = ok;  // did not reproduce: no tie
     CHECK(summarize_matrix(runs).chosen == "baseline");

@@ -213,9 +213,13 @@ TEST_CASE("frozen constants are described by shape and layout") {
   c.opaque = true;
   CHECK(c.frozen());
   CHECK(describe_constant(c) == "frozen weight [32, 16] in oneDNN layout");
+  c.opaque = false;  // dense: it may be a folded bias as well as a weight
+  CHECK(describe_constant(c) == "frozen constant [32, 16]");
   c.name = "fc_weight";
   c.fqn = "fc.weight";
   CHECK_FALSE(c.frozen());
+  CHECK(describe_constant(c) == "buffer fc.weight");
+  c.opaque = true;
   CHECK(describe_constant(c) == "buffer fc.weight (oneDNN layout)");
 }
 

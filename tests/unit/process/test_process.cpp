@@ -157,7 +157,9 @@ TEST_CASE("describe and signal_name") {
     st.how = How::timed_out;
     st.signal = SIGTERM;
     st.seconds = 5.04;
-    CHECK(st.describe() == "timeout after 5.0 s");
+    CHECK(st.describe() == "no exit within 5.04 s");
+    st.limit_s = 5;
+    CHECK(st.describe() == "no exit within 5 s");  // the limit, not when the driver noticed
   }
   SUBCASE("interrupted") {
     st.how = How::interrupted;

@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "report/report.hpp"
+#include "report/sink_text.hpp"
 #include "report/sinks.hpp"
 #include "package_fixture.hpp"
 
@@ -379,9 +380,12 @@ TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and es
     std::string xml = report_to_junit(r);
     CHECK(xml_problem(xml) == "");
     CHECK(fixture::count(xml, "<testcase ") == r.runs.size() + 1);
-    CHECK(attribute(xml, "testsuite", "tests") == "5");
-    CHECK(attribute(xml, "testsuite", "failures") == "4");  // 3 failing runs + verdict
+    CHECK(attribute(xml, "testsuite", "name") == "aoti-bisect: flag matrix");
+    CHECK(attribute(xml, "testsuite", "tests") == "4");
+    CHECK(attribute(xml, "testsuite", "failures") == "3");  // 3 failing runs; the verdict is its own suite
     CHECK(attribute(xml, "testsuite", "errors") == "0");
+    CHECK(xml.find("<testsuite name=\"aoti-bisect: verdict\" tests=\"1\" failures=\"1\" errors=\"0\"") !=
+          std::string::npos);
     CHECK(fixture::count(xml, "<failure ") == 4);
     CHECK(xml.find("classname=\"aoti-bisect.model\" name=\"launch_blocking.2\" time=\"1.250\"/>") !=
           std::string::npos);
@@ -624,7 +628,7 @@ TEST_CASE("report_to_console: culprit and bisection lines") {
   std::string plain = report_to_console(culprit_report(), false);
   CHECK(plain.rfind("verdict: isolated: nonfinite isolated to call site 5\n"
                     "  culprit:     call site 5 cpp_fused_log_2 (cpp): introduced 151 NaN in buf7\n"
-                    "  bisection:   bisect, 4 runs of 6 planned, 1 build (cache hit)\n",
+                    "  bisection:   bisect, 4 runs of 6 planned, no build run, 1 from the cache\n",
                     0) == 0);
   CHECK(plain.find('\x1b') == std::string::npos);
 
@@ -637,9 +641,35 @@ TEST_CASE("report_to_console: culprit and bisection lines") {
   r.culprit.reset();
   std::string other = report_to_console(r, false);
   CHECK(other.find("culprit:") == std::string::npos);
-  CHECK(other.find("  bisection:   bisect, inconclusive, 4 runs of 6 planned, 3 builds, 30.1 s (1 cache hit)\n") !=
+  CHECK(other.find("  bisection:   bisect, inconclusive, 4 runs of 6 planned, 2 builds run, 30.1 s, 1 from the cache\n") !=
         std::string::npos);
   CHECK(report_to_console(crash_report(), false).find("bisection:") == std::string::npos);
+}
+
+TEST_CASE("the runs are counted by the part of the job that ran them, the same in every sink") {
+  Report r = culprit_report();
+  r.runs.clear();
+  for (const char* id : {"baseline", "bisect.1.all", "bisect.2.half", "repeat.1", "compare.1"}) {
+    RunRecord run;
+    run.id = id;
+    run.group = id[0] == 'b' && id[1] == 'i' ? "search" : id[0] == 'c' ? "compare" : "matrix";
+    r.runs.push_back(run);
+  }
+  CHECK(aoti_bisect::report_text::runs_text(r) == "5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs)");
+  std::string xml = report_to_junit(r);
+  CHECK(xml_problem(xml) == "");
+  CHECK(xml.find("<testsuite name=\"aoti-bisect: flag matrix\" tests=\"2\"") != std::string::npos);
+  CHECK(xml.find("<testsuite name=\"aoti-bisect: search\" tests=\"2\"") != std::string::npos);
+  CHECK(xml.find("<testsuite name=\"aoti-bisect: compare\" tests=\"1\"") != std::string::npos);
+  CHECK(xml.find("<testsuite name=\"aoti-bisect: verdict\" tests=\"1\"") != std::string::npos);
+  CHECK(report_to_markdown(r).find("_5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs) in ") !=
+        std::string::npos);
+  CHECK(report_to_console(r, false).find("\nran: 5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs) in ") !=
+        std::string::npos);
+  auto j = nlohmann::json::parse(report_to_json(r));
+  CHECK(j["run_counts"]["matrix"] == 2);
+  CHECK(j["run_counts"]["search"] == 2);
+  CHECK(j["runs"][1]["group"] == "search");
 }
 
 TEST_CASE("report_to_junit: the verdict names the culprit") {
@@ -649,7 +679,7 @@ TEST_CASE("report_to_junit: the verdict names the culprit") {
                  "NaN in buf7\">reason: nonfinite isolated to call site 5&#10;failure: nonfinite") !=
         std::string::npos);
   CHECK(xml.find("bad input from: graph input arg11_1: graph input 1 (arg11_1) holds -2") != std::string::npos);
-  CHECK(xml.find("bisection: bisect, 4 runs of 6 planned, 1 build (cache hit)") != std::string::npos);
+  CHECK(xml.find("bisection: bisect, 4 runs of 6 planned, no build run, 1 from the cache") != std::string::npos);
   CHECK(report_to_junit(crash_report()).find("culprit") == std::string::npos);
 }
 
