@@ -318,6 +318,7 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
     }
     table += fmt::format("    {{\"{}\", (void*)&{}, (void**)&real_{}}},\n", symbol, fn, n);
     lib.hooked.push_back(symbol);
+    lib.site_functions += site ? 1 : 0;
     ++n;
   };
   std::vector<const TritonLaunch*> launches;

@@ -37,6 +37,7 @@ std::map<std::string, std::vector<HookParam>> shim_declarations(const std::strin
 struct HookLibrary {
   std::string source;                 // the C++ file; empty when `problems` is not
   std::vector<std::string> hooked;    // symbols with a hook, call sites' first
+  int site_functions = 0;             // of those, the functions call sites call (the rest follow buffers)
   std::vector<std::string> problems;  // call-site functions that cannot be hooked, with why
 };
 

@@ -219,13 +219,19 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
     record.seconds = seconds;
     record.torch_version = s.runner_torch_version;
     rec.build(record, true);
-    // One hook per function, however many call sites call it.
+    // One hook per function the call sites call, however many call it, and
+    // the hooks the probes need to follow the model's buffers.
     size_t sites = s.wrapper.call_sites.size();
-    rec.progress().note(fmt::format("probes: interposition, {} hook{} (one per function the {} call site{} call{}) {} "
-                                    "in {:.2f} s",
-                                    hooks.hooked.size(), hooks.hooked.size() == 1 ? "" : "s", sites,
-                                    sites == 1 ? "" : "s", sites == 1 ? "s" : "", hit ? "found in the cache" : "compiled",
-                                    seconds));
+    size_t others = hooks.hooked.size() - static_cast<size_t>(hooks.site_functions);
+    rec.progress().note(fmt::format("probes: interposition, {} hook{} ({} on the functions the {} call site{} call{}, "
+                                    "one per function{}) {} in {:.2f} s",
+                                    hooks.hooked.size(), hooks.hooked.size() == 1 ? "" : "s", hooks.site_functions,
+                                    sites, sites == 1 ? "" : "s", sites == 1 ? "s" : "",
+                                    others == 0 ? std::string()
+                                                : fmt::format("; {} on the C-shim or driver calls the probes follow "
+                                                              "buffers through",
+                                                              others),
+                                    hit ? "found in the cache" : "compiled", seconds));
     ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.model = s.original;
     m.model.hooks = lib;

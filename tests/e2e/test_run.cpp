@@ -691,8 +691,8 @@ TEST_CASE("one count of runs per job: the console, the verdict, report.md, repor
     CHECK(r.err.find("the flag matrix follows (7 runs, then 1 more after a steady failure") != std::string::npos);
     CHECK(r.report["run_counts"]["matrix"] == 1 + 7 + 1);
     // One hook per function: the note says how many call sites they serve.
-    CHECK(r.err.find("(one per function the " + std::to_string(r.report["package"]["call_sites"].get<int>()) +
-                     " call sites call)") != std::string::npos);
+    CHECK(r.err.find(" on the functions the " + std::to_string(r.report["package"]["call_sites"].get<int>()) +
+                     " call sites call, one per function") != std::string::npos);
     // The confirm step's range is what its note says was probed.
     for (const auto& step : r.report["bisection"]["steps"]) {
       if (step["purpose"] == "confirm") {

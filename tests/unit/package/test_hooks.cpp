@@ -68,6 +68,7 @@ TEST_CASE("generate_hooks: one hook per function a call site calls, with the pro
   CHECK(lib.hooked == std::vector<std::string>{"aoti_torch_cpu_addmm_out", "cpp_fused_log_0",
                                                "aoti_torch_cpu_convolution", "cpp_fused_tanh_1",
                                                "aoti_torch_get_data_ptr", "aoti_torch_delete_tensor_object"});
+  CHECK(lib.site_functions == 4);  // what the console's hooks line counts apart from the other two
   const std::string& src = lib.source;
   // A kernel's pointers are void*, its scalars keep their type; each pointer
   // is shown before and after the launch.
