@@ -283,12 +283,11 @@ std::string steps_table(const std::vector<BisectionStep>& steps) {
   return out + "\n";
 }
 
-// "1 instrumented build, 12.3 s; instrumented build from cache", grouped by
-// purpose in the order the builds happened.
+// report.json's two numbers as the console gives them, then by purpose in
+// the order the builds happened: "1 build run, 12.3 s (instrumented: 1
+// run)", "no build run, 1 from the cache (hooks: from the cache)".
 std::string builds_text(const Builds& b) {
-  if (b.items.empty()) {
-    return builds_summary(b);
-  }
+  std::string out = builds_summary(b);
   std::vector<std::string> purposes;
   for (const auto& item : b.items) {
     if (std::find(purposes.begin(), purposes.end(), item.purpose) == purposes.end()) {
@@ -299,27 +298,27 @@ std::string builds_text(const Builds& b) {
   for (const auto& purpose : purposes) {
     int built = 0;
     int hits = 0;
-    double seconds = 0;
     for (const auto& item : b.items) {
       if (item.purpose == purpose) {
         item.cache_hit ? ++hits : ++built;
-        seconds += item.cache_hit ? 0.0 : item.seconds;
       }
     }
-    std::string name = purpose.empty() ? "" : plain(purpose) + " ";
-    std::string part;
+    std::string part = plain(purpose.empty() ? std::string("build") : purpose) + ": ";
     if (built > 0) {
-      part = fmt::format("{} {}build{}, {:.1f} s", built, name, built == 1 ? "" : "s", seconds);
+      part += fmt::format("{} run", built);
       if (hits > 0) {
-        part += fmt::format(", {} from cache", hits);
+        part += fmt::format(", {} from the cache", hits);
       }
     } else {
-      part = hits == 1 ? fmt::format("{}build from cache", name)
-                       : fmt::format("{} {}builds from cache", hits, name);
+      part += hits == 1 ? std::string("from the cache") : fmt::format("{} from the cache", hits);
     }
     parts.push_back(part);
   }
-  return fmt::format("{}", fmt::join(parts, "; "));
+  if (parts.empty()) {
+    return out;
+  }
+  return out.empty() ? fmt::format("{}", fmt::join(parts, "; "))
+                     : fmt::format("{} ({})", out, fmt::join(parts, "; "));
 }
 
 }  // namespace

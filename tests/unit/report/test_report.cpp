@@ -567,7 +567,7 @@ TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
                 "4 runs of 6 planned\n") != std::string::npos);
   CHECK(md.find("| 1–3 | bisect | clean | 1 |\n") != std::string::npos);
   CHECK(md.find("| 5 | confirm | reproduces | 1 |\n") != std::string::npos);
-  CHECK(md.find("- **Builds:** instrumented build from cache; call sites match the original\n") !=
+  CHECK(md.find("- **Builds:** no build run, 1 from the cache (instrumented: from the cache); call sites match the original\n") !=
         std::string::npos);
   CHECK(md.find("- **Reproducer:** `out/repro`: `arg11_1.pt`, `buf3.pt`\n") != std::string::npos);
   CHECK(md.find("```sh\naoti-bisect-runner --package out/repro/model.pt2") != std::string::npos);
@@ -605,7 +605,7 @@ TEST_CASE("report_to_markdown: long argument lists and searches are cut, the tel
   CHECK(md.find("| ... | 10 more steps |  |  |\n") != std::string::npos);
   CHECK(md.find("| 30 | linear | reproduces | 2 |\n") != std::string::npos);
   CHECK(md.find("| 7 | linear | clean | 2 (1 agree) |\n") != std::string::npos);
-  CHECK(md.find("- **Builds:** 1 instrumented build, 12.3 s\n") != std::string::npos);
+  CHECK(md.find("- **Builds:** 1 build run, 12.3 s (instrumented: 1 run)\n") != std::string::npos);
 }
 
 TEST_CASE("report_to_markdown: a search without a culprit follows what failed") {
