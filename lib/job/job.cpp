@@ -699,9 +699,12 @@ std::variant<BisectOutcome, Stop> Job::search_first(const Inspected& in, JobCont
   BisectSetup setup{*in.pkg, *in.model, in.wrapper, matrix.baseline_run().env, matrix.baseline_run().variant,
                     base.cls.kind, base.cls.first_line, true, base.status.seconds,
                     m_rec.report().environment.torch_version, {}, "model", model, matrix.run_list()};
+  const std::string next = "; the flag matrix runs next and completes the report";
+  setup.on_culprit = [this, &next](const std::string& reason) { m_rec.first_answer(reason + next); };
   auto first = search_kernels(job, setup);
-  if (auto* b = std::get_if<BisectOutcome>(&first); b != nullptr && b->verdict == Verdict::isolated) {
-    m_rec.first_answer(b->reason + "; the flag matrix runs next and completes the report");
+  if (auto* b = std::get_if<BisectOutcome>(&first);
+      b != nullptr && b->verdict == Verdict::isolated && !m_rec.report().first_answer_seconds) {
+    m_rec.first_answer(b->reason + next);  // a search that names its culprit elsewhere (guide mode)
   }
   return first;
 }

@@ -47,6 +47,10 @@ struct BisectSetup {
   // Search runs already made in this job (an earlier search set aside):
   // this one's run ids go on from there (bisect.N.purpose, guide.N.range).
   int runs_before = 0;
+  // Told the verdict's line ("isolated to call site 5 k (cpp)") as soon as
+  // the culprit is named, before its one-kernel replay (about 15 s the first
+  // time): the job prints its answer there (the answer first).
+  std::function<void(const std::string&)> on_culprit;
 };
 
 struct BisectOutcome {

@@ -118,6 +118,12 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     }
   }
   repro.command = m_job.recorder.report().reproduce_command;
+  // Under the poison variant the NaN are not bad arithmetic: the verdict says so.
+  std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";
+  std::string reason = fmt::format("isolated to {} ({}){}", site_label(k, c.kernel), c.kind, unwritten);
+  if (m_s.on_culprit) {
+    m_s.on_culprit(reason);  // named: the replay below only explains it
+  }
   const SiteTrace* at = ev.site(k);
   ReplaySpec spec{repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
                   std::string(predicate_name(m_pred)), &c, evidence.events, m_job.settings.load_libraries};
@@ -133,9 +139,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   repro.replay_note = replay.note;
   explain_intermediates(c, replay, repro_dir);
   m_job.recorder.culprit(c, repro);
-  // Under the poison variant the NaN are not bad arithmetic: the verdict says so.
-  std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";
-  return {Verdict::isolated, fmt::format("isolated to {} ({}){}", site_label(k, c.kernel), c.kind, unwritten), ""};
+  return {Verdict::isolated, reason, ""};
 }
 
 // automatic, wrong values: the site the trace run named must be named

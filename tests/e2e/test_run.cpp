@@ -119,6 +119,12 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
                        meta["culprit"]["kernel"].get<std::string>() + " (cpp); the flag matrix runs next",
                    at) != std::string::npos);
   CHECK(at < r.err.find("[matrix]"));
+  // As soon as the culprit is named: before its one-kernel replay, which
+  // only explains it (and takes about 15 s to build the first time).
+  size_t replay = r.err.find(": replaying it alone on its saved inputs");
+  REQUIRE(replay != std::string::npos);
+  CHECK(at < replay);
+  CHECK(r.err.find(answer, at + answer.size()) == std::string::npos);  // said once
   REQUIRE(r.report["first_answer_seconds"].is_number());
   CHECK(r.report["first_answer_seconds"].get<double>() < r.report["total_seconds"].get<double>());
   CHECK(r.report["repro"]["command"].get<std::string>().find("--no-matrix --no-bisect") != std::string::npos);
