@@ -541,6 +541,12 @@ import evidence_examples  # noqa: E402  (free of torch at import time, as this c
 
 EXAMPLES.update(evidence_examples.EXAMPLES)
 
+# Three more, in examples/shrink_examples.py: the failing samples inside a batch (their truth in
+# NAME.json["truth"]).
+import shrink_examples  # noqa: E402  (free of torch at import time, as this catalogue)
+
+EXAMPLES.update(shrink_examples.EXAMPLES)
+
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout", "nondeterministic")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
 
@@ -1436,6 +1442,7 @@ BUILDERS = {
 }
 BUILDERS.update(handoff.BUILDERS)
 BUILDERS.update(evidence_examples.BUILDERS)
+BUILDERS.update(shrink_examples.BUILDERS)
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 SEED = 20240531
@@ -1704,6 +1711,8 @@ def build_one(name, out_dir):
             lo, hi = spec.get("dynamic_batch", (1, 1024))
             batch = torch.export.Dim("batch", min=lo, max=hi)
             dynamic = tuple({0: batch} for _ in inputs)
+            if kwargs and not inputs:  # a model exported with keywords only
+                dynamic = {k: {0: batch} for k in kwargs}
         with torch.no_grad():
             ep = torch.export.export(model, inputs, kwargs or None, dynamic_shapes=dynamic)
         torch.export.save(ep, stage.path(files["exported_program"]))

@@ -59,6 +59,14 @@ void define_options(CLI::App& app, ts::RunnerOptions& opt) {
       ->allow_extra_args(false);
   app.add_option("--time-limit", opt.time_limit_s,
                  "seconds each call of the model may take (after the load); past it the run ends with exit 14");
+  app.add_option("--samples", opt.samples,
+                 "run these rows of the batch (0-based, comma-separated, repeats allowed) instead of the whole batch")
+      ->delimiter(',');
+  app.add_option("--batch-inputs", opt.batch_inputs,
+                 "with --samples: the flat inputs whose dimension 0 is the batch (0-based, comma-separated)")
+      ->delimiter(',');
+  app.add_option("--save-inputs", opt.save_inputs,
+                 "with --samples: write the inputs so cut, in the inputs file's own form (torch.save format)");
   app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
 }
 

@@ -53,6 +53,10 @@ RunnerLine runner_line(const Package& pkg, const std::string& model, const std::
                              built ? "built, in " + display_path(cached) : std::string("built on the first run"));
       break;
     }
+    case RunnerPick::Kind::none:
+      out.text = fmt::format("none: no torch found ({}); give --python PATH", pick.why);
+      state = "none";
+      break;
   }
   out.json = {{"state", state},
               {"torch_version", pick.torch.version.empty() ? nlohmann::ordered_json(nullptr)

@@ -260,6 +260,8 @@ Action add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
                 "no flag matrix: the baseline, then the search in its environment (with --no-bisect: the baseline "
                 "alone)");
   cmd->add_flag("--no-bisect", o->run.no_bisect, "stop after the flag matrix");
+  cmd->add_flag("--no-shrink", o->run.no_shrink,
+                "keep the failing batch whole: no runs of its samples to find the smallest set that still fails");
   cmd->add_flag("--matrix-first", o->run.matrix_first,
                 "run the whole flag matrix before the kernel search (default: a NaN/Inf or wrong-values failure is "
                 "searched right after the baseline, and the matrix runs after the answer)");

@@ -159,7 +159,7 @@ void classify_batches(std::vector<BatchRun>& runs, const std::vector<nlohmann::j
 }
 
 std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std::vector<const BatchRun*>& passing,
-                                              const std::string& name) {
+                                              const std::string& name, const std::string& others, bool shapes) {
   std::vector<std::string> facts;
   if (passing.empty()) {
     return facts;
@@ -173,8 +173,8 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
       const TensorInfo* p = input_of(*b);
       return p != nullptr && p->shape == t.shape;
     });
-    if (!shape_seen) {
-      facts.push_back(fmt::format("{}: input {} has shape {}; the other batches have {}", name, i, shape_text(t.shape),
+    if (!shape_seen && shapes) {
+      facts.push_back(fmt::format("{}: input {} has shape {}; {} have {}", name, i, shape_text(t.shape), others,
                                   passing_values(passing, [&](const BatchRun& b) -> std::optional<std::string> {
                                     const TensorInfo* p = input_of(b);
                                     return p ? std::optional<std::string>(shape_text(p->shape)) : std::nullopt;
@@ -185,7 +185,7 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
       return p != nullptr && p->dtype == t.dtype;
     });
     if (!dtype_seen) {
-      facts.push_back(fmt::format("{}: input {} is {}; the other batches hold {}", name, i, t.dtype,
+      facts.push_back(fmt::format("{}: input {} is {}; {} hold {}", name, i, t.dtype, others,
                                   passing_values(passing, [&](const BatchRun& b) -> std::optional<std::string> {
                                     const TensorInfo* p = input_of(b);
                                     return p ? std::optional<std::string>(p->dtype) : std::nullopt;
@@ -203,8 +203,8 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
       return p == nullptr || p->nonfinite() == 0;
     });
     if (s.nonfinite() > 0 && clean_elsewhere) {
-      facts.push_back(fmt::format("{}: input {} holds {} NaN and {} Inf; the other batches hold none", name, i,
-                                  s.nan_count, s.inf_count));
+      facts.push_back(fmt::format("{}: input {} holds {} NaN and {} Inf; {} hold none", name, i,
+                                  s.nan_count, s.inf_count, others));
     }
     if (!is_integer_dtype(t.dtype) || !s.min || !s.max) {
       continue;
@@ -217,7 +217,15 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
         hi = hi ? std::max(*hi, *p->max) : *p->max;
       }
     }
-    if (!lo || (*s.min >= *lo && *s.max <= *hi)) {
+    if (!lo) {
+      continue;
+    }
+    if (*s.min == *s.max && *lo < *hi && *s.min >= *lo && *s.max <= *hi) {
+      facts.push_back(fmt::format("{}: input {} holds only {}; {} hold {}..{}", name, i, number(*s.min), others,
+                                  number(*lo), number(*hi)));
+      continue;
+    }
+    if (*s.min >= *lo && *s.max <= *hi) {
       continue;
     }
     std::vector<std::string> outside;
@@ -227,7 +235,7 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
     if (*s.max > *hi) {
       outside.push_back(number(*s.max));
     }
-    facts.push_back(fmt::format("{}: input {} holds {}; the other batches hold {}..{}", name, i, join(outside, " and "),
+    facts.push_back(fmt::format("{}: input {} holds {}; {} hold {}..{}", name, i, join(outside, " and "), others,
                                 number(*lo), number(*hi)));
   }
   return facts;

@@ -50,8 +50,14 @@ void classify_batches(std::vector<BatchRun>& runs, const std::vector<nlohmann::j
 //   "batch3.pt: input 0 holds 2 NaN and 0 Inf; the other batches hold none"
 //   "batch2.pt: input 1 holds 4; the other batches hold 0..3" (integer values
 //     outside the range the passing batches hold)
-// Nothing when there is no passing batch to compare with.
+//   "sample 4: input 1 holds only 0; the samples that passed hold 0..1" (an
+//     integer input of one value, where the others hold several: a mask
+//     that is all padding)
+// Nothing when there is no passing batch to compare with. `others` names
+// the passing ones; `shapes`: whether a shape of its own is a fact (not for
+// sub-batches of one batch, whose sizes differ by construction).
 std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std::vector<const BatchRun*>& passing,
-                                              const std::string& name);
+                                              const std::string& name, const std::string& others = "the other batches",
+                                              bool shapes = true);
 
 }  // namespace aoti_bisect

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
 
 #include "common/error.hpp"
+#include "common/sha256.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -98,45 +98,6 @@ void replace_all(std::string& text, const std::string& from, const std::string& 
 
 }  // namespace
 
-namespace {
-
-// SHA-256 by OpenSSL's libcrypto (EVP), streaming.
-class Sha256 {
- public:
-  Sha256() : m_ctx(EVP_MD_CTX_new()) {
-    if (m_ctx == nullptr || EVP_DigestInit_ex(m_ctx, EVP_sha256(), nullptr) != 1) {
-      throw Error(ErrorKind::internal, "OpenSSL cannot start a SHA-256 digest");
-    }
-  }
-  ~Sha256() { EVP_MD_CTX_free(m_ctx); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-
-  void update(const void* data, size_t n) {
-    if (n > 0 && EVP_DigestUpdate(m_ctx, data, n) != 1) {
-      throw Error(ErrorKind::internal, "OpenSSL's SHA-256 digest failed");
-    }
-  }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(m_ctx, md, &len) != 1) {
-      throw Error(ErrorKind::internal, "OpenSSL's SHA-256 digest failed");
-    }
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string out(2 * len, '0');
-    for (unsigned int i = 0; i < len; ++i) {
-      out[2 * i] = digits[md[i] >> 4];
-      out[2 * i + 1] = digits[md[i] & 15];
-    }
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* m_ctx;
-};
-
-}  // namespace
 
 std::string sha256_hex(const std::string& bytes) {
   Sha256 h;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "matrix/matrix.hpp"
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
@@ -32,6 +33,17 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   }
   if (s.contiguous_inputs) {
     argv.push_back("--contiguous-inputs");
+  }
+  if (!req.samples.empty()) {
+    std::vector<std::string> rows, inputs;
+    for (int64_t r : req.samples) {
+      rows.push_back(std::to_string(r));
+    }
+    for (int i : req.batch_inputs) {
+      inputs.push_back(std::to_string(i));
+    }
+    argv.insert(argv.end(), {"--samples", join(rows, ","), "--batch-inputs", join(inputs, ","), "--save-inputs",
+                             fs::absolute(dir / "inputs.pt").string()});
   }
   if (s.timeout_s > 0) {
     argv.insert(argv.end(), {"--time-limit", fmt::format("{:.17g}", s.timeout_s)});
@@ -156,6 +168,7 @@ std::pair<int, ChildOutput> ProcessChildren::wait_any() {
   m_read.erase(token);
   ChildOutput out;
   out.status = status;
+  out.memory_limit_bytes = m_setup.memory_limit_bytes;
   auto it = m_running.find(token);
   if (it == m_running.end()) {
     return {token, out};

@@ -51,8 +51,14 @@ struct ChildRequest {
   // confirmation, the evidence run).
   bool fresh = false;
   // The part of the job that runs it (RunRecord::group): "matrix" (the flag
-  // matrix, its baseline included), "search", "compare", "batches".
+  // matrix, its baseline included), "search", "compare", "batches", "shrink".
   std::string group = "matrix";
+  // Some samples of the batch (the runner's --samples): 0-based rows of
+  // dimension 0 of the inputs `batch_inputs` (flat indices), in this order;
+  // the inputs so cut are saved as OUT/runs/<id>/inputs.pt. Empty: the
+  // whole batch.
+  std::vector<int64_t> samples;
+  std::vector<int> batch_inputs;
 };
 
 // Whether runs on `device_key` go to a persistent runner (docs/runner.md):
@@ -64,6 +70,7 @@ struct ChildOutput {
   ExitStatus status;
   std::vector<nlohmann::json> events;  // every well-formed line of its events file
   std::string stdout_text;             // the whole of stdout, with keep_stdout
+  unsigned long long memory_limit_bytes = 0;  // the address-space limit it ran under (0: none)
 };
 
 class ChildRunner {

@@ -108,6 +108,26 @@ void Recorder::inputs_outside_range(std::vector<std::string> lines) {
   save();
 }
 
+void Recorder::minimal_inputs(MinimalInputs minimal, const std::string& reproduce) {
+  m_progress.note("shrunk: " + minimal.sentence +
+                  (minimal.file.empty() ? std::string() : "; its inputs: " + minimal.file));
+  for (const auto& fact : minimal.facts) {
+    m_progress.note("  " + fact);
+  }
+  m_report.minimal_inputs = std::move(minimal);
+  if (!reproduce.empty()) {
+    m_report.reproduce_command = reproduce;
+    refresh_repro_command();
+  }
+  save();
+}
+
+void Recorder::shrink_note(const std::string& note) {
+  m_progress.note(note);
+  m_report.shrink_note = note;
+  save();
+}
+
 void Recorder::inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin) {
   m_report.inputs_format = format;
   m_report.inputs_read_as = std::move(read_as);

@@ -54,6 +54,12 @@ class Recorder {
   // What the inputs file is (package/tensor_file.hpp) and where it came from
   // when the user gave none ("" for the user's own file).
   void inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin = "");
+  // The trigger shrunk: the smallest failing set of samples, a line for the
+  // person watching, and the reproduce command on its file ("" keeps it).
+  void minimal_inputs(MinimalInputs minimal, const std::string& reproduce);
+  // Why the batch was not shrunk, or what it allows: Report::shrink_note,
+  // and a line for the person watching.
+  void shrink_note(const std::string& note);
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
   // The failure alone, where no matrix ran (inputs the model refuses).
   void failure(Failure failure);

@@ -35,8 +35,17 @@ bool has_sources(const fs::path& dir) {
          fs::is_directory(dir / "apps" / "aoti-bisect-runner", ec);
 }
 
-// What the runner is built from: its CMake files and the modules it links.
-// A change to any of them is another runner.
+// The header-only libraries a wheel ships for the runner (fmt, nlohmann-
+// json, CLI11, xxHash: share/aoti-bisect/vendor/include beside the sources);
+// "" in a source tree, whose build takes the system's.
+fs::path vendor_include(const fs::path& src) {
+  std::error_code ec;
+  fs::path dir = src.parent_path() / "vendor" / "include";
+  return fs::is_directory(dir, ec) ? dir : fs::path();
+}
+
+// What the runner is built from: its CMake files, the modules it links and
+// the headers a wheel ships for it. A change to any of them is another runner.
 std::string sources_digest(const fs::path& src) {
   std::vector<fs::path> files = {src / "CMakeLists.txt", src / "lib" / "CMakeLists.txt",
                                  src / "apps" / "CMakeLists.txt"};
@@ -49,9 +58,19 @@ std::string sources_digest(const fs::path& src) {
       }
     }
   }
+  if (fs::path vendor = vendor_include(src); !vendor.empty()) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(vendor, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file(ec)) {
+        files.push_back(it->path());
+      }
+    }
+  }
   std::sort(files.begin(), files.end());
   std::string text;
   for (const auto& f : files) {
+    // Named from the sources' folder, or from the share folder above it for
+    // the vendored headers ("../vendor/include/fmt/core.h").
     text += fs::relative(f, src).string() + "\n" + sha256_file(f) + "\n";
   }
   return sha256_hex(text);
@@ -254,7 +273,7 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
   if (!cmake) {
     throw Error(ErrorKind::cannot_test,
                 fmt::format("the package wants a runner against torch {}, and building one needs cmake, which is not "
-                            "on PATH; install it (apt-get install cmake)",
+                            "on PATH; install it (pip install cmake ninja, or apt-get install cmake)",
                             torch.version));
   }
   std::optional<fs::path> ninja = find_program("ninja");
@@ -311,6 +330,9 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
   }
   if (!torch.python.empty()) {
     configure.push_back("-DPython3_EXECUTABLE=" + torch.python);
+  }
+  if (fs::path vendor = vendor_include(src); !vendor.empty()) {
+    configure.push_back("-DAOTI_BISECT_VENDOR_INCLUDE=" + vendor.string());
   }
   if (ninja) {
     configure.push_back("-G");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 #include "process/process.hpp"
 
@@ -124,18 +125,39 @@ RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<T
     return pick;
   }
   std::optional<TorchInstall> wanted;
+  std::vector<std::string> tried;
+  if (!in.entry_python_path.empty() && !in.entry_python) {
+    tried.push_back(fmt::format("the Python aoti-bisect is installed in ({}) has no torch", display_path(in.entry_python_path)));
+  }
   if (in.named_python) {
     wanted = in.named_python;
     pick.why = "the torch of the Python given (--python or AOTI_BISECT_PYTHON)";
+  } else if (in.entry_python) {
+    wanted = in.entry_python;
+    pick.why = fmt::format("the torch of the Python aoti-bisect is installed in ({})", display_path(in.entry_python->python));
   } else if (in.package_install) {
     wanted = in.package_install;
     pick.why = "the package's own torch";
-  } else if (!in.package.torch_dir.empty()) {
-    pick.package_torch_absent = true;
+  } else if (!in.package.torch_dir.empty() || !in.beside_exists) {
+    pick.package_torch_absent = !in.package.torch_dir.empty();
     wanted = python3 ? python3() : std::nullopt;
-    pick.why = fmt::format("python3's torch (the package's, {}, is no longer installed there)", in.package.torch_dir);
+    pick.why = in.package.torch_dir.empty()
+                   ? std::string("python3's torch (the package names no torch folder)")
+                   : fmt::format("python3's torch (the package's, {}, is no longer installed there)",
+                                 in.package.torch_dir);
+    if (!wanted) {
+      tried.push_back(in.package.torch_dir.empty()
+                          ? std::string("the package names no torch folder")
+                          : fmt::format("the package's torch folder {} holds no torch now", in.package.torch_dir));
+      tried.push_back("python3 on PATH has no torch");
+    }
   }
   if (!wanted) {
+    if (!in.beside_exists) {
+      pick.kind = RunnerPick::Kind::none;
+      pick.why = join(tried, "; ");
+      return pick;
+    }
     pick.kind = RunnerPick::Kind::beside;
     if (in.beside) {
       pick.torch = *in.beside;
@@ -169,9 +191,21 @@ PickInputs pick_inputs(const std::string& wrapper_source, const std::string& com
     }
     p.named_python = std::get<TorchInstall>(t);
   }
+  // The pip install's console script names the Python it runs under: a
+  // venv's, whose torch is the user's.
+  const char* entry = std::getenv("AOTI_BISECT_ENTRY_PYTHON");
+  if (!p.named_python && entry != nullptr && *entry != '\0') {
+    p.entry_python_path = entry;
+    auto t = python_torch(entry);
+    if (auto* found = std::get_if<TorchInstall>(&t)) {
+      p.entry_python = *found;
+    }
+  }
   p.package = package_torch(wrapper_source, compile_flags_json, fs::path());
   p.package_install = buildable_torch(p.package.torch_dir);
   p.beside = default_runner_torch();
+  std::error_code ec;
+  p.beside_exists = fs::is_regular_file(self_executable().parent_path() / "aoti-bisect-runner", ec);
   return p;
 }
 

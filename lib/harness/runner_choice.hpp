@@ -7,10 +7,18 @@
 // driver when its torch is that one, else one built once from the tool's own
 // sources against that torch and cached (runner_build.hpp).
 //
-// The torch wanted: --python (AOTI_BISECT_PYTHON)'s when given; else the
-// package's own, when the folder its recorded compile command names still
-// holds a torch to build against; else python3's. A runner named outright
-// (--runner, AOTI_BISECT_RUNNER) is used as it is.
+// The torch wanted, in this order (docs/supported.md, "the torch
+// wanted"; the console's "runner:" line says which one was taken and why):
+//   1. a runner named outright (--runner, AOTI_BISECT_RUNNER), used as it is;
+//   2. --python (AOTI_BISECT_PYTHON)'s torch;
+//   3. the torch of the Python whose pip install ran the tool (the console
+//      script sets AOTI_BISECT_ENTRY_PYTHON), when it has one: a venv's;
+//   4. the package's own, when the folder its recorded compile command names
+//      still holds a torch to build against;
+//   5. python3's on PATH, where the package's torch folder is gone, or where
+//      no runner was built beside the driver (a pip install);
+//   6. the runner beside the driver (a build from the source tree).
+// None of them: Error(cannot_test), exit 4, naming --python.
 
 #include <filesystem>
 #include <functional>
@@ -49,7 +57,8 @@ struct RunnerPick {
   enum class Kind {
     named,    // --runner / AOTI_BISECT_RUNNER: as given
     beside,   // the runner beside the driver: its torch is the one wanted (or none is known)
-    per_torch // a runner for `torch`, from the cache or built now
+    per_torch, // a runner for `torch`, from the cache or built now
+    none       // no torch found and no runner beside: `why` says what was tried
   };
   Kind kind = Kind::beside;
   TorchInstall torch;   // the torch wanted (per_torch; beside when known)
@@ -64,9 +73,12 @@ struct RunnerPick {
 struct PickInputs {
   bool runner_named = false;
   std::optional<TorchInstall> named_python;
+  std::optional<TorchInstall> entry_python;  // AOTI_BISECT_ENTRY_PYTHON's torch
+  std::string entry_python_path;             // that Python, with or without torch
   PackageTorch package;
   std::optional<TorchInstall> package_install;  // buildable_torch(package.torch_dir)
   std::optional<TorchInstall> beside;           // default_runner_torch()
+  bool beside_exists = true;                    // a runner was built beside the driver
 };
 RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<TorchInstall>()>& python3);
 

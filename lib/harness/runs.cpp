@@ -48,6 +48,15 @@ ChildResult Runs::record(const ChildRequest& req, ChildOutput out) {
   if (!r.batches.empty()) {
     classify_batches(r.batches, out.events, r.cls);
   }
+  // Threads that cannot be made under the address-space limit the tool set
+  // (each thread's stack is address space): the tool's limit, not the model.
+  if (out.memory_limit_bytes > 0 && !r.cls.internal && !r.cls.cannot_test &&
+      (r.cls.first_line.find("Thread creation failed") != std::string::npos ||
+       r.cls.first_line.find("Resource temporarily unavailable") != std::string::npos)) {
+    r.cls.internal = fmt::format("the run could not make its threads within its address-space limit ({} MiB, "
+                                 "--memory-limit): {}; give a larger --memory-limit",
+                                 out.memory_limit_bytes >> 20, r.cls.first_line);
+  }
   r.finished = r.status.how != ExitStatus::How::interrupted;
   if (r.finished) {
     m_recorder.run_finished(make_record(req, r));

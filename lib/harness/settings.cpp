@@ -132,6 +132,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.tolerance_given = opt.atol.has_value() || opt.rtol.has_value();
 
   s.bisect = !opt.no_bisect;
+  s.shrink = !opt.no_shrink;
   s.answer_first = !opt.matrix_first;
   s.strategy = opt.strategy;
   s.bisect_repeats = opt.bisect_repeats;

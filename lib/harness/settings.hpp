@@ -47,6 +47,7 @@ struct RunOptions {
   std::optional<double> rtol;
   bool no_matrix = false;                      // baseline only
   bool no_bisect = false;                      // stop after the matrix
+  bool no_shrink = false;                      // no smallest failing set of samples (job/shrink.hpp)
   bool matrix_first = false;                   // the whole matrix before the search (no early answer)
   std::filesystem::path exported_program;      // empty: the one inside the package, if any
   nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
@@ -104,6 +105,7 @@ struct Settings {
   bool tolerance_given = false;      // --atol or --rtol: outputs that differ run to run within it are accepted
   // The kernel search.
   bool bisect = true;
+  bool shrink = true;  // the failing batch shrunk to its smallest failing set of samples
   // A NaN/Inf or wrong-values failure is searched right after the baseline,
   // in its environment; the matrix runs after the answer and keeps it where
   // it finds the failure steady there (--matrix-first: the old order).

@@ -19,6 +19,8 @@
 #include "job/matrix_phase.hpp"
 #include "job/gpu_coredump_run.hpp"
 #include "job/out_dir.hpp"
+#include "job/shrink.hpp"
+#include "repro/replay.hpp"
 #include "harness/phase.hpp"
 #include "harness/runner_build.hpp"
 #include "harness/runner_choice.hpp"
@@ -510,6 +512,12 @@ void Job::choose_runner(const Inspected& in) {
     ::setenv("AOTI_BISECT_PYTHON", p.named_python->python.c_str(), 1);
   }
   m_runner_pick = pick_runner(p, python3_torch);
+  if (m_runner_pick.kind == RunnerPick::Kind::none) {
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("no torch found to run the package ({}); give --python PATH: a Python whose torch "
+                            "built the package (aoti-bisect builds a runner against it once)",
+                            m_runner_pick.why));
+  }
   if (m_runner_pick.kind != RunnerPick::Kind::per_torch) {
     return;
   }
@@ -646,6 +654,8 @@ JobResult Job::run_matrix(Inspected& in, JobContext& job, const ModelDir& model)
   if (auto stop = matrix.without_failure()) {
     return end(*stop);
   }
+  shrink_trigger(job, model, matrix,
+                 batch_dimension(in.wrapper, in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp)));
   if (!job.settings.bisect) {
     return finish(Verdict::not_isolated, matrix.failure_text() + "; kernel bisection was not asked for (--no-bisect)");
   }
@@ -728,8 +738,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
                                          : fmt::format("the matrix chose {} to search under", f.reproducing_variant);
     m_rec.set_aside_search();
     m_rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
-    std::error_code ec;
-    fs::remove_all(job.settings.out_dir / "repro", ec);  // its saved tensors; the new search saves its own
+    clear_repro_folder(job.settings.out_dir / "repro");  // its saved tensors; the new search saves its own
     for (const auto& run : m_rec.report().runs) {  // the runs go on from the first search's numbers
       runs_before += run.group == "search" ? 1 : 0;
     }

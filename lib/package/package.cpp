@@ -14,7 +14,7 @@
 #include "common/files.hpp"
 #include "package/constants.hpp"
 #include "package/elf.hpp"
-#include "package/zip.hpp"
+#include "package/zip_libzip.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -191,24 +191,6 @@ void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const
 
 }  // namespace
 
-SourceRole source_role(std::string_view file_name) {
-  auto ends = [&](std::string_view suffix) {
-    return file_name.size() > suffix.size() && file_name.ends_with(suffix);
-  };
-  if (ends(".wrapper.cpp")) {
-    return SourceRole::wrapper;
-  }
-  if (ends(".kernel.cpp")) {
-    return SourceRole::kernel;
-  }
-  return ends(".cpp") ? SourceRole::both : SourceRole::none;
-}
-
-std::string ModelFiles::device_key() const {
-  auto it = metadata.find("AOTI_DEVICE_KEY");
-  return it == metadata.end() ? std::string() : it->second;
-}
-
 Package Package::open(const fs::path& path) {
   ZipReader z(open_zip(path), path, "package", k_remedy);
   Package pkg;
@@ -378,39 +360,6 @@ fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {
     root /= m_prefix.substr(0, m_prefix.size() - 1);
   }
   return root;
-}
-
-bool has_weights_file(const std::filesystem::path& dir, const std::string& model) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(dir / "data" / "weights", ec) && !fs::is_empty(dir / "data" / "weights", ec)) {
-    return true;
-  }
-  for (const fs::path& folder : {dir / "data" / "aotinductor" / model, dir / "data" / "constants"}) {
-    if (!fs::is_directory(folder, ec)) {
-      continue;
-    }
-    for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      if (it->path().extension() == ".blob") {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-void check_model_library(const std::filesystem::path& dir, const ModelFiles& model, const WrapperInfo& wrapper) {
-  namespace fs = std::filesystem;
-  fs::path so = dir / "data" / "aotinductor" / model.name / fs::path(model.shared_object).filename();
-  if (model.shared_object.empty() || read_file_head(so, 4) != "\x7f" "ELF") {
-    return;
-  }
-  std::string why = missing_weights(wrapper.constant_info, embedded_weight_bytes(read_elf_facts(so)),
-                                    has_weights_file(dir, model.name));
-  if (!why.empty()) {
-    throw Error(ErrorKind::cannot_test, fmt::format("model '{}': {}", model.name, why));
-  }
 }
 
 }  // namespace aoti_bisect

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <zip.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -88,21 +87,10 @@ ByteSource file_source(const fs::path& path, uint64_t size, const std::string& w
 
 // ---- the zip format ----
 
-TensorFile read_zip(const fs::path& path, const std::string& what) {
+TensorFile read_zip(const fs::path& path, const std::string& what, const ZipOpener& open_zip) {
   const std::string who = what + " '" + path.string() + "'";
-  int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
-  if (z == nullptr) {
-    zip_error_t ze;
-    zip_error_init_with_code(&ze, err);
-    std::string why = zip_error_strerror(&ze);
-    zip_error_fini(&ze);
-    bool unreadable = err == ZIP_ER_NOENT || err == ZIP_ER_OPEN || err == ZIP_ER_READ;
-    throw Error(ErrorKind::cannot_test, unreadable ? fmt::format("{} cannot be read ({})", who, why)
-                                                   : fmt::format("{} is a damaged zip archive ({}); {}", who, why,
-                                                                 k_resave_torch));
-  }
-  ZipReader reader(z, path, what, std::string(k_resave_torch));
+  std::unique_ptr<ZipEntries> zip = open_zip(path, what, std::string(k_resave_torch));
+  ZipEntries& reader = *zip;
   reader.check_declared_sizes();
   std::map<std::string, uint64_t> sizes;
   for (uint64_t i = 0, n = reader.count(); i < n; ++i) {
@@ -393,14 +381,14 @@ std::string_view tensor_file_format_name(TensorFileFormat format) {
   return "?";
 }
 
-TensorFile read_tensor_file(const fs::path& path, const std::string& what) {
+TensorFile read_tensor_file(const fs::path& path, const std::string& what, const ZipOpener& open_zip) {
   const std::string who = what + " '" + path.string() + "'";
   require_file(path, what);
   std::error_code ec;
   uint64_t size = fs::file_size(path, ec);
   std::string head = read_file_head(path, 16);
   if (head.size() >= 2 && head.compare(0, 2, "PK") == 0) {
-    return read_zip(path, what);
+    return read_zip(path, what, open_zip);
   }
   if (is_legacy_torch_save(head)) {
     return read_legacy_torch_save(file_source(path, size, who), who);
@@ -417,19 +405,14 @@ struct TensorRecords::Impl {
   fs::path path;
   const TensorFile& file;
   std::string what;
-  std::unique_ptr<ZipReader> zip;
+  std::unique_ptr<ZipEntries> zip;
   std::ifstream raw;
 };
 
-TensorRecords::TensorRecords(fs::path path, const TensorFile& file, std::string what)
+TensorRecords::TensorRecords(fs::path path, const TensorFile& file, std::string what, const ZipOpener& open_zip)
     : m_impl(std::make_unique<Impl>(Impl{std::move(path), file, std::move(what), nullptr, {}})) {
   if (file.format == TensorFileFormat::torch_zip) {
-    int err = 0;
-    zip_t* z = zip_open(m_impl->path.c_str(), ZIP_RDONLY, &err);
-    if (z == nullptr) {
-      throw Error(ErrorKind::cannot_test, m_impl->what + " '" + m_impl->path.string() + "' cannot be read again");
-    }
-    m_impl->zip = std::make_unique<ZipReader>(z, m_impl->path, m_impl->what, std::string(k_resave_torch));
+    m_impl->zip = open_zip(m_impl->path, m_impl->what, std::string(k_resave_torch));
   } else {
     m_impl->raw.open(m_impl->path, std::ios::binary);
   }
@@ -465,62 +448,6 @@ void TensorRecords::read(const std::string& key, char* dst) {
     refuse_file(m_impl->what + " '" + m_impl->path.string() + "'",
            fmt::format("ends inside storage '{}' (truncated)", printable_name(key)));
   }
-}
-
-fs::path plain_torch_save(const fs::path& path, const std::string& what, const fs::path& dir) {
-  TensorFile file = read_tensor_file(path, what);
-  if (file.format == TensorFileFormat::torch_zip && file.notes.empty()) {
-    return path;
-  }
-  fs::create_directories(dir);
-  const fs::path out = dir / (path.stem().string() + ".plain.pt");
-  const fs::path tmp = dir / (path.stem().string() + ".plain.pt.tmp");
-  // Every entry's bytes stay alive until zip_close writes them.
-  std::vector<std::string> held;
-  held.reserve(file.records.size() + 3);
-  TensorRecords records(path, file, what);
-  int err = 0;
-  zip_t* z = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
-  if (z == nullptr) {
-    throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
-  }
-  auto add = [&](const std::string& name, std::string bytes) {
-    held.push_back(std::move(bytes));
-    zip_source_t* src = zip_source_buffer(z, held.back().data(), held.back().size(), 0);
-    zip_int64_t index = src == nullptr ? -1 : zip_file_add(z, ("plain/" + name).c_str(), src, ZIP_FL_OVERWRITE);
-    if (index < 0) {
-      zip_source_free(src);
-      zip_discard(z);
-      throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
-    }
-    zip_set_file_compression(z, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
-  };
-  add("data.pkl", file.pickle);
-  add("byteorder", "little");
-  for (const auto& [key, record] : file.records) {
-    std::string bytes(record.size, '\0');
-    records.read(key, bytes.data());
-    add("data/" + key, std::move(bytes));
-  }
-  add("version", "3\n");
-  if (zip_close(z) != 0) {
-    zip_discard(z);
-    throw Error(ErrorKind::internal, fmt::format("cannot write '{}'", tmp.string()));
-  }
-  fs::rename(tmp, out);
-  return out;
-}
-
-TensorFile check_tensor_file(const fs::path& path, const std::string& what) {
-  TensorFile file = read_tensor_file(path, what);
-  auto record_size = [&](const std::string& key) -> int64_t {
-    auto it = file.records.find(key);
-    return it == file.records.end() ? -1 : static_cast<int64_t>(it->second.size);
-  };
-  std::error_code ec;
-  uint64_t bytes = fs::file_size(path, ec);
-  check_torch_pickle(file.pickle, record_size, ec ? 0 : bytes, what, path);
-  return file;
 }
 
 }  // namespace aoti_bisect

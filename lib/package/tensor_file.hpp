@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "package/zip.hpp"
+
 namespace aoti_bisect {
 
 enum class TensorFileFormat { torch_zip, torch_legacy, safetensors };
@@ -41,13 +43,14 @@ struct TensorFile {
 // Reads `path`. Throws Error(cannot_test), one line naming `what` ("inputs
 // file") and the path: a file that is none of the three formats, a damaged
 // one, a pickle that would run code or holds objects that are not tensors,
-// plain containers or mappings.
-TensorFile read_tensor_file(const std::filesystem::path& path, const std::string& what);
+// plain containers or mappings. A zip is opened with `open_zip`: libzip's
+// in the driver (open_zip_libzip), LibTorch's own in the runner.
+TensorFile read_tensor_file(const std::filesystem::path& path, const std::string& what, const ZipOpener& open_zip);
 
 // The bytes of a TensorFile's records, the file opened once.
 class TensorRecords {
  public:
-  TensorRecords(std::filesystem::path path, const TensorFile& file, std::string what);
+  TensorRecords(std::filesystem::path path, const TensorFile& file, std::string what, const ZipOpener& open_zip);
   ~TensorRecords();
   TensorRecords(const TensorRecords&) = delete;
   TensorRecords& operator=(const TensorRecords&) = delete;
@@ -61,7 +64,9 @@ class TensorRecords {
   std::unique_ptr<Impl> m_impl;
 };
 
-// The driver's check before any child loads the file: read_tensor_file,
+// The driver's (lib/package/tensor_file_driver.cpp, with libzip, which the
+// runner does not link).
+// Its check before any child loads the file: read_tensor_file,
 // then the pickle it gives checked against the records' sizes and the file's
 // size (package/torch_save.hpp check_torch_pickle). Returns what was read.
 TensorFile check_tensor_file(const std::filesystem::path& path, const std::string& what);

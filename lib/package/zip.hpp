@@ -6,11 +6,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "common/text.hpp"
-
-struct zip;  // libzip's zip_t
 
 namespace aoti_bisect {
 
@@ -25,19 +24,23 @@ uint64_t zip_expansion_cap(uint64_t archive_bytes);
 // message stays one line whatever the archive holds.
 
 
-// One open archive, read under its cap. Every failure is Error(cannot_test)
-// "<what> '<path>': entry '<name>' ...; <remedy>".
-class ZipReader {
+// One open zip archive, read entry by entry under its cap. Two readers
+// implement it: libzip's (ZipReader, package/zip_libzip.hpp), which the
+// driver reads packages and inputs with, and LibTorch's own
+// (lib/torchside/zip_torch.cpp), which the runner reads inputs with, so
+// that a runner built on a user's machine links no zip library. Every
+// failure is Error(cannot_test) "<what> '<path>': entry '<name>' ...;
+// <remedy>".
+class ZipEntries {
  public:
-  // Takes ownership of `z` (opened by the caller, who words its own errors).
-  ZipReader(zip* z, std::filesystem::path path, std::string what, std::string remedy);
-  ~ZipReader();
-  ZipReader(const ZipReader&) = delete;
-  ZipReader& operator=(const ZipReader&) = delete;
+  ZipEntries(std::filesystem::path path, std::string what, std::string remedy);
+  virtual ~ZipEntries() = default;
+  ZipEntries(const ZipEntries&) = delete;
+  ZipEntries& operator=(const ZipEntries&) = delete;
 
-  uint64_t count() const;
-  std::string name(uint64_t index) const;       // "" when libzip has none
-  uint64_t declared_size(uint64_t index) const;
+  virtual uint64_t count() const = 0;
+  virtual std::string name(uint64_t index) const = 0;  // "" when the archive has none
+  virtual uint64_t declared_size(uint64_t index) const = 0;
 
   // Refuses entries whose declared sizes pass the cap, each or in all.
   void check_declared_sizes() const;
@@ -46,9 +49,9 @@ class ZipReader {
   // entry that holds more or fewer bytes than it declares, one that pushes
   // the bytes streamed so far by this reader past the cap, and one that
   // fails to decompress or to match its checksum.
-  void stream(uint64_t index, const std::function<void(const char*, size_t)>& sink);
+  virtual void stream(uint64_t index, const std::function<void(const char*, size_t)>& sink) = 0;
   // The index of entry `name`; Error(cannot_test) when there is none.
-  uint64_t index_of(const std::string& name) const;
+  virtual uint64_t index_of(const std::string& name) const = 0;
   // The whole text of entry `name` (which must exist).
   std::string read(const std::string& name);
 
@@ -56,13 +59,19 @@ class ZipReader {
   // <problem>; <remedy>".
   [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
 
- private:
-  zip* m_zip;
+ protected:
+  uint64_t archive_bytes() const;  // the archive's size on disk (0 when it cannot be read)
+
   std::filesystem::path m_path;
   std::string m_what;
   std::string m_remedy;
   uint64_t m_cap;
   uint64_t m_streamed = 0;
 };
+
+// Opens `path` as a zip archive ("<what> '<path>' cannot be read (...)", or
+// "... is a damaged zip archive (...); <remedy>" as Error(cannot_test)).
+using ZipOpener = std::function<std::unique_ptr<ZipEntries>(
+    const std::filesystem::path& path, const std::string& what, const std::string& remedy)>;
 
 }  // namespace aoti_bisect

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/text.hpp"
 #include "report/markdown_parts.hpp"
 #include "report/sink_text.hpp"
 

@@ -411,6 +411,22 @@ struct Reproducer {
   std::string replay_note;            // what the replay checks, or why it cannot run
 };
 
+// The trigger shrunk (job/shrink.hpp): the smallest set of the failing
+// batch's samples that still fails, in the reproducing environment.
+struct MinimalInputs {
+  std::vector<int64_t> samples;     // numbered from 1, in the file's order
+  int64_t of = 0;                   // the batch's samples
+  bool alone = false;               // one sample, which fails alone
+  bool none_alone = false;          // several, and each one run alone passed
+  bool minimal = false;             // no smaller set tried failed (false: the runs ran out first)
+  int64_t repeated_to = 0;          // run repeated to the package's smallest batch; 0: as it is
+  int runs = 0;
+  std::string how;                  // "halves, then the one sample left", "delta debugging"
+  std::string file;                 // display path of OUT/repro/minimal.inputs.pt; "" when not written
+  std::string sentence;             // "sample 4 of 16 fails alone"
+  std::vector<std::string> facts;   // what sets them apart from the samples that passed
+};
+
 struct PhaseTime {
   std::string phase;               // "inspect", "validate", "baseline", "matrix", "report"
   double seconds = 0;
@@ -433,6 +449,8 @@ struct Report {
   // compiled for (its wrapper's input checks), run as the package runs them
   // by default: with those checks off.
   std::vector<std::string> inputs_outside_range;
+  std::optional<MinimalInputs> minimal_inputs;  // the trigger shrunk
+  std::string shrink_note;  // why it was not, or what the batch allows ("the package takes only batch 8: ...")
   std::string reference_path;               // display path, "" when none
   std::vector<RunRecord> runs;
   std::vector<BatchRecord> batches;         // a run over several batches; empty for one

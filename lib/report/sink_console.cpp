@@ -67,6 +67,19 @@ std::string batch_lines(const Report& r) {
   return out;
 }
 
+// The trigger shrunk, or why not (job/shrink.hpp).
+std::string trigger_lines(const Report& r) {
+  if (r.minimal_inputs) {
+    const MinimalInputs& m = *r.minimal_inputs;
+    std::string out = "  trigger:     " + one_line(m.sentence) + (m.file.empty() ? "" : ": " + m.file) + "\n";
+    for (const auto& fact : m.facts) {
+      out += "               " + one_line(fact) + "\n";
+    }
+    return out;
+  }
+  return r.shrink_note.empty() ? "" : "  trigger:     " + one_line(r.shrink_note) + "\n";
+}
+
 std::string matrix_lines(const std::vector<VariantSummary>& matrix, const Painter& paint) {
   size_t name_width = 0;
   size_t count_width = 0;
@@ -129,7 +142,7 @@ std::string report_to_console(const Report& r, bool color) {
     out += fmt::format("  core dump:   {}\n", one_line(coredump_summary(*r.coredump)));
   }
   if (r.failure && r.verdict != Verdict::clean) {
-    out += failure_lines(*r.failure, paint) + batch_lines(r);
+    out += failure_lines(*r.failure, paint) + batch_lines(r) + trigger_lines(r);
   }
   if (!r.matrix.empty()) {
     out += matrix_lines(r.matrix, paint);

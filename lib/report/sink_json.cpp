@@ -73,6 +73,23 @@ Json package_json(const PackageSummary& p) {
   };
 }
 
+Json minimal_json(const std::optional<MinimalInputs>& m) {
+  if (!m) {
+    return Json(nullptr);
+  }
+  return Json{{"samples", m->samples},
+              {"of", m->of},
+              {"alone", m->alone},
+              {"none_alone", m->none_alone},
+              {"minimal", m->minimal},
+              {"repeated_to", m->repeated_to > 0 ? Json(m->repeated_to) : Json(nullptr)},
+              {"runs", m->runs},
+              {"how", m->how},
+              {"file", text_or_null<Json>(m->file)},
+              {"sentence", m->sentence},
+              {"facts", m->facts}};
+}
+
 Json inputs_json(const Report& r) {
   Json tensors = Json::array();
   for (const auto& t : r.inputs) {
@@ -95,6 +112,8 @@ Json inputs_json(const Report& r) {
               {"origin", text_or_null<Json>(r.inputs_origin)},
               {"binding", text_or_null<Json>(r.inputs_binding)},
               {"outside_compiled_range", r.inputs_outside_range},
+              {"minimal", minimal_json(r.minimal_inputs)},
+              {"shrink_note", text_or_null<Json>(r.shrink_note)},
               {"tensors", std::move(tensors)}};
 }
 

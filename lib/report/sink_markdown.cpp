@@ -243,6 +243,19 @@ std::string inputs(const Report& r) {
   for (const auto& line : r.inputs_outside_range) {
     out += "**Outside the compiled range:** " + plain(line) + "; run as given, as the package runs it by default.\n\n";
   }
+  if (r.minimal_inputs) {
+    const MinimalInputs& m = *r.minimal_inputs;
+    out += "**The trigger shrunk:** " + plain(m.sentence) + (m.file.empty() ? "" : "; its inputs: " + code(m.file)) +
+           fmt::format(" (found by {}).\n\n", m.how);
+    for (const auto& fact : m.facts) {
+      out += "- " + plain(fact) + "\n";
+    }
+    if (!m.facts.empty()) {
+      out += "\n";
+    }
+  } else if (!r.shrink_note.empty()) {
+    out += "**The trigger:** " + plain(r.shrink_note) + ".\n\n";
+  }
   if (!r.inputs.empty()) {
     bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
                            [](const TensorInfo& t) { return t.nonfinite() > 0; });

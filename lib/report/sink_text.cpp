@@ -196,6 +196,9 @@ std::string group_phrase(const std::string& group) {
   if (group == "batches") {
     return "of the batches";
   }
+  if (group == "shrink") {
+    return "to shrink the batch";
+  }
   return "of " + group;
 }
 

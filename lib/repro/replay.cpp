@@ -658,4 +658,14 @@ ReplayResult write_replay(const ReplaySpec& spec) {
   return r;
 }
 
+void clear_repro_folder(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() != "minimal.inputs.pt") {
+      std::error_code rm;
+      fs::remove_all(it->path(), rm);
+    }
+  }
+}
+
 }  // namespace aoti_bisect

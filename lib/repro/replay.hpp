@@ -105,4 +105,9 @@ std::vector<std::string> call_arguments(const std::string& call);
 // else the first offending text.
 std::string private_path_in(const std::string& text, const std::vector<std::string>& private_paths);
 
+// Empties OUT/repro for a search's saved tensors and replay, keeping the
+// trigger's smallest inputs (minimal.inputs.pt, job/shrink.hpp), which
+// another phase wrote there.
+void clear_repro_folder(const std::filesystem::path& dir);
+
 }  // namespace aoti_bisect

@@ -45,8 +45,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   plan.ranges.push_back({k, k, ProbeMode::save});
   add_consumers(plan, k, k);
   fs::path repro_dir = m_job.settings.out_dir / "repro";
-  std::error_code ec;
-  fs::remove_all(repro_dir, ec);
+  clear_repro_folder(repro_dir);
   plan.save_dir = fs::absolute(repro_dir);
   ChildResult evidence = child("evidence", plan);
   if (!evidence.finished) {

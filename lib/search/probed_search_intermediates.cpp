@@ -68,7 +68,7 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
       "call site {} {}: replaying it alone on its saved inputs with every intermediate checked "
       "(repro/replay --intermediates; a first build takes about 20 s, then it is cached)",
       c.call_index, c.kernel));
-  auto start = Clock::now();
+  const double start = steady_seconds();
   SpawnSpec spec;
   spec.argv = {fs::absolute(repro_dir / "replay").string(), "--intermediates"};
   spec.env = current_environment();
@@ -90,7 +90,7 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
   spec.timeout_s = std::min(m_job.settings.build_timeout_s, 900.0);
   spec.tail_bytes = 1 << 16;
   ExitStatus st = run_process(spec);
-  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  double seconds = steady_seconds() - start;
   std::string out;
   std::error_code ec;
   if (fs::is_regular_file(spec.stdout_path, ec)) {

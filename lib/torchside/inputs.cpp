@@ -1,6 +1,9 @@
 // The inputs file: read, bound to the model's flat inputs by its call spec
 // (package/call_spec.hpp), and checked against what the model takes.
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 #include <torch/torch.h>
 
@@ -88,11 +91,11 @@ void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::str
 // where the file holds it. `notes` gets what was read as something else.
 c10::IValue load_ivalue(const fs::path& path, const std::string& what, std::vector<std::string>* notes = nullptr,
                         TensorFileFormat* format = nullptr) {
-  TensorFile file = read_tensor_file(path, what);
+  TensorFile file = read_tensor_file(path, what, open_zip_torch);
   if (format != nullptr) {
     *format = file.format;
   }
-  TensorRecords records(path, file, what);
+  TensorRecords records(path, file, what, open_zip_torch);
   size_t pos = 0;
   auto reader = [&](char* buf, size_t n) {
     size_t k = std::min(n, file.pickle.size() - pos);
@@ -121,6 +124,84 @@ c10::IValue load_ivalue(const fs::path& path, const std::string& what, std::vect
   }
 }
 
+// `v` with its tensors, in file order (to_input_value's), replaced by
+// `tensors`: the file's value with some of its tensors cut.
+c10::IValue with_tensors(const c10::IValue& v, const std::vector<at::Tensor>& tensors, size_t& next) {
+  if (v.isTensor()) {
+    return tensors.at(next++);
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> elements;
+    for (const auto& e : v.toTupleRef().elements()) {
+      elements.push_back(with_tensors(e, tensors, next));
+    }
+    return c10::ivalue::Tuple::create(std::move(elements));
+  }
+  if (v.isList()) {
+    c10::impl::GenericList out(v.toList().elementType());
+    for (const auto& e : v.toListRef()) {
+      out.push_back(with_tensors(e, tensors, next));
+    }
+    return out;
+  }
+  if (v.isGenericDict()) {
+    const auto& dict = v.toGenericDict();
+    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
+    for (const auto& kv : dict) {
+      out.insert(kv.key(), with_tensors(kv.value(), tensors, next));
+    }
+    return out;
+  }
+  return v;
+}
+
+// `v` in torch.save's zip format as torch::pickle_save writes it, without
+// its type tags (torch.jit._pickle.restore_type_tag around a dict, which
+// torch.load(weights_only=True) refuses): what Python's torch.save of the
+// same tuple or dict holds.
+std::string save_plain(const c10::IValue& v) {
+  std::vector<char> pickle_data;
+  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle_data.insert(pickle_data.end(), buf, buf + n); },
+                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(v);
+  pickler.stop();
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+    out.append(static_cast<const char*>(bytes), n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle_data.data(), pickle_data.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return out;
+}
+
+// Cuts the batch inputs of `take` to its samples (`inputs` in flat order,
+// `in_file` in file order, `order` the binding between them); "" or why not.
+std::string take_samples(const SampleTake& take, std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& in_file,
+                         const std::vector<int>& order) {
+  at::Tensor rows = at::tensor(take.samples, at::TensorOptions().dtype(at::kLong));
+  for (int k : take.batch_inputs) {
+    if (k < 0 || static_cast<size_t>(k) >= inputs.size()) {
+      return "--batch-inputs names input " + std::to_string(k) + ", and the model takes " +
+             std::to_string(inputs.size());
+    }
+    at::Tensor& t = inputs[static_cast<size_t>(k)];
+    if (t.dim() < 1) {
+      return "input " + std::to_string(k) + " has no dimension 0 to take samples from";
+    }
+    for (int64_t s : take.samples) {
+      if (s < 0 || s >= t.size(0)) {
+        return "sample " + std::to_string(s) + " is outside input " + std::to_string(k) + "'s batch of " +
+               std::to_string(t.size(0));
+      }
+    }
+    t = t.index_select(0, rows.to(t.device())).contiguous();
+    in_file[static_cast<size_t>(order[static_cast<size_t>(k)])] = t;
+  }
+  return "";
+}
+
 }  // namespace
 
 // Every tensor of a torch.save file in file order (a reference file).
@@ -132,12 +213,13 @@ std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& wh
   return out;
 }
 
-LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model) {
+LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model, const SampleTake* take) {
   const std::string what = "inputs file '" + path.string() + "'";
   std::vector<at::Tensor> in_file;
   std::vector<std::string> notes;
   TensorFileFormat format = TensorFileFormat::torch_zip;
-  InputValue value = to_input_value(load_ivalue(path, "inputs file", &notes, &format), in_file);
+  const c10::IValue whole = load_ivalue(path, "inputs file", &notes, &format);
+  InputValue value = to_input_value(whole, in_file);
   value.keys_are_positions = format == TensorFileFormat::safetensors && value.kind == InputValue::Kind::dict;
   std::optional<TreeSpec> spec = model.in_spec.empty() ? std::nullopt : parse_treespec(model.in_spec);
   if (!spec || !model.num_inputs || *model.num_inputs == spec->leaves()) {
@@ -157,6 +239,17 @@ LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model)
   m_impl->names.clear();
   for (int i : loaded.binding.order) {
     m_impl->inputs.push_back(in_file[static_cast<size_t>(i)]);
+  }
+  if (take != nullptr && !take->samples.empty()) {
+    std::string why = take_samples(*take, m_impl->inputs, in_file, loaded.binding.order);
+    if (!why.empty()) {
+      loaded.binding.error = why;
+      return loaded;
+    }
+    if (!take->save.empty()) {
+      size_t next = 0;
+      write_file_atomic(take->save, save_plain(with_tensors(whole, in_file, next)));
+    }
   }
   for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
     const auto& t = m_impl->inputs[i];

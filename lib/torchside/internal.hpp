@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "package/elf.hpp"
+#include "package/zip.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {
@@ -50,6 +51,11 @@ std::optional<at::Tensor> readable_copy(const at::Tensor& t, std::string& layout
 std::string dtype_name(c10::ScalarType t);
 std::vector<int64_t> to_vec(c10::IntArrayRef r);
 std::string tensor_sha256(const at::Tensor& t);  // of its contiguous bytes
+
+// A ZipOpener by LibTorch's own zip reader (zip_torch.cpp): the runner
+// links no zip library.
+std::unique_ptr<ZipEntries> open_zip_torch(const std::filesystem::path& path, const std::string& what,
+                                           const std::string& remedy);
 std::string tensor_device_str(const at::Tensor& t);
 
 // The model library as loaded in the runner (hook_binding.cpp): its path,

@@ -324,7 +324,8 @@ ab::ModelFacts without_input_checks(ab::ModelFacts facts, bool keep_strides) {
 // Loads and checks one inputs file; false when it does not fit (events say why).
 bool load_checked_inputs(const RunnerOptions& opt, const ab::ModelFacts& facts, const std::string& file,
                          ab::torchside::Session& session, ab::EventWriter& events) {
-  auto loaded = session.load_inputs(file, facts);
+  ab::torchside::SampleTake take{opt.samples, opt.batch_inputs, opt.save_inputs};
+  auto loaded = session.load_inputs(file, facts, opt.samples.empty() ? nullptr : &take);
   const nlohmann::json binding = {{"form", loaded.binding.form}, {"by_call_spec", loaded.binding.by_call_spec}};
   if (!loaded.binding.error.empty()) {
     events.emit(ab::EventKind::inputs, {{"tensors", nlohmann::json::array()}, {"binding", binding},

@@ -5,6 +5,7 @@
 // its outputs saved; and the model loaded ahead of the runs for a fork
 // server or a persistent runner (docs/runner.md). Torch-free header.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct RunnerOptions {
   std::string hooks;
   std::vector<std::string> libraries;  // --load-library, loaded RTLD_GLOBAL before the model
   bool contiguous_inputs = false;
+  // --samples, --batch-inputs, --save-inputs: some samples of the batch
+  // (torchside.hpp SampleTake), 0-based rows of dimension 0.
+  std::vector<int64_t> samples;
+  std::vector<int> batch_inputs;
+  std::string save_inputs;
   // --time-limit: each call of the model (after the load) ends the run at
   // this many seconds, event "time_limit", exit 14; 0: none.
   double time_limit_s = 0;

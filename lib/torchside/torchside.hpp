@@ -52,6 +52,18 @@ struct LoadedInputs {
   std::vector<std::string> notes;  // values read as something else (a BatchEncoding as its dict)
 };
 
+// Some samples of a batch (the runner's --samples, the driver's shrinking of
+// the trigger): the inputs whose dimension 0 is the batch (`batch_inputs`,
+// flat input indices) are cut to these rows, in this order (a row may
+// repeat: one sample run at the package's smallest batch); the others are
+// left whole. `save`: the inputs so cut, written in the file's own form (a
+// tuple, a dict of keyword arguments) by torch's pickle_save.
+struct SampleTake {
+  std::vector<int64_t> samples;
+  std::vector<int> batch_inputs;
+  std::filesystem::path save;
+};
+
 class Session {
  public:
   Session();
@@ -67,7 +79,10 @@ class Session {
   // in binding.error (and no infos). Throws Error(cannot_test) when the file
   // is not torch.save's format or holds values other than tensors where the
   // model takes tensors.
-  LoadedInputs load_inputs(const std::filesystem::path& path, const ModelFacts& model);
+  // With `take`, the samples it names are taken first (a sample outside the
+  // batch, or an input without a dimension 0, is binding.error).
+  LoadedInputs load_inputs(const std::filesystem::path& path, const ModelFacts& model,
+                           const SampleTake* take = nullptr);
 
   // Checks the loaded inputs against what the model takes; returns one line
   // per problem ("input 1 (arg5_1): dtype int32, the model takes int64";

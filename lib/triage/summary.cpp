@@ -106,6 +106,11 @@ void read_case_report(const Json& report, CaseResult& c) {
   if (auto e = report.find("environment"); e != report.end() && e->is_object()) {
     c.runner_torch = text_at(*e, "torch_version");
   }
+  if (auto in = report.find("inputs"); in != report.end() && in->is_object()) {
+    if (auto m = in->find("minimal"); m != in->end() && m->is_object()) {
+      c.minimal_inputs = text_at(*m, "sentence");
+    }
+  }
 }
 
 std::vector<TorchGroup> group_by_torch(const std::vector<CaseResult>& cases) {
@@ -257,7 +262,8 @@ std::string summary_to_json(const Summary& s) {
            {"seconds", c.seconds},
            {"error", text_or_null<Json>(c.error)},
            {"package_torch", text_or_null<Json>(c.package_torch)},
-           {"runner_torch", text_or_null<Json>(c.runner_torch)}};
+           {"runner_torch", text_or_null<Json>(c.runner_torch)},
+           {"minimal_inputs", text_or_null<Json>(c.minimal_inputs)}};
     if (!c.verify.empty()) {
       j["verify"] = c.verify;
     }
@@ -336,6 +342,7 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
     c.verify = text_at(j, "verify");
     c.package_torch = text_at(j, "package_torch");
     c.runner_torch = text_at(j, "runner_torch");
+    c.minimal_inputs = text_at(j, "minimal_inputs");
     s.cases.push_back(std::move(c));
   }
   return s;
@@ -415,7 +422,12 @@ std::string summary_to_markdown(const Summary& s) {
   out += "\n";
   out += "## Cases\n\n";
   bool with_verify = std::any_of(s.cases.begin(), s.cases.end(), [](const CaseResult& c) { return !c.verify.empty(); });
+  bool with_minimal =
+      std::any_of(s.cases.begin(), s.cases.end(), [](const CaseResult& c) { return !c.minimal_inputs.empty(); });
   std::vector<std::string> head = {"Case", "Verdict", "Exit", "Failure", "Culprit", "Signature", "Report"};
+  if (with_minimal) {
+    head.insert(head.end() - 1, "Trigger");
+  }
   if (with_verify) {
     head.insert(head.begin() + 1, "Verify");
   }
@@ -427,6 +439,9 @@ std::string summary_to_markdown(const Summary& s) {
         failure, c.culprit_kernel.empty() ? "" : code(culprit_text(c.culprit_call_index, c.culprit_kernel)),
         c.signature.empty() ? "" : code(c.signature),
         c.report.empty() ? "" : fmt::format("[report]({})", c.report.substr(0, c.report.rfind('/')) + "/report.md")};
+    if (with_minimal) {
+      row.insert(row.end() - 1, plain(c.minimal_inputs));
+    }
     if (with_verify) {
       row.insert(row.begin() + 1, c.verify.empty() ? "" : "**" + c.verify + "**");
     }

@@ -57,8 +57,16 @@ TEST_CASE("a loader's third batch of 5 holds a target of 4 among four classes: t
   REQUIRE(r.report["culprit"].is_object());
   CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
   CHECK(r.report["culprit"]["kernel"].get<std::string>().find("nll_loss") != std::string::npos);
-  CHECK(r.report["reproduce_command"].get<std::string>().find("--inputs") != std::string::npos);
-  CHECK(r.report["reproduce_command"].get<std::string>().find("batch2.pt --no-matrix") != std::string::npos);
+  // Then shrunk inside the failing batch: target[5] = 4 is the sixth sample,
+  // and the reproduce command runs it alone.
+  const Json& minimal = r.report["inputs"]["minimal"];
+  REQUIRE(minimal.is_object());
+  CHECK(minimal["samples"] == Json::array({6}));
+  CHECK(minimal["of"] == 8);
+  CHECK(minimal["alone"] == true);
+  CHECK(minimal["facts"] == Json::array({"sample 6: input 1 holds 4; the samples that passed hold 0..3"}));
+  CHECK(r.report["reproduce_command"].get<std::string>().find("--inputs out/repro/minimal.inputs.pt --no-matrix") !=
+        std::string::npos);
   // The report says it where a person reads it, and the progress showed the loop.
   std::string md = read_text("out/report.md");
   CHECK(md.find("## Batches") != std::string::npos);

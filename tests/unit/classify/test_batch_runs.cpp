@@ -121,4 +121,18 @@ TEST_CASE("what distinguishes the failing batch: shapes, dtypes, NaN/Inf, intege
   CHECK(distinguishing_facts(range, {}, "f.pt").empty());
 }
 
+TEST_CASE("what distinguishes failing samples: one value where the others hold several, shapes left out") {
+  std::vector<BatchRun> ok = {passing("int64", 0, 1, {4, 16}), passing("int64", 0, 1, {2, 16})};
+  std::vector<const BatchRun*> p = {&ok[0], &ok[1]};
+  BatchRun padding = passing("int64", 0, 0, {1, 16});
+  CHECK(distinguishing_facts(padding, p, "sample 4", "the samples that passed", false) ==
+        std::vector<std::string>{"sample 4: input 1 holds only 0; the samples that passed hold 0..1"});
+  // Shapes are facts between batches, not between sub-batches of one.
+  CHECK(distinguishing_facts(passing("int64", 0, 1, {1, 16}), p, "sample 2", "the samples that passed", false).empty());
+  // One value inside a range the others share at one value too: nothing.
+  std::vector<BatchRun> flat = {passing("int64", 0, 0), passing("int64", 0, 0)};
+  std::vector<const BatchRun*> q = {&flat[0], &flat[1]};
+  CHECK(distinguishing_facts(passing("int64", 0, 0), q, "x.pt").empty());
+}
+
 TEST_SUITE_END();

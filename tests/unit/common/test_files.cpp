@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/sha256.hpp"
 #include "common/text.hpp"
 
 using namespace aoti_bisect;
@@ -122,4 +124,33 @@ TEST_CASE("model_library_stamp: a library rebuilt in the same place has another 
   std::ofstream(dir / "abc.so") << "second build, longer";
   CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "model") != first);
   CHECK(aoti_bisect::model_library_stamp("stamp-pkg", "other").empty());
+}
+
+TEST_CASE("sha256: the FIPS 180-4 examples, and the CPU's block function agrees with the portable one") {
+  auto hex = [](const std::string& s, bool portable) {
+    aoti_bisect::Sha256 h(portable);
+    h.update(s.data(), s.size());
+    return h.hex();
+  };
+  for (bool portable : {true, false}) {
+    CHECK(hex("", portable) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    CHECK(hex("abc", portable) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    CHECK(hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", portable) ==
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    CHECK(hex(std::string(1000000, 'a'), portable) ==
+          "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  }
+  // Every length around the block and padding edges, fed in uneven pieces.
+  std::string text;
+  for (int i = 0; i < 300; ++i) {
+    text += static_cast<char>((i * 131 + 7) & 0xff);
+  }
+  for (size_t n = 0; n <= text.size(); ++n) {
+    aoti_bisect::Sha256 pieces;
+    for (size_t at = 0; at < n; at += 1 + at % 67) {
+      pieces.update(text.data() + at, std::min(n - at, 1 + at % 67));
+    }
+    CHECK_MESSAGE(pieces.hex() == hex(text.substr(0, n), true), "length ", n);
+  }
+  CHECK(aoti_bisect::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }

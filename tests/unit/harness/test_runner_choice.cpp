@@ -116,6 +116,61 @@ TEST_CASE("a package that names no torch keeps the runner beside, asking nothing
   CHECK(asked == 0);
 }
 
+TEST_CASE("a pip install: the torch of the Python it is installed in, after --python and before the package's own") {
+  PickInputs in;
+  in.beside_exists = false;  // a pip install builds no runner beside the driver
+  in.package.torch_dir = "/v214/torch";
+  in.package_install = install("/v214/torch", "2.14.1+cu130");
+  in.entry_python_path = "/venv/bin/python";
+  in.entry_python = install("/venv/torch", "2.13.0+cpu");
+  in.entry_python->python = "/venv/bin/python";
+  int asked = 0;
+  auto python3 = [&] {
+    ++asked;
+    return std::optional<TorchInstall>(install("/sys/torch", "2.12.0+cpu"));
+  };
+  RunnerPick p = pick_runner(in, python3);
+  CHECK(p.kind == RunnerPick::Kind::per_torch);
+  CHECK(p.torch.version == "2.13.0+cpu");
+  CHECK(p.why == "the torch of the Python aoti-bisect is installed in (/venv/bin/python)");
+
+  in.named_python = install("/v215/torch", "2.15.0+cu132");
+  CHECK(pick_runner(in, python3).torch.version == "2.15.0+cu132");
+  in.named_python.reset();
+
+  // pipx: its own venv has no torch; the package's own torch is next.
+  in.entry_python.reset();
+  p = pick_runner(in, python3);
+  CHECK(p.kind == RunnerPick::Kind::per_torch);
+  CHECK(p.torch.version == "2.14.1+cu130");
+  CHECK(p.why == "the package's own torch");
+  CHECK(asked == 0);
+
+  // A package that names no torch: python3's, since there is no runner beside.
+  in.package = {};
+  in.package_install.reset();
+  p = pick_runner(in, python3);
+  CHECK(p.kind == RunnerPick::Kind::per_torch);
+  CHECK(p.torch.version == "2.12.0+cpu");
+  CHECK(p.why == "python3's torch (the package names no torch folder)");
+}
+
+TEST_CASE("no torch anywhere and no runner beside: none, saying what was tried") {
+  PickInputs in;
+  in.beside_exists = false;
+  in.entry_python_path = "/pipx/venvs/aoti-bisect/bin/python";
+  in.package.torch_dir = "/gone/torch";
+  RunnerPick p = pick_runner(in, [] { return std::optional<TorchInstall>(); });
+  CHECK(p.kind == RunnerPick::Kind::none);
+  CHECK(p.why ==
+        "the Python aoti-bisect is installed in (/pipx/venvs/aoti-bisect/bin/python) has no torch; the package's "
+        "torch folder /gone/torch holds no torch now; python3 on PATH has no torch");
+  in.package = {};
+  p = pick_runner(in, [] { return std::optional<TorchInstall>(); });
+  CHECK(p.kind == RunnerPick::Kind::none);
+  CHECK(p.why.find("the package names no torch folder; python3 on PATH has no torch") != std::string::npos);
+}
+
 TEST_CASE("buildable_torch: a folder with TorchConfig.cmake, lib/ and a version; its environment's python") {
   fs::path root = fs::temp_directory_path() / "aoti-runner-choice-test";
   fs::remove_all(root);

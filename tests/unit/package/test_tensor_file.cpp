@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "package/pickle_graph.hpp"
 #include "package/tensor_file.hpp"
+#include "package/zip_libzip.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ fs::path data(const std::string& name) { return fs::path(AOTI_BISECT_TEST_DATA) 
 
 std::string refusal(const fs::path& path) {
   try {
-    read_tensor_file(path, "inputs file");
+    read_tensor_file(path, "inputs file", open_zip_libzip);
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::cannot_test);
     return e.what();
@@ -46,7 +47,7 @@ std::vector<std::string> globals_of(const std::string& pickle) {
 TEST_SUITE_BEGIN("package");
 
 TEST_CASE("read_tensor_file: torch.save's zip format, as it was read before") {
-  TensorFile f = read_tensor_file(data("tf_plain.pt"), "inputs file");
+  TensorFile f = read_tensor_file(data("tf_plain.pt"), "inputs file", open_zip_libzip);
   CHECK(f.format == TensorFileFormat::torch_zip);
   CHECK(f.notes.empty());
   REQUIRE(f.records.size() == 2);
@@ -57,7 +58,7 @@ TEST_CASE("read_tensor_file: torch.save's zip format, as it was read before") {
 }
 
 TEST_CASE("read_tensor_file: the legacy format (_use_new_zipfile_serialization=False) is read") {
-  TensorFile f = read_tensor_file(data("tf_legacy.pt"), "inputs file");
+  TensorFile f = read_tensor_file(data("tf_legacy.pt"), "inputs file", open_zip_libzip);
   CHECK(f.format == TensorFileFormat::torch_legacy);
   CHECK(tensor_file_format_name(f.format) == "torch.save (legacy format)");
   REQUIRE(f.records.size() == 2);
@@ -85,7 +86,7 @@ TEST_CASE("read_tensor_file: the legacy format (_use_new_zipfile_serialization=F
 }
 
 TEST_CASE("read_tensor_file: safetensors, its keys as a dict of tensors") {
-  TensorFile f = read_tensor_file(data("tf.safetensors"), "inputs file");
+  TensorFile f = read_tensor_file(data("tf.safetensors"), "inputs file", open_zip_libzip);
   CHECK(f.format == TensorFileFormat::safetensors);
   REQUIRE(f.records.size() == 2);
   // Written by dtype size (b, the int64s, first); read in the keys' natural order.
@@ -123,7 +124,7 @@ TEST_CASE("read_safetensors: a header that lies is refused in one line") {
 }
 
 TEST_CASE("read_tensor_file: a tokenizer's BatchEncoding is read as the dict it holds, its encodings left out") {
-  TensorFile f = read_tensor_file(data("tf_batch.pt"), "inputs file");
+  TensorFile f = read_tensor_file(data("tf_batch.pt"), "inputs file", open_zip_libzip);
   CHECK(f.format == TensorFileFormat::torch_zip);
   CHECK(f.notes == std::vector<std::string>{"a transformers.tokenization_utils_base.BatchEncoding read as the dict "
                                             "it holds"});
@@ -138,12 +139,12 @@ TEST_CASE("read_tensor_file: a tokenizer's BatchEncoding is read as the dict it 
 }
 
 TEST_CASE("read_tensor_file: an OrderedDict, a dict subclass, an nn.Parameter") {
-  TensorFile ordered = read_tensor_file(data("tf_ordered.pt"), "inputs file");
+  TensorFile ordered = read_tensor_file(data("tf_ordered.pt"), "inputs file", open_zip_libzip);
   CHECK(ordered.notes.empty());
   CHECK(ordered.pickle.find("OrderedDict") == std::string::npos);
-  TensorFile sub = read_tensor_file(data("tf_subclass.pt"), "inputs file");
+  TensorFile sub = read_tensor_file(data("tf_subclass.pt"), "inputs file", open_zip_libzip);
   CHECK(sub.notes == std::vector<std::string>{"a __main__.Batch (a dict subclass) read as a dict"});
-  TensorFile param = read_tensor_file(data("tf_parameter.pt"), "inputs file");
+  TensorFile param = read_tensor_file(data("tf_parameter.pt"), "inputs file", open_zip_libzip);
   CHECK(param.notes == std::vector<std::string>{"an nn.Parameter read as its tensor"});
   CHECK(globals_of(param.pickle) == std::vector<std::string>{"torch._utils _rebuild_tensor_v2", "torch FloatStorage",
                                                              "torch._utils _rebuild_tensor_v2", "torch LongStorage"});

@@ -15,7 +15,7 @@
 #include "common/error.hpp"
 #include "hand_zip.hpp"
 #include "package/package.hpp"
-#include "package/zip.hpp"
+#include "package/zip_libzip.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;
