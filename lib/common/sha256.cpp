@@ -93,6 +93,8 @@ __attribute__((target("sha,sse4.1,ssse3"))) void blocks_sha_ni(uint32_t* s, cons
   for (; count > 0; --count, p += 64) {
     const __m128i abef = state0, cdgh = state1;
     __m128i w[4];
+    // Unrolled, so that every index below is a constant and w[] stays in registers.
+#pragma GCC unroll 16
     for (int g = 0; g < 16; ++g) {
       __m128i& cur = w[g % 4];
       if (g < 4) {
