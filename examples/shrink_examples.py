@@ -1,4 +1,4 @@
-"""Three examples for shrinking the trigger (lib/job/shrink.hpp): the failing samples inside a batch.
+"""Four examples for shrinking the trigger (lib/job/shrink.hpp): the failing samples inside a batch.
 
 Imported by make_examples.py, which builds them like its own. Each NAME.json records in "truth" the
 samples (numbered from 1, in the file's order) that make the failure, checked on the eager model
@@ -36,6 +36,17 @@ EXAMPLES = {
         bug="x[2, 0] = -1 and x[5, 1] = -1, every other value of features 0 and 1 is at least 1: the sqrt is of "
         "-0.5 only when both rows are in the batch, and its NaN reaches every output. Either row alone, or any set "
         "without both, runs clean: the failure depends on the batch.",
+        culprit_pattern=r"sqrt",
+        dynamic_batch=(1, 64),
+        expect={"exit_code": 0, "signal": None, "stderr_contains": None},
+    ),
+    "batch_norm_nan": dict(
+        description="a normalization over the batch dimension where the feature dimension was meant: row 5 holds "
+        "a negative value under a sqrt, and the batch's mean and variance carry its NaN into every row",
+        outcome="nonfinite",
+        bug="x[4, 3] = -1; sqrt(x) is NaN in row 5 alone, fc1 keeps it there, its mean over dimension 0 is NaN, and "
+        "(h - mean) * rsqrt(var + eps) is NaN in every row. Row 5 fails alone; every other row runs clean alone, "
+        "but its output in the batch is NaN: the batch's statistics reach across rows.",
         culprit_pattern=r"sqrt",
         dynamic_batch=(1, 64),
         expect={"exit_code": 0, "signal": None, "stderr_contains": None},
@@ -98,7 +109,11 @@ def build_sample_mask_nan():
     types[:, 3:] = 1
     kwargs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
     model = KwargsAttention().eval()
-    return model, (), {}, kwargs, {"truth": _measured(model, (), kwargs, [4], True)}
+    from transformers import BatchEncoding  # the same dict as a tokenizer returns it
+
+    encoding = BatchEncoding({k: kwargs[k] for k in ("input_ids", "token_type_ids", "attention_mask")})
+    return model, (), {}, kwargs, {"truth": _measured(model, (), kwargs, [4], True),
+                                   "batch_encoding_inputs": ("save", encoding, "sample_mask_nan.inputs.batch.pt")}
 
 
 def build_samples_pair_nan():
@@ -119,6 +134,34 @@ def build_samples_pair_nan():
     x[5, 1] = -1.0
     model = PairGate().eval()
     return model, (x,), {}, {}, {"truth": _measured(model, (x,), {}, [3, 6], False)}
+
+
+def build_batch_norm_nan():
+    torch, nn = _torch()
+
+    class BatchAxisNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(16, 32)
+            self.fc2 = nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = self.fc1(torch.sqrt(x))
+            mean = h.mean(0, keepdim=True)  # dim=-1 was meant
+            var = ((h - mean) ** 2).mean(0, keepdim=True)
+            return self.fc2(torch.relu((h - mean) * torch.rsqrt(var + 1e-5)))
+
+    x = torch.rand(8, 16) + 0.1
+    x[4, 3] = -1.0
+    model = BatchAxisNorm().eval()
+    truth = _measured(model, (x,), {}, [5], True)
+    with torch.no_grad():  # another row: clean alone, NaN in the batch
+        in_batch = model(x)[0]
+        alone = model(x[[0, 0]])[0]
+    if bool(torch.isfinite(in_batch).any()) or not bool(torch.isfinite(alone).all()):
+        raise RuntimeError("the example's truth does not hold on the eager model: row 1 in the batch and alone")
+    truth[1]["company"] = {"sample": 1, "nan_in_batch": True, "finite_alone": True}
+    return model, (x,), {}, {}, {"truth": truth}
 
 
 def _measured(model, args, kwargs, samples, alone):
@@ -145,4 +188,5 @@ BUILDERS = {
     "sample_log_nan": build_sample_log_nan,
     "sample_mask_nan": build_sample_mask_nan,
     "samples_pair_nan": build_samples_pair_nan,
+    "batch_norm_nan": build_batch_norm_nan,
 }

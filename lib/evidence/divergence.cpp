@@ -100,6 +100,11 @@ std::optional<TensorCompare> compare_of(const nlohmann::json& e, const Tolerance
   if (c.contains("worst") && c["worst"].is_array()) {
     t.worst = c["worst"].get<std::vector<int64_t>>();
   }
+  t.elements = c.value("elements", int64_t{0});
+  if (c.contains("rows") && c["rows"].is_object()) {
+    t.whole_batch = c["rows"].value("whole", false);
+    t.rows_dim = c["rows"].value("dim", -1);
+  }
   t.actual = json_text(c.value("actual", nlohmann::json()));
   t.expected = json_text(c.value("expected", nlohmann::json()));
   if (c.contains("actual") && c["actual"].is_number()) {

@@ -64,6 +64,13 @@ struct TensorCompare {
   std::optional<double> expected_value;
   double ratio = 0;             // error / allowed error (> 1: outside tolerance; inf for NaN/Inf mismatches)
   Tolerance tolerance;
+  // Against a run of one sample alone (job/batch_dependence.hpp): the
+  // elements compared, and whether they were the whole tensor (no dimension
+  // scales with the batch: a value over the whole batch) or the sample's
+  // rows of dimension `rows_dim`.
+  int64_t elements = 0;
+  bool whole_batch = false;
+  int rows_dim = -1;
 };
 
 struct SiteCompare {

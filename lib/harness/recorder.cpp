@@ -128,6 +128,18 @@ void Recorder::shrink_note(const std::string& note) {
   save();
 }
 
+void Recorder::batch_dependence(BatchDependence found) {
+  m_progress.note((found.dependent ? "batch_dependent: " : "batch: ") + found.sentence);
+  m_report.batch_dependence = std::move(found);
+  save();
+}
+
+void Recorder::batch_dependence_note(const std::string& note) {
+  m_progress.note(note);
+  m_report.batch_dependence_note = note;
+  save();
+}
+
 void Recorder::inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin) {
   m_report.inputs_format = format;
   m_report.inputs_read_as = std::move(read_as);
@@ -213,9 +225,21 @@ void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   save();
 }
 
-void Recorder::first_answer(const std::string& line) {
+void Recorder::first_answer(const std::string& line, bool confirmed) {
   m_report.first_answer_seconds = steady_seconds() - m_start;
+  m_report.first_answer = line;
+  m_report.first_answer_provisional = !confirmed;
   m_progress.note(fmt::format("answer after {:.1f} s: {}", *m_report.first_answer_seconds, line));
+  save();
+}
+
+void Recorder::answer_confirmed(const std::string& line) {
+  if (!m_report.first_answer_seconds) {
+    first_answer(line);
+    return;
+  }
+  m_report.answer_confirmed_seconds = steady_seconds() - m_start;
+  m_progress.note(fmt::format("confirmed after {:.1f} s: {}", *m_report.answer_confirmed_seconds, line));
   save();
 }
 
@@ -224,6 +248,9 @@ void Recorder::set_aside_search() {
   m_report.repro.reset();
   m_report.bisection.reset();
   m_report.first_answer_seconds.reset();
+  m_report.answer_confirmed_seconds.reset();
+  m_report.first_answer_provisional = false;
+  m_report.first_answer.clear();
   m_passed_over.clear();
   save();
 }
@@ -252,6 +279,11 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
   }
   if (m_report.culprit && !m_report.first_answer_seconds) {
     m_report.first_answer_seconds = steady_seconds() - m_start;  // the culprit came with the verdict
+  }
+  if (m_report.first_answer_provisional && !m_report.answer_confirmed_seconds && m_report.first_answer_seconds) {
+    note(fmt::format("the answer printed after {:.1f} s ({}) was not confirmed by the evidence run; the verdict "
+                     "says what was found",
+                     *m_report.first_answer_seconds, m_report.first_answer));
   }
   save();
 }

@@ -60,6 +60,10 @@ class Recorder {
   // Why the batch was not shrunk, or what it allows: Report::shrink_note,
   // and a line for the person watching.
   void shrink_note(const std::string& note);
+  // One sample in the batch against it alone (job/batch_dependence.hpp), or
+  // why it was not compared; each also a line for the person watching.
+  void batch_dependence(BatchDependence found);
+  void batch_dependence_note(const std::string& note);
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
   // The failure alone, where no matrix ran (inputs the model refuses).
   void failure(Failure failure);
@@ -75,8 +79,13 @@ class Recorder {
   void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
   // The search ran before the matrix and named a culprit: when (seconds
-  // from the start); a line for the person watching.
-  void first_answer(const std::string& line);
+  // from the start); a line for the person watching. `confirmed` false: as
+  // the search found it, before the evidence run confirms it
+  // (answer_confirmed), which the verdict otherwise says it did not.
+  void first_answer(const std::string& line, bool confirmed = true);
+  // The evidence run confirmed the culprit (or named another: the line
+  // says so); the first answer where none was given yet.
+  void answer_confirmed(const std::string& line);
   // The early search's results set aside (the matrix chose another
   // environment): culprit, reproducer and bisection cleared; builds stay.
   void set_aside_search();

@@ -19,6 +19,7 @@
 #include "job/matrix_phase.hpp"
 #include "job/gpu_coredump_run.hpp"
 #include "job/out_dir.hpp"
+#include "job/batch_dependence.hpp"
 #include "job/shrink.hpp"
 #include "repro/replay.hpp"
 #include "harness/phase.hpp"
@@ -327,6 +328,7 @@ class Job {
   std::variant<BisectOutcome, Stop> search_first(const Inspected& in, JobContext& job, const ModelDir& model,
                                                  const MatrixPhase& matrix);
   JobResult search_failure(const Inspected& in, JobContext& job, const ModelDir& model, const MatrixPhase& matrix,
+                           const BatchDimension& dim,
                            const std::optional<BisectOutcome>& early);
   std::variant<BisectOutcome, Stop> search_kernels(JobContext& job, const BisectSetup& setup);
   void build_from_sources(Inspected& in, const fs::path& package_dir, const Settings& s);
@@ -654,12 +656,13 @@ JobResult Job::run_matrix(Inspected& in, JobContext& job, const ModelDir& model)
   if (auto stop = matrix.without_failure()) {
     return end(*stop);
   }
-  shrink_trigger(job, model, matrix,
-                 batch_dimension(in.wrapper, in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp)));
+  const BatchDimension dim =
+      batch_dimension(in.wrapper, in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp));
+  shrink_trigger(job, model, matrix, dim);
   if (!job.settings.bisect) {
     return finish(Verdict::not_isolated, matrix.failure_text() + "; kernel bisection was not asked for (--no-bisect)");
   }
-  return search_failure(in, job, model, matrix, early);
+  return search_failure(in, job, model, matrix, dim, early);
 }
 
 // The baseline's word on the runner: one that cannot load the package, with
@@ -710,7 +713,8 @@ std::variant<BisectOutcome, Stop> Job::search_first(const Inspected& in, JobCont
                     base.cls.kind, base.cls.first_line, true, base.status.seconds,
                     m_rec.report().environment.torch_version, {}, "model", model, matrix.run_list()};
   const std::string next = "; the flag matrix runs next and completes the report";
-  setup.on_culprit = [this, &next](const std::string& reason) { m_rec.first_answer(reason + next); };
+  setup.on_found = [this](const std::string& line) { m_rec.first_answer(line, false); };
+  setup.on_culprit = [this, &next](const std::string& reason) { m_rec.answer_confirmed(reason + next); };
   auto first = search_kernels(job, setup);
   if (auto* b = std::get_if<BisectOutcome>(&first);
       b != nullptr && b->verdict == Verdict::isolated && !m_rec.report().first_answer_seconds) {
@@ -723,6 +727,7 @@ std::variant<BisectOutcome, Stop> Job::search_first(const Inspected& in, JobCont
 // or the first search's answer, where the matrix found the same failure
 // steady in the baseline's environment.
 JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelDir& model, const MatrixPhase& matrix,
+                              const BatchDimension& dim,
                               const std::optional<BisectOutcome>& early) {
   const Failure& f = matrix.failure();
   const std::string reproduced = matrix.failure_text();
@@ -730,6 +735,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
   if (early) {
     if (f.kind == matrix.baseline().cls.kind && f.deterministic && matrix.chosen_env() == matrix.baseline_run().env) {
       m_rec.refresh_repro_command();
+      check_batch_dependence(job, early->probed, matrix, dim);
       return finish(early->verdict, early->reason.empty() ? reproduced : reproduced + "; " + early->reason);
     }
     std::string why = f.kind != matrix.baseline().cls.kind
@@ -752,6 +758,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
     return end(*stop);
   }
   const BisectOutcome& b = std::get<BisectOutcome>(searched);
+  check_batch_dependence(job, b.probed, matrix, dim);
   return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
 }
 }  // namespace

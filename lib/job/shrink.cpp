@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -15,29 +16,6 @@ namespace aoti_bisect {
 namespace fs = std::filesystem;
 
 namespace {
-
-// `set` repeated in turn up to `min` rows: a sub-batch the package can run.
-std::vector<int64_t> padded(const std::vector<int64_t>& set, int64_t min) {
-  std::vector<int64_t> out = set;
-  for (size_t i = 0; static_cast<int64_t>(out.size()) < min; ++i) {
-    out.push_back(set[i % set.size()]);
-  }
-  return out;
-}
-
-// "sample 4", "samples 3 and 6", "samples 1, 4 and 7" (numbered from 1).
-std::string samples_text(const std::vector<int64_t>& samples) {
-  std::vector<std::string> n;
-  for (int64_t s : samples) {
-    n.push_back(std::to_string(s + 1));
-  }
-  if (n.size() == 1) {
-    return "sample " + n.front();
-  }
-  std::string last = n.back();
-  n.pop_back();
-  return "samples " + join(n, ", ") + " and " + last;
-}
 
 // Why the batch cannot be shrunk here ("" when it can).
 std::string why_not(const MatrixPhase& matrix, const Failure& f) {
@@ -67,6 +45,27 @@ BatchRun as_batch_run(const ChildResult& r) {
 }
 
 }  // namespace
+
+std::vector<int64_t> padded_samples(const std::vector<int64_t>& set, int64_t min) {
+  std::vector<int64_t> out = set;
+  for (size_t i = 0; static_cast<int64_t>(out.size()) < min; ++i) {
+    out.push_back(set[i % set.size()]);
+  }
+  return out;
+}
+
+std::string samples_text(const std::vector<int64_t>& samples) {
+  std::vector<std::string> n;
+  for (int64_t s : samples) {
+    n.push_back(std::to_string(s + 1));
+  }
+  if (n.size() == 1) {
+    return "sample " + n.front();
+  }
+  std::string last = n.back();
+  n.pop_back();
+  return "samples " + join(n, ", ") + " and " + last;
+}
 
 void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& matrix, const BatchDimension& dim) {
   const Settings& s = job.settings;
@@ -118,11 +117,13 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
                                         "the environment the failure reproduces in",
                                         batch));
   int serial = 0;
-  std::map<std::vector<int64_t>, std::pair<std::string, ChildResult>> ran;
-  auto oracle = [&](const std::vector<int64_t>& set) -> std::optional<bool> {
-    if (interrupt_requested()) {
-      return std::nullopt;
-    }
+  struct Ran {
+    std::string id;
+    ChildResult result;
+    bool repeated = false;  // run repeated to the package's smallest batch
+  };
+  std::map<std::vector<int64_t>, Ran> ran;
+  auto run_rows = [&](const std::vector<int64_t>& rows) {
     ChildRequest req;
     req.id = fmt::format("shrink-{}", ++serial);
     req.variant = f.reproducing_variant.empty() ? "baseline" : f.reproducing_variant;
@@ -130,22 +131,43 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
     req.model = model;
     req.group = "shrink";
     req.batches = matrix.run_list();  // the failing batch of a loop, where the job ran one
-    req.samples = padded(set, min);
+    req.samples = rows;
     req.batch_inputs = dim.inputs;
-    ChildResult r = job.runs.run(req);
+    return std::make_pair(req.id, job.runs.run(req));
+  };
+  bool as_is = true;  // sets below the compiled minimum run as they are, until one cannot
+  auto oracle = [&](const std::vector<int64_t>& set) -> std::optional<bool> {
+    if (interrupt_requested()) {
+      return std::nullopt;
+    }
+    // A set smaller than the package's compiled minimum runs as it is first,
+    // as the package runs it by default (its input checks off): repeated to
+    // the minimum, a sample keeps its own company, which a model with batch
+    // statistics sees. Repeated only where it could not run so.
+    const bool small = static_cast<int64_t>(set.size()) < min;
+    auto [id, r] = run_rows(small && !as_is ? padded_samples(set, min) : set);
+    bool repeated = small && !as_is;
+    if (small && as_is &&
+        (!r.finished || r.cls.cannot_test || r.cls.internal ||
+         (r.cls.kind != OutcomeKind::ok && r.cls.kind != f.kind)) &&
+        !interrupt_requested()) {
+      as_is = false;  // the next small sets go repeated straight away
+      std::tie(id, r) = run_rows(padded_samples(set, min));
+      repeated = true;
+    }
     if (!r.finished || r.cls.cannot_test || r.cls.internal) {
       return std::nullopt;
     }
     const bool failed = r.cls.kind == f.kind;
-    ran[set] = {req.id, std::move(r)};
+    ran[set] = {id, std::move(r), repeated};
     return failed;
   };
   SampleShrink found = shrink_samples(batch, oracle, budget);
   if (static_cast<int64_t>(found.samples.size()) >= batch) {
-    rec.shrink_note(found.stopped && found.runs == 0
+    rec.shrink_note(found.stopped && serial == 0
                         ? std::string("not shrunk: the first run of a set of samples could not say")
                         : fmt::format("not shrunk: no smaller set of the {} samples failed in {} run{}", batch,
-                                      found.runs, found.runs == 1 ? "" : "s"));
+                                      serial, serial == 1 ? "" : "s"));
     return;
   }
   MinimalInputs m;
@@ -154,42 +176,56 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
   }
   m.of = batch;
   m.minimal = found.minimal;
-  m.alone = found.samples.size() == 1;
-  m.none_alone = found.none_alone;
-  m.repeated_to = static_cast<int64_t>(found.samples.size()) < min ? min : 0;
-  m.runs = found.runs;
+  auto it = ran.find(found.samples);
+  const bool repeated = it != ran.end() && it->second.repeated;
+  bool singles_repeated = false;  // a single sample ran repeated, not alone
+  for (const auto& [set, run] : ran) {
+    singles_repeated = singles_repeated || (set.size() == 1 && run.repeated);
+  }
+  m.alone = found.samples.size() == 1 && !repeated;
+  m.none_alone = found.none_alone && !singles_repeated;
+  m.repeated_to = repeated ? min : 0;
+  m.runs = serial;
   m.how = found.by_halves ? "halves, then the one sample left" : "halves, then delta debugging";
   const std::string who = samples_text(found.samples);
-  if (m.alone) {
-    m.sentence = fmt::format("{} of {} fails alone", who, batch);
-  } else if (m.none_alone && found.samples.size() == 2) {
+  const std::string could_not = fmt::format("below batch {}, the smallest the package was compiled for, it could not run "
+                                            "as it is",
+                                            min);
+  if (found.samples.size() == 1) {
+    m.sentence = repeated ? fmt::format("{} of {} fails repeated to batch {} ({})", who, batch, min, could_not)
+                          : fmt::format("{} of {} fails alone", who, batch);
+  } else if (found.none_alone && singles_repeated) {
+    m.sentence = fmt::format("{} of {} fail together; {} fails repeated to batch {} on its own ({})", who, batch,
+                             found.samples.size() == 2 ? "neither" : "none", min, could_not);
+  } else if (found.none_alone && found.samples.size() == 2) {
     m.sentence = fmt::format("{} of {} fail together; neither alone", who, batch);
-  } else if (m.none_alone) {
+  } else if (found.none_alone) {
     m.sentence = fmt::format("{} of {} fail together; none alone", who, batch);
   } else {
     m.sentence = fmt::format("{} of {} fail together{}", who, batch,
                              found.minimal ? "; no smaller set of them failed"
                                            : "; the smallest failing set found before the runs ran out");
   }
-  if (m.repeated_to > 0) {
-    m.sentence += fmt::format(" (run repeated to batch {}, the smallest the package was compiled for)", m.repeated_to);
+  if (static_cast<int64_t>(found.samples.size()) < min && !repeated) {
+    m.sentence += fmt::format(" (run at batch {}, below batch {}, the smallest the package was compiled for, as the "
+                              "package runs it by default)",
+                              found.samples.size(), min);
   }
   m.sentence += fmt::format(" ({} run{} of sub-batches)", m.runs, m.runs == 1 ? "" : "s");
-  auto it = ran.find(found.samples);
   if (it != ran.end()) {
     // What the failing set holds that the sets that passed do not.
     std::vector<BatchRun> passing_runs;
     for (const auto& [set, run] : ran) {
-      if (run.second.cls.kind != f.kind) {
-        passing_runs.push_back(as_batch_run(run.second));
+      if (run.result.cls.kind != f.kind) {
+        passing_runs.push_back(as_batch_run(run.result));
       }
     }
     std::vector<const BatchRun*> passing;
     for (const auto& b : passing_runs) {
       passing.push_back(&b);
     }
-    m.facts = distinguishing_facts(as_batch_run(it->second.second), passing, who, "the samples that passed", false);
-    const fs::path saved = s.out_dir / "runs" / it->second.first / "inputs.pt";
+    m.facts = distinguishing_facts(as_batch_run(it->second.result), passing, who, "the samples that passed", false);
+    const fs::path saved = s.out_dir / "runs" / it->second.id / "inputs.pt";
     const fs::path dest = s.out_dir / "repro" / "minimal.inputs.pt";
     std::error_code ec;
     fs::create_directories(dest.parent_path(), ec);

@@ -18,6 +18,11 @@
 
 namespace aoti_bisect {
 
+// `set` repeated in turn up to `min` rows: a sub-batch the package can run.
+std::vector<int64_t> padded_samples(const std::vector<int64_t>& set, int64_t min);
+// "sample 4", "samples 3 and 6", "samples 1, 4 and 7" (0-based in, numbered from 1 out).
+std::string samples_text(const std::vector<int64_t>& samples);
+
 void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& matrix, const BatchDimension& batch);
 
 }  // namespace aoti_bisect

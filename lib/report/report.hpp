@@ -427,6 +427,44 @@ struct MinimalInputs {
   std::vector<std::string> facts;   // what sets them apart from the samples that passed
 };
 
+// One sample in the failing batch against a run of it alone
+// (job/batch_dependence.hpp), compared at every call site.
+struct SampleInCompany {
+  int64_t sample = 0;             // numbered from 1, in the file's order
+  bool in_trigger = false;        // one of the trigger's samples (MinimalInputs::samples)
+  int64_t alone_batch = 1;        // rows of its run alone: 1, or repeated to the package's smallest batch
+  int sites_compared = 0;         // call sites with a tensor compared
+  int tensors_compared = 0;
+  int tensors_not_compared = 0;   // no one dimension scales with the batch
+  // The first call site whose values for the sample differ beyond tolerance.
+  std::optional<int> site;
+  std::string kernel;
+  std::string tensor;
+  bool whole_batch = false;       // a tensor without a row per sample (a value over the whole batch)
+  int rows_dim = -1;
+  int64_t differ = 0;             // elements compared that differ
+  int64_t elements = 0;           // elements compared
+  int64_t nonfinite = 0;          // of them NaN/Inf in one run only
+  double max_abs = 0;             // the largest finite difference
+  double bound = 0;               // the tolerance there (atol + rtol * scale)
+  std::string in_batch;           // the worst element in the batch's run, and alone
+  std::string alone;
+};
+
+// Where a sample depends on its batch (job/batch_dependence.hpp): samples of
+// the failing batch, each in a run of the batch and in a run of it alone
+// (repeated to the package's smallest batch), compared site by site.
+struct BatchDependence {
+  int64_t batch = 0;              // samples in the run in company (the failing batch)
+  bool repeated = false;          // a run alone could not run at batch 1: repeated to the smallest batch
+  bool fails_only_in_company = false;  // the trigger's samples fail together and none alone
+  bool dependent = false;         // the finding batch_dependent
+  std::vector<SampleInCompany> samples;  // those compared, in the file's order
+  std::optional<size_t> detailed; // the sample whose first differing site the sentence gives
+  int runs = 0;
+  std::string sentence;
+};
+
 struct PhaseTime {
   std::string phase;               // "inspect", "validate", "baseline", "matrix", "report"
   double seconds = 0;
@@ -450,6 +488,8 @@ struct Report {
   // by default: with those checks off.
   std::vector<std::string> inputs_outside_range;
   std::optional<MinimalInputs> minimal_inputs;  // the trigger shrunk
+  std::optional<BatchDependence> batch_dependence;  // one sample in the batch against it alone
+  std::string batch_dependence_note;            // why it was not compared
   std::string shrink_note;  // why it was not, or what the batch allows ("the package takes only batch 8: ...")
   std::string reference_path;               // display path, "" when none
   std::vector<RunRecord> runs;
@@ -468,6 +508,12 @@ struct Report {
   // Seconds from the job's start to the first printed culprit: the search
   // right after the baseline (answer first), else the end of the job.
   std::optional<double> first_answer_seconds;
+  std::string first_answer;                 // the line printed then
+  // Seconds to the evidence run's confirmation of a first answer given as
+  // the search found it; null where that answer was not confirmed (or came
+  // confirmed).
+  std::optional<double> answer_confirmed_seconds;
+  bool first_answer_provisional = false;    // given before the evidence run
   std::optional<Bisection> bisection;
   std::optional<CoreDumpReading> coredump;  // the coredump variant's reading of the fault
   Builds builds;

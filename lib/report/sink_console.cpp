@@ -80,6 +80,15 @@ std::string trigger_lines(const Report& r) {
   return r.shrink_note.empty() ? "" : "  trigger:     " + one_line(r.shrink_note) + "\n";
 }
 
+// One sample in the batch against it alone (job/batch_dependence.hpp).
+std::string batch_dependence_lines(const Report& r) {
+  if (r.batch_dependence) {
+    return std::string("  in company:  ") + (r.batch_dependence->dependent ? "batch_dependent: " : "") +
+           one_line(r.batch_dependence->sentence) + "\n";
+  }
+  return r.batch_dependence_note.empty() ? "" : "  in company:  " + one_line(r.batch_dependence_note) + "\n";
+}
+
 std::string matrix_lines(const std::vector<VariantSummary>& matrix, const Painter& paint) {
   size_t name_width = 0;
   size_t count_width = 0;
@@ -142,7 +151,7 @@ std::string report_to_console(const Report& r, bool color) {
     out += fmt::format("  core dump:   {}\n", one_line(coredump_summary(*r.coredump)));
   }
   if (r.failure && r.verdict != Verdict::clean) {
-    out += failure_lines(*r.failure, paint) + batch_lines(r) + trigger_lines(r);
+    out += failure_lines(*r.failure, paint) + batch_lines(r) + trigger_lines(r) + batch_dependence_lines(r);
   }
   if (!r.matrix.empty()) {
     out += matrix_lines(r.matrix, paint);

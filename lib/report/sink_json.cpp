@@ -90,6 +90,59 @@ Json minimal_json(const std::optional<MinimalInputs>& m) {
               {"facts", m->facts}};
 }
 
+Json sample_in_company_json(const SampleInCompany& c) {
+  Json site = nullptr;
+  if (c.site) {
+    site = Json{{"call_index", *c.site},
+                {"kernel", c.kernel},
+                {"tensor", c.tensor},
+                {"whole_batch", c.whole_batch},
+                {"rows_dim", c.rows_dim >= 0 ? Json(c.rows_dim) : Json(nullptr)},
+                {"differ", c.differ},
+                {"elements", c.elements},
+                {"nonfinite", c.nonfinite},
+                {"max_abs", c.max_abs},
+                {"tolerance", c.bound},
+                {"in_batch", c.in_batch},
+                {"alone", c.alone}};
+  }
+  return Json{{"sample", c.sample},
+              {"in_trigger", c.in_trigger},
+              {"alone_batch", c.alone_batch},
+              {"sites_compared", c.sites_compared},
+              {"tensors_compared", c.tensors_compared},
+              {"tensors_not_compared", c.tensors_not_compared},
+              {"first_site", std::move(site)}};
+}
+
+Json batch_dependence_json(const Report& r) {
+  if (!r.batch_dependence) {
+    return r.batch_dependence_note.empty() ? Json(nullptr) : Json{{"finding", nullptr}, {"note", r.batch_dependence_note}};
+  }
+  const BatchDependence& b = *r.batch_dependence;
+  Json samples = Json::array();
+  for (const auto& c : b.samples) {
+    samples.push_back(sample_in_company_json(c));
+  }
+  Json detailed = nullptr;
+  Json first_site = nullptr;
+  if (b.detailed && *b.detailed < b.samples.size()) {
+    Json d = sample_in_company_json(b.samples[*b.detailed]);
+    detailed = d["sample"];
+    first_site = d["first_site"];
+  }
+  return Json{{"finding", b.dependent ? Json("batch_dependent") : Json(nullptr)},
+              {"batch", b.batch},
+              {"repeated", b.repeated},
+              {"fails_only_in_company", b.fails_only_in_company},
+              {"samples", std::move(samples)},
+              {"sample", std::move(detailed)},
+              {"first_site", std::move(first_site)},
+              {"runs", b.runs},
+              {"sentence", b.sentence},
+              {"note", text_or_null<Json>(r.batch_dependence_note)}};
+}
+
 Json inputs_json(const Report& r) {
   Json tensors = Json::array();
   for (const auto& t : r.inputs) {
@@ -114,6 +167,7 @@ Json inputs_json(const Report& r) {
               {"outside_compiled_range", r.inputs_outside_range},
               {"minimal", minimal_json(r.minimal_inputs)},
               {"shrink_note", text_or_null<Json>(r.shrink_note)},
+              {"batch_dependence", batch_dependence_json(r)},
               {"tensors", std::move(tensors)}};
 }
 
@@ -571,6 +625,7 @@ std::string report_to_json(const Report& r) {
   }
   j["total_seconds"] = number(r.total_seconds);
   j["first_answer_seconds"] = r.first_answer_seconds ? number(*r.first_answer_seconds) : Json(nullptr);
+  j["answer_confirmed_seconds"] = r.answer_confirmed_seconds ? number(*r.answer_confirmed_seconds) : Json(nullptr);
   j["reproduce_command"] = text_or_null<Json>(r.reproduce_command);
   j["repro"] = repro_json(r.repro);
   j["error"] = text_or_null<Json>(r.error);

@@ -256,6 +256,12 @@ std::string inputs(const Report& r) {
   } else if (!r.shrink_note.empty()) {
     out += "**The trigger:** " + plain(r.shrink_note) + ".\n\n";
   }
+  if (r.batch_dependence) {
+    out += std::string(r.batch_dependence->dependent ? "**Batch dependent:** " : "**In company:** ") +
+           plain(r.batch_dependence->sentence) + ".\n\n";
+  } else if (!r.batch_dependence_note.empty()) {
+    out += "**In company:** " + plain(r.batch_dependence_note) + ".\n\n";
+  }
   if (!r.inputs.empty()) {
     bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
                            [](const TensorInfo& t) { return t.nonfinite() > 0; });

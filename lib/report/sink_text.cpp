@@ -199,6 +199,9 @@ std::string group_phrase(const std::string& group) {
   if (group == "shrink") {
     return "to shrink the batch";
   }
+  if (group == "batch") {
+    return "to compare samples in company and alone";
+  }
   return "of " + group;
 }
 

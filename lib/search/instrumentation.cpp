@@ -36,8 +36,10 @@ BisectOutcome RunTimeProbeSource::isolate(JobContext& job, const BisectSetup& se
     if (auto* why = std::get_if<std::string>(&prepared)) {
       return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
     }
+    ModelDir probed = std::get<ProbedModel>(prepared).model;
     BisectOutcome out = ProbedSearch(job, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
     if (!out.untrusted) {
+      out.probed = probed;
       return out;
     }
     auto again = retry_untrusted();

@@ -51,6 +51,10 @@ struct BisectSetup {
   // the culprit is named, before its one-kernel replay (about 15 s the first
   // time): the job prints its answer there (the answer first).
   std::function<void(const std::string&)> on_culprit;
+  // Told as soon as the search names a call site, before the evidence run
+  // that confirms it ("call site 5 k (cpp), named by the search"): the
+  // answer after the trace run, for a failure the trace run answers.
+  std::function<void(const std::string&)> on_found;
 };
 
 struct BisectOutcome {
@@ -58,6 +62,9 @@ struct BisectOutcome {
   std::string reason;        // one line, appended to the verdict reason
   std::string fall_back;     // a source that cannot probe says why; the next source takes over
   bool untrusted = false;    // the fidelity guard refused the instrumented model
+  // The model with run-time probes the search ran (a later check compares
+  // call sites with it: job/batch_dependence.hpp); none from guide mode.
+  std::optional<ModelDir> probed;
 };
 
 class InstrumentationSource {

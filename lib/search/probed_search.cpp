@@ -360,6 +360,14 @@ BisectOutcome ProbedSearch::run() {
   if (!blind.empty() && blind.front().after < *sr.first) {
     return blind_spot(*sr.first, blind.front());
   }
+  if (m_s.on_found) {
+    const SiteTrace* at = m_trace.site(*sr.first);
+    const std::string kernel = at != nullptr ? at->kernel : std::string();
+    m_announced = *sr.first;
+    m_s.on_found(fmt::format("{} ({}), named by the search in {} run{}; the evidence run confirms it next",
+                             site_label(*sr.first, kernel), kind_of_kernel(kernel), m_run_no,
+                             m_run_no == 1 ? "" : "s"));
+  }
   return culprit(*sr.first, trace, false, !sr.confirmed);
 }
 

@@ -93,6 +93,7 @@ class ProbedSearch {
   // per pass; the evidence run confirms the site it names.
   bool m_trace_answers = false;
   bool m_trace_answer_unused = false;
+  std::optional<int> m_announced;  // the call site told to on_found, before the evidence run
   std::shared_ptr<const ChildResult> m_trace_run;
   RunTrace m_trace_run_trace;  // its trace, read once
 };

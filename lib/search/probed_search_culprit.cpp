@@ -121,7 +121,10 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   std::string unwritten = c.unwritten.empty() ? "" : ", which reads memory no kernel wrote";
   std::string reason = fmt::format("isolated to {} ({}){}", site_label(k, c.kernel), c.kind, unwritten);
   if (m_s.on_culprit) {
-    m_s.on_culprit(reason);  // named: the replay below only explains it
+    // Named: the replay below only explains it.
+    m_s.on_culprit(m_announced && *m_announced != k
+                       ? fmt::format("{} (the search named call site {} first)", reason, *m_announced)
+                       : reason);
   }
   const SiteTrace* at = ev.site(k);
   ReplaySpec spec{repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "common/files.hpp"
+#include "harness/scoped_dir.hpp"
 #include "common/text.hpp"
 #include "protocol/runner.hpp"
 #include "package/provenance.hpp"
@@ -35,13 +36,7 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
   fs::path dir = fs::absolute(m_job.settings.out_dir / "run-to-run");
   std::error_code ec;
   fs::remove_all(dir, ec);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(dir, e);  // tensor contents: never left in the report folder
-    }
-  } cleanup{dir};
+  const ScopedDir cleanup(dir);  // tensor contents: never left in the report folder
   ProbePlan save;
   save.ranges.push_back({k, k, ProbeMode::save});
   save.save_dir = dir;

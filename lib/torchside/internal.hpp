@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "package/elf.hpp"
 #include "package/zip.hpp"
 #include "protocol/values.hpp"
@@ -102,6 +104,21 @@ struct ValueDiff {
   int64_t differ = 0;       // elements not equal (NaN/Inf mismatches included)
 };
 ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerance* tol = nullptr);
+
+// Which rows of a run's batch are one sample (job/batch_dependence.hpp).
+struct SampleRows {
+  int64_t batch = 0;   // samples in this run
+  int64_t alone = 0;   // samples in the run alone (the sample repeated)
+  int64_t sample = 0;  // 0-based, in this run
+};
+// A tensor of this run (the batch) against the same tensor in the run of the
+// sample alone: the sample's rows of the one dimension whose size scales
+// with the batch (`batch` here, `alone` there: its chunk for the sample, the
+// batch outermost), or the whole tensor where no dimension changed (a value
+// over the whole batch, such as a reduction over it). The probe's `compare`
+// object: diff figures, "elements" and "rows" ({"whole": true} or {"dim",
+// "from", "count"}); {"unmatched": why} where no one dimension scales.
+nlohmann::json compare_rows(const at::Tensor& t, const at::Tensor& alone, const SampleRows& rows);
 
 // One model of an extracted package directory, loaded (loader.cpp) with
 // LibTorch's AOTIModelPackageLoader where it reads directories (2.13 and

@@ -110,6 +110,9 @@ void read_case_report(const Json& report, CaseResult& c) {
     if (auto m = in->find("minimal"); m != in->end() && m->is_object()) {
       c.minimal_inputs = text_at(*m, "sentence");
     }
+    if (auto b = in->find("batch_dependence"); b != in->end() && b->is_object()) {
+      c.batch_dependent = text_at(*b, "finding") == "batch_dependent";
+    }
   }
 }
 
@@ -263,7 +266,8 @@ std::string summary_to_json(const Summary& s) {
            {"error", text_or_null<Json>(c.error)},
            {"package_torch", text_or_null<Json>(c.package_torch)},
            {"runner_torch", text_or_null<Json>(c.runner_torch)},
-           {"minimal_inputs", text_or_null<Json>(c.minimal_inputs)}};
+           {"minimal_inputs", text_or_null<Json>(c.minimal_inputs)},
+           {"batch_dependent", c.batch_dependent}};
     if (!c.verify.empty()) {
       j["verify"] = c.verify;
     }
@@ -343,6 +347,7 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
     c.package_torch = text_at(j, "package_torch");
     c.runner_torch = text_at(j, "runner_torch");
     c.minimal_inputs = text_at(j, "minimal_inputs");
+    c.batch_dependent = j.value("batch_dependent", false);
     s.cases.push_back(std::move(c));
   }
   return s;
@@ -440,7 +445,7 @@ std::string summary_to_markdown(const Summary& s) {
         c.signature.empty() ? "" : code(c.signature),
         c.report.empty() ? "" : fmt::format("[report]({})", c.report.substr(0, c.report.rfind('/')) + "/report.md")};
     if (with_minimal) {
-      row.insert(row.end() - 1, plain(c.minimal_inputs));
+      row.insert(row.end() - 1, plain(c.minimal_inputs) + (c.batch_dependent ? "; `batch_dependent`" : ""));
     }
     if (with_verify) {
       row.insert(row.begin() + 1, c.verify.empty() ? "" : "**" + c.verify + "**");

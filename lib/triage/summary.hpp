@@ -47,6 +47,7 @@ struct CaseResult {
   std::string package_torch;        // the torch that built the package, as far as it shows it ("" unknown)
   std::string runner_torch;         // the LibTorch of the runner that ran it ("" when it did not run)
   std::string minimal_inputs;       // the trigger shrunk: the report's inputs.minimal.sentence ("" when not)
+  bool batch_dependent = false;     // the report's inputs.batch_dependence.finding
 };
 
 CaseState case_state(const CaseResult& c);

@@ -111,22 +111,33 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   CHECK(runs[2]["id"] == "bisect.2.evidence");
   CHECK(runs[3]["id"] == "repeat.1");
   CHECK(r.report["failure"]["reproduced"] == 9);  // the matrix's runs
-  // The answer is printed before the matrix starts, and timed.
+  // The answer is printed as the trace run names it, before the evidence
+  // run confirms it, and timed; both before the matrix starts.
+  const std::string site = "call site " + std::to_string(meta["culprit"]["call_index"].get<int>() + 1) + " " +
+                           meta["culprit"]["kernel"].get<std::string>() + " (cpp)";
   std::string answer = "aoti-bisect: answer after ";
   size_t at = r.err.find(answer);
   REQUIRE(at != std::string::npos);
-  CHECK(r.err.find("s: isolated to call site " + std::to_string(meta["culprit"]["call_index"].get<int>() + 1) + " " +
-                       meta["culprit"]["kernel"].get<std::string>() + " (cpp); the flag matrix runs next",
-                   at) != std::string::npos);
-  CHECK(at < r.err.find("[matrix]"));
-  // As soon as the culprit is named: before its one-kernel replay, which
-  // only explains it (and takes about 15 s to build the first time).
+  CHECK(r.err.find("s: " + site + ", named by the search in 1 run; the evidence run confirms it next", at) ==
+        r.err.find("s: ", at));
+  std::string confirmed = "aoti-bisect: confirmed after ";
+  size_t then = r.err.find(confirmed);
+  REQUIRE(then != std::string::npos);
+  CHECK(at < then);
+  CHECK(r.err.find("s: isolated to " + site + "; the flag matrix runs next", then) == r.err.find("s: ", then));
+  CHECK(then < r.err.find("[matrix]"));
+  // Both before the culprit's one-kernel replay, which only explains it
+  // (and takes about 15 s to build the first time).
   size_t replay = r.err.find(": replaying it alone on its saved inputs");
   REQUIRE(replay != std::string::npos);
-  CHECK(at < replay);
+  CHECK(then < replay);
   CHECK(r.err.find(answer, at + answer.size()) == std::string::npos);  // said once
+  CHECK(r.err.find(confirmed, then + confirmed.size()) == std::string::npos);
+  CHECK(r.err.find("was not confirmed") == std::string::npos);
   REQUIRE(r.report["first_answer_seconds"].is_number());
-  CHECK(r.report["first_answer_seconds"].get<double>() < r.report["total_seconds"].get<double>());
+  REQUIRE(r.report["answer_confirmed_seconds"].is_number());
+  CHECK(r.report["first_answer_seconds"].get<double>() <= r.report["answer_confirmed_seconds"].get<double>());
+  CHECK(r.report["answer_confirmed_seconds"].get<double>() < r.report["total_seconds"].get<double>());
   CHECK(r.report["repro"]["command"].get<std::string>().find("--no-matrix --no-bisect") != std::string::npos);
 
   SUBCASE("--matrix-first: the whole matrix, then the search") {
@@ -136,6 +147,7 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
     CHECK(m.report["runs"][1]["id"] == "repeat.1");
     CHECK(m.report["runs"].back()["id"] == "bisect.2.evidence");
     CHECK(m.err.find("aoti-bisect: answer after ") == std::string::npos);
+    CHECK(m.report["answer_confirmed_seconds"].is_null());
   }
 }
 

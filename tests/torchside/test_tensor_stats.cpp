@@ -211,3 +211,42 @@ TEST_CASE("diff_values counts the elements that differ, NaN/Inf mismatches inclu
   at::Tensor both_nan = at::full({2}, std::nanf(""));
   CHECK(diff_values(both_nan, both_nan.clone()).differ == 0);  // NaN in both runs: the same
 }
+
+TEST_CASE("compare_rows: a sample's rows of the dimension that scales with the batch, or the whole tensor") {
+  // The run of 4 samples holds rows 10*k + j; the run of sample 3 alone
+  // (0-based 2), repeated to batch 2, holds its rows twice.
+  at::Tensor batch = at::arange(4 * 3, at::kFloat).reshape({4, 3});
+  at::Tensor alone = batch.narrow(0, 2, 1).repeat({2, 1});
+  SampleRows rows{4, 2, 2};
+  nlohmann::json same = compare_rows(batch, alone, rows);
+  CHECK(same["differ"] == 0);
+  CHECK(same["elements"] == 3);
+  CHECK(same["rows"] == nlohmann::json{{"dim", 0}, {"from", 2}, {"count", 1}});
+  // Another sample's rows differ; the sample's own do not count them.
+  at::Tensor changed = batch.clone();
+  changed[0][1] = 100.0f;
+  CHECK(compare_rows(changed, alone, rows)["differ"] == 0);
+  changed[2][1] = std::nanf("");
+  nlohmann::json nan = compare_rows(changed, alone, rows);
+  CHECK(nan["differ"] == 1);
+  CHECK(nan["nonfinite"] == 1);
+  CHECK(nan["worst"] == nlohmann::json::array({2, 1}));  // indexed in the batch's tensor
+  // Flattened [batch * 5, 3]: the sample's chunk of 5 rows.
+  at::Tensor flat = at::arange(4 * 5 * 3, at::kFloat).reshape({20, 3});
+  nlohmann::json chunk = compare_rows(flat, flat.narrow(0, 10, 5).repeat({2, 1}), rows);
+  CHECK(chunk["rows"] == nlohmann::json{{"dim", 0}, {"from", 10}, {"count", 5}});
+  CHECK(chunk["differ"] == 0);
+  // The batch on dimension 1 (a transposed layout).
+  at::Tensor t = batch.t().contiguous();
+  CHECK(compare_rows(t, alone.t().contiguous(), rows)["rows"]["dim"] == 1);
+  // No dimension changed: a value over the whole batch, compared whole.
+  at::Tensor mean = at::ones({3});
+  nlohmann::json whole = compare_rows(mean, at::full({3}, 2.0f), rows);
+  CHECK(whole["rows"] == nlohmann::json{{"whole", true}});
+  CHECK(whole["differ"] == 3);
+  // Two dimensions that scale, or one that changes otherwise: not compared.
+  CHECK(compare_rows(at::zeros({4, 4}), at::zeros({2, 2}), rows).contains("unmatched"));
+  CHECK(compare_rows(at::zeros({4, 3}), at::zeros({2, 5}), rows)["unmatched"] ==
+        "sizes [4, 3] here, [2, 5] alone: no one dimension holds the batch");
+  CHECK(compare_rows(at::zeros({4, 3}), at::zeros({6}), rows)["unmatched"] == "2 dimensions here, 1 alone");
+}

@@ -103,6 +103,26 @@ TEST_CASE("a NaN/Inf mismatch is outside any tolerance; an unmatched tensor is n
   CHECK_FALSE(b[0].divergent());
 }
 
+TEST_CASE("a comparison with a sample run alone carries its rows: the sample's rows of a dimension, or the whole") {
+  json rows = probe(2, "buf3", "after", 0.5, 1.0);
+  rows["compare"]["rows"] = {{"dim", 1}, {"from", 8}, {"count", 4}};
+  rows["compare"]["elements"] = 12;
+  json whole = probe(1, "buf1", "after", 0, 1.0);
+  whole["compare"]["rows"] = {{"whole", true}};
+  whole["compare"]["elements"] = 3;
+  auto sites = compare_sites({whole, rows}, table());
+  REQUIRE(sites.size() == 2);
+  REQUIRE(sites[0].outputs.size() == 1);
+  CHECK(sites[0].outputs[0].whole_batch);
+  CHECK(sites[0].outputs[0].rows_dim == -1);
+  CHECK(sites[0].outputs[0].elements == 3);
+  CHECK_FALSE(sites[0].divergent());
+  REQUIRE(sites[1].introduced);
+  CHECK_FALSE(sites[1].introduced->whole_batch);
+  CHECK(sites[1].introduced->rows_dim == 1);
+  CHECK(sites[1].introduced->elements == 12);
+}
+
 TEST_CASE("an in-place update of a tensor that was already wrong is inherited") {
   std::vector<json> events = {probe(4, "buf3", "before", 0.5, 1.0), probe(4, "buf3", "after", 0.9, 1.0)};
   auto sites = compare_sites(events, table());

@@ -195,3 +195,32 @@ TEST_CASE("manifest: paths resolve against its folder; mistakes are located") {
   CHECK(!ab::valid_case_name(".."));
   CHECK(!ab::valid_case_name("a/b"));
 }
+
+TEST_CASE("the trigger shrunk and a batch-dependent finding: read from each report, in the summary and back") {
+  Json r = {{"verdict", "isolated"},
+            {"inputs",
+             {{"minimal", {{"sentence", "sample 5 of 8 fails alone"}}},
+              {"batch_dependence", {{"finding", "batch_dependent"}}}}}};
+  Json plain = {{"verdict", "isolated"},
+                {"inputs",
+                 {{"minimal", {{"sentence", "sample 9 of 12 fails alone"}}},
+                  {"batch_dependence", {{"finding", nullptr}}}}}};
+  ab::CaseResult a = failed("norm", "S1");
+  ab::CaseResult b = failed("rowlog", "S2");
+  ab::read_case_report(r, a);
+  ab::read_case_report(plain, b);
+  CHECK(a.minimal_inputs == "sample 5 of 8 fails alone");
+  CHECK(a.batch_dependent);
+  CHECK_FALSE(b.batch_dependent);
+  ab::Summary s;
+  s.command = "triage";
+  s.cases = {a, b};
+  Json j = Json::parse(ab::summary_to_json(s));
+  CHECK(j["cases"][0]["batch_dependent"] == true);
+  CHECK(j["cases"][1]["batch_dependent"] == false);
+  ab::Summary back = ab::summary_from_json(j, "summary.json");
+  CHECK(back.cases[0].batch_dependent);
+  std::string md = ab::summary_to_markdown(s);
+  CHECK(md.find("| sample 5 of 8 fails alone; `batch_dependent` |") != std::string::npos);
+  CHECK(md.find("| sample 9 of 12 fails alone |") != std::string::npos);
+}
