@@ -23,6 +23,7 @@ struct Entry {
   std::string data;
   std::optional<uint64_t> declared;  // the uncompressed size to claim; data.size() when absent
   bool deflate = false;
+  bool zip64 = false;  // ZIP64 size fields whatever the size
 };
 
 inline uint32_t crc32(const std::string& data) {
@@ -72,7 +73,7 @@ inline std::string archive(const std::vector<Entry>& entries) {
   for (const auto& e : entries) {
     std::string body = e.deflate ? stored_deflate(e.data) : e.data;
     uint64_t size = e.declared.value_or(e.data.size());
-    bool z64 = size >= 0xFFFFFFFFu;
+    bool z64 = size >= 0xFFFFFFFFu || e.zip64;
     std::string extra;
     if (z64) {
       put16(extra, 1);

@@ -15,6 +15,7 @@
 #include "package/constants.hpp"
 #include "package/elf.hpp"
 #include "package/zip_libzip.hpp"
+#include "package/zip_stored.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -170,6 +171,9 @@ void check_file_folder_clash(const std::vector<std::string>& entries, const ZipR
 
 // Streams one entry to a file under `dest` (entries can be large: weights
 // live in the .so), under the reader's cap.
+// Entries this large and stored are copied by the kernel (zip_stored.hpp).
+constexpr uint64_t k_copied_from = 64 << 10;
+
 void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const fs::path& dest) {
   if (entry.back() == '/') {
     fs::create_directories(dest / entry);
@@ -177,6 +181,18 @@ void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const
   }
   fs::path out = dest / entry;
   fs::create_directories(out.parent_path());
+  if (z.declared_size(index) >= k_copied_from) {
+    if (auto stored = stored_entry(z.path(), entry)) {
+      switch (copy_stored(z.path(), *stored, out)) {
+        case CopyResult::copied:
+          return;
+        case CopyResult::bad_crc:
+          z.fail(entry, "is damaged (truncated or bad checksum)");
+        case CopyResult::cannot:
+          break;  // streamed below
+      }
+    }
+  }
   std::ofstream o(out, std::ios::binary | std::ios::trunc);
   if (!o) {
     int err = errno;

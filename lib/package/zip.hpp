@@ -59,6 +59,8 @@ class ZipEntries {
   // <problem>; <remedy>".
   [[noreturn]] void fail(const std::string& name, const std::string& problem) const;
 
+  const std::filesystem::path& path() const { return m_path; }
+
  protected:
   uint64_t archive_bytes() const;  // the archive's size on disk (0 when it cannot be read)
 

@@ -20,6 +20,7 @@
 #include "process/server_request.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -47,6 +48,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+int g_server_runs = 0;  // runs this fork server started before the current one
+
 int threads_of_this_process() {
   std::error_code ec;
   int n = 0;
@@ -70,6 +73,11 @@ int threads_of_this_process() {
   ::clearenv();
   for (const std::string& kv : req.env) {
     ::putenv(::strdup(kv.c_str()));
+  }
+  // What glibc reads once, at its start, applied the way it would have
+  // been: the server never had it (applied_in_the_run).
+  if (const char* perturb = ::getenv("MALLOC_PERTURB_"); perturb != nullptr) {
+    ::mallopt(M_PERTURB, std::atoi(perturb));
   }
   std::vector<char*> argv;
   for (const std::string& a : req.argv) {
@@ -282,7 +290,8 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
     if (int n = threads_of_this_process(); n != 1) {
       why = "the server has " + std::to_string(n) + " threads; forking it is not safe";
     } else {
-      pid = start_run(req, driver, run_once, why);
+      pid = start_run(req, driver, run_once, why);  // the run sees g_server_runs as it was
+      g_server_runs += pid > 0 ? 1 : 0;
     }
     std::string reply =
         pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
@@ -290,6 +299,21 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
       return 0;
     }
   }
+}
+
+int forkserver_runs_before() { return g_server_runs; }
+
+bool applied_in_the_run(const std::string& name) {
+  // AOTI_RUNTIME_CHECK_INPUTS: the generated wrapper reads it at the model's
+  // first run (a function's static), which a server never makes.
+  // AOTI_BISECT_POISON: the runner binds its poison after the load, in the
+  // run. MALLOC_PERTURB_: glibc reads it at its start; the run sets it with
+  // mallopt (become_run). OMP_NUM_THREADS: libgomp reads it at its start;
+  // the run sets it with at::set_num_threads (the runner, when forked).
+  // ATEN_CPU_CAPABILITY is not one: the load may dispatch ATen's kernels,
+  // which fixes the capability.
+  return name == "AOTI_RUNTIME_CHECK_INPUTS" || name == "AOTI_BISECT_POISON" || name == "MALLOC_PERTURB_" ||
+         name == "OMP_NUM_THREADS";
 }
 
 void use_forkserver(const fs::path& program, bool forked_runs) {
@@ -312,7 +336,16 @@ int forkserver_spawn(const SpawnSpec& spec) {
       (!spec.persistent && !r.forked_runs)) {
     return -1;
   }
-  Server& s = r.servers[{spec.env, spec.server_key + (spec.persistent ? "\npersistent" : "")}];
+  // A forked run takes the variables a run reads only once it starts from
+  // its request: the server of the environment without them serves it
+  // (the matrix's variants share the baseline's loaded model).
+  std::map<std::string, std::string> server_env;
+  for (const auto& [k, v] : spec.env) {
+    if (spec.persistent || !applied_in_the_run(k)) {
+      server_env.emplace(k, v);
+    }
+  }
+  Server& s = r.servers[{server_env, spec.server_key + (spec.persistent ? "\npersistent" : "")}];
   if (s.dead) {
     return -1;
   }
@@ -329,7 +362,7 @@ int forkserver_spawn(const SpawnSpec& spec) {
   stop_other_holders(r, s);
   if (s.pid < 0) {
     make_room(r);  // `s` itself is not alive
-    s = start_server(r.program, spec.env, spec.persistent);
+    s = start_server(r.program, server_env, spec.persistent);
     if (s.dead) {
       return -1;
     }

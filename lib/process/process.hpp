@@ -98,6 +98,14 @@ class ProcessSet {
 void use_forkserver(const std::filesystem::path& program, bool forked_runs = true);
 // -1 where the spec is not served (another program, no server, a failure).
 int forkserver_spawn(const SpawnSpec& spec);
+// A variable a forked run applies itself, from its request, after the fork
+// (the runner reads it only once a run starts, or the run sets what it
+// sets): a spawn whose environment differs from a server's only in these is
+// served by that server, with the model it has loaded (docs/runner.md).
+bool applied_in_the_run(const std::string& name);
+// In a run a fork server started: the runs it started before this one
+// (the runner's `start` event, `server_runs_before`).
+int forkserver_runs_before();
 // The program's side: `program --serve` (is_forkserver_request) runs
 // serve_forks, which returns 0 at the end of the driver's stream and never
 // returns in a run: each run calls run_once with its argv and exits with it.

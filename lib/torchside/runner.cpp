@@ -194,6 +194,7 @@ void emit_start(const RunnerOptions& opt, ab::EventWriter& events) {
                                      {"forked_by_server", g_served},
                                      {"persistent", ab::in_persistent_runner()},
                                      {"runs_before", g_runs_before},
+                                     {"server_runs_before", g_served ? ab::forkserver_runs_before() : 0},
                                      {"os", std::string(un.sysname) + " " + un.release + " " + un.machine}});
 }
 
@@ -464,6 +465,11 @@ bool nonfinite(const std::vector<ab::TensorStats>& outputs) {
 int run_model(const RunnerOptions& opt, ab::EventWriter& events) {
   using ab::RunnerExit;
   emit_start(opt, events);
+  if (const char* threads = std::getenv("OMP_NUM_THREADS"); g_served && threads != nullptr && std::atoi(threads) > 0) {
+    // Forked from a server started without it (process.hpp applied_in_the_run):
+    // what libgomp would have read at its start.
+    at::set_num_threads(std::atoi(threads));
+  }
   if (guard_pages_asked()) {
     ab::torchside::install_guard_page_allocator();
   }

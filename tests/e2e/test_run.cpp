@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "common/files.hpp"
@@ -139,6 +140,26 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   CHECK(r.report["first_answer_seconds"].get<double>() <= r.report["answer_confirmed_seconds"].get<double>());
   CHECK(r.report["answer_confirmed_seconds"].get<double>() < r.report["total_seconds"].get<double>());
   CHECK(r.report["repro"]["command"].get<std::string>().find("--no-matrix --no-bisect") != std::string::npos);
+  // The variants whose variables a forked run applies itself run on the
+  // baseline's server, its model loaded (docs/runner.md); scalar_aten
+  // (ATEN_CPU_CAPABILITY) has a server of its own.
+  auto start_of = [](const std::string& run) {
+    std::istringstream in(e2e::read_text("out/runs/" + run + "/events.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_object() && e.value("event", "") == "start") {
+        return e;
+      }
+    }
+    return nlohmann::json();
+  };
+  for (const char* run : {"check_inputs.1", "poison.1", "perturb.1"}) {
+    CAPTURE(run);
+    const auto start = start_of(run);
+    CHECK(start["forked_by_server"] == true);
+    CHECK(start["server_runs_before"].get<int>() >= 4);  // the baseline, the search's two runs, the repeats
+  }
+  CHECK(start_of("scalar_aten.1")["server_runs_before"] == 0);
 
   SUBCASE("--matrix-first: the whole matrix, then the search") {
     auto m = run_tool(with(run_args("nan_midway", false), {"--matrix-first"}), "out-mf");

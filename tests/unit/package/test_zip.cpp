@@ -16,6 +16,7 @@
 #include "hand_zip.hpp"
 #include "package/package.hpp"
 #include "package/zip_libzip.hpp"
+#include "package/zip_stored.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;
@@ -82,6 +83,53 @@ TEST_CASE("the hand-written archive reads back as a normal package") {
   CHECK(p.wrapper_info(p.select_model("")).call_sites.size() == 4);
   fs::path root = p.extract("out");
   CHECK(fs::file_size(root / "data/aotinductor/model/abc.wrapper.so") == 5000);
+}
+
+TEST_CASE("a large stored entry is copied whole and its checksum checked; a deflated one is streamed") {
+  auto entries = package_entries();
+  std::string so(300000, '\0');
+  for (size_t i = 0; i < so.size(); ++i) {
+    so[i] = static_cast<char>((i * 7919) % 251);
+  }
+  entries.back().data = so;
+  entries.push_back({"pkg/data/aotinductor/model/big.deflated", so, std::nullopt, true});
+  hand_zip::write("stored.pt2", entries);
+  auto stored = stored_entry("stored.pt2", k_so);
+  REQUIRE(stored.has_value());
+  CHECK(stored->size == so.size());
+  CHECK(stored->crc == hand_zip::crc32(so));
+  CHECK(fixture::read("stored.pt2").substr(stored->data_offset, so.size()) == so);
+  CHECK_FALSE(stored_entry("stored.pt2", "pkg/data/aotinductor/model/big.deflated").has_value());
+  CHECK_FALSE(stored_entry("stored.pt2", "pkg/no/such/entry").has_value());
+  CHECK(copy_stored("stored.pt2", *stored, "copied.so") == CopyResult::copied);
+  CHECK(fixture::read("copied.so") == so);
+  fs::path root = Package::open("stored.pt2").extract("out");
+  CHECK(fixture::read(root / "data/aotinductor/model/abc.wrapper.so") == so);
+  CHECK(fixture::read(root / "data/aotinductor/model/big.deflated") == so);
+
+  // One byte of the library changed in the archive: damaged, in one line.
+  std::string bytes = fixture::read("stored.pt2");
+  bytes[stored->data_offset + 1234] ^= 0x5A;
+  std::ofstream("damaged.pt2", std::ios::binary | std::ios::trunc) << bytes;
+  CHECK(copy_stored("damaged.pt2", *stored, "copied2.so") == CopyResult::bad_crc);
+  Package damaged = Package::open("damaged.pt2");
+  CHECK(error_of([&] { damaged.extract("out2"); }) ==
+        fmt::format("package 'damaged.pt2': entry '{}' is damaged (truncated or bad checksum); rebuild the package",
+                    k_so));
+}
+
+TEST_CASE("stored_entry: a ZIP64 entry's sizes come from its extra field") {
+  auto entries = package_entries();
+  const std::string so(100000, 'y');
+  entries.back().data = so;
+  entries.back().zip64 = true;
+  hand_zip::write("zip64.pt2", entries);
+  auto stored = stored_entry("zip64.pt2", k_so);
+  REQUIRE(stored.has_value());
+  CHECK(stored->size == so.size());
+  CHECK(fixture::read("zip64.pt2").substr(stored->data_offset, so.size()) == so);
+  fs::path root = Package::open("zip64.pt2").extract("out");
+  CHECK(fixture::read(root / "data/aotinductor/model/abc.wrapper.so") == so);
 }
 
 TEST_CASE("Package::open: an entry that declares 64 GB is refused, naming the entry") {

@@ -1,0 +1,205 @@
+#include "package/zip_stored.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <zlib.h>
+
+namespace aoti_bisect {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct OwnedFd {
+  int fd = -1;
+  ~OwnedFd() {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+};
+
+bool read_at(int fd, uint64_t offset, size_t n, std::vector<unsigned char>& out) {
+  out.resize(n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = ::pread(fd, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (k <= 0) {
+      return false;
+    }
+    got += static_cast<size_t>(k);
+  }
+  return true;
+}
+
+uint64_t le(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) {
+    v = (v << 8) | p[i];
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<StoredEntry> stored_entry(const fs::path& archive, const std::string& name) {
+  OwnedFd f{::open(archive.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) {
+    return std::nullopt;
+  }
+  const off_t end = ::lseek(f.fd, 0, SEEK_END);
+  if (end < 22) {
+    return std::nullopt;
+  }
+  const uint64_t file_size = static_cast<uint64_t>(end);
+  // The end of central directory record: the last one, within the 64 KiB a
+  // comment may take.
+  const uint64_t tail_size = std::min<uint64_t>(file_size, 22 + 0xFFFF);
+  std::vector<unsigned char> tail;
+  if (!read_at(f.fd, file_size - tail_size, tail_size, tail)) {
+    return std::nullopt;
+  }
+  int64_t eocd = -1;
+  for (int64_t i = static_cast<int64_t>(tail_size) - 22; i >= 0; --i) {
+    if (le(&tail[static_cast<size_t>(i)], 4) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) {
+    return std::nullopt;
+  }
+  const unsigned char* e = &tail[static_cast<size_t>(eocd)];
+  uint64_t entries = le(e + 10, 2);
+  uint64_t cd_size = le(e + 12, 4);
+  uint64_t cd_offset = le(e + 16, 4);
+  if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
+    // ZIP64: its locator stands right before the record.
+    const uint64_t at = file_size - tail_size + static_cast<uint64_t>(eocd);
+    std::vector<unsigned char> loc, rec;
+    if (at < 20 || !read_at(f.fd, at - 20, 20, loc) || le(loc.data(), 4) != 0x07064b50 ||
+        !read_at(f.fd, le(loc.data() + 8, 8), 56, rec) || le(rec.data(), 4) != 0x06064b50) {
+      return std::nullopt;
+    }
+    entries = le(rec.data() + 32, 8);
+    cd_size = le(rec.data() + 40, 8);
+    cd_offset = le(rec.data() + 48, 8);
+  }
+  if (cd_offset + cd_size > file_size || cd_size > (uint64_t{1} << 30)) {
+    return std::nullopt;
+  }
+  std::vector<unsigned char> cd;
+  if (!read_at(f.fd, cd_offset, static_cast<size_t>(cd_size), cd)) {
+    return std::nullopt;
+  }
+  size_t p = 0;
+  for (uint64_t k = 0; k < entries && p + 46 <= cd.size(); ++k) {
+    const unsigned char* h = &cd[p];
+    if (le(h, 4) != 0x02014b50) {
+      return std::nullopt;
+    }
+    const uint64_t flags = le(h + 8, 2);
+    const uint64_t method = le(h + 10, 2);
+    const uint32_t crc = static_cast<uint32_t>(le(h + 16, 4));
+    uint64_t comp = le(h + 20, 4);
+    uint64_t size = le(h + 24, 4);
+    const size_t name_len = le(h + 28, 2);
+    const size_t extra_len = le(h + 30, 2);
+    const size_t comment_len = le(h + 32, 2);
+    uint64_t local = le(h + 42, 4);
+    if (p + 46 + name_len + extra_len + comment_len > cd.size()) {
+      return std::nullopt;
+    }
+    const std::string entry(reinterpret_cast<const char*>(h + 46), name_len);
+    if (entry == name) {
+      // The ZIP64 extra field holds the values the record marks 0xFFFFFFFF, in this order.
+      for (size_t x = 0; x + 4 <= extra_len;) {
+        const unsigned char* ex = h + 46 + name_len + x;
+        const size_t id = le(ex, 2);
+        const size_t len = le(ex + 2, 2);
+        if (x + 4 + len > extra_len) {
+          return std::nullopt;
+        }
+        if (id == 0x0001) {
+          size_t q = 4;
+          for (uint64_t* v : {&size, &comp, &local}) {
+            if (*v == 0xFFFFFFFF) {
+              if (q + 8 > len + 4) {
+                return std::nullopt;
+              }
+              *v = le(ex + q, 8);
+              q += 8;
+            }
+          }
+        }
+        x += 4 + len;
+      }
+      if (method != 0 || (flags & 1) != 0 || comp != size) {
+        return std::nullopt;  // compressed or encrypted: streamed
+      }
+      std::vector<unsigned char> lh;
+      if (!read_at(f.fd, local, 30, lh) || le(lh.data(), 4) != 0x04034b50) {
+        return std::nullopt;
+      }
+      const uint64_t lname = le(lh.data() + 26, 2);
+      const uint64_t lextra = le(lh.data() + 28, 2);
+      std::vector<unsigned char> ln;
+      if (lname != name_len || !read_at(f.fd, local + 30, name_len, ln) ||
+          std::memcmp(ln.data(), name.data(), name_len) != 0) {
+        return std::nullopt;
+      }
+      StoredEntry s{local + 30 + lname + lextra, size, crc};
+      if (s.data_offset + s.size > file_size) {
+        return std::nullopt;
+      }
+      return s;
+    }
+    p += 46 + name_len + extra_len + comment_len;
+  }
+  return std::nullopt;
+}
+
+CopyResult copy_stored(const fs::path& archive, const StoredEntry& entry, const fs::path& dest) {
+  OwnedFd src{::open(archive.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (src.fd < 0) {
+    return CopyResult::cannot;
+  }
+  OwnedFd dst{::open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)};
+  if (dst.fd < 0) {
+    return CopyResult::cannot;
+  }
+  loff_t in = static_cast<loff_t>(entry.data_offset);
+  uint64_t left = entry.size;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(src.fd, &in, dst.fd, nullptr, left, 0);
+    if (n <= 0) {
+      return CopyResult::cannot;  // the caller streams it again, from the start
+    }
+    left -= static_cast<uint64_t>(n);
+  }
+  // Its checksum, as the streaming reader checks it: read back from the
+  // page cache the copy just filled.
+  OwnedFd back{::open(dest.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (back.fd < 0) {
+    return CopyResult::cannot;
+  }
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::vector<unsigned char> buf(8 << 20);
+  uint64_t done = 0;
+  while (done < entry.size) {
+    ssize_t n = ::read(back.fd, buf.data(), buf.size());
+    if (n <= 0) {
+      return CopyResult::cannot;
+    }
+    crc = crc32(crc, buf.data(), static_cast<uInt>(n));
+    done += static_cast<uint64_t>(n);
+  }
+  return static_cast<uint32_t>(crc) == entry.crc ? CopyResult::copied : CopyResult::bad_crc;
+}
+
+}  // namespace aoti_bisect
