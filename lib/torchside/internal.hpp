@@ -120,6 +120,24 @@ struct SampleRows {
 // "from", "count"}); {"unmatched": why} where no one dimension scales.
 nlohmann::json compare_rows(const at::Tensor& t, const at::Tensor& alone, const SampleRows& rows);
 
+// One sample's saved values alone, by (call site, tensor): files read only
+// when their site is probed (sample_rows.cpp).
+struct SampleReference {
+  SampleRows rows;
+  std::map<std::pair<int, std::string>, std::string> files;
+};
+// From the driver's reference {"rows": {"batch", "alone"}, "samples": [{"sample",
+// "alone", "sites": {"3": {"buf1": FILE}}}]}; Error(cannot_test) when malformed.
+std::vector<SampleReference> read_sample_references(const nlohmann::json& j, const std::string& path);
+// Tensor `name` at call site `site` against each sample's saved value there:
+// compare_rows' objects with "sample", one per sample that saved it.
+nlohmann::json compare_samples(const at::Tensor& t, int site, const std::string& name,
+                               const std::vector<SampleReference>& refs);
+// A tensor saved by pickle_save (a probe's save); std::runtime_error when unreadable.
+at::Tensor load_saved_tensor(const std::string& file);
+// A flat row-major index as one per dimension.
+std::vector<int64_t> unravel_index(int64_t flat, c10::IntArrayRef sizes);
+
 // One model of an extracted package directory, loaded (loader.cpp) with
 // LibTorch's AOTIModelPackageLoader where it reads directories (2.13 and
 // later), else with the container runner the loader would build, from the

@@ -65,11 +65,7 @@ struct ProbeState {
   // and which rows of this run's batch are that sample.
   // Each sample's saved files by (site, tensor), read when the site is
   // probed (never all at once: they hold the whole batch's values).
-  struct SampleRef {
-    SampleRows rows;
-    std::map<std::pair<int, std::string>, std::string> files;
-  };
-  std::vector<SampleRef> sample_refs;
+  std::vector<SampleReference> sample_refs;
 };
 
 ProbeState& state() {
@@ -141,17 +137,6 @@ void finish_launch(ProbeState& s, bool failed = false) {
   }
 }
 
-std::vector<int64_t> unravel(int64_t flat, c10::IntArrayRef sizes) {
-  std::vector<int64_t> index(sizes.size(), 0);
-  for (size_t d = sizes.size(); d-- > 0;) {
-    if (sizes[d] > 0) {
-      index[d] = flat % sizes[d];
-      flat /= sizes[d];
-    }
-  }
-  return index;
-}
-
 // The probe's value against the eager values the buffer may hold: the
 // closest candidate (fewest NaN/Inf mismatches, then smallest error for its
 // scale).
@@ -181,7 +166,7 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
                           {"scale", d.scale},
                           {"nonfinite", d.nonfinite},
                           {"differ", d.differ},
-                          {"worst", unravel(d.worst_flat, t.sizes())},
+                          {"worst", unravel_index(d.worst_flat, t.sizes())},
                           {"actual", json_number(d.actual)},
                           {"expected", json_number(d.expected)}};
   };
@@ -197,81 +182,6 @@ nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at:
   }
   return out;
 }
-
-at::Tensor load_saved(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && bytes.empty()) {
-    throw std::runtime_error("cannot read " + file);
-  }
-  return torch::jit::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toTensor();
-}
-
-}  // namespace
-
-nlohmann::json compare_rows(const at::Tensor& t, const at::Tensor& alone, const SampleRows& rows) {
-  auto sizes_text = [](c10::IntArrayRef v) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) {
-      out += (i > 0 ? ", " : "") + std::to_string(v[i]);
-    }
-    return out + "]";
-  };
-  if (t.dim() != alone.dim()) {
-    return {{"unmatched", fmt::format("{} dimensions here, {} alone", t.dim(), alone.dim())}};
-  }
-  std::vector<int64_t> scaled;
-  bool other = false;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) == alone.size(d)) {
-      continue;
-    }
-    if (t.size(d) * rows.alone == alone.size(d) * rows.batch && t.size(d) % rows.batch == 0) {
-      scaled.push_back(d);
-    } else {
-      other = true;
-    }
-  }
-  if (other || scaled.size() > 1) {
-    return {{"unmatched", fmt::format("sizes {} here, {} alone: no one dimension holds the batch",
-                                      sizes_text(t.sizes()), sizes_text(alone.sizes()))}};
-  }
-  at::Tensor a = t;
-  at::Tensor b = alone;
-  nlohmann::json where;
-  int64_t offset = 0;
-  if (scaled.empty()) {
-    where = {{"whole", true}};
-  } else {
-    const int64_t d = scaled.front();
-    const int64_t chunk = t.size(d) / rows.batch;
-    offset = rows.sample * chunk;
-    a = t.narrow(d, offset, chunk);
-    b = alone.narrow(d, 0, chunk);
-    where = {{"dim", d}, {"from", offset}, {"count", chunk}};
-  }
-  if (a.numel() == 0) {
-    return {{"unmatched", "no elements"}};
-  }
-  ValueDiff v = diff_values(a, b);
-  std::vector<int64_t> worst = v.worst_flat >= 0 ? unravel(v.worst_flat, a.sizes()) : std::vector<int64_t>{};
-  if (!scaled.empty() && !worst.empty()) {
-    worst[static_cast<size_t>(scaled.front())] += offset;
-  }
-  return {{"candidate", 0},
-          {"expected_dtype", dtype_name(alone.scalar_type())},
-          {"max_abs", v.nonfinite > 0 ? nlohmann::json(nullptr) : nlohmann::json(v.max_abs)},
-          {"scale", v.scale},
-          {"nonfinite", v.nonfinite},
-          {"differ", v.differ},
-          {"elements", a.numel()},
-          {"worst", worst},
-          {"actual", json_number(v.actual)},
-          {"expected", json_number(v.expected)},
-          {"rows", where}};
-}
-
-namespace {
 
 // Written before: a graph input, a constant, a buffer an extern call
 // created or an earlier site touched, under this name or one it was moved from.
@@ -369,22 +279,7 @@ void probe_tensor(ProbeState& s, const at::Tensor& probed, const std::string& na
     }
   }
   if (readable && !before && !s.sample_refs.empty() && readable->numel() > 0) {
-    nlohmann::json each = nlohmann::json::array();
-    for (const auto& ref : s.sample_refs) {
-      auto it = ref.files.find({s.site, name});
-      if (it == ref.files.end()) {
-        continue;
-      }
-      nlohmann::json c;
-      try {
-        c = compare_rows(*readable, load_saved(it->second), ref.rows);
-      } catch (const std::exception& e) {
-        std::string msg = e.what();
-        c = {{"unmatched", "its value alone cannot be read: " + msg.substr(0, msg.find('\n'))}};
-      }
-      c["sample"] = ref.rows.sample;
-      each.push_back(std::move(c));
-    }
+    nlohmann::json each = compare_samples(*readable, s.site, name, s.sample_refs);
     if (!each.empty()) {
       f.raw("compare_samples", each.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
@@ -622,44 +517,16 @@ void load_node_reference(const std::filesystem::path& path) {
     if (!files.is_object()) {
       throw Error(ErrorKind::cannot_test, "the per-node reference '" + path.string() + "' is not a JSON object");
     }
-    auto read_saved = [&](const std::string& name, const nlohmann::json& file) {
-      std::ifstream t(file.is_string() ? file.get<std::string>() : std::string(), std::ios::binary);
-      std::string tb((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
-      if (!t && tb.empty()) {
-        throw Error(ErrorKind::cannot_test, "cannot read the saved value of " + name + " named by '" + path.string() + "'");
-      }
-      return torch::jit::pickle_load(std::vector<char>(tb.begin(), tb.end())).toTensor();
-    };
     if (files.contains("samples") && files.contains("rows")) {
-      // {"rows": {"batch": B, "alone": A}, "samples": [{"sample": S, "alone": A, "sites": {"3": {"buf1": FILE}}}]}:
-      // what a run of each sample alone (in A rows: 1, or the sample
-      // repeated) wrote at each call site; S is the sample's 0-based row in
-      // this run's batch of B.
-      const nlohmann::json& rows = files["rows"];
-      ProbeState& s = state();
-      s.sample_refs.clear();
-      const int64_t batch = rows.value("batch", int64_t{0});
-      const int64_t alone = rows.value("alone", int64_t{0});
-      if (batch <= 0 || alone <= 0 || !files["samples"].is_array()) {
-        throw Error(ErrorKind::cannot_test, "the per-site reference '" + path.string() + "' is malformed");
-      }
-      for (const auto& one : files["samples"]) {
-        ProbeState::SampleRef ref;
-        ref.rows = SampleRows{batch, one.value("alone", alone), one.value("sample", int64_t{-1})};
-        if (ref.rows.alone <= 0 || ref.rows.sample < 0 || ref.rows.sample >= batch || !one.contains("sites") || !one["sites"].is_object()) {
-          throw Error(ErrorKind::cannot_test, "the per-site reference '" + path.string() + "' is malformed");
-        }
-        for (const auto& [site, tensors] : one["sites"].items()) {
-          for (const auto& [name, file] : tensors.items()) {
-            ref.files[{std::stoi(site), name}] = file.is_string() ? file.get<std::string>() : std::string();
-          }
-        }
-        s.sample_refs.push_back(std::move(ref));
-      }
+      state().sample_refs = read_sample_references(files, path.string());
       return;
     }
     for (const auto& [name, file] : files.items()) {
-      ref[name] = {read_saved(name, file)};
+      try {
+        ref[name] = {load_saved_tensor(file.is_string() ? file.get<std::string>() : std::string())};
+      } catch (const std::exception&) {
+        throw Error(ErrorKind::cannot_test, "cannot read the saved value of " + name + " named by '" + path.string() + "'");
+      }
     }
     return;
   }
