@@ -65,9 +65,10 @@ std::string passing_values(const std::vector<const BatchRun*>& passing, Get get)
 
 }  // namespace
 
-std::vector<BatchRun> batch_runs(const std::vector<nlohmann::json>& events) {
+std::vector<BatchRun> batch_runs(const Events& events) {
   std::vector<BatchRun> out;
-  for (const auto& e : events) {
+  for (const auto& e : events.of({EventKind::batch, EventKind::inputs, EventKind::input_stats,
+                                  EventKind::input_mismatch, EventKind::batch_end})) {
     EventKind k = event_kind(e);
     if (k == EventKind::batch) {
       BatchRun b;
@@ -99,10 +100,10 @@ std::vector<BatchRun> batch_runs(const std::vector<nlohmann::json>& events) {
   return out;
 }
 
-std::vector<nlohmann::json> last_batch_view(const std::vector<nlohmann::json>& events) {
+Events last_batch_view(const Events& events) {
   size_t last = events.size();
   for (size_t i = events.size(); i-- > 0;) {
-    if (event_kind(events[i]) == EventKind::batch) {
+    if (events.kind(i) == EventKind::batch) {
       last = i;
       break;
     }
@@ -110,17 +111,17 @@ std::vector<nlohmann::json> last_batch_view(const std::vector<nlohmann::json>& e
   if (last == events.size()) {
     return events;
   }
-  std::vector<nlohmann::json> out;
+  Events out;
   for (size_t i = 0; i < events.size(); ++i) {
-    if (i < last && per_batch(event_kind(events[i]))) {
+    if (i < last && per_batch(events.kind(i))) {
       continue;
     }
-    out.push_back(events[i]);
+    out.push_from(events, i);
   }
   return out;
 }
 
-void classify_batches(std::vector<BatchRun>& runs, const std::vector<nlohmann::json>& events,
+void classify_batches(std::vector<BatchRun>& runs, const Events& events,
                       const Classification& last) {
   for (size_t r = 0; r < runs.size(); ++r) {
     BatchRun& b = runs[r];
@@ -134,19 +135,19 @@ void classify_batches(std::vector<BatchRun>& runs, const std::vector<nlohmann::j
       continue;
     }
     // Its own events, as a run of its own that ended as it did.
-    std::vector<nlohmann::json> own;
+    Events own;
     int at = -1;
-    for (const auto& e : events) {
-      EventKind k = event_kind(e);
+    for (size_t i = 0; i < events.size(); ++i) {
+      EventKind k = events.kind(i);
       if (k == EventKind::batch) {
-        at = e.value("index", at + 1);
+        at = events[i].value("index", at + 1);
         continue;
       }
       if (!per_batch(k) || at == b.index) {
-        own.push_back(e);
+        own.push_from(events, i);
       }
     }
-    if (own.empty() || event_kind(own.back()) != EventKind::done) {
+    if (own.empty() || own.kind(own.size() - 1) != EventKind::done) {
       own.push_back({{"event", event_name(EventKind::done)}});
     }
     ExitStatus st;

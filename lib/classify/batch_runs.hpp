@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "classify/classify.hpp"
+#include "protocol/events.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect {
@@ -31,16 +32,16 @@ struct BatchRun {
 
 // One entry per batch that began, in order. Empty when the events have no
 // batch frames (a one-batch run).
-std::vector<BatchRun> batch_runs(const std::vector<nlohmann::json>& events);
+std::vector<BatchRun> batch_runs(const Events& events);
 
 // The events as one run of the last batch that began: what earlier batches'
 // runs wrote (inputs, statistics, outputs) is left out, the rest kept in
 // order. Events without batch frames come back unchanged.
-std::vector<nlohmann::json> last_batch_view(const std::vector<nlohmann::json>& events);
+Events last_batch_view(const Events& events);
 
 // Sets each batch's kind and first line: the last batch's from the whole
 // run's classification (`last`), the others' from their own events.
-void classify_batches(std::vector<BatchRun>& runs, const std::vector<nlohmann::json>& events,
+void classify_batches(std::vector<BatchRun>& runs, const Events& events,
                       const Classification& last);
 
 // What the failing batch has that none of the passing ones has, one fact a

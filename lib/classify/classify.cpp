@@ -78,18 +78,20 @@ std::vector<std::string> lines_of(const std::string& text) {
 // dozen kinds.
 class LastEvents {
  public:
-  explicit LastEvents(const std::vector<nlohmann::json>& events) {
-    for (const auto& e : events) {
-      m_last[event_kind(e)] = &e;
+  explicit LastEvents(const Events& events) {
+    for (size_t i = events.size(); i-- > 0;) {
+      if (m_last.count(events.kind(i)) == 0) {
+        m_last.emplace(events.kind(i), events[i]);
+      }
     }
   }
   const nlohmann::json* operator()(EventKind kind) const {
     auto it = m_last.find(kind);
-    return it == m_last.end() ? nullptr : it->second;
+    return it == m_last.end() ? nullptr : &it->second;
   }
 
  private:
-  std::map<EventKind, const nlohmann::json*> m_last;
+  std::map<EventKind, nlohmann::json> m_last;
 };
 
 bool is_noise(const std::string& line) {
@@ -184,7 +186,7 @@ void classify_finished(Classification& c) {
 // could not load a library or bind a symbol.
 bool is_loader_exit(int code) { return code == 126 || code == 127; }
 
-std::string last_event_name(const std::vector<nlohmann::json>& events) {
+std::string last_event_name(const Events& events) {
   return events.empty() ? std::string("none") : events.back().value("event", std::string("?"));
 }
 
@@ -192,17 +194,21 @@ std::string with_line(const std::string& line) { return line.empty() ? "" : ": "
 
 // ", inside call site 5 (cpp_fused_log_2)": the launch that began last and
 // did not end; "" when the probes show none.
-std::string running_site_text(const std::vector<nlohmann::json>& events) {
+std::string running_site_text(const Events& events) {
   int site = 0;
   std::string kernel;
-  for (const auto& e : events) {
-    EventKind k = event_kind(e);
+  size_t began = events.size();
+  for (size_t i = 0; i < events.size(); ++i) {
+    EventKind k = events.kind(i);
     if (k == EventKind::site_begin) {
-      site = e.value("site", 0);
-      kernel = e.value("kernel", "");
-    } else if (k == EventKind::site_end && e.value("site", 0) == site) {
+      site = events.site(i);
+      began = i;
+    } else if (k == EventKind::site_end && events.site(i) == site) {
       site = 0;
     }
+  }
+  if (site > 0 && began < events.size()) {
+    kernel = events[began].value("kernel", "");
   }
   return site > 0 ? fmt::format(", inside call site {} ({})", site, kernel) : "";
 }
@@ -251,7 +257,7 @@ std::string most_useful_line(const std::string& stderr_tail, const std::string& 
   return "";
 }
 
-Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events) {
+Classification classify_run(const ExitStatus& status, const Events& events) {
   Classification c;
   const LastEvents find_event(events);
   read_tensor_events(find_event, c);

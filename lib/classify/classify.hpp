@@ -10,6 +10,7 @@
 
 #include "classify/outcome.hpp"
 #include "process/process.hpp"
+#include "protocol/events.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect {
@@ -49,7 +50,7 @@ struct Classification {
 // names no failure of the model (exit 0 without "done" or "error"; 126 or 127,
 // the loader's, unless the model was running and the line names a known
 // failure), is the tool's failure: `internal`, with the first error line.
-Classification classify_run(const ExitStatus& status, const std::vector<nlohmann::json>& events);
+Classification classify_run(const ExitStatus& status, const Events& events);
 
 // A mismatch's first line: how many output values are outside tolerance,
 // how many of them are NaN/Inf on one side only (the reference's NaN where

@@ -221,15 +221,12 @@ std::optional<std::pair<int, int>> held_at(const WriteOrder& order, const std::s
 
 }  // namespace
 
-std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
+std::vector<SiteCompare> compare_sites(const Events& events, const ToleranceTable& tolerances,
                                        const std::map<std::string, int>& returned_by, const WriteOrder* order) {
   std::map<int, SiteCompare> by_site;
   std::set<std::string> credited;  // returned buffers already counted as their producer's output
   std::map<std::pair<int, std::string>, std::string> checksum_before;  // (site, tensor) -> its bytes before launch
-  for (const auto& e : events) {
-    if (event_kind(e) != EventKind::probe) {
-      continue;
-    }
+  for (const auto& e : events.of({EventKind::probe})) {
     int site = e.value("site", 0);
     SiteCompare& s = by_site[site];
     s.site = site;
@@ -307,13 +304,10 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
   return best;
 }
 
-std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_events,
+std::map<int, int> consumer_sites(const Events& trace_events,
                                   const std::map<std::string, int>& returned_by) {
   std::map<int, int> out;
-  for (const auto& e : trace_events) {
-    if (event_kind(e) != EventKind::site_end) {
-      continue;
-    }
+  for (const auto& e : trace_events.of({EventKind::site_end})) {
     int site = e.value("site", 0);
     for (const auto& t : e.value("tensors", nlohmann::json::array())) {
       auto r = t.is_string() ? returned_by.find(t.get<std::string>()) : returned_by.end();
@@ -325,15 +319,12 @@ std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_event
   return out;
 }
 
-std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map,
                                          int& mapped, const std::map<std::string, int>& returned_by) {
   std::vector<UnmappedSite> out;
   std::set<std::string> seen;
   mapped = 0;
-  for (const auto& e : trace_events) {
-    if (event_kind(e) != EventKind::site_end) {
-      continue;
-    }
+  for (const auto& e : trace_events.of({EventKind::site_end})) {
     int site = e.value("site", 0);
     std::vector<std::string> fresh;
     for (const auto& [name, producer] : returned_by) {
@@ -401,16 +392,13 @@ GraphNodeRef graph_node_ref(const std::string& name, const nlohmann::json& nodes
 
 }  // namespace
 
-std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map,
                                          int site, const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by) {
   // The buffers the site creates: first shown there, or returned by it.
   std::set<std::string> seen;
   std::vector<std::string> fresh;
-  for (const auto& e : trace_events) {
-    if (event_kind(e) != EventKind::site_end) {
-      continue;
-    }
+  for (const auto& e : trace_events.of({EventKind::site_end})) {
     int s = e.value("site", 0);
     for (const auto& [name, producer] : returned_by) {
       if (producer == s && seen.insert(name).second && s == site) {
@@ -506,7 +494,7 @@ Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>&
 }
 
 void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence,
-                        const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                        const Events& trace_events, const NodeMap& map,
                         const nlohmann::json& node_info, const std::map<std::string, int>& returned_by) {
   c.graph_nodes = computed_nodes(trace_events, map, c.call_index, node_info, returned_by);
   for (const auto& site : evidence) {

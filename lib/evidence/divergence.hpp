@@ -13,6 +13,7 @@
 
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
+#include "protocol/events.hpp"
 #include "protocol/values.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
@@ -106,7 +107,7 @@ WriteOrder write_order(const NodeMap& map, const std::map<std::string, int>& ret
 // a buffer written in place by several ops is compared at each site with
 // the node it holds there: after its launch, the node of the write the site
 // makes (when its bytes changed), else that of the last write before it.
-std::vector<SiteCompare> compare_sites(const std::vector<nlohmann::json>& events, const ToleranceTable& tolerances,
+std::vector<SiteCompare> compare_sites(const Events& events, const ToleranceTable& tolerances,
                                        const std::map<std::string, int>& returned_by = {},
                                        const WriteOrder* order = nullptr);
 
@@ -118,12 +119,12 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
 
 // Call sites whose new buffers name no graph node (from a trace run's
 // site_end events and the map). `mapped` is set to the count of the others.
-std::vector<UnmappedSite> unmapped_sites(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map,
                                          int& mapped, const std::map<std::string, int>& returned_by = {});
 
 // For each site that returns a buffer: the first later site that shows it
 // (from a trace run), whose before-launch probe is where it can be seen.
-std::map<int, int> consumer_sites(const std::vector<nlohmann::json>& trace_events,
+std::map<int, int> consumer_sites(const Events& trace_events,
                                   const std::map<std::string, int>& returned_by);
 
 // The report's divergence for a site's introduced output; node details come
@@ -132,7 +133,7 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
 
 // The graph nodes a call site computes: those fused into the buffers it
 // creates (from a trace run, returned buffers included), in graph order.
-std::vector<GraphNodeRef> computed_nodes(const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map,
                                          int site, const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by = {});
 
@@ -142,7 +143,7 @@ Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>&
 // Fills a mismatch culprit's graph nodes, divergence and why from the
 // evidence run's comparisons and the trace run's events.
 void explain_divergence(Culprit& culprit, const std::vector<SiteCompare>& evidence,
-                        const std::vector<nlohmann::json>& trace_events, const NodeMap& map,
+                        const Events& trace_events, const NodeMap& map,
                         const nlohmann::json& node_info, const std::map<std::string, int>& returned_by);
 
 }  // namespace aoti_bisect

@@ -16,6 +16,7 @@
 #include "classify/signature.hpp"
 #include "package/wrapper_text.hpp"
 #include "protocol/runner.hpp"
+#include "protocol/site_event.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect {
@@ -65,55 +66,59 @@ const SiteTrace* RunTrace::site(int k) const {
   return it == sites.end() ? nullptr : &it->second;
 }
 
-RunTrace trace_from_events(const std::vector<nlohmann::json>& events) {
+RunTrace trace_from_events(const Events& events) {
   RunTrace t;
   int last_begun = 0;
-  for (const auto& e : events) {
-    EventKind kind = event_kind(e);
+  auto range = events.of({EventKind::probes_missing, EventKind::site_begin, EventKind::site_end, EventKind::probe,
+                          EventKind::sync_error});
+  for (auto at = range.begin(); at != range.end(); ++at) {
+    const size_t i = at.index();
+    EventKind kind = events.kind(i);
     if (kind == EventKind::probes_missing) {
       t.probes_missing = true;
       continue;
     }
-    if (kind != EventKind::site_begin && kind != EventKind::site_end && kind != EventKind::probe &&
-        kind != EventKind::sync_error) {
-      continue;
-    }
-    int k = e.value("site", 0);
+    SiteEvent e;
+    (void)read_site_event(events.line(i), e);  // a line that is not JSON reads as an event without fields
+    int k = events.site(i);
     SiteTrace& s = t.sites[k];
     s.site = k;
-    s.kernel = e.value("kernel", s.kernel);
+    if (e.has_kernel) {
+      s.kernel = e.kernel;
+    }
     if (kind == EventKind::site_begin) {
-      s.wrapper_site = e.value("static", s.wrapper_site);
-      s.began_at = e.value("clock", 0.0);
+      if (e.has_static) {
+        s.wrapper_site = e.wrapper_static;
+      }
+      s.began_at = e.clock;
       s.began = true;
       last_begun = k;
       t.launched = std::max(t.launched, k);
     } else if (kind == EventKind::site_end) {
       // A call that returned an error code (ATen's check inside a C-shim
       // call) is where the run stopped, as a fault inside it would be.
-      s.ended = !e.value("failed", false);
+      s.ended = !e.failed;
       s.failed = !s.ended;
-      s.touched = e.value("tensors", std::vector<std::string>{});
+      s.touched = std::move(e.tensors);
     } else if (kind == EventKind::sync_error) {
       t.sync_error = k;
     } else {
-      std::string tensor = e.value("tensor", "");
+      const std::string& tensor = e.tensor;
       auto it = std::find_if(s.tensors.begin(), s.tensors.end(),
                              [&](const ProbeStats& probe) { return probe.tensor == tensor; });
       if (it == s.tensors.end()) {
         it = s.tensors.insert(it, ProbeStats{tensor, true, std::nullopt, std::nullopt});
       }
       ProbeStats* p = &*it;
-      TensorStats st = tensor_stats_from_json(e["stats"]);
-      t.poisoned = t.poisoned || st.unwritten >= 0;
-      if (e.value("constant", false)) {
+      t.poisoned = t.poisoned || e.stats.unwritten >= 0;
+      if (e.constant) {
         p->origin = "constant";
       }
-      if (e.value("phase", "") == "before") {
-        p->initialized = e.value("initialized", true);
-        p->before = st;
+      if (e.phase == "before") {
+        p->initialized = e.initialized;
+        p->before = std::move(e.stats);
       } else {
-        p->after = st;
+        p->after = std::move(e.stats);
       }
     }
   }

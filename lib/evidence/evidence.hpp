@@ -18,6 +18,7 @@
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
 #include "package/wrapper.hpp"
+#include "protocol/events.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
@@ -65,7 +66,7 @@ struct RunTrace {
 };
 
 // From the runner's events (run-time probes).
-RunTrace trace_from_events(const std::vector<nlohmann::json>& events);
+RunTrace trace_from_events(const Events& events);
 
 // A run stopped at its time limit names the launch it was inside only where
 // that launch had run for at least half the limit and 1 s. Stopped sooner, the model

@@ -171,11 +171,11 @@ std::pair<int, ChildOutput> ProcessChildren::wait_any() {
   out.memory_limit_bytes = m_setup.memory_limit_bytes;
   auto it = m_running.find(token);
   if (it == m_running.end()) {
-    return {token, out};
+    return {token, std::move(out)};
   }
   fs::path dir = m_setup.out_dir / "runs" / it->second.id;
   finish_events_file(dir / "events.jsonl");  // a killed child's mapping leaves zeros after its lines
-  out.events = read_events(dir / "events.jsonl");
+  out.events = Events::read(dir / "events.jsonl");
   if (it->second.keep_stdout) {
     std::error_code ec;
     if (fs::exists(dir / "stdout.txt", ec)) {
@@ -183,7 +183,7 @@ std::pair<int, ChildOutput> ProcessChildren::wait_any() {
     }
   }
   m_running.erase(it);
-  return {token, out};
+  return {token, std::move(out)};
 }
 
 void ProcessChildren::kill_all() {

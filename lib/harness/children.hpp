@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "process/process.hpp"
+#include "protocol/events.hpp"
 #include "protocol/probe_plan.hpp"
 #include "protocol/values.hpp"
 
@@ -68,7 +69,7 @@ bool persistent_runs(const std::string& device_key);
 // What a child left behind.
 struct ChildOutput {
   ExitStatus status;
-  std::vector<nlohmann::json> events;  // every well-formed line of its events file
+  Events events;  // every well-formed line of its events file
   std::string stdout_text;             // the whole of stdout, with keep_stdout
   unsigned long long memory_limit_bytes = 0;  // the address-space limit it ran under (0: none)
 };

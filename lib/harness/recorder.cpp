@@ -222,7 +222,7 @@ void Recorder::note(const std::string& text) {
 void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   m_report.culprit = std::move(culprit);
   m_report.repro = std::move(repro);
-  save();
+  save(true);
 }
 
 void Recorder::first_answer(const std::string& line, bool confirmed) {
@@ -230,7 +230,7 @@ void Recorder::first_answer(const std::string& line, bool confirmed) {
   m_report.first_answer = line;
   m_report.first_answer_provisional = !confirmed;
   m_progress.note(fmt::format("answer after {:.1f} s: {}", *m_report.first_answer_seconds, line));
-  save();
+  save(true);
 }
 
 void Recorder::answer_confirmed(const std::string& line) {
@@ -240,7 +240,7 @@ void Recorder::answer_confirmed(const std::string& line) {
   }
   m_report.answer_confirmed_seconds = steady_seconds() - m_start;
   m_progress.note(fmt::format("confirmed after {:.1f} s: {}", *m_report.answer_confirmed_seconds, line));
-  save();
+  save(true);
 }
 
 void Recorder::set_aside_search() {
@@ -285,7 +285,7 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
                      "says what was found",
                      *m_report.first_answer_seconds, m_report.first_answer));
   }
-  save();
+  save(true);
 }
 
 void Recorder::discard() {
@@ -296,8 +296,14 @@ void Recorder::discard() {
   m_reports_removed = true;
 }
 
-void Recorder::save() {
-  m_report.total_seconds = steady_seconds() - m_start;
+void Recorder::save(bool now) {
+  constexpr double k_save_interval_s = 1.0;
+  const double t = steady_seconds();
+  m_report.total_seconds = t - m_start;
+  if (!now && m_last_save >= 0 && t - m_last_save < k_save_interval_s) {
+    return;  // the next save, or the end's, writes what changed
+  }
+  m_last_save = t;
   try {
     write_reports(m_report, m_out_dir, m_junit);
   } catch (const Error& e) {

@@ -67,7 +67,7 @@ ChildResult Runs::record(const ChildRequest& req, ChildOutput out) {
 ChildResult Runs::run(const ChildRequest& req) {
   std::vector<ChildResult> results;
   run_all({req}, 1, results);
-  return results.front();
+  return std::move(results.front());
 }
 
 bool Runs::run_all(const std::vector<ChildRequest>& reqs, int jobs, std::vector<ChildResult>& results) {

@@ -18,7 +18,7 @@ struct ChildResult {
   ExitStatus status;
   Classification cls;                  // of the last batch it ran
   std::vector<BatchRun> batches;       // a run over several batches: each one that began
-  std::vector<nlohmann::json> events;  // as one run of its last batch (classify/batch_runs.hpp)
+  Events events;  // as one run of its last batch (classify/batch_runs.hpp)
   std::string stdout_text;  // with ChildRequest::keep_stdout
   bool finished = false;    // false: interrupted (not recorded)
 };

@@ -67,13 +67,13 @@ std::vector<int64_t> samples_to_compare(const MinimalInputs& m) {
 
 // One sample's comparisons from the run in company: its probe events with
 // its own `compare` object (the runner's `compare_samples[]` entry).
-SampleInCompany read_sample(const std::vector<nlohmann::json>& events, int64_t sample, int last,
+SampleInCompany read_sample(const Events& events, int64_t sample, int last,
                             const ToleranceTable& tolerances) {
   SampleInCompany c;
   c.sample = sample + 1;
-  std::vector<nlohmann::json> own;
-  for (const auto& e : events) {
-    if (event_kind(e) != EventKind::probe || e.value("site", 0) > last || !e.contains("compare_samples") ||
+  Events own;
+  for (const auto& e : events.of({EventKind::probe})) {
+    if (e.value("site", 0) > last || !e.contains("compare_samples") ||
         !e["compare_samples"].is_array()) {
       continue;
     }
@@ -198,10 +198,8 @@ void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& prob
       as_is = false;  // the next samples run repeated straight away
     }
     nlohmann::json sites = nlohmann::json::object();
-    for (const auto& e : alone.events) {
-      if (event_kind(e) == EventKind::saved) {
-        sites[std::to_string(e.value("site", 0))][e.value("tensor", "")] = e.value("path", "");
-      }
+    for (const auto& e : alone.events.of({EventKind::saved})) {
+      sites[std::to_string(e.value("site", 0))][e.value("tensor", "")] = e.value("path", "");
     }
     if (sites.empty()) {
       rec.batch_dependence_note(fmt::format("not compared in company and alone: the run of sample {} alone saved no "

@@ -277,20 +277,46 @@ bool MatrixPhase::answers_first() const {
          (kind == OutcomeKind::nonfinite || kind == OutcomeKind::mismatch);
 }
 
+namespace {
+
+// A run whose environment a fork server must hold from its start (a
+// variable read at the process's start or the model's load, not applied in
+// the run: process.hpp's applied_in_the_run): it loads the model again,
+// and stops the server that holds the baseline's.
+bool loads_again(const PlannedRun& run, const PlannedRun& baseline) {
+  auto differs = [](const std::map<std::string, std::string>& a, const std::map<std::string, std::string>& b) {
+    return std::any_of(a.begin(), a.end(), [&](const auto& kv) {
+      auto it = b.find(kv.first);
+      return !applied_in_the_run(kv.first) && (it == b.end() || it->second != kv.second);
+    });
+  };
+  return differs(run.env, baseline.env) || differs(baseline.env, run.env);
+}
+
+}  // namespace
+
 std::optional<Stop> MatrixPhase::run_stages() {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   MatrixStage stage{baseline().cls.kind, s.profile.backend != "cpu", false};
   std::vector<PlannedRun> ran = {m_plan[0]};
-  for (int stage_no = 1; stage_no <= 2 && m_plan.size() > 1; ++stage_no) {
+  // The first stage's runs that load the model again run last, after the
+  // second stage's: every run before them forks from the baseline's
+  // server, its model loaded once. Stage 2 is decided by the baseline
+  // environment's runs, which are not among them.
+  std::vector<PlannedRun> last;
+  for (int stage_no = 1; stage_no <= 3 && m_plan.size() > 1; ++stage_no) {
     if (stage_no == 2) {
       stage.flaky = baseline_env_flaky(facts_of(ran, m_results));
     }
     std::vector<PlannedRun> now;
-    for (size_t i = 1; i < m_plan.size(); ++i) {
+    for (size_t i = 1; i < m_plan.size() && stage_no < 3; ++i) {
       if (runs_at_stage(m_plan[i], stage, stage_no)) {
-        now.push_back(m_plan[i]);
+        (stage_no == 1 && loads_again(m_plan[i], m_plan[0]) ? last : now).push_back(m_plan[i]);
       }
+    }
+    if (stage_no == 3) {
+      now = last;
     }
     if (now.empty()) {
       continue;
@@ -300,7 +326,10 @@ std::optional<Stop> MatrixPhase::run_stages() {
     for (const auto& p : now) {
       variants.insert(p.variant);
     }
-    std::string why_now = stage_no != 2 ? "" : stage.flaky ? " (the baseline is flaky)" : " (after a steady failure)";
+    std::string why_now = stage_no == 3   ? " (variables read at the process's start: the model loaded again)"
+                          : stage_no != 2 ? ""
+                          : stage.flaky   ? " (the baseline is flaky)"
+                                          : " (after a steady failure)";
     rec.begin_phase("matrix", fmt::format("{} run{} over {} variant{}{}, {} at a time", now.size(),
                                           now.size() == 1 ? "" : "s", variants.size(),
                                           variants.size() == 1 ? "" : "s", why_now, s.jobs));

@@ -370,10 +370,7 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   ReplayFiles rf;
   const Culprit& c = *spec.culprit;
   Gen g{spec, c, {}, {}, "", {}, {}, {}, {}};
-  for (const auto& e : spec.events) {
-    if (e.value("event", "") != "saved" || e.value("site", 0) != spec.site) {
-      continue;
-    }
+  for (const auto& e : spec.events.of({EventKind::saved}, spec.site)) {
     std::string file = fs::path(e.value("path", "")).filename().string();
     std::string name = e.value("tensor", "");
     bool is_expected = file.size() > 12 && file.ends_with(".expected.pt");

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "package/wrapper.hpp"
+#include "protocol/events.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
@@ -40,7 +41,7 @@ struct ReplaySpec {
   int wrapper_site = 0;                  // the wrapper's call site (1-based); 0: same as `site`
   std::string predicate;                 // "fault", "nonfinite", "mismatch"
   const Culprit* culprit = nullptr;      // kernel, kind, argument statistics, divergence
-  std::vector<nlohmann::json> events;    // the evidence run's events ("saved" ones name the files)
+  Events events;    // the evidence run's "saved" events (they name the files)
   // The user's custom operator libraries (--load-library): copied beside
   // the replay, which loads them before a proxy-executor call.
   std::vector<std::filesystem::path> libraries;

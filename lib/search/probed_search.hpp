@@ -95,7 +95,7 @@ class ProbedSearch {
   bool m_trace_answer_unused = false;
   std::optional<int> m_announced;  // the call site told to on_found, before the evidence run
   std::shared_ptr<const ChildResult> m_trace_run;
-  RunTrace m_trace_run_trace;  // its trace, read once
+  std::unique_ptr<RunTrace> m_trace_run_trace;  // its trace as read, where settling branches changed m_trace
 };
 
 }  // namespace aoti_bisect

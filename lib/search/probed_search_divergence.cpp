@@ -48,10 +48,8 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
     return false;
   }
   nlohmann::json files = nlohmann::json::object();
-  for (const auto& e : first.events) {
-    if (event_kind(e) == EventKind::saved && e.value("site", 0) == k) {
-      files[e.value("tensor", "")] = e.value("path", "");
-    }
+  for (const auto& e : first.events.of({EventKind::saved}, k)) {
+    files[e.value("tensor", "")] = e.value("path", "");
   }
   if (files.empty()) {
     m_bis.steps.push_back({k, k, "compare", "error", 1, 0, "the run saved none of the call site's outputs"});

@@ -21,10 +21,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // The culprit's arguments as its probes saw them before the launch.
-std::vector<BufferExtent> buffers_at(const std::vector<nlohmann::json>& events, int k) {
+std::vector<BufferExtent> buffers_at(const Events& events, int k) {
   std::vector<BufferExtent> out;
-  for (const auto& e : events) {
-    if (event_kind(e) != EventKind::probe || e.value("site", 0) != k || e.value("phase", "") != "before" ||
+  for (const auto& e : events.of({EventKind::probe}, k)) {
+    if (e.value("phase", "") != "before" ||
         !e.contains("storage")) {
       continue;
     }

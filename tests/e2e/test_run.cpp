@@ -141,8 +141,10 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   CHECK(r.report["answer_confirmed_seconds"].get<double>() < r.report["total_seconds"].get<double>());
   CHECK(r.report["repro"]["command"].get<std::string>().find("--no-matrix --no-bisect") != std::string::npos);
   // The variants whose variables a forked run applies itself run on the
-  // baseline's server, its model loaded (docs/runner.md); scalar_aten
-  // (ATEN_CPU_CAPABILITY) has a server of its own.
+  // baseline's server, its model loaded (docs/runner.md), one_thread
+  // (after the steady failure) too; scalar_aten (ATEN_CPU_CAPABILITY) has a
+  // server of its own, and runs last so that it stops the baseline's after
+  // every run that forks from it.
   auto start_of = [](const std::string& run) {
     std::istringstream in(e2e::read_text("out/runs/" + run + "/events.jsonl"));
     for (std::string line; std::getline(in, line);) {
@@ -153,13 +155,20 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
     }
     return nlohmann::json();
   };
-  for (const char* run : {"check_inputs.1", "poison.1", "perturb.1"}) {
+  for (const char* run : {"check_inputs.1", "poison.1", "perturb.1", "one_thread.1"}) {
     CAPTURE(run);
     const auto start = start_of(run);
     CHECK(start["forked_by_server"] == true);
     CHECK(start["server_runs_before"].get<int>() >= 4);  // the baseline, the search's two runs, the repeats
   }
   CHECK(start_of("scalar_aten.1")["server_runs_before"] == 0);
+  std::vector<std::string> order;
+  for (const auto& run : r.report["runs"]) {
+    order.push_back(run.value("id", ""));
+  }
+  REQUIRE(order.size() >= 2);
+  CHECK(order.back() == "scalar_aten.1");
+  CHECK(r.err.find("(variables read at the process's start: the model loaded again)") != std::string::npos);
 
   SUBCASE("--matrix-first: the whole matrix, then the search") {
     auto m = run_tool(with(run_args("nan_midway", false), {"--matrix-first"}), "out-mf");
@@ -230,13 +239,16 @@ TEST_CASE("wild gather: a crash with its signal, every run") {
   CHECK(r.report["failure"]["kind"] == "crash");
   int sig = r.report["failure"]["signal"];
   CHECK((sig == SIGSEGV || sig == SIGBUS));
-  // baseline, repeat x2, check_inputs x2, poison x2, perturb x2, and after a
-  // crash scalar_aten x2 and guard_pages x2 (--repeats wins); then, the
-  // failure being steady, one_thread once (does it need several threads?)
+  // baseline, repeat x2, check_inputs x2, poison x2, perturb x2; then, the
+  // failure being steady, one_thread once (does it need several threads?);
+  // last, after a crash, scalar_aten x2 and guard_pages x2 (--repeats
+  // wins), whose variables need the model loaded again
   CHECK(count_runs(r.report, "crash") == 14);
   CHECK(r.report["runs"].size() == 14);
+  CHECK(r.report["runs"][9]["id"] == "one_thread.1");
+  CHECK(r.report["runs"][10]["variant"] == "scalar_aten");
   CHECK(r.report["runs"][12]["variant"] == "guard_pages");
-  CHECK(r.report["runs"][13]["id"] == "one_thread.1");
+  CHECK(r.report["runs"][13]["id"] == "guard_pages.2");
   CHECK(r.report["runs"][0]["signal"] == sig);
   // The extracted package is removed even though every child crashed.
   int leftovers = 0;

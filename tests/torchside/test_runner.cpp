@@ -44,7 +44,7 @@ TEST_CASE("runner: a run whose inputs cannot be read reports its start, then can
     }
   }
   CHECK(cannot_test);
-  auto events = read_events(opt.events);
+  auto events = Events::read(opt.events);
   REQUIRE_FALSE(events.empty());
   CHECK(event_kind(events.front()) == EventKind::start);
   CHECK(events.front()["device_key"] == "cpu");

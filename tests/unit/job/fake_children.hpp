@@ -19,6 +19,13 @@
 
 namespace fake {
 
+// A test's change to a run's events: as JSON objects, then held again.
+inline void edit_events(aoti_bisect::Events& events, const std::function<void(std::vector<nlohmann::json>&)>& edit) {
+  std::vector<nlohmann::json> all(events.begin(), events.end());
+  edit(all);
+  events = aoti_bisect::Events(all);
+}
+
 using nlohmann::json;
 using Script = std::function<aoti_bisect::ChildOutput(const aoti_bisect::ChildRequest&)>;
 
@@ -124,7 +131,7 @@ struct FakeModel {
   aoti_bisect::ChildOutput answer(const aoti_bisect::ChildRequest& req) const {
     aoti_bisect::ChildOutput out;
     bool crashed = false;
-    out.events = run_events(req, crashed);
+    out.events = aoti_bisect::Events(run_events(req, crashed));
     out.status = crashed ? killed(11) : exited(0);
     return out;
   }

@@ -17,6 +17,7 @@
 #include "protocol/events.hpp"
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
+#include "protocol/site_event.hpp"
 #include "protocol/values.hpp"
 
 using namespace aoti_bisect;
@@ -60,7 +61,7 @@ TEST_CASE("protocol: every event kind round-trips through an events file, fields
       }
     }
   }
-  auto events = read_events(file);
+  auto events = Events::read(file);
   REQUIRE(events.size() == written.size());
   for (size_t i = 0; i < events.size(); ++i) {
     CAPTURE(i);
@@ -82,16 +83,120 @@ TEST_CASE("protocol: malformed lines are rejected, a torn last line is skipped, 
         << "not json at all\n"
         << R"(["event", "outputs"])" << "\n"           // not an object
         << R"({"kind": "outputs"})" << "\n"            // no "event"
+        << R"({"event":"probe","t":0.5,"site":3,"tensor":)" << "\n"  // the probes' form, cut short
         << "\n"
         << R"({"event": "outputs", "tensors": []})" << "\n"
         << R"({"event": "done", "t": 0.)";             // torn by a crash mid-write
   }
-  auto events = read_events(file);
+  auto events = Events::read(file);
   REQUIRE(events.size() == 2);
   CHECK(event_kind(events[0]) == EventKind::start);
   CHECK(event_kind(events[1]) == EventKind::outputs);
-  CHECK(read_events(dir / "missing.jsonl").empty());
+  CHECK(Events::read(dir / "missing.jsonl").empty());
   fs::remove_all(dir);
+}
+
+TEST_CASE("protocol: events are held as text, indexed by kind and call site, and read by kind") {
+  Events events;
+  CHECK(events.push_line(R"({"event":"site_begin","t":0.25,"site":12,"kernel":"k"})"));
+  CHECK(events.push_line(R"({"event":"probe","t":0.5,"site":12,"phase":"before","stats":{"site":99}})"));
+  CHECK(events.push_line(R"({"event":"probe","t":1e-06,"site":-3,"phase":"after"})"));
+  CHECK(events.push_line(R"({"site":7,"event":"site_end","t":1})"));  // another key order: parsed
+  CHECK(events.push_line(R"({"event":"done","t":2})"));
+  CHECK_FALSE(events.push_line(R"({"event":"probe","t":0.5,"site":3,)"));
+  CHECK_FALSE(events.push_line("[1, 2]"));
+  REQUIRE(events.size() == 5);
+  CHECK(events.kind(0) == EventKind::site_begin);
+  CHECK(events.site(0) == 12);
+  CHECK(events.site(2) == -3);
+  CHECK(events.kind(3) == EventKind::site_end);
+  CHECK(events.site(3) == 7);
+  CHECK(events.site(4) == 0);
+  CHECK(events[1]["stats"]["site"] == 99);
+  std::vector<std::string> phases;
+  for (const auto& e : events.of({EventKind::probe})) {
+    phases.push_back(e.value("phase", ""));
+  }
+  CHECK(phases == std::vector<std::string>{"before", "after"});
+  int at_12 = 0;
+  for (const auto& e : events.of({EventKind::probe, EventKind::site_begin}, 12)) {
+    CHECK(e["site"] == 12);
+    ++at_12;
+  }
+  CHECK(at_12 == 2);
+  CHECK(events.last(EventKind::probe)["phase"] == "after");
+  CHECK(events.last(EventKind::error).is_null());
+  Events only = events.only({EventKind::site_end, EventKind::done});
+  REQUIRE(only.size() == 2);
+  CHECK(only.kind(0) == EventKind::site_end);
+  CHECK(only.back()["event"] == "done");
+  size_t all = 0;
+  for (const auto& e : events) {
+    CHECK(e.contains("event"));
+    ++all;
+  }
+  CHECK(all == 5);
+  events.clear();
+  CHECK(events.empty());
+  CHECK(events.text_bytes() == 0);
+}
+
+TEST_CASE("protocol: a call site's event read without JSON objects holds what the JSON reading gives") {
+  // The probes' form, and the same fields in another order, with values
+  // written as NaN/Inf strings, a null, unknown fields holding arrays and
+  // objects (skipped), and escapes.
+  const std::vector<std::string> lines = {
+      R"({"event":"probe","t":0.1,"site":16,"kernel":"cpp_fused_tanh_0","phase":"before","tensor":"buf15",)"
+      R"("initialized":false,"constant":true,"stats":{"name":"buf15","dtype":"float32","shape":[4,16],"numel":64,)"
+      R"("nan":2,"inf":1,"min":-2.5,"max":"inf","mean":"nan","checksum":"479061873d2c3663","unwritten":3,)"
+      R"("first_nonfinite":[0,3],"layout":"mkldnn","opaque":true},"storage":{"address":"0x56","bytes":256}})",
+      R"({"stats":{"min":null,"max":"-inf","mean":7,"shape":[],"extra":[[1,2],{"shape":[9]}]},"extra":[{"tensor":"no"}],)"
+      R"("tensor":"buf\"7\"","phase":"after","event":"probe","site":3,"t":1})",
+      R"({"event":"site_end","t":0.2,"site":5,"kernel":"k","tensors":["buf1","arg0_1"],"failed":true})",
+      R"({"event":"site_begin","t":0.2,"site":5,"kernel":"k","clock":33820.5,"static":4})",
+      R"({"event":"probe","t":2.5e-06,"site":7,"kernel":"k\u00e9","phase":"before","tensor":"buf1","stats":)"
+      R"({"numel":-1,"min":-1.5e+300,"max":1E-5,"mean":0.0,"shape":[ 2 , 3 ]} })",
+  };
+  for (const auto& line : lines) {
+    CAPTURE(line);
+    SiteEvent e;
+    REQUIRE(read_site_event(line, e));
+    json j = json::parse(line);
+    CHECK(e.has_kernel == j.contains("kernel"));
+    CHECK(e.kernel == j.value("kernel", ""));
+    CHECK(e.tensor == j.value("tensor", ""));
+    CHECK(e.phase == j.value("phase", ""));
+    CHECK(e.initialized == j.value("initialized", true));
+    CHECK(e.constant == j.value("constant", false));
+    CHECK(e.failed == j.value("failed", false));
+    CHECK(e.tensors == j.value("tensors", std::vector<std::string>{}));
+    CHECK(e.clock == j.value("clock", 0.0));
+    CHECK(e.wrapper_static == j.value("static", 0));
+    CHECK(e.has_stats == j.contains("stats"));
+    if (j.contains("stats")) {
+      TensorStats want = tensor_stats_from_json(j["stats"]);
+      CHECK(e.stats.name == want.name);
+      CHECK(e.stats.dtype == want.dtype);
+      CHECK(e.stats.shape == want.shape);
+      CHECK(e.stats.numel == want.numel);
+      CHECK(e.stats.nan_count == want.nan_count);
+      CHECK(e.stats.inf_count == want.inf_count);
+      for (auto [got, expected] : {std::pair{e.stats.min, want.min}, {e.stats.max, want.max}, {e.stats.mean, want.mean}}) {
+        REQUIRE(got.has_value() == expected.has_value());
+        if (got) {
+          CHECK((std::isnan(*got) ? std::isnan(*expected) : *got == *expected));
+        }
+      }
+      CHECK(e.stats.checksum == want.checksum);
+      CHECK(e.stats.first_nonfinite == want.first_nonfinite);
+      CHECK(e.stats.layout == want.layout);
+      CHECK(e.stats.opaque == want.opaque);
+      CHECK(e.stats.unwritten == want.unwritten);
+    }
+  }
+  SiteEvent e;
+  CHECK_FALSE(read_site_event(R"({"event":"probe","site":3,"stats":{"min":)", e));
+  CHECK_FALSE(read_site_event("[1]", e));
 }
 
 TEST_CASE("protocol: fields written as text read back as the json objects they stand for") {
@@ -156,7 +261,7 @@ TEST_CASE("protocol: the events of a killed writer survive it; its file reads an
   }
   // SIGKILL: the lines are there, then the mapping's zeros.
   CHECK(fs::file_size(killed) % 4096 == 0);
-  auto events = read_events(killed);
+  auto events = Events::read(killed);
   REQUIRE(events.size() == 40001);
   CHECK(events[39999]["site"] == 39999);
   CHECK(event_kind(events.back()) == EventKind::run_begin);
@@ -166,9 +271,9 @@ TEST_CASE("protocol: the events of a killed writer survive it; its file reads an
   CHECK(text.size() == fs::file_size(killed));
   CHECK(text.back() == '\n');
   CHECK(text.find('\0') == std::string::npos);
-  CHECK(read_events(killed).size() == 40001);
+  CHECK(Events::read(killed).size() == 40001);
   // A fatal signal's line: appended, and the file trimmed by the handler.
-  auto crash = read_events(crashed);
+  auto crash = Events::read(crashed);
   REQUIRE(crash.size() == 40002);
   CHECK(event_kind(crash.back()) == EventKind::signal);
   std::ifstream cin(crashed, std::ios::binary);
