@@ -31,6 +31,7 @@
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
+#include "process/process.hpp"
 #include "package/package_torch.hpp"
 #include "package/sources_only.hpp"
 #include "package/tensor_file.hpp"
@@ -255,6 +256,14 @@ class Job {
 
  private:
   JobResult finish(Verdict verdict, const std::string& reason) {
+    if (verdict == Verdict::isolated && m_explain_later && !interrupt_requested()) {
+      // The culprit's replay, once the runs are done: with the fork servers
+      // and the model they hold stopped, its process never runs beside them.
+      forkserver_stop_all();
+      auto explain = std::move(m_explain_later);
+      m_explain_later = nullptr;
+      explain();
+    }
     settle_package_hash();
     read_coredump();
     stamp_signature(verdict);
@@ -344,6 +353,7 @@ class Job {
   Recorder m_rec;
   const JobSeams& m_seams;
   const Inspected* m_in = nullptr;  // set once the package is open
+  std::function<void()> m_explain_later;  // the search's (BisectOutcome::explain_later), run by finish
 
   // The package's hash into the report, once its thread is done.
   void settle_package_hash() {
@@ -736,6 +746,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
     if (f.kind == matrix.baseline().cls.kind && f.deterministic && matrix.chosen_env() == matrix.baseline_run().env) {
       m_rec.refresh_repro_command();
       check_batch_dependence(job, early->probed, matrix, dim);
+      m_explain_later = early->explain_later;
       return finish(early->verdict, early->reason.empty() ? reproduced : reproduced + "; " + early->reason);
     }
     std::string why = f.kind != matrix.baseline().cls.kind
@@ -759,6 +770,7 @@ JobResult Job::search_failure(const Inspected& in, JobContext& job, const ModelD
   }
   const BisectOutcome& b = std::get<BisectOutcome>(searched);
   check_batch_dependence(job, b.probed, matrix, dim);
+  m_explain_later = b.explain_later;
   return finish(b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason);
 }
 }  // namespace

@@ -303,6 +303,16 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
 
 int forkserver_runs_before() { return g_server_runs; }
 
+void forkserver_stop_all() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto& [key, s] : r.servers) {
+    if (s.pid > 0) {
+      stop_server(s);
+    }
+  }
+}
+
 bool applied_in_the_run(const std::string& name) {
   // AOTI_RUNTIME_CHECK_INPUTS: the generated wrapper reads it at the model's
   // first run (a function's static), which a server never makes.

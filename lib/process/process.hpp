@@ -98,6 +98,9 @@ class ProcessSet {
 void use_forkserver(const std::filesystem::path& program, bool forked_runs = true);
 // -1 where the spec is not served (another program, no server, a failure).
 int forkserver_spawn(const SpawnSpec& spec);
+// Stops every server and the model it holds (a job's runs are done); a
+// later spawn starts a new one.
+void forkserver_stop_all();
 // A variable a forked run applies itself, from its request, after the fork
 // (the runner reads it only once a run starts, or the run sets what it
 // sets): a spawn whose environment differs from a server's only in these is

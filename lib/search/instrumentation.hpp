@@ -65,6 +65,11 @@ struct BisectOutcome {
   // The model with run-time probes the search ran (a later check compares
   // call sites with it: job/batch_dependence.hpp); none from guide mode.
   std::optional<ModelDir> probed;
+  // What explains the culprit further and may wait: its one-kernel replay
+  // (repro/replay --intermediates), a process of its own that loads
+  // LibTorch. The job runs it once its runs are done and the fork servers
+  // holding the model are stopped, so that it never runs beside them.
+  std::function<void()> explain_later;
 };
 
 class InstrumentationSource {

@@ -70,7 +70,7 @@ class ProbedSearch {
   void explain_root_cause(Culprit& c, const RunTrace& evidence);
   // NaN/Inf isolated to a cpp kernel: its replay with every intermediate
   // checked names the operation (probed_search_intermediates.cpp).
-  void explain_intermediates(Culprit& c, const ReplayResult& replay, const std::filesystem::path& repro_dir);
+
   void note_inf_by_design();
   std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
 
@@ -97,5 +97,11 @@ class ProbedSearch {
   std::shared_ptr<const ChildResult> m_trace_run;
   std::unique_ptr<RunTrace> m_trace_run_trace;  // its trace as read, where settling branches changed m_trace
 };
+
+// The culprit's cause from its replay with every intermediate checked
+// (repro/replay --intermediates, probed_search_intermediates.cpp): a NaN/Inf
+// culprit that is one of Inductor's C++ kernels.
+void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const ReplayResult& replay,
+                           const std::filesystem::path& repro_dir);
 
 }  // namespace aoti_bisect

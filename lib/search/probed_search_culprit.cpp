@@ -139,9 +139,19 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   ReplayResult replay = write_replay(spec);
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
-  explain_intermediates(c, replay, repro_dir);
   m_job.recorder.culprit(c, repro);
-  return {Verdict::isolated, reason, ""};
+  BisectOutcome out{Verdict::isolated, reason, ""};
+  JobContext& job = m_job;
+  out.explain_later = [&job, pred = m_pred, replay, repro_dir] {
+    const Report& r = job.recorder.report();
+    if (!r.culprit) {
+      return;
+    }
+    Culprit explained = *r.culprit;
+    explain_intermediates(job, pred, explained, replay, repro_dir);
+    job.recorder.culprit(std::move(explained), r.repro);
+  };
+  return out;
 }
 
 // automatic, wrong values: the site the trace run named must be named

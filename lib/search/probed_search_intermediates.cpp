@@ -48,8 +48,9 @@ std::string replay_problem(const std::string& out, const ExitStatus& st) {
 
 }  // namespace
 
-void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay, const fs::path& repro_dir) {
-  if (m_pred != Predicate::nonfinite || c.root_cause.basis == "unwritten" || c.root_cause.basis == "index") {
+void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const ReplayResult& replay,
+                           const fs::path& repro_dir) {
+  if (pred != Predicate::nonfinite || c.root_cause.basis == "unwritten" || c.root_cause.basis == "index") {
     return;  // memory no kernel wrote, an index past its tensor: decided by the probes
   }
   if (c.kind == "triton") {
@@ -64,7 +65,7 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
                         (replay.traced_problem.empty() ? replay.note : replay.traced_problem);
     return;
   }
-  m_job.recorder.progress().note(fmt::format(
+  job.recorder.progress().note(fmt::format(
       "call site {} {}: replaying it alone on its saved inputs with every intermediate checked "
       "(repro/replay --intermediates; a first build takes about 20 s, then it is cached)",
       c.call_index, c.kernel));
@@ -74,10 +75,10 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
   spec.env = current_environment();
   if (!spec.env.count("AOTI_BISECT_REPLAY_CACHE")) {
     spec.env["AOTI_BISECT_REPLAY_CACHE"] =
-        (fs::absolute(m_job.settings.cache_dir.empty() ? default_cache_dir() : m_job.settings.cache_dir) / "replay")
+        (fs::absolute(job.settings.cache_dir.empty() ? default_cache_dir() : job.settings.cache_dir) / "replay")
             .string();
   }
-  fs::path torch_dir = m_job.settings.runner_torch_dir;
+  fs::path torch_dir = job.settings.runner_torch_dir;
   if (torch_dir.empty()) {
     if (auto beside = default_runner_torch()) {
       torch_dir = beside->torch_dir;
@@ -86,8 +87,8 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
   if (!torch_dir.empty() && !spec.env.count("TORCH_DIR")) {
     spec.env["TORCH_DIR"] = torch_dir.string();
   }
-  spec.stdout_path = m_job.work_dir / "intermediates.stdout.txt";
-  spec.timeout_s = std::min(m_job.settings.build_timeout_s, 900.0);
+  spec.stdout_path = job.work_dir / "intermediates.stdout.txt";
+  spec.timeout_s = std::min(job.settings.build_timeout_s, 900.0);
   spec.tail_bytes = 1 << 16;
   ExitStatus st = run_process(spec);
   double seconds = steady_seconds() - start;
@@ -125,7 +126,7 @@ void ProbedSearch::explain_intermediates(Culprit& c, const ReplayResult& replay,
     return;
   }
   explain_intermediate(c.root_cause, chain, c);
-  m_job.recorder.progress().note(fmt::format("call site {} {}: {} ({:.1f} s)", c.call_index, c.kernel,
+  job.recorder.progress().note(fmt::format("call site {} {}: {} ({:.1f} s)", c.call_index, c.kernel,
                                              c.root_cause.sentence, seconds));
 }
 

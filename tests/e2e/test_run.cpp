@@ -128,10 +128,13 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   CHECK(r.err.find("s: isolated to " + site + "; the flag matrix runs next", then) == r.err.find("s: ", then));
   CHECK(then < r.err.find("[matrix]"));
   // Both before the culprit's one-kernel replay, which only explains it
-  // (and takes about 15 s to build the first time).
+  // (and takes about 15 s to build the first time); it runs once the runs
+  // are done, after the matrix's last, never beside a fork server.
   size_t replay = r.err.find(": replaying it alone on its saved inputs");
   REQUIRE(replay != std::string::npos);
   CHECK(then < replay);
+  CHECK(r.err.rfind("[matrix]") < replay);
+  CHECK(r.err.find("scalar_aten.1") < replay);
   CHECK(r.err.find(answer, at + answer.size()) == std::string::npos);  // said once
   CHECK(r.err.find(confirmed, then + confirmed.size()) == std::string::npos);
   CHECK(r.err.find("was not confirmed") == std::string::npos);
