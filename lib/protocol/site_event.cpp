@@ -284,64 +284,46 @@ class Scanner {
       default: return number();
     }
   }
+  // Past the blanks: `c` next, taken; false (nothing taken) otherwise.
+  bool take(char c) {
+    space();
+    if (m_p < m_end && *m_p == c) {
+      ++m_p;
+      return true;
+    }
+    return false;
+  }
   bool object() {
     ++m_p;
     m_sax.start_object(0);
-    space();
-    if (m_p < m_end && *m_p == '}') {
-      ++m_p;
+    if (take('}')) {
       return m_sax.end_object();
     }
-    for (;;) {
+    do {
       space();
       std::string k;
       if (m_p >= m_end || *m_p != '"' || !text(k)) {
         return false;
       }
       m_sax.key(k);
-      space();
-      if (m_p >= m_end || *m_p != ':') {
+      if (!take(':') || !value()) {
         return false;
       }
-      ++m_p;
-      if (!value()) {
-        return false;
-      }
-      space();
-      if (m_p < m_end && *m_p == ',') {
-        ++m_p;
-        continue;
-      }
-      if (m_p < m_end && *m_p == '}') {
-        ++m_p;
-        return m_sax.end_object();
-      }
-      return false;
-    }
+    } while (take(','));
+    return take('}') && m_sax.end_object();
   }
   bool array() {
     ++m_p;
     m_sax.start_array(0);
-    space();
-    if (m_p < m_end && *m_p == ']') {
-      ++m_p;
+    if (take(']')) {
       return m_sax.end_array();
     }
-    for (;;) {
+    do {
       if (!value()) {
         return false;
       }
-      space();
-      if (m_p < m_end && *m_p == ',') {
-        ++m_p;
-        continue;
-      }
-      if (m_p < m_end && *m_p == ']') {
-        ++m_p;
-        return m_sax.end_array();
-      }
-      return false;
-    }
+    } while (take(','));
+    return take(']') && m_sax.end_array();
   }
 
   const char* m_p;

@@ -150,7 +150,7 @@ TEST_CASE("protocol: a call site's event read without JSON objects holds what th
       R"("initialized":false,"constant":true,"stats":{"name":"buf15","dtype":"float32","shape":[4,16],"numel":64,)"
       R"("nan":2,"inf":1,"min":-2.5,"max":"inf","mean":"nan","checksum":"479061873d2c3663","unwritten":3,)"
       R"("first_nonfinite":[0,3],"layout":"mkldnn","opaque":true},"storage":{"address":"0x56","bytes":256}})",
-      R"({"stats":{"min":null,"max":"-inf","mean":7,"shape":[],"extra":[[1,2],{"shape":[9]}]},"extra":[{"tensor":"no"}],)"
+      R"({"stats":{"min":null,"max":"-inf","mean":7,"shape":[],"extra":[[1,2],{"shape":[9]},{},[]]},"extra":[{"tensor":"no"}],)"
       R"("tensor":"buf\"7\"","phase":"after","event":"probe","site":3,"t":1})",
       R"({"event":"site_end","t":0.2,"site":5,"kernel":"k","tensors":["buf1","arg0_1"],"failed":true})",
       R"({"event":"site_begin","t":0.2,"site":5,"kernel":"k","clock":33820.5,"static":4})",
