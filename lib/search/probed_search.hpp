@@ -68,9 +68,6 @@ class ProbedSearch {
   BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   void explain_root_cause(Culprit& c, const RunTrace& evidence);
-  // NaN/Inf isolated to a cpp kernel: its replay with every intermediate
-  // checked names the operation (probed_search_intermediates.cpp).
-
   void note_inf_by_design();
   std::optional<BisectOutcome> from_the_data(const SearchResult& sr, const ChildResult& trace, bool answered);
 
@@ -95,7 +92,7 @@ class ProbedSearch {
   bool m_trace_answer_unused = false;
   std::optional<int> m_announced;  // the call site told to on_found, before the evidence run
   std::shared_ptr<const ChildResult> m_trace_run;
-  std::unique_ptr<RunTrace> m_trace_run_trace;  // its trace as read, where settling branches changed m_trace
+  std::unique_ptr<RunTrace> m_trace_run_trace;  // its trace as read, kept only where the wrapper has branches to settle
 };
 
 // The culprit's cause from its replay with every intermediate checked

@@ -128,7 +128,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   ReplaySpec spec{repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
                   std::string(predicate_name(m_pred)), &c, evidence.events.only({EventKind::saved}, k),
                   m_job.settings.load_libraries};
-  evidence.events.clear();  // read: not held while the replay runs (16 MB at 10,000 call sites)
+  evidence.events.clear();  // read: not held through the matrix and the replay (16 MB at 10,000 call sites)
   const auto& ran = m_job.recorder.report().inputs;  // in the flat order the wrapper's inputs take
   for (const auto& in : names.inputs) {
     if (in.index >= 0 && static_cast<size_t>(in.index) < ran.size() && !in.name.empty()) {
