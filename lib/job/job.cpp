@@ -256,6 +256,7 @@ class Job {
 
  private:
   JobResult finish(Verdict verdict, const std::string& reason) {
+    settle_host();
     if (verdict == Verdict::isolated && m_explain_later && !interrupt_requested()) {
       // The culprit's replay, once the runs are done: with the fork servers
       // and the model they hold stopped, its process never runs beside them.
@@ -272,6 +273,10 @@ class Job {
   }
   // How a step ends the job (job/matrix_phase.hpp Stop).
   JobResult end(const Stop& stop) {
+    settle_host();
+    if (auto damaged = settle_copies()) {
+      return end(*damaged);  // the package's damage, not what a run or a step made of it
+    }
     if (stop.how == Stop::How::finish) {
       return finish(stop.verdict, stop.message);
     }
@@ -354,6 +359,48 @@ class Job {
   const JobSeams& m_seams;
   const Inspected* m_in = nullptr;  // set once the package is open
   std::function<void()> m_explain_later;  // the search's (BisectOutcome::explain_later), run by finish
+  std::future<Environment> m_host;        // the host's description, probed beside the inspection and the baseline
+
+  // The host's description into the report, once its thread is done
+  // (python3 --version alone can take 60 ms behind a version manager's
+  // shim). What the baseline's runner said of the device stays.
+  void settle_host() {
+    if (m_in == nullptr || !m_host.valid()) {
+      return;
+    }
+    const std::string device_key = m_in->model->device_key();
+    Environment host;
+    try {
+      host = m_host.get();
+    } catch (const std::exception&) {
+      return;  // best effort, as each of its probes
+    }
+    Environment env = m_rec.report().environment;
+    env.device = device_key;
+    env.os = host.os;
+    env.python_version = host.python_version;
+    env.git_revision = host.git_revision;
+    if (env.device_name.empty() && (device_key.empty() || device_key == "cpu")) {
+      env.device_name = host.device_name;  // the CPU's model: the package's device
+    }
+    m_rec.environment(env);
+  }
+  std::future<void> m_copies;             // the extracted library's checksums, read beside the baseline
+
+  // Whether the copies the extraction left unchecked are the package's:
+  // a damaged entry ends the job (could_not_test), whatever a run did
+  // with it.
+  std::optional<Stop> settle_copies() {
+    if (!m_copies.valid()) {
+      return std::nullopt;
+    }
+    try {
+      m_copies.get();
+    } catch (const Error& e) {
+      return stop_of(e);
+    }
+    return std::nullopt;
+  }
 
   // The package's hash into the report, once its thread is done.
   void settle_package_hash() {
@@ -394,6 +441,11 @@ JobResult Job::run() {
   }
 
   install_interrupt_handlers();
+  m_host = std::async(std::launch::async, [] {
+    Environment host;
+    probe_host_environment(host);
+    return host;
+  });
   try {
     check_batch_options();
     if (unexpanded) {
@@ -418,6 +470,7 @@ JobResult Job::run() {
       m_rec.discard();  // a config file's error, located (FILE:LINE:COL): like every config error, no report
       throw;
     }
+    settle_host();
     std::string message = redact_paths(e.what());
     Verdict verdict = e.kind() == ErrorKind::internal      ? Verdict::internal_error
                       : e.kind() == ErrorKind::interrupted ? Verdict::interrupted
@@ -430,6 +483,7 @@ JobResult Job::run() {
     throw;
   } catch (const std::exception& e) {
     std::string message = "internal error: " + redact_paths(e.what());
+    settle_host();
     if (m_rec.reports_removed()) {
       throw;
     }
@@ -445,10 +499,6 @@ JobResult Job::run() {
 JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   m_in = &in;
   const std::string device_key = in.model->device_key();
-  Environment host;
-  host.device = device_key;
-  probe_host_environment(host);
-  m_rec.environment(host);
   if (device_key.empty()) {
     return end({Verdict::could_not_test,
                  fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
@@ -471,12 +521,18 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   ScopedDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
   ModelDir model;
   try {
-    model.dir = in.pkg->extract(work.path() / "package", in.model);
+    // The model library and its weights are copied without being read
+    // back: their checksums are read beside the baseline run (settle_copies).
+    std::vector<UncheckedCopy> unchecked;
+    model.dir = in.pkg->extract(work.path() / "package", in.model, &unchecked);
+    if (!unchecked.empty()) {
+      m_copies = std::async(std::launch::async,
+                            [path = in.pkg->path(), unchecked = std::move(unchecked)] { check_copies(path, unchecked); });
+    }
     build_from_sources(in, model.dir, s);
     note_package_torch(in, model.dir);
     model.facts = write_model_facts(in.wrapper, work.path() / "package-facts.json");
     check_model_library(model.dir, *in.model, in.wrapper);
-    settle_package_hash();
   } catch (const Error& e) {
     return end({e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()});
   }
@@ -640,8 +696,13 @@ void Job::build_from_sources(Inspected& in, const fs::path& package_dir, const S
 // The matrix phase's steps (job/matrix_phase.hpp), then the kernel search.
 JobResult Job::run_matrix(Inspected& in, JobContext& job, const ModelDir& model) {
   MatrixPhase matrix(job, model, in.model->name);
-  if (auto stop = matrix.run_baseline()) {
-    return end(*stop);
+  auto baseline = matrix.run_baseline();
+  if (auto damaged = settle_copies()) {
+    return end(*damaged);
+  }
+  settle_host();
+  if (baseline) {
+    return end(*baseline);
   }
   if (auto stop = runner_fits(matrix.baseline())) {
     return end(*stop);

@@ -174,7 +174,8 @@ void check_file_folder_clash(const std::vector<std::string>& entries, const ZipR
 // Entries this large and stored are copied by the kernel (zip_stored.hpp).
 constexpr uint64_t k_copied_from = 64 << 10;
 
-void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const fs::path& dest) {
+void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const fs::path& dest,
+                   std::vector<UncheckedCopy>* unchecked) {
   if (entry.back() == '/') {
     fs::create_directories(dest / entry);
     return;
@@ -183,8 +184,11 @@ void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const
   fs::create_directories(out.parent_path());
   if (z.declared_size(index) >= k_copied_from) {
     if (auto stored = stored_entry(z.path(), entry)) {
-      switch (copy_stored(z.path(), *stored, out)) {
+      switch (copy_stored(z.path(), *stored, out, unchecked == nullptr)) {
         case CopyResult::copied:
+          if (unchecked != nullptr) {
+            unchecked->push_back({entry, out, *stored});
+          }
           return;
         case CopyResult::bad_crc:
           z.fail(entry, "is damaged (truncated or bad checksum)");
@@ -336,7 +340,7 @@ WrapperInfo Package::wrapper_info(const ModelFiles& model) const {
   return info;
 }
 
-fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {
+fs::path Package::extract(const fs::path& dest, const ModelFiles* only, std::vector<UncheckedCopy>* unchecked) const {
   ZipReader z(open_zip(m_path), m_path, "package", k_remedy);
   fs::create_directories(dest);
   const std::string models_dir = m_prefix + "data/aotinductor/";
@@ -366,7 +370,7 @@ fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {
       continue;
     }
     try {
-      extract_entry(z, i, e, dest);
+      extract_entry(z, i, e, dest, unchecked);
     } catch (const fs::filesystem_error& fe) {
       fail_extracting(z, e, fe.code().value(), fe.code().message());
     }
@@ -376,6 +380,26 @@ fs::path Package::extract(const fs::path& dest, const ModelFiles* only) const {
     root /= m_prefix.substr(0, m_prefix.size() - 1);
   }
   return root;
+}
+
+void check_copies(const fs::path& package, const std::vector<UncheckedCopy>& copies) {
+  for (const auto& c : copies) {
+    switch (check_copy(c.file, c.stored)) {
+      case CopyResult::copied:
+        break;
+      case CopyResult::bad_crc: {
+        ZipReader z(open_zip(package), package, "package", k_remedy);
+        z.fail(c.entry, "is damaged (truncated or bad checksum)");
+      }
+      case CopyResult::cannot: {
+        // The copy cannot be read back: the archive's own entry is checked
+        // instead, by the reader that streams it.
+        ZipReader z(open_zip(package), package, "package", k_remedy);
+        z.stream(z.index_of(c.entry), [](const char*, size_t) {});
+        break;
+      }
+    }
+  }
 }
 
 }  // namespace aoti_bisect

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "package/wrapper.hpp"
+#include "package/zip_stored.hpp"
 
 namespace aoti_bisect {
 
@@ -55,6 +56,19 @@ bool has_weights_file(const std::filesystem::path& extracted_dir, const std::str
 void check_model_library(const std::filesystem::path& extracted_dir, const ModelFiles& model,
                          const WrapperInfo& wrapper);
 
+// An entry extract copied without reading it back (zip_stored.hpp).
+struct UncheckedCopy {
+  std::string entry;
+  std::filesystem::path file;
+  StoredEntry stored;
+};
+
+// Reads back what Package::extract left unchecked: Error(cannot_test)
+// "package '<path>': entry '<name>' is damaged (truncated or bad checksum);
+// rebuild the package" for the first copy whose CRC-32 is not the one
+// recorded.
+void check_copies(const std::filesystem::path& package, const std::vector<UncheckedCopy>& copies);
+
 class Package {
  public:
   // Opens and indexes the archive. Throws Error(cannot_test) with one line
@@ -96,7 +110,11 @@ class Package {
   // run of that model needs: its own data/aotinductor/<name>/ folder and the
   // shared weights and constants, not other models' files, exported
   // programs (models/) or sample inputs.
-  std::filesystem::path extract(const std::filesystem::path& dest, const ModelFiles* only = nullptr) const;
+  // With `unchecked`, the large stored entries (the model library, its
+  // weights) are copied without being read back: their checksums are left
+  // there for check_copies, which the job runs beside its first run.
+  std::filesystem::path extract(const std::filesystem::path& dest, const ModelFiles* only = nullptr,
+                                std::vector<UncheckedCopy>* unchecked = nullptr) const;
 
  private:
   std::filesystem::path m_path;

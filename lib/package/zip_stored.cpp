@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <zlib.h>
@@ -164,7 +165,7 @@ std::optional<StoredEntry> stored_entry(const fs::path& archive, const std::stri
   return std::nullopt;
 }
 
-CopyResult copy_stored(const fs::path& archive, const StoredEntry& entry, const fs::path& dest) {
+CopyResult copy_stored(const fs::path& archive, const StoredEntry& entry, const fs::path& dest, bool check) {
   OwnedFd src{::open(archive.c_str(), O_RDONLY | O_CLOEXEC)};
   if (src.fd < 0) {
     return CopyResult::cannot;
@@ -182,21 +183,29 @@ CopyResult copy_stored(const fs::path& archive, const StoredEntry& entry, const 
     }
     left -= static_cast<uint64_t>(n);
   }
+  return check ? check_copy(dest, entry) : CopyResult::copied;
+}
+
+CopyResult check_copy(const fs::path& file, const StoredEntry& entry) {
   // Its checksum, as the streaming reader checks it: read back from the
-  // page cache the copy just filled.
-  OwnedFd back{::open(dest.c_str(), O_RDONLY | O_CLOEXEC)};
+  // page cache the copy filled.
+  OwnedFd back{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
   if (back.fd < 0) {
     return CopyResult::cannot;
   }
   uLong crc = crc32(0L, Z_NULL, 0);
-  std::vector<unsigned char> buf(8 << 20);
+  constexpr size_t k_chunk = 8 << 20;
+  std::unique_ptr<unsigned char[]> buf(new unsigned char[k_chunk]);  // not zeroed: read fills it
   uint64_t done = 0;
   while (done < entry.size) {
-    ssize_t n = ::read(back.fd, buf.data(), buf.size());
-    if (n <= 0) {
-      return CopyResult::cannot;
+    ssize_t n = ::read(back.fd, buf.get(), k_chunk);
+    if (n < 0 && errno == EINTR) {
+      continue;
     }
-    crc = crc32(crc, buf.data(), static_cast<uInt>(n));
+    if (n <= 0) {
+      return n == 0 ? CopyResult::bad_crc : CopyResult::cannot;  // shorter than recorded: damaged
+    }
+    crc = crc32(crc, buf.get(), static_cast<uInt>(n));
     done += static_cast<uint64_t>(n);
   }
   return static_cast<uint32_t>(crc) == entry.crc ? CopyResult::copied : CopyResult::bad_crc;

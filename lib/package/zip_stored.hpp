@@ -29,7 +29,14 @@ enum class CopyResult {
   cannot,     // the kernel would not copy (another file system): stream it instead
   bad_crc,    // written, but their CRC-32 is not the one recorded: damaged
 };
+// With `check` false the bytes are copied and not read back: `copied` then
+// says only that they were written, and check_copy says the rest.
 CopyResult copy_stored(const std::filesystem::path& archive, const StoredEntry& entry,
-                       const std::filesystem::path& dest);
+                       const std::filesystem::path& dest, bool check = true);
+
+// Whether `file`, a copy copy_stored made unchecked, holds `entry.size`
+// bytes whose CRC-32 is `entry.crc`: copied or bad_crc (cannot when it
+// cannot be read).
+CopyResult check_copy(const std::filesystem::path& file, const StoredEntry& entry);
 
 }  // namespace aoti_bisect

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <map>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -24,6 +25,8 @@
 #include "common/text.hpp"
 #include "package/elf.hpp"
 #include "package/hooks.hpp"
+#include "package/package.hpp"
+#include "package/zip_stored.hpp"
 #include "process/process.hpp"
 #include "search/source_interpose.hpp"
 #include "evidence/wrapper_layout.hpp"
@@ -59,9 +62,41 @@ std::string shim_header_text(const fs::path& runner_torch_dir) {
   return text;
 }
 
+// Where the PLT calls of a model library stored in the package are kept
+// once counted: by the entry's name (Inductor's hash of the wrapper's
+// source), size and CRC-32, as the archive records them. objdump takes
+// half a second on a 17 MB library; "" when the entry is not stored.
+fs::path plt_cache_file(const Package& pkg, const std::string& entry, const fs::path& cache_dir) {
+  auto stored = stored_entry(pkg.path(), entry);
+  if (!stored) {
+    return {};
+  }
+  std::string key = sha256_hex(fmt::format("{}\n{}\n{:08x}", entry, stored->size, stored->crc)).substr(0, 24);
+  return fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "plt-calls" / (key + ".txt");
+}
+
+std::optional<std::map<std::string, int>> read_plt_cache(const fs::path& file) {
+  std::error_code ec;
+  if (file.empty() || !fs::is_regular_file(file, ec)) {
+    return std::nullopt;
+  }
+  std::map<std::string, int> calls;
+  std::istringstream in(read_file(file, "PLT call counts"));
+  std::string symbol;
+  int n = 0;
+  while (in >> symbol >> n) {
+    calls[symbol] = n;
+  }
+  return calls;
+}
+
 // PLT calls per function in the model library's code, or nothing when
-// objdump is not there to tell.
-std::optional<std::map<std::string, int>> plt_calls(const fs::path& so, const fs::path& work) {
+// objdump is not there to tell. Counted once per library (`cache`: where
+// they are kept, "" for none).
+std::optional<std::map<std::string, int>> plt_calls(const fs::path& so, const fs::path& work, const fs::path& cache) {
+  if (auto cached = read_plt_cache(cache)) {
+    return cached;
+  }
   auto objdump = find_program("objdump");
   if (!objdump) {
     return std::nullopt;
@@ -88,11 +123,23 @@ std::optional<std::map<std::string, int>> plt_calls(const fs::path& so, const fs
       ++calls[std::string(l.substr(lt + 1))];
     }
   }
+  if (!cache.empty()) {
+    std::string out;
+    for (const auto& [symbol, n] : calls) {
+      out += fmt::format("{} {}\n", symbol, n);
+    }
+    try {
+      fs::create_directories(cache.parent_path());
+      write_file_atomic(cache, out);
+    } catch (const std::exception&) {
+      // an unwritable cache: counted again next time
+    }
+  }
   return calls;
 }
 
 // Why the hooks cannot see every call site, or "".
-std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs::path& work) {
+std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs::path& work, const fs::path& cache) {
   ElfFacts elf = read_elf_facts(so);
   if (elf.symbolic) {
     return "the model library binds its own symbols (DT_SYMBOLIC, as with -Bsymbolic): its calls to its kernels "
@@ -121,7 +168,7 @@ std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs
                          kernel);
     }
   }
-  if (auto calls = plt_calls(so, work)) {
+  if (auto calls = plt_calls(so, work, cache)) {
     for (const auto& [kernel, n] : wrapper_calls) {
       auto it = calls->find(kernel);
       int seen = it == calls->end() ? 0 : it->second;
@@ -195,7 +242,8 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
   auto start = Clock::now();
   fs::path so = s.original.dir / "data" / "aotinductor" / s.model.name / fs::path(s.model.shared_object).filename();
   try {
-    if (std::string why = unreachable(s.wrapper, so, job.work_dir); !why.empty()) {
+    fs::path cache = plt_cache_file(s.pkg, s.model.shared_object, job.settings.cache_dir);
+    if (std::string why = unreachable(s.wrapper, so, job.work_dir, cache); !why.empty()) {
       return why;
     }
     std::string wrapper_text = s.pkg.read_entry(s.model.wrapper_cpp);

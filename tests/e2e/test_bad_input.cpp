@@ -3,12 +3,15 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <tuple>
 
-#include <filesystem>
+#include <fmt/format.h>
 
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
+#include "package/package.hpp"
+#include "package/zip_stored.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;
@@ -125,6 +128,25 @@ TEST_CASE("bad packages: missing, not a zip, truncated, no AOTI model") {
   auto ep = run_tool({"run", example("healthy.ep.pt2").string(), "--inputs", inputs}, "out");
   CHECK(ep.code() == 4);
   CHECK(last_tool_line(ep).find("holds no AOTInductor model") != std::string::npos);
+}
+
+TEST_CASE("a package whose model library is damaged inside: the checksum ends the job, whatever the run did") {
+  // The library is copied out unread and its checksum read beside the
+  // baseline run: the damage is the verdict, not what the run made of it.
+  const fs::path healthy = example("healthy.pt2");
+  const std::string so = aoti_bisect::Package::open(healthy).select_model("").shared_object;
+  auto stored = aoti_bisect::stored_entry(healthy, so);
+  REQUIRE(stored.has_value());
+  REQUIRE(stored->size >= (64 << 10));  // copied by the kernel, not streamed
+  std::string bytes = aoti_bisect::read_file(healthy, "package");
+  bytes[stored->data_offset + stored->size - 1] ^= 0x5A;  // the library's last byte
+  aoti_bisect::write_file_atomic("flipped.pt2", bytes);
+  auto r = run_tool({"run", "flipped.pt2", "--inputs", example("healthy.inputs.pt").string()}, "out");
+  CHECK(r.code() == 4);
+  CHECK(r.report["verdict"] == "could_not_test");
+  CHECK(last_tool_line(r) == fmt::format("aoti-bisect: error: package 'flipped.pt2': entry '{}' is damaged (truncated "
+                                         "or bad checksum); rebuild the package",
+                                         so));
 }
 
 TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {

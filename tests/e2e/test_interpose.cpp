@@ -14,6 +14,7 @@
 
 #include <elf.h>
 
+#include "common/files.hpp"
 #include "e2e/e2e.hpp"
 #include "package/elf.hpp"
 
@@ -87,17 +88,43 @@ TEST_CASE("the package alone: every fault and NaN example isolated by interposit
 TEST_CASE("interposition: the culprit's evidence shows what the printer never did, and the hooks come from the cache") {
   // extern_overflow: the addmm's constant bias and its reinterpreted weight
   // view are shown; the overflow is the extern call's, not the next kernel's.
-  auto r = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow"), "out");
+  auto r = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow", {}, "hooks-cache"), "out");
   REQUIRE(r.report["culprit"].is_object());
   CHECK(r.report["culprit"]["kernel"] == "aoti_torch_cpu_addmm_out");
   std::string why = r.report["culprit"]["why"].get<std::string>();
   CHECK(why.find("Inf") != std::string::npos);
   std::string events = e2e::read_text("out/runs/bisect.1.trace/events.jsonl");
   CHECK(events.find("\"event\":\"hooks\"") != std::string::npos);
-  auto again = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow"), "out2");
+  auto again = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow", {}, "hooks-cache"),
+                        "out2");
   CHECK(again.code() == 1);
   CHECK(again.report["builds"]["items"][0]["cache_hit"] == true);
   CHECK(again.report["builds"]["count"] == 0);
+
+  // The PLT calls objdump counted are kept beside the hooks, one file per
+  // model library: doctored to none, the next job reads them and refuses
+  // the hooks, as it would a library whose calls are direct.
+  std::vector<fs::path> counts;
+  for (const auto& e : fs::directory_iterator(fs::absolute("hooks-cache") / "plt-calls")) {
+    counts.push_back(e.path());
+  }
+  REQUIRE(counts.size() == 1);
+  const std::string counted = e2e::read_text(counts[0].string());
+  const size_t addmm = counted.find("\naoti_torch_cpu_addmm_out ");
+  REQUIRE(addmm != std::string::npos);  // the culprit's shim, called through the PLT
+  CHECK(std::stoi(counted.substr(addmm + 26)) >= 1);
+  std::string none;
+  for (size_t line = 0; line < counted.size();) {
+    size_t end = counted.find('\n', line);
+    none += counted.substr(line, counted.find(' ', line) - line) + " 0\n";
+    line = end + 1;
+  }
+  aoti_bisect::write_file_atomic(counts[0], none);
+  auto doctored = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow",
+                                        {"--source", "interpose"}, "hooks-cache"),
+                           "out3");
+  CHECK(doctored.code() == 3);
+  CHECK(doctored.report["verdict_reason"].get<std::string>().find("PLT calls to") != std::string::npos);
 }
 
 TEST_CASE("wrong values without the package's Inductor config: the package's probes, the exported program's nodes") {

@@ -118,6 +118,44 @@ TEST_CASE("a large stored entry is copied whole and its checksum checked; a defl
                     k_so));
 }
 
+TEST_CASE("extract with `unchecked`: the large stored entries copied unread, check_copies reads them back") {
+  auto entries = package_entries();
+  std::string so(300000, '\0');
+  for (size_t i = 0; i < so.size(); ++i) {
+    so[i] = static_cast<char>((i * 31) % 253);
+  }
+  entries.back().data = so;
+  hand_zip::write("later.pt2", entries);
+  const std::string damaged_line =
+      fmt::format("package 'later_bad.pt2': entry '{}' is damaged (truncated or bad checksum); rebuild the package", k_so);
+
+  std::vector<UncheckedCopy> unchecked;
+  fs::path root = Package::open("later.pt2").extract("later_out", nullptr, &unchecked);
+  REQUIRE(unchecked.size() == 1);  // the library only: the small entries are streamed and checked as read
+  CHECK(unchecked[0].entry == k_so);
+  CHECK(unchecked[0].file == root / "data/aotinductor/model/abc.wrapper.so");
+  CHECK(fixture::read(unchecked[0].file) == so);
+  CHECK(error_of([&] { check_copies("later.pt2", unchecked); }) == "(no error)");
+
+  std::string bytes = fixture::read("later.pt2");
+  auto stored = stored_entry("later.pt2", k_so);
+  REQUIRE(stored.has_value());
+  bytes[stored->data_offset + 777] ^= 0x21;
+  std::ofstream("later_bad.pt2", std::ios::binary | std::ios::trunc) << bytes;
+  std::vector<UncheckedCopy> bad;
+  SUBCASE("a changed byte: the extraction passes, the check names the entry") {
+    Package::open("later_bad.pt2").extract("later_bad_out", nullptr, &bad);
+    REQUIRE(bad.size() == 1);
+    CHECK(error_of([&] { check_copies("later_bad.pt2", bad); }) == damaged_line);
+  }
+  SUBCASE("a copy that cannot be read back: the archive's own entry is checked instead") {
+    Package::open("later_bad.pt2").extract("later_gone_out", nullptr, &bad);
+    REQUIRE(bad.size() == 1);
+    fs::remove(bad[0].file);
+    CHECK(error_of([&] { check_copies("later_bad.pt2", bad); }) == damaged_line);
+  }
+}
+
 TEST_CASE("stored_entry: a ZIP64 entry's sizes come from its extra field") {
   auto entries = package_entries();
   const std::string so(100000, 'y');
