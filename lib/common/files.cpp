@@ -13,12 +13,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "common/sha256.hpp"
 
 namespace aoti_bisect {
@@ -85,15 +87,6 @@ namespace {
 std::string home_dir() {
   const char* home = std::getenv("HOME");
   return home && *home && std::string(home) != "/" ? std::string(home) : std::string();
-}
-
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  if (from.empty()) {
-    return;
-  }
-  for (size_t pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size())) {
-    text.replace(pos, from.size(), to);
-  }
 }
 
 }  // namespace
@@ -219,11 +212,11 @@ std::string redact_paths(std::string text, const fs::path& cwd) {
   // What no token boundary delimits (`-I/home/me/x`): the spelled folders.
   std::string c = cwd.lexically_normal().string();
   if (!c.empty() && c != "/") {
-    replace_all(out, c + "/", "");
+    out = replace_all(std::move(out), c + "/", "");
   }
   std::string home = home_dir();
   if (!home.empty()) {
-    replace_all(out, home + "/", "~/");
+    out = replace_all(std::move(out), home + "/", "~/");
   }
   return out;
 }
@@ -259,6 +252,25 @@ std::string model_library_stamp(const std::filesystem::path& package_dir, const 
     out += s + ";";
   }
   return out;
+}
+
+bool write_all(int fd, std::string_view data) {
+  bool socket = true;  // until the descriptor says otherwise
+  while (!data.empty()) {
+    ssize_t n = socket ? ::send(fd, data.data(), data.size(), MSG_NOSIGNAL) : ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == ENOTSOCK && socket) {
+      socket = false;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
 }
 
 }  // namespace aoti_bisect

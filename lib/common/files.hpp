@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace aoti_bisect {
 
@@ -31,6 +32,11 @@ std::string model_library_stamp(const std::filesystem::path& package_dir, const 
 // Writes to a temporary file beside `path`, then renames it over `path`, so a
 // reader (or a crash) never sees half a file.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
+
+// All of `data` to the open file or socket `fd`, through EINTR and short
+// writes; false on any other failure. A socket whose peer is gone is a
+// false return, not SIGPIPE. Async-signal-safe.
+bool write_all(int fd, std::string_view data);
 
 // Lowercase hex SHA-256 of bytes, and of a file streamed from disk.
 std::string sha256_hex(const std::string& bytes);

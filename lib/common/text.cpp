@@ -149,4 +149,52 @@ std::string xml_escape(const std::string& text) {
   return out;
 }
 
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  while (i < a.size() && j < b.size()) {
+    if (!digit(a[i]) || !digit(b[j])) {
+      if (a[i] != b[j]) {
+        return a[i] < b[j];
+      }
+      ++i;
+      ++j;
+      continue;
+    }
+    size_t ie = i, je = j;
+    while (ie < a.size() && digit(a[ie])) {
+      ++ie;
+    }
+    while (je < b.size() && digit(b[je])) {
+      ++je;
+    }
+    std::string_view na = a.substr(i, ie - i), nb = b.substr(j, je - j);
+    while (na.size() > 1 && na.front() == '0') {
+      na.remove_prefix(1);
+    }
+    while (nb.size() > 1 && nb.front() == '0') {
+      nb.remove_prefix(1);
+    }
+    if (na.size() != nb.size()) {
+      return na.size() < nb.size();
+    }
+    if (na != nb) {
+      return na < nb;
+    }
+    i = ie;
+    j = je;
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  if (from.empty()) {
+    return text;
+  }
+  for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size())) {
+    text.replace(p, from.size(), to);
+  }
+  return text;
+}
+
 }  // namespace aoti_bisect

@@ -41,4 +41,12 @@ std::string xml_escape(const std::string& text);
 // nullopt for anything else.
 std::optional<unsigned long long> parse_size(const std::string& text);
 
+// "x2" < "x10": runs of digits compare as numbers (leading zeros aside),
+// the rest byte by byte.
+bool natural_less(std::string_view a, std::string_view b);
+
+// `text` with every `from` (not empty) replaced by `to`, left to right;
+// what `to` brings in is not searched again.
+std::string replace_all(std::string text, std::string_view from, std::string_view to);
+
 }  // namespace aoti_bisect

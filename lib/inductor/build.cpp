@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/scratch_dir.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -85,30 +86,6 @@ std::string release_of(const std::string& version) {
   return fmt::format("{}.{}.{}", part(1), part(2), part(3));
 }
 
-// A scratch folder for one call, removed (with whatever a killed child left in
-// it) when the call ends.
-class WorkDir {
- public:
-  explicit WorkDir(const fs::path& parent) {
-    fs::create_directories(parent);
-    std::string tmpl = (parent / "build-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      throw Error(ErrorKind::internal, fmt::format("cannot create a folder in '{}'", parent.string()));
-    }
-    m_path = tmpl;
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
-
 void rename_or_throw(const fs::path& from, const fs::path& to) {
   std::error_code ec;
   fs::rename(from, to, ec);
@@ -120,7 +97,7 @@ void rename_or_throw(const fs::path& from, const fs::path& to) {
 
 // Writes inside the work folder, then renames into place: the cache never
 // holds half a file, and builders racing on one key each rename whole files.
-void publish(const WorkDir& work, const fs::path& dest, const std::string& content) {
+void publish(const ScratchDir& work, const fs::path& dest, const std::string& content) {
   fs::path tmp = work.path() / (dest.filename().string() + ".new");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -132,7 +109,7 @@ void publish(const WorkDir& work, const fs::path& dest, const std::string& conte
   rename_or_throw(tmp, dest);
 }
 
-std::string query_torch_version(const fs::path& python, const WorkDir& work) {
+std::string query_torch_version(const fs::path& python, const ScratchDir& work) {
   SpawnSpec spec;
   spec.argv = {python.string(), "-c", k_version_script};
   spec.env = current_environment();
@@ -159,7 +136,7 @@ std::optional<fs::path> python_shared_library(const fs::path& cache_dir) {
   } catch (const Error&) {
     return std::nullopt;
   }
-  WorkDir work(cache_dir.empty() ? default_cache_dir() : cache_dir);
+  ScratchDir work = ScratchDir::make_in(cache_dir.empty() ? default_cache_dir() : cache_dir);
   SpawnSpec spec;
   spec.argv = {python.string(), "-c",
                "import os, sysconfig\n"
@@ -212,7 +189,7 @@ std::optional<nlohmann::json> read_entry(const fs::path& path) {
   return j;
 }
 
-fs::path write_helper(const fs::path& cache, const WorkDir& work) {
+fs::path write_helper(const fs::path& cache, const ScratchDir& work) {
   std::string text(build_helper_source());
   fs::path helper = cache / fmt::format("helper-{}.py", sha256_hex(text).substr(0, 16));
   std::error_code ec;
@@ -284,7 +261,7 @@ void throw_if_refused(const ExitStatus& status, const fs::path& result_path) {
 }
 
 // The helper runs in the work folder, its streams in files there.
-SpawnSpec helper_spec(std::vector<std::string> argv, const WorkDir& work, double timeout_s) {
+SpawnSpec helper_spec(std::vector<std::string> argv, const ScratchDir& work, double timeout_s) {
   SpawnSpec spec;
   spec.argv = std::move(argv);
   spec.env = current_environment();
@@ -302,7 +279,7 @@ struct Compiled {
 
 // Runs the helper into the work folder and moves its package to `dest`.
 Compiled run_helper(const BuildRequest& request, const fs::path& python, const fs::path& cache,
-                    const WorkDir& work, const fs::path& dest) {
+                    const ScratchDir& work, const fs::path& dest) {
   fs::path helper = write_helper(cache, work);
   publish(work, work.path() / "configs.json", request.inductor_configs.dump(2) + "\n");
   fs::path out = work.path() / dest.filename();
@@ -418,7 +395,7 @@ BuildResult build_instrumented(const BuildRequest& request) {
                 fmt::format("cannot create the build cache '{}': {}", display_path(cache), ec.message()));
   }
   fs::path python = resolve_python(request.python);
-  WorkDir work(cache / "tmp");
+  ScratchDir work = ScratchDir::make_in(cache / "tmp");
 
   BuildResult result;
   result.torch_version = query_torch_version(python, work);
@@ -467,7 +444,7 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   std::error_code ec;
   fs::create_directories(cache, ec);
   fs::path python = resolve_python(request.python);
-  WorkDir work(cache / "tmp");
+  ScratchDir work = ScratchDir::make_in(cache / "tmp");
   EagerResult result;
   result.torch_version = query_torch_version(python, work);
   fs::path helper = write_helper(cache, work);

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/files.hpp"
-#include "harness/scoped_dir.hpp"
+#include "common/scratch_dir.hpp"
 #include "common/text.hpp"
 #include "evidence/divergence.hpp"
 #include "evidence/evidence.hpp"
@@ -154,7 +154,7 @@ void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& prob
   const fs::path dir = fs::absolute(s.out_dir / "batch-dependence");
   std::error_code ec;
   fs::remove_all(dir, ec);
-  const ScopedDir cleanup(dir);  // tensor contents: never left in the report folder
+  const ScratchDir cleanup(dir);  // tensor contents: never left in the report folder
   auto request = [&](const std::string& id, const ProbePlan& plan) {
     ChildRequest req;
     req.id = id;

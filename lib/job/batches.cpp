@@ -64,39 +64,6 @@ std::string display(const fs::path& p) { return display_path(p); }
 
 }  // namespace
 
-bool natural_less(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-      size_t i2 = i, j2 = j;
-      while (i2 < a.size() && std::isdigit(static_cast<unsigned char>(a[i2]))) {
-        ++i2;
-      }
-      while (j2 < b.size() && std::isdigit(static_cast<unsigned char>(b[j2]))) {
-        ++j2;
-      }
-      std::string x = a.substr(i, i2 - i), y = b.substr(j, j2 - j);
-      x.erase(0, std::min(x.find_first_not_of('0'), x.size() - 1));
-      y.erase(0, std::min(y.find_first_not_of('0'), y.size() - 1));
-      if (x.size() != y.size()) {
-        return x.size() < y.size();
-      }
-      if (x != y) {
-        return x < y;
-      }
-      i = i2;
-      j = j2;
-      continue;
-    }
-    if (a[i] != b[j]) {
-      return a[i] < b[j];
-    }
-    ++i;
-    ++j;
-  }
-  return a.size() - i < b.size() - j;
-}
-
 std::vector<fs::path> expand_inputs(const std::vector<std::string>& given) {
   std::vector<fs::path> out;
   for (const auto& g : given) {

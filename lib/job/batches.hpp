@@ -18,8 +18,7 @@
 
 namespace aoti_bisect {
 
-// Orders names as people number files: "batch2" before "batch10".
-bool natural_less(const std::string& a, const std::string& b);
+
 
 // The batches --inputs names, in order: a file as given; a folder, its .pt
 // files; anything else a glob pattern, its matches (folders and matches in

@@ -12,6 +12,7 @@
 
 #include "inductor/build.hpp"
 #include "common/files.hpp"
+#include "common/scratch_dir.hpp"
 #include "common/text.hpp"
 #include "search/search.hpp"
 #include "job/batches.hpp"
@@ -25,7 +26,6 @@
 #include "harness/phase.hpp"
 #include "harness/runner_build.hpp"
 #include "harness/runner_choice.hpp"
-#include "harness/scoped_dir.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/reading.hpp"
 #include "package/elf.hpp"
@@ -518,7 +518,7 @@ JobResult Job::after_inspect(Inspected& in, const UserConfig& user) {
   for (const auto& why : s.unavailable_variants) {
     m_rec.note("variant " + why + ": left out of the flag matrix");
   }
-  ScopedDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
+  ScratchDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
   ModelDir model;
   try {
     // The model library and its weights are copied without being read

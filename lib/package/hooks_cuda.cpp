@@ -125,14 +125,9 @@ void append_cuda_launch_hooks(const std::vector<const TritonLaunch*>& launches, 
   const int get = out.n;
   const int launch = out.n + 1;
   std::string text = k_driver;
-  auto replace_all = [&text](const std::string& from, const std::string& to) {
-    for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p + to.size())) {
-      text.replace(p, from.size(), to);
-    }
-  };
-  replace_all("{kernels}", kernels);
-  replace_all("{get}", std::to_string(get));
-  replace_all("{launch}", std::to_string(launch));
+  text = replace_all(std::move(text), "{kernels}", kernels);
+  text = replace_all(std::move(text), "{get}", std::to_string(get));
+  text = replace_all(std::move(text), "{launch}", std::to_string(launch));
   out.body += text;
   for (const auto& [symbol, n] : {std::pair<const char*, int>{"cuModuleGetFunction", get}, {"cuLaunchKernel", launch}}) {
     out.table += fmt::format("    {{\"{}\", (void*)&aoti_bisect_hook_{}, (void**)&real_{}}},\n", symbol, n, n);

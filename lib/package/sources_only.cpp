@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/scratch_dir.hpp"
 #include "common/text.hpp"
 #include "process/process.hpp"
 
@@ -69,28 +70,6 @@ std::string compiler_first_error(const fs::path& log) {
   }
   return first;
 }
-
-class SourcesBuildDir {
- public:
-  explicit SourcesBuildDir(const fs::path& parent) {
-    fs::create_directories(parent);
-    std::string tmpl = (parent / "build-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      throw Error(ErrorKind::internal, fmt::format("cannot create a folder in '{}'", parent.string()));
-    }
-    m_path = tmpl;
-  }
-  ~SourcesBuildDir() {
-    std::error_code ec;
-    fs::remove_all(m_path, ec);
-  }
-  SourcesBuildDir(const SourcesBuildDir&) = delete;
-  SourcesBuildDir& operator=(const SourcesBuildDir&) = delete;
-  const fs::path& path() const { return m_path; }
-
- private:
-  fs::path m_path;
-};
 
 void run_build_step(const std::vector<std::string>& argv, const fs::path& log, double timeout_s, const std::string& what) {
   SpawnSpec spec;
@@ -227,7 +206,7 @@ SourcesOnlyBuild build_sources_only(const SourcesOnly& src, const fs::path& torc
     if (progress) {
       progress(fmt::format("compiling the package's sources with its own flags ({})", display_path(out.compiler)));
     }
-    SourcesBuildDir work(fs::absolute(cache_dir) / "sources-only" / "tmp");
+    ScratchDir work = ScratchDir::make_in(fs::absolute(cache_dir) / "sources-only" / "tmp");
     const fs::path object = work.path() / (src.wrapper_cpp.stem().string() + ".o");
     const fs::path library = work.path() / src.library.filename();
     run_build_step(sources_only_command(compile_flags, {src.wrapper_cpp.string()}, object.string(), torch_dir,

@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "package/pickle_graph.hpp"
 #include "package/torch_save.hpp"
 #include "package/zip.hpp"
@@ -216,42 +217,6 @@ TensorFile read_legacy_torch_save(std::string_view bytes, const std::string& who
 }
 
 // ---- safetensors ----
-
-namespace {
-
-// "x2" < "x10": runs of digits compare as numbers.
-bool natural_less(const std::string& a, const std::string& b) {
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
-    bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
-    if (da && db) {
-      size_t ie = i, je = j;
-      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
-      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
-      std::string_view na = std::string_view(a).substr(i, ie - i), nb = std::string_view(b).substr(j, je - j);
-      while (na.size() > 1 && na.front() == '0') na.remove_prefix(1);
-      while (nb.size() > 1 && nb.front() == '0') nb.remove_prefix(1);
-      if (na.size() != nb.size()) {
-        return na.size() < nb.size();
-      }
-      if (na != nb) {
-        return na < nb;
-      }
-      i = ie;
-      j = je;
-    } else {
-      if (a[i] != b[j]) {
-        return a[i] < b[j];
-      }
-      ++i;
-      ++j;
-    }
-  }
-  return a.size() - i < b.size() - j;
-}
-
-}  // namespace
 
 TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
   const std::string remedy = "save it again with safetensors.torch.save_file";

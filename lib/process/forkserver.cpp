@@ -14,6 +14,7 @@
 // alive (each holds a copy of its model's weights). The request on the wire
 // and what the persistent runner (persistent.cpp) shares with the server:
 // server_request.hpp.
+#include "common/files.hpp"
 #include "process/process.hpp"
 #include "process/group_guard.hpp"
 #include "process/child_setup.hpp"
@@ -295,7 +296,7 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
     }
     std::string reply =
         pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
-    if (!server::write_all(1, reply)) {
+    if (!write_all(1, reply)) {
       return 0;
     }
   }
@@ -384,7 +385,7 @@ int forkserver_spawn(const SpawnSpec& spec) {
   // at most the run's own time limit.
   const auto wait = std::chrono::milliseconds(static_cast<long long>(
       1000 * (spec.timeout_s > 0 ? std::max(60.0, spec.timeout_s) : 3600.0)));
-  if (!server::write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
+  if (!write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
     stop_server(s);
     s.dead = true;  // from now on this environment's runs are exec'd
     return -1;

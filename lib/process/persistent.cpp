@@ -3,6 +3,7 @@
 // by a stand-in the driver waits for, times out and kills like any run
 // (process.hpp serve_persistent). Only where the runs may not be forked
 // from a process that holds a device runtime: on CUDA.
+#include "common/files.hpp"
 #include "process/process.hpp"
 #include "process/server_request.hpp"
 
@@ -157,7 +158,7 @@ int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int
     }
     std::vector<char*> argv = server::argv_of(req.argv);
     if (!prepare(static_cast<int>(req.argv.size()), argv.data())) {
-      if (!server::write_all(sock, "error the persistent runner cannot serve this request\n")) {
+      if (!write_all(sock, "error the persistent runner cannot serve this request\n")) {
         return 0;
       }
       continue;
@@ -166,10 +167,10 @@ int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int
     int word_fd = -1;
     pid_t stand_in = start_stand_in(driver, word_fd, why);
     if (stand_in <= 0) {
-      server::write_all(sock, "error " + why + "\n");
+      write_all(sock, "error " + why + "\n");
       return 0;
     }
-    if (!server::write_all(sock, "pid " + std::to_string(stand_in) + " held\n")) {
+    if (!write_all(sock, "pid " + std::to_string(stand_in) + " held\n")) {
       ::close(word_fd);
       return 0;
     }

@@ -43,8 +43,6 @@ std::string request_text(const SpawnSpec& spec);
 bool read_request(int fd, std::string& buffer, Request& req);
 // `args` as main() takes them (pointers into `args`, null-terminated).
 std::vector<char*> argv_of(std::vector<std::string>& args);
-// All of `data` to a socket; false when it is closed.
-bool write_all(int fd, const std::string& data);
 // A run's stdout or stderr file (empty: /dev/null), truncated.
 int open_output(const std::string& path);
 

@@ -19,6 +19,7 @@
 
 #include "common/clock.hpp"
 #include "common/error.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
 
 namespace aoti_bisect {
@@ -36,21 +37,6 @@ std::atomic<EventWriter*> g_open_writer{nullptr};
 size_t page_rounded(size_t n) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   return (n + page - 1) / page * page;
-}
-
-bool write_all(int fd, const char* p, size_t left) {
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      return false;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -240,7 +226,7 @@ void EventWriter::append(std::string_view text) {
     grow(m_size + text.size() + k_signal_reserve);
   }
   if (m_map == nullptr) {
-    if (write_all(m_fd, text.data(), text.size())) {
+    if (write_all(m_fd, text)) {
       m_size = m_size + text.size();
     }
     return;
@@ -256,7 +242,7 @@ void EventWriter::append_from_signal(const char* line, size_t size) {
     return;
   }
   if (w->m_map == nullptr) {
-    (void)write_all(w->m_fd, line, size);
+    (void)write_all(w->m_fd, std::string_view(line, size));
     return;
   }
   size_t at = w->m_size;

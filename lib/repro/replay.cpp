@@ -24,13 +24,6 @@ using namespace repro;
 
 namespace {
 
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
-    s.replace(p, from.size(), to);
-  }
-  return s;
-}
-
 // A cpp kernel parameter's role from its name (Inductor's in_ptr/out_ptr/in_out_ptr).
 int param_role(const std::string& param) {
   std::string name = param.substr(param.find_last_of(" *&") == std::string::npos ? 0 : param.find_last_of(" *&") + 1);

@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "common/files.hpp"
-#include "harness/scoped_dir.hpp"
+#include "common/scratch_dir.hpp"
 #include "common/text.hpp"
 #include "protocol/runner.hpp"
 #include "package/provenance.hpp"
@@ -36,7 +36,7 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
   fs::path dir = fs::absolute(m_job.settings.out_dir / "run-to-run");
   std::error_code ec;
   fs::remove_all(dir, ec);
-  const ScopedDir cleanup(dir);  // tensor contents: never left in the report folder
+  const ScratchDir cleanup(dir);  // tensor contents: never left in the report folder
   ProbePlan save;
   save.ranges.push_back({k, k, ProbeMode::save});
   save.save_dir = dir;

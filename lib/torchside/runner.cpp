@@ -349,13 +349,20 @@ bool load_checked_inputs(const RunnerOptions& opt, const ab::ModelFacts& facts, 
   return true;
 }
 
+// The model into `session`, for a run and for a server's preload alike:
+// the operators its proxy and Python calls need are checked, then
+// LibTorch's loader loads it.
+void load_into(const RunnerOptions& opt, const ab::ModelFacts& facts, ab::torchside::Session& session) {
+  ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
+  session.load_model(opt.package_dir, opt.model, opt.device_key);
+}
+
 // `preloaded`: the session's model was loaded by the fork server before
 // this run was forked from it (preload below).
 void load_model_once(const RunnerOptions& opt, const ab::ModelFacts& facts, ab::torchside::Session& session,
                      bool preloaded, ab::EventWriter& events) {
   if (!preloaded) {
-    ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
-    session.load_model(opt.package_dir, opt.model, opt.device_key);
+    load_into(opt, facts, session);
   }
   if (!facts.out_spec.empty()) {
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
@@ -432,9 +439,8 @@ bool preload_model(const RunnerOptions& opt, bool persistent) {
     }
     ab::torchside::load_libraries(opt.libraries);
     const ab::ModelFacts facts = model_facts(opt);
-    ab::torchside::require_operators(facts.proxy_ops, facts.python_ops, opt.libraries, opt.model);
     auto session = std::make_unique<ab::torchside::Session>();
-    session->load_model(opt.package_dir, opt.model, opt.device_key);
+    load_into(opt, facts, *session);
     if (persistent) {
       session->keep_buffers(facts.buffers);
       ab::torchside::keep_probe_state();

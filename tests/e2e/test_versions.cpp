@@ -8,23 +8,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/text.hpp"
 #include "e2e/e2e.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;
 using e2e::read_text;
+using aoti_bisect::replace_all;
 using e2e::run_tool;
-
-namespace {
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
-    s.replace(p, from.size(), to);
-  }
-  return s;
-}
-
-}  // namespace
 
 TEST_SUITE_BEGIN("e2e/versions");
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "job/batches.hpp"
 
 using namespace aoti_bisect;
