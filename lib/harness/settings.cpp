@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "process/process.hpp"
 #include "protocol/runner.hpp"
 
@@ -146,6 +147,44 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.cache_dir = opt.cache_dir;
   s.build_timeout_s = opt.build_timeout_s;
   return s;
+}
+
+std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
+                              const std::vector<fs::path>& batches) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : env) {
+    parts.push_back(k + "=" + shell_quote(v));
+  }
+  parts.push_back("aoti-bisect run");
+  parts.push_back(shell_quote(display_path(s.package)));
+  if (!s.model.empty()) {
+    parts.push_back("--model " + shell_quote(s.model));
+  }
+  if (s.sample_inputs) {
+    // the package's own sample inputs: no --inputs
+  } else if (batches.size() > 1 && s.calls) {
+    parts.push_back("--inputs " + shell_quote(display_path(s.inputs)) + fmt::format(" --calls {}", batches.size()));
+  } else {
+    for (const auto& b : batches.empty() ? std::vector<fs::path>{s.inputs} : batches) {
+      parts.push_back("--inputs " + shell_quote(display_path(b)));
+    }
+  }
+  if (s.contiguous_inputs) {
+    parts.push_back("--contiguous-inputs");
+  }
+  for (const auto& lib : s.load_libraries) {
+    parts.push_back("--load-library " + shell_quote(display_path(lib)));
+  }
+  if (!s.reference.empty()) {
+    parts.push_back("--reference " + shell_quote(display_path(s.reference)));
+  } else if (s.against_eager) {
+    parts.push_back("--against-eager");
+    if (!s.exported_program.empty()) {
+      parts.push_back("--exported-program " + shell_quote(display_path(s.exported_program)));
+    }
+  }
+  parts.push_back("--no-matrix --no-bisect");
+  return join(parts, " ");
 }
 
 }  // namespace aoti_bisect

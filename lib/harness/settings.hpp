@@ -157,4 +157,11 @@ RunnerVersions runner_versions(const RunOptions& options);
 Settings resolve_settings(const RunOptions& options, const UserConfig& user, const Profile& profile,
                           const std::vector<std::filesystem::path>& batches = {});
 
+// The command line that reruns one environment's run without the matrix
+// and the search (the report's repro_command). `batches`: what the runs
+// feed (the failing batch, after the ones before it where it needs them);
+// empty: the job's inputs.
+std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
+                              const std::vector<std::filesystem::path>& batches = {});
+
 }  // namespace aoti_bisect

@@ -54,15 +54,18 @@ std::vector<MatrixFinding> report_findings(const std::vector<Finding>& findings)
   return out;
 }
 
-std::vector<MatrixRunFacts> facts_of(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
+std::vector<MatrixRunFacts> facts_of(const std::vector<MatrixRun>& runs) {
   std::vector<MatrixRunFacts> facts;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (!results[i].finished) {
+  for (const auto& [plan, result] : runs) {
+    if (!result.finished) {
       continue;
     }
-    MatrixRunFacts f{plan[i].variant, plan[i].env, results[i].cls.kind, redact_paths(results[i].cls.first_line), {},
-                     plan[i].id};
-    for (const auto& out : results[i].cls.outputs) {
+    MatrixRunFacts f{.variant = plan.variant,
+                     .env = plan.env,
+                     .kind = result.cls.kind,
+                     .first_line = redact_paths(result.cls.first_line),
+                     .id = plan.id};
+    for (const auto& out : result.cls.outputs) {
       f.output_checksums.push_back(out.checksum);
     }
     facts.push_back(std::move(f));
@@ -71,11 +74,11 @@ std::vector<MatrixRunFacts> facts_of(const std::vector<PlannedRun>& plan, const 
 }
 
 // The variants, the failure and the environment the search uses.
-MatrixResult summarize_runs(const std::vector<PlannedRun>& plan, const std::vector<ChildResult>& results) {
+MatrixResult summarize_runs(const std::vector<MatrixRun>& runs) {
   std::vector<RunOutcome> outcomes;
-  for (size_t i = 0; i < results.size() && i < plan.size(); ++i) {
-    if (results[i].finished) {
-      outcomes.push_back({plan[i].variant, plan[i].env, results[i].cls.kind, plan[i].localizes_faults});
+  for (const auto& [plan, result] : runs) {
+    if (result.finished) {
+      outcomes.push_back({plan.variant, plan.env, result.cls.kind, plan.localizes_faults});
     }
   }
   MatrixSummary m = summarize_matrix(outcomes);
@@ -97,7 +100,7 @@ MatrixResult summarize_runs(const std::vector<PlannedRun>& plan, const std::vect
   f.runs = m.total_runs;
   f.deterministic = m.deterministic;
   f.reproducing_variant = m.chosen.value_or("");
-  for (const auto& r : results) {
+  for (const auto& [plan, r] : runs) {
     if (r.finished && r.cls.kind == f.kind) {
       f.first_line = redact_paths(r.cls.first_line);
       f.signal = r.cls.signal;
@@ -120,8 +123,6 @@ Failure failure_of(OutcomeKind kind, const std::string& first_line, const std::s
   return f;
 }
 
-Stop interrupted_stop(const std::string& where) { return {Verdict::interrupted, where, Stop::How::interrupted}; }
-
 }  // namespace
 
 std::optional<Stop> broken_run(const ChildResult& r) {
@@ -134,76 +135,45 @@ std::optional<Stop> broken_run(const ChildResult& r) {
   return std::nullopt;
 }
 
-std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
-                              const std::vector<fs::path>& batches) {
-  std::vector<std::string> parts;
-  for (const auto& [k, v] : env) {
-    parts.push_back(k + "=" + shell_quote(v));
-  }
-  parts.push_back("aoti-bisect run");
-  parts.push_back(shell_quote(display_path(s.package)));
-  if (!s.model.empty()) {
-    parts.push_back("--model " + shell_quote(s.model));
-  }
-  if (s.sample_inputs) {
-    // the package's own sample inputs: no --inputs
-  } else if (batches.size() > 1 && s.calls) {
-    parts.push_back("--inputs " + shell_quote(display_path(s.inputs)) + fmt::format(" --calls {}", batches.size()));
-  } else {
-    for (const auto& b : batches.empty() ? std::vector<fs::path>{s.inputs} : batches) {
-      parts.push_back("--inputs " + shell_quote(display_path(b)));
-    }
-  }
-  if (s.contiguous_inputs) {
-    parts.push_back("--contiguous-inputs");
-  }
-  for (const auto& lib : s.load_libraries) {
-    parts.push_back("--load-library " + shell_quote(display_path(lib)));
-  }
-  if (!s.reference.empty()) {
-    parts.push_back("--reference " + shell_quote(display_path(s.reference)));
-  } else if (s.against_eager) {
-    parts.push_back("--against-eager");
-    if (!s.exported_program.empty()) {
-      parts.push_back("--exported-program " + shell_quote(display_path(s.exported_program)));
-    }
-  }
-  parts.push_back("--no-matrix --no-bisect");
-  return join(parts, " ");
-}
-
 MatrixPhase::MatrixPhase(JobContext& job, const ModelDir& model, std::string model_name)
     : m_job(job), m_model(model), m_model_name(std::move(model_name)), m_plan(job.settings.plan) {}
 
 std::vector<ChildRequest> MatrixPhase::requests(const std::vector<PlannedRun>& plan) const {
   std::vector<ChildRequest> reqs;
   for (const auto& run : plan) {
-    reqs.push_back(ChildRequest{run.id, run.variant, run.repeat, run.env, m_model, std::nullopt, {}, false, m_run_list});
+    reqs.push_back(ChildRequest{.id = run.id,
+                                .variant = run.variant,
+                                .repeat = run.repeat,
+                                .env = run.env,
+                                .model = m_model,
+                                .batches = m_run_list});
   }
   return reqs;
 }
 
-std::vector<MatrixRunFacts> MatrixPhase::facts() const { return facts_of(m_plan, m_results); }
+std::vector<MatrixRunFacts> MatrixPhase::facts() const { return facts_of(m_runs); }
 
-std::optional<Stop> MatrixPhase::run_baseline() {
+Step<> MatrixPhase::run_baseline() {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
   if (s.batches.size() > 1) {
     m_loop = run_batch_loop(s, m_job.runs, rec, requests(m_plan).front());
     if (!m_loop) {
-      return interrupted_stop("during the batch loop");
+      return interrupted_during("during the batch loop");
     }
-    m_results = {m_loop->loop};
+    m_runs = {{m_plan.front(), m_loop->loop}};
     m_run_list = m_loop->run_list;
     if (!m_loop->failing) {
       m_plan.resize(1);  // a clean list is not repeated batch by batch
     }
   } else {
     rec.begin_phase("baseline", "one run in a fresh child");
-    if (!m_job.runs.run_all({requests(m_plan).front()}, 1, m_results) && interrupt_requested()) {
-      return interrupted_stop("during the baseline run");
+    std::vector<ChildResult> results;
+    if (!m_job.runs.run_all({requests(m_plan).front()}, 1, results) && interrupt_requested()) {
+      return interrupted_during("during the baseline run");
     }
+    m_runs = {{m_plan.front(), results.front()}};
   }
   const Classification& base = baseline().cls;
   rec.environment(with_runner(rec.report().environment, base));
@@ -212,15 +182,15 @@ std::optional<Stop> MatrixPhase::run_baseline() {
     rec.note(changed);
   }
   rec.inputs_outside_range(base.inputs_outside_range);
-  return std::nullopt;
+  return Go{};
 }
 
-std::optional<Stop> MatrixPhase::refuse_inputs() {
+Step<> MatrixPhase::refuse_inputs() {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   const ChildResult& base = baseline();
   if (base.cls.kind != OutcomeKind::input_mismatch) {
-    return std::nullopt;
+    return Go{};
   }
   const auto& ran = base.batches;
   std::string which = ran.empty() ? display_path(s.inputs)
@@ -239,15 +209,13 @@ std::optional<Stop> MatrixPhase::refuse_inputs() {
     auto own = [&](const ChildResult& r) {
       return !r.finished || (r.cls.kind == OutcomeKind::input_mismatch && r.cls.first_line == base.cls.first_line);
     };
-    std::vector<PlannedRun> ran_plan = {m_plan[0]};
-    std::vector<ChildResult> all = {base};
+    std::vector<MatrixRun> all = {m_runs.front()};
     for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
       if (!own(checked[i])) {
-        ran_plan.push_back(checks[i]);
-        all.push_back(checked[i]);
+        all.push_back({checks[i], checked[i]});
       }
     }
-    rec.findings(report_findings(read_matrix(s.findings, facts_of(ran_plan, all), std::nullopt)));
+    rec.findings(report_findings(read_matrix(s.findings, facts_of(all), std::nullopt)));
     for (size_t i = 0; i < checks.size() && i < checked.size(); ++i) {
       if (own(checked[i])) {
         continue;
@@ -295,11 +263,10 @@ bool loads_again(const PlannedRun& run, const PlannedRun& baseline) {
 
 }  // namespace
 
-std::optional<Stop> MatrixPhase::run_stages() {
+Step<> MatrixPhase::run_stages() {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   MatrixStage stage{baseline().cls.kind, s.profile.backend != "cpu", false};
-  std::vector<PlannedRun> ran = {m_plan[0]};
   // The first stage's runs that load the model again run last, after the
   // second stage's: every run before them forks from the baseline's
   // server, its model loaded once. Stage 2 is decided by the baseline
@@ -307,7 +274,7 @@ std::optional<Stop> MatrixPhase::run_stages() {
   std::vector<PlannedRun> last;
   for (int stage_no = 1; stage_no <= 3 && m_plan.size() > 1; ++stage_no) {
     if (stage_no == 2) {
-      stage.flaky = baseline_env_flaky(facts_of(ran, m_results));
+      stage.flaky = baseline_env_flaky(facts_of(m_runs));
     }
     std::vector<PlannedRun> now;
     for (size_t i = 1; i < m_plan.size() && stage_no < 3; ++i) {
@@ -335,33 +302,33 @@ std::optional<Stop> MatrixPhase::run_stages() {
                                           variants.size() == 1 ? "" : "s", why_now, s.jobs));
     std::vector<ChildResult> more;
     bool completed = m_job.runs.run_all(requests(now), s.jobs, more) || !interrupt_requested();
-    ran.insert(ran.end(), now.begin(), now.begin() + static_cast<std::ptrdiff_t>(std::min(now.size(), more.size())));
-    m_results.insert(m_results.end(), more.begin(), more.end());
-    if (!completed) {
-      MatrixResult partial = summarize_runs(ran, m_results);
-      rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env, m_run_list));
-      return interrupted_stop("during the flag matrix");
+    for (size_t i = 0; i < now.size() && i < more.size(); ++i) {
+      m_runs.push_back({now[i], std::move(more[i])});
     }
-    for (const auto& r : m_results) {
-      if (auto stop = broken_run(r)) {
-        return stop;
+    if (!completed) {
+      MatrixResult partial = summarize_runs(m_runs);
+      rec.matrix(partial.variants, partial.failure, reproduce_command(s, partial.chosen_env, m_run_list));
+      return interrupted_during("during the flag matrix");
+    }
+    for (const auto& run : m_runs) {
+      if (auto stop = broken_run(run.result)) {
+        return *stop;
       }
     }
   }
-  m_plan = ran;
-  return std::nullopt;
+  return Go{};
 }
 
 void MatrixPhase::summarize() {
-  for (size_t i = 0; i < m_results.size() && i < m_plan.size(); ++i) {
-    if (!m_results[i].cls.poison_unreached.empty()) {
+  for (const auto& [plan, result] : m_runs) {
+    if (!result.cls.poison_unreached.empty()) {
       m_job.recorder.note(fmt::format("variant {}: the poison reached none of the package's allocations ({}); its "
                                       "runs say nothing about memory no kernel wrote",
-                                      m_plan[i].variant, m_results[i].cls.poison_unreached));
+                                      plan.variant, result.cls.poison_unreached));
       break;
     }
   }
-  m_result = summarize_runs(m_plan, m_results);
+  m_result = summarize_runs(m_runs);
   if (m_result.failure && m_loop) {
     m_result.failure->batch = m_loop->batch;
   }
@@ -373,7 +340,7 @@ void MatrixPhase::record(const std::map<std::string, std::string>* env) const {
   m_job.recorder.findings(report_findings(m_findings));
 }
 
-std::optional<Stop> MatrixPhase::read() {
+Step<> MatrixPhase::read() {
   const Settings& s = m_job.settings;
   summarize();
   const std::vector<MatrixRunFacts> runs = facts();
@@ -385,14 +352,15 @@ std::optional<Stop> MatrixPhase::read() {
   // default): then they were run as given, and the refusal is a finding.
   bool outside_only = !baseline().cls.inputs_outside_range.empty() && baseline().finished &&
                       baseline().cls.kind != OutcomeKind::input_mismatch;
-  for (size_t i = 1; i < m_results.size() && i < m_plan.size() && !outside_only; ++i) {
-    if (m_results[i].finished && m_results[i].cls.kind == OutcomeKind::input_mismatch) {
-      record(&m_plan[i].env);
+  for (size_t i = 1; i < m_runs.size() && !outside_only; ++i) {
+    const auto& [plan, result] = m_runs[i];
+    if (result.finished && result.cls.kind == OutcomeKind::input_mismatch) {
+      record(&plan.env);
       return Stop{Verdict::could_not_test,
                   fmt::format("inputs file '{}' does not fit model '{}': under {} ({}) the package refuses them: {}; "
                               "the kernels were not searched (it is the inputs)",
-                              display_path(s.inputs), m_model_name, m_plan[i].variant,
-                              env_difference(m_plan[i].env, m_plan[0].env), m_results[i].cls.first_line)};
+                              display_path(s.inputs), m_model_name, plan.variant,
+                              env_difference(plan.env, baseline_run().env), result.cls.first_line)};
     }
   }
   // Outputs that change where nothing else does (memory nothing wrote): a
@@ -414,18 +382,18 @@ std::optional<Stop> MatrixPhase::read() {
     m_result.failure = changed;
     m_result.chosen_env = change->env;
     record();
-    return Stop{Verdict::not_isolated,
-                change->sentence + "; the kernel search needs a failure to probe for: 'aoti-bisect bisect' with --env " +
-                    flags + " and --against-eager (or --reference EXPECTED.pt) compares with eager, kernel by kernel",
-                Stop::How::finish};
+    return finished(Verdict::not_isolated,
+                    change->sentence +
+                        "; the kernel search needs a failure to probe for: 'aoti-bisect bisect' with --env " + flags +
+                        " and --against-eager (or --reference EXPECTED.pt) compares with eager, kernel by kernel");
   }
   if (!m_result.failure && !m_loop) {
-    if (auto stop = outputs_differ(runs)) {
-      return stop;
+    if (auto differ = outputs_differ(runs); differ.stopped()) {
+      return differ;
     }
   }
   record();
-  return std::nullopt;
+  return Go{};
 }
 
 // Outputs that differ between runs of the baseline environment while no run
@@ -433,12 +401,12 @@ std::optional<Stop> MatrixPhase::read() {
 // many runs agreed, and how far two runs differ (one more run, compared bit
 // for bit with the baseline's outputs); within a tolerance the user gave
 // (--atol/--rtol) it is accepted, and the report still says it saw them.
-std::optional<Stop> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts>& runs) {
+Step<> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts>& runs) {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   std::optional<OutputsDiffer> differ = aoti_bisect::outputs_differ(runs);
   if (!differ) {
-    return std::nullopt;
+    return Go{};
   }
   // How far they differ: one more run of the baseline environment, its
   // outputs compared bit for bit with the first run's.
@@ -454,7 +422,7 @@ std::optional<Stop> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts
   req.exact_reference = s.out_dir / "runs" / differ->first_id / "outputs.pt";
   std::vector<ChildResult> compared;
   if (!m_job.runs.run_all({req}, 1, compared) && interrupt_requested()) {
-    return interrupted_stop("while comparing runs");
+    return interrupted_during("while comparing runs");
   }
   std::string how_far;
   std::optional<Comparison> c;
@@ -485,7 +453,7 @@ std::optional<Stop> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts
       rec.note(seen_line + fmt::format("; within the tolerance given (atol {:g} + rtol {:g} × max |output|): "
                                        "accepted",
                                        t.atol, t.rtol));
-      return std::nullopt;
+      return Go{};
     }
   }
   Failure f = failure_of(OutcomeKind::nondeterministic, seen_line, m_plan[0].variant);
@@ -504,19 +472,18 @@ std::optional<Stop> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts
       m_differ_finding = finding.sentence;
     }
   }
-  return std::nullopt;  // the job goes on: the search compares two runs site by site
+  return Go{};  // the job goes on: the search compares two runs site by site
 }
 
-std::optional<Stop> MatrixPhase::without_failure() const {
+Step<> MatrixPhase::without_failure() const {
   const Settings& s = m_job.settings;
   if (m_result.failure) {
-    return std::nullopt;
+    return Go{};
   }
   if (m_loop) {
-    return Stop{Verdict::clean,
+    return finished(Verdict::clean,
                 fmt::format("no failure in {} {} (one run; no crash, no NaN/Inf)", s.batches.size(),
-                            s.calls ? "calls" : "batches"),
-                Stop::How::finish};
+                            s.calls ? "calls" : "batches"));
   }
   const Report& report = m_job.recorder.report();
   size_t n = report.runs.size();
@@ -547,10 +514,9 @@ std::optional<Stop> MatrixPhase::without_failure() const {
     also = fmt::format("; {} of them ({}) refused the inputs{}", refused.size(), fmt::join(refused, ", "),
                        why.empty() ? "" : ": " + why);
   }
-  return Stop{Verdict::clean,
+  return finished(Verdict::clean,
               fmt::format("no failure {}in {} run{}{}{}", refused.empty() ? "" : "of the model ", n, n == 1 ? "" : "s",
-                          unchecked, also),
-              Stop::How::finish};
+                          unchecked, also));
 }
 
 std::string MatrixPhase::failure_text() const {

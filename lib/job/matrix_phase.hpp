@@ -17,33 +17,16 @@
 #include "harness/phase.hpp"
 #include "harness/runs.hpp"
 #include "job/batches.hpp"
+#include "job/step.hpp"
 #include "matrix/matrix.hpp"
 #include "matrix/reading.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
 
-// A step that ends the job, and how (job.cpp writes the verdict).
-struct Stop {
-  enum class How {
-    fail,         // the job cannot go on: `message` is the reason and the error line
-    finish,       // a verdict reached: `message` is its reason
-    interrupted,  // Ctrl-C or SIGTERM: `message` says where
-  };
-  Verdict verdict = Verdict::could_not_test;
-  std::string message;
-  How how = How::fail;
-};
-
 // A run that says the tool, not the model, is broken: the job stops.
 std::optional<Stop> broken_run(const ChildResult& r);
 
-// The command line that reruns one environment's run without the matrix
-// and the search (the report's repro_command). `batches`: what the runs
-// feed (the failing batch, after the ones before it where it needs them);
-// empty: the job's inputs.
-std::string reproduce_command(const Settings& s, const std::map<std::string, std::string>& env,
-                              const std::vector<std::filesystem::path>& batches = {});
 
 // What the matrix's runs showed: the variants, the failure, and the
 // environment the search uses.
@@ -54,31 +37,37 @@ struct MatrixResult {
   std::string chosen_because;  // MatrixSummary::chosen_because
 };
 
+// One run of the matrix: what was planned, and what it did.
+struct MatrixRun {
+  PlannedRun plan;
+  ChildResult result;
+};
+
 class MatrixPhase {
  public:
   MatrixPhase(JobContext& job, const ModelDir& model, std::string model_name);
 
   // The baseline, recorded with the runner's versions and the inputs it bound.
-  std::optional<Stop> run_baseline();
+  Step<> run_baseline();
   // The baseline's run (the loop's, for several batches).
-  const ChildResult& baseline() const { return m_results.front(); }
+  const ChildResult& baseline() const { return m_runs.front().result; }
   // The baseline refused the inputs: the package's own input check runs as
   // a second opinion, and the job ends (could_not_test, input_mismatch).
-  std::optional<Stop> refuse_inputs();
+  Step<> refuse_inputs();
   // Whether the search runs before the matrix, in the baseline's
   // environment (Settings::answer_first: a NaN/Inf or wrong values).
   bool answers_first() const;
   // The matrix in its stages: the variants the baseline's outcome calls
   // for, then (`when: flaky`) those for a baseline environment whose runs
   // disagree.
-  std::optional<Stop> run_stages();
+  Step<> run_stages();
   // What the runs showed, recorded: the failure and its findings; the
   // package's own refusal of the inputs, outputs that change under a
   // variant (not isolated) or differ run to run (the failure kind
   // nondeterministic, after one more run that says how far).
-  std::optional<Stop> read();
+  Step<> read();
   // No failure: the clean verdict, and what was not checked.
-  std::optional<Stop> without_failure() const;
+  Step<> without_failure() const;
   // The failure as the verdict's reason says it: how often it reproduced,
   // what the findings say of it, and where the search runs.
   std::string failure_text() const;
@@ -95,7 +84,7 @@ class MatrixPhase {
   std::vector<ChildRequest> requests(const std::vector<PlannedRun>& plan) const;
   std::vector<MatrixRunFacts> facts() const;
   void summarize();
-  std::optional<Stop> outputs_differ(const std::vector<MatrixRunFacts>& runs);
+  Step<> outputs_differ(const std::vector<MatrixRunFacts>& runs);
   // The matrix and its findings into the report; the reproduce command
   // names `env` (default: the environment the search uses).
   void record(const std::map<std::string, std::string>* env = nullptr) const;
@@ -103,8 +92,8 @@ class MatrixPhase {
   JobContext& m_job;
   const ModelDir& m_model;
   std::string m_model_name;
-  std::vector<PlannedRun> m_plan;      // planned; once the stages ran, the runs made
-  std::vector<ChildResult> m_results;  // in m_plan's order, baseline first
+  std::vector<PlannedRun> m_plan;  // the runs planned, the baseline's first
+  std::vector<MatrixRun> m_runs;   // the runs made, in order, the baseline first
   std::optional<BatchLoop> m_loop;     // several batches: the loop over them is the baseline
   std::vector<std::filesystem::path> m_run_list;
   MatrixResult m_result;

@@ -2,6 +2,11 @@
 // without JSON objects (JsonFields) and the mapped-file writer (EventWriter).
 #include "protocol/events.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -9,11 +14,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -177,7 +178,9 @@ EventWriter::EventWriter(const std::filesystem::path& path) {
   g_open_writer.compare_exchange_strong(none, this);
 }
 
-EventWriter::~EventWriter() { close(); }
+EventWriter::~EventWriter() {
+  close();
+}
 
 void EventWriter::close() {
   EventWriter* self = this;

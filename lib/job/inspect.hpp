@@ -1,0 +1,38 @@
+#pragma once
+// The inspect phase of `aoti-bisect run`: the package opened and its model
+// chosen, its wrapper parsed, the inputs checked torch-free before any child
+// loads them (or the package's own sample inputs taken), and the report's
+// package section written. Reads only; extracting is the runner phase's.
+
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/recorder.hpp"
+#include "harness/settings.hpp"
+#include "job/step.hpp"
+#include "package/package.hpp"
+
+namespace aoti_bisect {
+
+// The package, the model in it and its wrapper: what the inspect phase found.
+struct Inspected {
+  std::optional<Package> pkg;
+  const ModelFiles* model = nullptr;
+  // A package_cpp_only model once its library is built (package/sources_only.hpp):
+  // the model's files with that library; `model` then points here.
+  ModelFiles built;
+  WrapperInfo wrapper;
+  // The package's SHA-256, hashed on a thread of its own while the package
+  // is extracted (a 1 GiB package takes seconds to hash).
+  std::shared_future<std::string> package_sha256;
+};
+
+// Opens the package and checks the files exist. Usage errors (an unknown
+// model name, no --inputs where the package holds no sample inputs)
+// propagate; the others stop the job.
+Step<Inspected> inspect(RunOptions& opt, const std::vector<std::filesystem::path>& batches, Recorder& rec);
+
+}  // namespace aoti_bisect

@@ -1,0 +1,105 @@
+#include "job/search_phase.hpp"
+
+#include <fmt/format.h>
+
+#include "inductor/build.hpp"
+#include "job/batch_dependence.hpp"
+#include "matrix/matrix.hpp"
+#include "process/process.hpp"
+#include "repro/replay.hpp"
+#include "search/search.hpp"
+
+namespace aoti_bisect {
+
+Step<BisectOutcome> SearchPhase::search(const BisectSetup& setup) {
+  BisectOutcome b;
+  try {
+    b = run_bisection(m_job, setup, m_source);
+  } catch (const ProgramRefused& e) {
+    return Stop{Verdict::could_not_test, e.what()};
+  }
+  if (b.verdict == Verdict::interrupted || interrupt_requested()) {
+    return interrupted_during(fmt::format("during the kernel bisection ({} phase)", m_job.recorder.phase()));
+  }
+  return b;
+}
+
+Step<> SearchPhase::first(const MatrixPhase& matrix) {
+  Recorder& rec = m_job.recorder;
+  const ChildResult& base = matrix.baseline();
+  rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix follows ({}) "
+                       "and completes the report (--matrix-first: the matrix before the search)",
+                       matrix_plan_text(m_job.settings.plan,
+                                        MatrixStage{base.cls.kind, m_job.settings.profile.backend != "cpu", false})));
+  BisectSetup setup{.pkg = *m_in.pkg,
+                    .model = *m_in.model,
+                    .wrapper = m_in.wrapper,
+                    .env = matrix.baseline_run().env,
+                    .variant = matrix.baseline_run().variant,
+                    .kind = base.cls.kind,
+                    .first_line = base.cls.first_line,
+                    .deterministic = true,
+                    .baseline_seconds = base.status.seconds,
+                    .runner_torch_version = rec.report().environment.torch_version,
+                    .original = m_model,
+                    .batches = matrix.run_list()};
+  const std::string next = "; the flag matrix runs next and completes the report";
+  setup.on_found = [&rec](const std::string& line) { rec.first_answer(line, false); };
+  setup.on_culprit = [&rec, &next](const std::string& reason) { rec.answer_confirmed(reason + next); };
+  auto first = search(setup);
+  if (first.stopped()) {
+    return first.stop();
+  }
+  if (first->verdict == Verdict::isolated && !rec.report().first_answer_seconds) {
+    rec.first_answer(first->reason + next);  // a search that names its culprit elsewhere (guide mode)
+  }
+  m_early = std::move(*first);
+  return Go{};
+}
+
+Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDimension& dim) {
+  Recorder& rec = m_job.recorder;
+  const Failure& f = matrix.failure();
+  const std::string reproduced = matrix.failure_text();
+  auto answer = [&](const BisectOutcome& b) {
+    check_batch_dependence(m_job, b.probed, matrix, dim);
+    return SearchAnswer{b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason, b.explain_later};
+  };
+  int runs_before = 0;
+  if (m_early) {
+    if (f.kind == matrix.baseline().cls.kind && f.deterministic && matrix.chosen_env() == matrix.baseline_run().env) {
+      rec.refresh_repro_command();
+      return answer(*m_early);
+    }
+    std::string why = f.kind != matrix.baseline().cls.kind
+                          ? fmt::format("the matrix's failure is {}", outcome_name(f.kind))
+                      : !f.deterministic ? std::string("not every run of the matrix reproduced it")
+                                         : fmt::format("the matrix chose {} to search under", f.reproducing_variant);
+    rec.set_aside_search();
+    rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
+    clear_repro_folder(m_job.settings.out_dir / "repro");  // its saved tensors; the new search saves its own
+    for (const auto& run : rec.report().runs) {  // the runs go on from the first search's numbers
+      runs_before += run.group == "search" ? 1 : 0;
+    }
+  }
+  BisectSetup setup{.pkg = *m_in.pkg,
+                    .model = *m_in.model,
+                    .wrapper = m_in.wrapper,
+                    .env = matrix.chosen_env(),
+                    .variant = f.reproducing_variant,
+                    .kind = f.kind,
+                    .first_line = f.first_line,
+                    .deterministic = f.deterministic,
+                    .baseline_seconds = matrix.baseline().status.seconds,
+                    .runner_torch_version = rec.report().environment.torch_version,
+                    .original = m_model,
+                    .batches = matrix.run_list(),
+                    .runs_before = runs_before};
+  auto searched = search(setup);
+  if (searched.stopped()) {
+    return searched.stop();
+  }
+  return answer(*searched);
+}
+
+}  // namespace aoti_bisect

@@ -1,0 +1,57 @@
+#pragma once
+// The search phase of `aoti-bisect run`: the kernel search (search/search.hpp)
+// as the job's steps. The answer first: a NaN/Inf or wrong-values failure is
+// searched right after the baseline, in its environment, and the matrix runs
+// after the answer. Then the failure the matrix chose: the first answer
+// kept where the matrix found the same failure steady in the baseline's
+// environment, else a search again under the environment it chose; and
+// whether the culprit's call site depends on the batch
+// (job/batch_dependence.hpp).
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "harness/children.hpp"
+#include "harness/phase.hpp"
+#include "job/inspect.hpp"
+#include "job/matrix_phase.hpp"
+#include "job/step.hpp"
+#include "package/batch_dim.hpp"
+#include "search/instrumentation.hpp"
+
+namespace aoti_bisect {
+
+// What the search ends the job with.
+struct SearchAnswer {
+  Verdict verdict = Verdict::not_isolated;
+  std::string reason;
+  // The culprit's one-kernel replay, for the job's end (BisectOutcome::explain_later).
+  std::function<void()> explain_later;
+};
+
+class SearchPhase {
+ public:
+  // `source`: the instrumentation source tried first (JobSeams::source);
+  // empty: the real ones.
+  SearchPhase(JobContext& job, const Inspected& in, const ModelDir& model, SourceFactory source)
+      : m_job(job), m_in(in), m_model(model), m_source(std::move(source)) {}
+
+  // The answer first, in the baseline's environment (MatrixPhase::answers_first).
+  Step<> first(const MatrixPhase& matrix);
+  // The search for the matrix's failure, or the first answer where the
+  // matrix found the same failure steady where it was searched.
+  Step<SearchAnswer> failure(const MatrixPhase& matrix, const BatchDimension& dim);
+
+ private:
+  // A refused exported program or an interrupt ends the job.
+  Step<BisectOutcome> search(const BisectSetup& setup);
+
+  JobContext& m_job;
+  const Inspected& m_in;
+  const ModelDir& m_model;
+  SourceFactory m_source;
+  std::optional<BisectOutcome> m_early;  // the first search's outcome
+};
+
+}  // namespace aoti_bisect
