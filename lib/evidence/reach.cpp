@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
 #include "common/text.hpp"
 #include "package/provenance.hpp"
@@ -483,7 +484,7 @@ std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, in
     return std::nullopt;
   }
   if (!r.culprit) {
-    bis.status = "not_found";
+    bis.status = search_status_name(SearchResult::Status::not_found);
     bis.self_check = fmt::format("one run probed call sites 1-{}: {}", launched, r.summary);
     bis.message = bis.self_check;
     return fmt::format("not isolated: {}, not from a call site: check the data first", r.summary);
@@ -504,7 +505,7 @@ std::optional<std::string> nonfinite_from_inputs(Bisection& bis, const SearchRes
   if (data.empty() || !none_made || sr.status == SearchResult::Status::found) {
     return std::nullopt;
   }
-  bis.status = "not_found";
+  bis.status = search_status_name(SearchResult::Status::not_found);
   bis.reach = "no call site made NaN/Inf from values without them: they come from the inputs (" + data + ")";
   return fmt::format("no call site made the NaN/Inf: they come from the inputs ({}); check the data first", data);
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "classify/outcome.hpp"
@@ -352,11 +353,15 @@ struct OtherOrigin {
   std::string note;                   // "call site 8 cpp_fused_log_3 makes the NaN/Inf of output 0 on its own"
 };
 
+inline constexpr std::string_view k_blind_spot_status = "blind_spot";
+
 struct Bisection {
   std::string source;                 // where the probes came from: "interpose", "exported_program", "guide"
   std::vector<PassedOver> passed_over;  // sources tried before it
   std::string strategy;               // "bisect", "linear", "all"
-  std::string status;                 // "found", "not_found", "inconclusive", "error", "blind_spot"
+  // search_status_name (bisect/bisect.hpp), or k_blind_spot_status: a site
+  // named behind call sites without probes.
+  std::string status;
   std::string predicate;              // "fault" or "nonfinite"
   std::string variant;                // the flag variant the runs used
   int call_sites = 0;                 // in the instrumented build's run

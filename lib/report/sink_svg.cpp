@@ -175,7 +175,7 @@ std::string result_line(const Report& r, const Bisection& b) {
     }
     return out;
   }
-  if (b.status == "blind_spot") {
+  if (b.status == k_blind_spot_status) {
     return "No culprit: call sites without probes ran before the first bad probed site (a blind spot)";
   }
   return "No culprit: the search ended " + (b.status.empty() ? std::string("early") : b.status);

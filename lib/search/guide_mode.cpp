@@ -364,23 +364,23 @@ BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predic
   std::string needs =
       needs_exported_program() + " (guide mode cannot print from the package's own wrapper: " + why_not_rewrite + ")";
   if (!can_build && m_fallback_reason.empty()) {
-    return {Verdict::not_isolated, needs, ""};
+    return searched(Verdict::not_isolated, needs);
   }
   std::string prefix = m_fallback_reason.empty() ? "" : m_fallback_reason + "; fell back to guide mode; ";
   if (s.batches.size() > 1) {
     // Printed builds print every batch the run feeds, not the failing one alone.
-    bis.status = "error";
+    bis.status = search_status_name(SearchResult::Status::error);
     bis.message = prefix + "guide mode cannot search a failure that needs the batches before it: its print calls "
                            "would print every batch";
     rec.bisection(bis);
-    return {Verdict::not_isolated, bis.message, ""};
+    return searched(Verdict::not_isolated, bis.message);
   }
   if (n == 0 || !can_build) {
-    bis.status = "error";
+    bis.status = search_status_name(SearchResult::Status::error);
     bis.message =
         prefix + (n == 0 ? "guide mode needs the package wrapper's call-site list, and none was found" : needs);
     rec.bisection(bis);
-    return {Verdict::not_isolated, bis.message, ""};
+    return searched(Verdict::not_isolated, bis.message);
   }
   Strategy strategy = job.settings.strategy;
   if (pred == Predicate::fault && job.device_key == "cpu") {
@@ -422,23 +422,23 @@ BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predic
   record_search(bis, sr);
   rec.bisection(bis);
   if (interrupt_requested()) {
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
   if (sr.status == SearchResult::Status::inconclusive) {
-    return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
+    return searched(Verdict::inconclusive, "the search was inconclusive: " + sr.message);
   }
   if (sr.status == SearchResult::Status::error && search.last_run_ok()) {
-    return {Verdict::suppressed_by_instrumentation, "the failure did not reproduce in a guide-mode build", ""};
+    return searched(Verdict::suppressed_by_instrumentation, "the failure did not reproduce in a guide-mode build");
   }
   if (sr.status != SearchResult::Status::found || !sr.first) {
-    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message, ""};
+    return searched(Verdict::not_isolated, "the search did not name a call site: " + sr.message);
   }
   int k = *sr.first;
   const RunEvidence* ev = search.evidence(k);
   Culprit c = build_culprit({k, pred, ev ? &ev->trace : nullptr, ev ? &ev->trace : nullptr, &s.wrapper,
                              ev && !ev->first_line.empty() ? ev->first_line : s.first_line, {}});
   rec.culprit(c, std::nullopt);
-  return {Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind), ""};
+  return searched(Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind));
 }
 
 }  // namespace aoti_bisect

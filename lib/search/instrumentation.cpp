@@ -34,11 +34,11 @@ BisectOutcome RunTimeProbeSource::isolate(JobContext& job, const BisectSetup& se
   for (;;) {
     auto prepared = prepare(job, setup, predicate);
     if (auto* why = std::get_if<std::string>(&prepared)) {
-      return {Verdict::not_isolated, *why, next_may_try() ? *why : ""};
+      return next_may_try() ? passed_over(*why) : searched(Verdict::not_isolated, *why);
     }
     ModelDir probed = std::get<ProbedModel>(prepared).model;
     BisectOutcome out = ProbedSearch(job, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
-    if (!out.untrusted) {
+    if (out.use != BisectOutcome::Use::untrusted) {
       out.probed = probed;
       return out;
     }
@@ -46,7 +46,7 @@ BisectOutcome RunTimeProbeSource::isolate(JobContext& job, const BisectSetup& se
     if (!again) {
       return out;
     }
-    job.recorder.progress().note(out.fall_back + "; " + *again);
+    job.recorder.progress().note(out.why_not + "; " + *again);
     bis = before;
   }
 }

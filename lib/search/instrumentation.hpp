@@ -58,10 +58,16 @@ struct BisectSetup {
 };
 
 struct BisectOutcome {
+  // How a source's search ended: it searched (`verdict` and `reason` are its
+  // answer); it could not probe, and the next source takes over
+  // (passed_over); or the fidelity guard refused its instrumented model
+  // (untrusted: the source may prepare it another way, else the next source
+  // takes over). `why_not` says why, for the last two.
+  enum class Use { searched, passed_over, untrusted };
   Verdict verdict = Verdict::not_isolated;
   std::string reason;        // one line, appended to the verdict reason
-  std::string fall_back;     // a source that cannot probe says why; the next source takes over
-  bool untrusted = false;    // the fidelity guard refused the instrumented model
+  Use use = Use::searched;
+  std::string why_not;
   // The model with run-time probes the search ran (a later check compares
   // call sites with it: job/batch_dependence.hpp); none from guide mode.
   std::optional<ModelDir> probed;
@@ -71,6 +77,17 @@ struct BisectOutcome {
   // holding the model are stopped, so that it never runs beside them.
   std::function<void()> explain_later;
 };
+
+// What makes one: a search's answer, a source passed over, a model not trusted.
+inline BisectOutcome searched(Verdict verdict, std::string reason = "") {
+  return {.verdict = verdict, .reason = std::move(reason)};
+}
+inline BisectOutcome passed_over(std::string why) {
+  return {.verdict = Verdict::not_isolated, .reason = why, .use = BisectOutcome::Use::passed_over, .why_not = why};
+}
+inline BisectOutcome untrusted(std::string why) {
+  return {.verdict = Verdict::not_isolated, .use = BisectOutcome::Use::untrusted, .why_not = std::move(why)};
+}
 
 class InstrumentationSource {
  public:

@@ -39,22 +39,22 @@ std::optional<BisectOutcome> ProbedSearch::check_trace(const ChildResult& trace,
         fmt::format("the run launched {} call sites, the wrapper lists {}", t.launched, n_static));
   }
   if (trace.cls.kind == OutcomeKind::ok) {
-    m_bis.status = "not_found";
+    m_bis.status = search_status_name(SearchResult::Status::not_found);
     m_bis.message = "the failure did not reproduce in the instrumented build";
-    return BisectOutcome{Verdict::suppressed_by_instrumentation, m_bis.message, ""};
+    return searched(Verdict::suppressed_by_instrumentation, m_bis.message);
   }
   if (m_pred != Predicate::fault) {
     if (auto why = probes_miss_sites(m_model.wrapper, t.launched)) {
-      m_bis.status = "error";
+      m_bis.status = search_status_name(SearchResult::Status::error);
       m_bis.message = *why;
-      return BisectOutcome{Verdict::not_isolated, *why, *why};
+      return passed_over(*why);
     }
   }
   if (trace.cls.kind != m_s.kind && m_pred != Predicate::fault) {
-    m_bis.status = "error";
+    m_bis.status = search_status_name(SearchResult::Status::error);
     m_bis.message = fmt::format("the instrumented build fails differently: {} ({})", outcome_name(trace.cls.kind),
                                 trace.cls.first_line);
-    return BisectOutcome{Verdict::not_isolated, m_bis.message, ""};
+    return searched(Verdict::not_isolated, m_bis.message);
   }
   return std::nullopt;
 }
@@ -81,8 +81,7 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
     return std::nullopt;
   }
   m_job.recorder.fidelity("outputs differ from the package's: not trusted");
-  return BisectOutcome{Verdict::not_isolated, "",
-                       "the rebuilt library's outputs differ from the package's (checksums): it is not trusted", true};
+  return untrusted("the rebuilt library's outputs differ from the package's (checksums): it is not trusted");
 }
 
 // Where the buffers extern calls create are first shown (static call-site
@@ -180,19 +179,17 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
   if (m_pred != Predicate::mismatch || sr.status == SearchResult::Status::found || !all_clean) {
     return std::nullopt;
   }
-  m_bis.status = "not_found";
+  m_bis.status = search_status_name(SearchResult::Status::not_found);
   m_bis.message = "no probed call site's output left the tolerance while its inputs were within it";
   m_job.recorder.bisection(m_bis);
   std::string first_unmapped = m_bis.unmapped.empty()
                                    ? ""
                                    : fmt::format(", first unmapped: call site {} {}", m_bis.unmapped.front().call_index,
                                                  m_bis.unmapped.front().kernel);
-  return BisectOutcome{Verdict::not_isolated,
-                       fmt::format("no call site's output differs from eager beyond tolerance while its inputs are "
+  return searched(Verdict::not_isolated, fmt::format("no call site's output differs from eager beyond tolerance while its inputs are "
                                    "within it ({} of {} call sites mapped to graph nodes{}); the difference starts in "
                                    "an unmapped site or builds up below the per-kernel tolerance",
-                                   m_bis.mapped_sites.value_or(0), n, first_unmapped),
-                       ""};
+                                   m_bis.mapped_sites.value_or(0), n, first_unmapped));
 }
 
 // auto: where one run answers (a deterministic failure), the trace run
@@ -247,6 +244,9 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
   return trace;
 }
 
+// The search in its steps: the trace run, what it shows checked, the call
+// sites mapped, the first bad one found and read, then the culprit (its
+// evidence run confirms it).
 BisectOutcome ProbedSearch::run() {
   m_repeats = m_job.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
   int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
@@ -265,19 +265,35 @@ BisectOutcome ProbedSearch::run() {
                                                    m_s.baseline_seconds));
   // Shared, not copied, with m_trace_run: a trace of 10,000 call sites is
   // a hundred megabytes of events.
-  auto trace_ptr = std::make_shared<ChildResult>(trace_run(n_static, strategy));
-  const ChildResult& trace = *trace_ptr;
-  if (!trace.finished) {
+  auto trace = std::make_shared<ChildResult>(trace_run(n_static, strategy));
+  if (!trace->finished) {
     m_job.recorder.bisection(m_bis);
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
-  m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
-                         trace.cls.first_line});
+  read_trace(trace, n_static);
+  if (auto stop = check(*trace, n_static)) {
+    return *stop;
+  }
+  map(trace, n_static);
+  bool answered = false;
+  SearchResult sr = find(strategy, answered);
+  if (auto stop = read_search(sr, *trace, answered)) {
+    return *stop;
+  }
+  announce(*sr.first);
+  return culprit(*sr.first, *trace, false, !sr.confirmed);
+}
+
+// The trace run read: its step recorded, its call sites (report.svg's),
+// and kept where it may answer the search.
+void ProbedSearch::read_trace(const std::shared_ptr<ChildResult>& trace, int n_static) {
+  m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace->cls.kind) ? "reproduces" : "clean", 1, 1,
+                         trace->cls.first_line});
   m_bis.runs = m_run_no;
   m_job.recorder.bisection(m_bis);
-  m_trace = trace_from_events(trace.events);
+  m_trace = trace_from_events(trace->events);
   if (m_trace_answers && (m_pred == Predicate::fault || m_trace.launched <= n_static)) {
-    m_trace_run = trace_ptr;
+    m_trace_run = trace;
     // As read, before the branches are settled: a copy only where the
     // wrapper has branches to settle (16 MB at 10,000 call sites).
     const auto& ws = m_model.wrapper.call_sites;
@@ -295,6 +311,11 @@ BisectOutcome ProbedSearch::run() {
                              known ? source_text(source_lines(ws[at - 1].python_stacks)) : ""});
     }
   }
+}
+
+// Whether the trace run can be searched: the model trusted, its probes
+// heard, the failure the one searched for, a stop that was not slowness.
+std::optional<BisectOutcome> ProbedSearch::check(const ChildResult& trace, int n_static) {
   if (auto untrusted = check_fidelity(trace)) {
     m_job.recorder.bisection(m_bis);
     return *untrusted;
@@ -302,9 +323,9 @@ BisectOutcome ProbedSearch::run() {
   if (m_trace.probes_missing) {
     std::string why = "the instrumented model's probe calls did not reach the runner (symbol prefix or static link?)";
     if (m_pred == Predicate::mismatch) {
-      return {Verdict::not_isolated, why + "; comparing kernels with eager needs them", ""};
+      return searched(Verdict::not_isolated, why + "; comparing kernels with eager needs them");
     }
-    return {Verdict::not_isolated, "", why};
+    return passed_over(why);
   }
   if (auto stop = check_trace(trace, n_static)) {
     m_job.recorder.bisection(m_bis);
@@ -313,28 +334,41 @@ BisectOutcome ProbedSearch::run() {
   if (auto why = slow_not_stuck(trace.cls.kind, m_trace,
                                 trace.status.stopped_at > 0 ? trace.status.stopped_at : trace.cls.stopped_at,
                                 m_job.settings.timeout_s)) {
-    m_bis.status = "error";
+    m_bis.status = search_status_name(SearchResult::Status::error);
     m_bis.message = *why;
     m_job.recorder.bisection(m_bis);
-    return {Verdict::not_isolated, *why, ""};
+    return searched(Verdict::not_isolated, *why);
   }
-  int n = std::max(m_trace.launched, 1);
-  link_returned(trace, n_static);
+  return std::nullopt;
+}
+
+// The call sites mapped: the buffers extern calls return, the kernels that
+// make Inf by design, the graph nodes (wrong values); else the trace run's
+// events let go.
+void ProbedSearch::map(const std::shared_ptr<ChildResult>& trace, int n_static) {
+  link_returned(*trace, n_static);
   if (m_pred == Predicate::nonfinite) {
     note_inf_by_design();
   }
   if (m_pred == Predicate::mismatch) {
-    map_sites(trace);
+    map_sites(*trace);
   } else {
     // Read: what is left of the trace run's events is in m_trace (and
     // m_trace_run_trace), so the evidence run's events are not held beside
     // them (about a hundred megabytes each at 10,000 call sites).
-    trace_ptr->events.clear();
+    trace->events.clear();
   }
+}
+
+// The first bad call site looked for; for NaN/Inf that no site made from
+// finite values, the first site that reads a constant holding them.
+// `answered`: no step's runs erred.
+SearchResult ProbedSearch::find(Strategy strategy, bool& answered) {
+  const int n = std::max(m_trace.launched, 1);
   m_trace_answer_unused = m_trace_run != nullptr;
   SearchResult sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
-  bool answered = std::none_of(sr.steps.begin(), sr.steps.end(),
-                               [](const SearchStep& st) { return st.probe.verdict == StepVerdict::error; });
+  answered = std::none_of(sr.steps.begin(), sr.steps.end(),
+                          [](const SearchStep& st) { return st.probe.verdict == StepVerdict::error; });
   if (m_pred == Predicate::nonfinite && answered && !interrupt_requested() &&
       (sr.status == SearchResult::Status::not_found || sr.status == SearchResult::Status::inconclusive)) {
     // No site made NaN/Inf from finite inputs: the model may carry them in a
@@ -349,8 +383,17 @@ BisectOutcome ProbedSearch::run() {
   m_bis.message = sr.message;
   record_search(m_bis, sr);
   m_job.recorder.bisection(m_bis);
+  return sr;
+}
+
+// What the search found, read: nothing (with why), NaN/Inf from the data,
+// an inconclusive search, a site behind code without probes; nullopt when
+// it names the first bad call site.
+std::optional<BisectOutcome> ProbedSearch::read_search(const SearchResult& sr, const ChildResult& trace,
+                                                        bool answered) {
+  const int n = std::max(m_trace.launched, 1);
   if (interrupt_requested()) {
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
   if (auto stop = not_found(sr, n)) {
     return *stop;
@@ -359,25 +402,30 @@ BisectOutcome ProbedSearch::run() {
     return *data;
   }
   if (sr.status == SearchResult::Status::inconclusive) {
-    return {Verdict::inconclusive, "the search was inconclusive: " + sr.message, ""};
+    return searched(Verdict::inconclusive, "the search was inconclusive: " + sr.message);
   }
   auto blind = blind_spots(m_model.wrapper);
   if (sr.status != SearchResult::Status::found || !sr.first) {
     std::string also = blind.empty() ? "" : "; call sites without probes lie " + describe(blind.front());
-    return {Verdict::not_isolated, "the search did not name a call site: " + sr.message + also, ""};
+    return searched(Verdict::not_isolated, "the search did not name a call site: " + sr.message + also);
   }
   if (!blind.empty() && blind.front().after < *sr.first) {
     return blind_spot(*sr.first, blind.front());
   }
-  if (m_s.on_found) {
-    const SiteTrace* at = m_trace.site(*sr.first);
-    const std::string kernel = at != nullptr ? at->kernel : std::string();
-    m_announced = *sr.first;
-    m_s.on_found(fmt::format("{} ({}), named by the search in {} run{}; the evidence run confirms it next",
-                             site_label(*sr.first, kernel), kind_of_kernel(kernel), m_run_no,
-                             m_run_no == 1 ? "" : "s"));
+  return std::nullopt;
+}
+
+// The answer printed as soon as the search names the site, before the
+// evidence run confirms it (BisectSetup::on_found).
+void ProbedSearch::announce(int k) {
+  if (!m_s.on_found) {
+    return;
   }
-  return culprit(*sr.first, trace, false, !sr.confirmed);
+  const SiteTrace* at = m_trace.site(k);
+  const std::string kernel = at != nullptr ? at->kernel : std::string();
+  m_announced = k;
+  m_s.on_found(fmt::format("{} ({}), named by the search in {} run{}; the evidence run confirms it next",
+                           site_label(k, kernel), kind_of_kernel(kernel), m_run_no, m_run_no == 1 ? "" : "s"));
 }
 
 // The kernels whose own code computes with an infinity literal (an
@@ -413,7 +461,7 @@ std::optional<BisectOutcome> ProbedSearch::from_the_data(const SearchResult& sr,
     return std::nullopt;
   }
   m_job.recorder.bisection(m_bis);
-  return BisectOutcome{Verdict::not_isolated, *why, ""};
+  return searched(Verdict::not_isolated, *why);
 }
 
 }  // namespace aoti_bisect

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "bisect/bisect.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/wrapper_layout.hpp"
 #include "repro/replay.hpp"
@@ -52,6 +53,13 @@ class ProbedSearch {
   // model's per-node eager values, for runs that compare values).
   ChildResult child(const std::string& purpose, const ProbePlan& plan,
                     const std::filesystem::path& node_reference = {});
+  // run()'s steps, in order.
+  void read_trace(const std::shared_ptr<ChildResult>& trace, int n_static);
+  std::optional<BisectOutcome> check(const ChildResult& trace, int n_static);
+  void map(const std::shared_ptr<ChildResult>& trace, int n_static);
+  SearchResult find(Strategy strategy, bool& answered);
+  std::optional<BisectOutcome> read_search(const SearchResult& sr, const ChildResult& trace, bool answered);
+  void announce(int k);
   std::optional<BisectOutcome> check_trace(const ChildResult& trace, int n_static);
   std::optional<BisectOutcome> check_fidelity(const ChildResult& trace);
   void link_returned(const ChildResult& trace, int n_static);

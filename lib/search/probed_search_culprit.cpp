@@ -50,7 +50,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   ChildResult evidence = child("evidence", plan);
   if (!evidence.finished) {
     m_job.recorder.bisection(m_bis);
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
   m_bis.runs += 1;
   const RunTrace& history = m_trace;
@@ -63,7 +63,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   if (confirm && m_pred == Predicate::mismatch) {
     if (auto why = confirm_in_evidence(k, evidence)) {
       m_job.recorder.bisection(m_bis);
-      return {Verdict::inconclusive, "the search was inconclusive: " + *why, ""};
+      return searched(Verdict::inconclusive, "the search was inconclusive: " + *why);
     }
   }
   const WrapperInfo& names = m_s.wrapper.inputs.empty() ? m_model.wrapper : m_s.wrapper;
@@ -87,7 +87,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   if (auto failed = self_check(m_bis, {m_pred, k, &ev, reach ? &*reach : nullptr, m_trace.launched, &m_returned_by,
                                         m_constant_sources, &m_inf_by_design, m_job.device_key == "cpu"})) {
     m_job.recorder.bisection(m_bis);
-    return {Verdict::not_isolated, *failed, ""};
+    return searched(Verdict::not_isolated, *failed);
   }
   if (confirm && m_pred != Predicate::mismatch) {  // the self-check was the confirmation
     // The step covers what the self-check saw: every launched call site where
@@ -106,7 +106,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     note_honest_error(m_bis, sites);
   }
   if (m_pred == Predicate::fault && m_job.device_key == "cuda" && !aim_sanitizer(k, c)) {
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
   m_job.recorder.bisection(m_bis);
   Reproducer repro;
@@ -140,7 +140,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   repro.replay = replay.written ? display_path(repro_dir / "replay") : "";
   repro.replay_note = replay.note;
   m_job.recorder.culprit(c, repro);
-  BisectOutcome out{Verdict::isolated, reason, ""};
+  BisectOutcome out = searched(Verdict::isolated, reason);
   JobContext& job = m_job;
   out.explain_later = [&job, pred = m_pred, replay, repro_dir] {
     const Report& r = job.recorder.report();
@@ -169,7 +169,7 @@ std::optional<std::string> ProbedSearch::confirm_in_evidence(int k, const ChildR
   }
   std::string shown = p.exact ? fmt::format("call site {}", *p.exact)
                               : (p.note.empty() ? std::string("no bad site in 1-") + std::to_string(k) : p.note);
-  m_bis.status = "inconclusive";
+  m_bis.status = search_status_name(SearchResult::Status::inconclusive);
   m_bis.message = fmt::format("the run probing every call site named call site {}, the evidence run showed {}", k,
                               shown);
   return m_bis.message;
@@ -217,7 +217,7 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
 // it shows may have been made there. Never isolated past a blind spot.
 BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
   std::string kernel = m_trace.site(k) ? m_trace.site(k)->kernel : "";
-  m_bis.status = "blind_spot";
+  m_bis.status = k_blind_spot_status;
   m_bis.message = fmt::format(
       "the first bad probed site is call site {} {}, but call sites without probes lie before it, {}: {}", k, kernel,
       describe(spot),
@@ -227,11 +227,9 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
           : "the printer does not probe inside control flow such as torch.cond branches");
   m_job.recorder.bisection(m_bis);
   m_job.recorder.builds_note("unprobed call sites " + describe(spot));
-  return {Verdict::not_isolated,
-          fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
+  return searched(Verdict::not_isolated, fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
                       "{} {}); the bad values may come from there",
-                      describe(spot), k, kernel),
-          ""};
+                      describe(spot), k, kernel));
 }
 
 }  // namespace aoti_bisect

@@ -131,7 +131,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
     m_bis.runs = m_run_no;
     if (!a.finished || !b.finished || interrupt_requested()) {
       m_job.recorder.bisection(m_bis);
-      return {Verdict::interrupted, "", ""};
+      return searched(Verdict::interrupted);
     }
     RunTrace ta = trace_from_events(a.events);
     RunTrace tb = trace_from_events(b.events);
@@ -146,10 +146,10 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       }
     }
     if (ta.probes_missing || ta.sites.empty()) {
-      m_bis.status = "error";
+      m_bis.status = search_status_name(SearchResult::Status::error);
       m_bis.message = "the runs' probes recorded no call site";
       m_job.recorder.bisection(m_bis);
-      return {Verdict::not_isolated, m_bis.message, ""};
+      return searched(Verdict::not_isolated, m_bis.message);
     }
     for (const auto& [k, sa] : ta.sites) {
       const SiteTrace* sb = tb.site(k);
@@ -157,7 +157,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
         continue;
       }
       if (sb == nullptr || sb->kernel != sa.kernel) {
-        m_bis.status = "not_found";
+        m_bis.status = search_status_name(SearchResult::Status::not_found);
         m_bis.message = fmt::format("the two runs launched other kernels at call site {}", k);
         break;
       }
@@ -187,15 +187,15 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       if (!read_differs.empty()) {
         // What it read differs, though no earlier site's probed outputs did:
         // written where no probe sees (memory nothing wrote, or unprobed code).
-        m_bis.status = "not_found";
+        m_bis.status = search_status_name(SearchResult::Status::not_found);
         m_bis.message = fmt::format("call site {} {} reads {} that differ between the runs, which no earlier "
                                     "probed call site wrote differently: memory nothing wrote, or code without "
                                     "probes",
                                     k, sa.kernel, join(read_differs, ", "));
         m_job.recorder.bisection(m_bis);
-        return {Verdict::not_isolated, m_bis.message, ""};
+        return searched(Verdict::not_isolated, m_bis.message);
       }
-      m_bis.status = "found";
+      m_bis.status = search_status_name(SearchResult::Status::found);
       m_bis.message = "the first call site whose outputs differ between two runs from the same inputs";
       m_job.recorder.bisection(m_bis);
       Culprit c;
@@ -227,7 +227,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       bool measured = measure_run_to_run(k, c);
       m_job.recorder.bisection(m_bis);
       if (!measured) {
-        return {Verdict::interrupted, "", ""};
+        return searched(Verdict::interrupted);
       }
       if (!c.run_to_run.empty()) {
         std::vector<std::string> counts;
@@ -250,24 +250,23 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       Reproducer repro;
       repro.command = m_job.recorder.report().reproduce_command;
       m_job.recorder.culprit(c, repro);
-      return {Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
-                                             site_label(k, c.kernel), c.kind),
-              ""};
+      return searched(Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
+                                             site_label(k, c.kernel), c.kind));
     }
-    if (m_bis.status == "not_found" && !m_bis.message.empty()) {
+    if (m_bis.status == search_status_name(SearchResult::Status::not_found) && !m_bis.message.empty()) {
       break;
     }
     m_bis.steps.push_back({1, std::max(ta.launched, 1), "compare", "clean", 2, 0,
                            fmt::format("pair {}: every call site wrote the same values in both runs", pair)});
   }
   if (m_bis.message.empty()) {
-    m_bis.status = "not_found";
+    m_bis.status = search_status_name(SearchResult::Status::not_found);
     m_bis.message = fmt::format("{} pairs of runs probing every call site wrote the same values at every site: the "
                                 "probes' synchronisation may hide what differs",
                                 k_pairs);
   }
   m_job.recorder.bisection(m_bis);
-  return {Verdict::not_isolated, m_bis.message, ""};
+  return searched(Verdict::not_isolated, m_bis.message);
 }
 
 }  // namespace aoti_bisect

@@ -58,7 +58,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
   ChildResult trace = child("trace", plan);
   if (!trace.finished) {
     m_job.recorder.bisection(m_bis);
-    return {Verdict::interrupted, "", ""};
+    return searched(Verdict::interrupted);
   }
   m_bis.runs = m_run_no;
   m_trace = trace_from_events(trace.events);
@@ -105,17 +105,15 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
           "reference",
           what, counts_text(*p.before),
           writes_finite ? ", and what it writes holds no NaN/Inf" : "");
-      m_bis.status = "found";
+      m_bis.status = search_status_name(SearchResult::Status::found);
       m_bis.message = fmt::format("call site {} {} is the first to read a constant holding NaN", k, site.kernel);
       m_job.recorder.bisection(m_bis);
       Reproducer repro;
       repro.command = m_job.recorder.report().reproduce_command;
       repro.replay_note = "the culprit was named from the constant it reads, not from its output";
       m_job.recorder.culprit(c, repro);
-      return {Verdict::isolated,
-              fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN ({})",
-                          site_label(k, c.kernel), c.kind, what),
-              ""};
+      return searched(Verdict::isolated, fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN ({})",
+                          site_label(k, c.kernel), c.kind, what));
     }
   }
   // One call site ran: it wrote the outputs, and nothing else could have.
@@ -128,19 +126,17 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
             "reference (" + m_s.first_line + ")";
     c.root_cause.note = "without the exported program there is no eager value of its output to compare with; "
                         "its inputs are the model's inputs and constants";
-    m_bis.status = "found";
+    m_bis.status = search_status_name(SearchResult::Status::found);
     m_bis.message = "one call site ran: the only candidate";
     m_job.recorder.bisection(m_bis);
     Reproducer repro;
     repro.command = m_job.recorder.report().reproduce_command;
     repro.replay_note = "without the exported program there is no eager value of its output to judge it by";
     m_job.recorder.culprit(c, repro);
-    return {Verdict::isolated,
-            fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
-                        site_label(1, only.kernel), c.kind),
-            ""};
+    return searched(Verdict::isolated, fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
+                        site_label(1, only.kernel), c.kind));
   }
-  m_bis.status = "not_found";
+  m_bis.status = search_status_name(SearchResult::Status::not_found);
   m_bis.message = fmt::format("{} call sites ran and read {} constants, none holding NaN{}", m_trace.launched,
                               constants_read,
                               with_inf.empty() ? std::string()
@@ -148,8 +144,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
                                                      "holds -inf on purpose): " +
                                                      join(with_inf, "; "));
   m_job.recorder.bisection(m_bis);
-  return {Verdict::not_isolated,
-          fmt::format("{}; {}", m_model.no_node_map, m_bis.message), ""};
+  return searched(Verdict::not_isolated, fmt::format("{}; {}", m_model.no_node_map, m_bis.message));
 }
 
 }  // namespace aoti_bisect

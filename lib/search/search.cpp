@@ -1,6 +1,8 @@
 #include "search/search.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -36,53 +38,78 @@ void record_search(Bisection& bis, const SearchResult& sr) {
   }
 }
 
+namespace {
+
+// The run-time probe sources, by their --source names (harness/probe_source.hpp).
+struct SourceMaker {
+  ProbeSource source;
+  std::function<std::unique_ptr<InstrumentationSource>()> make;
+  // Whether it runs the package's own code, where outputs that differ
+  // between runs are compared (a rebuild from the exported program is
+  // other code).
+  bool own_code;
+};
+
+const std::vector<SourceMaker>& source_makers() {
+  static const std::vector<SourceMaker> makers = {
+      {ProbeSource::interpose, [] { return std::make_unique<InterposeSource>(); }, true},
+      {ProbeSource::rewrite, [] { return std::make_unique<RewriteSource>(); }, true},
+      {ProbeSource::exported_program, [] { return std::make_unique<ExportedProgramSource>(); }, false},
+  };
+  return makers;
+}
+
+// The sources to try, in the --source table's order: the one chosen, or
+// (auto) each that can search this failure. Guide mode comes after them,
+// from run_bisection.
+std::vector<std::unique_ptr<InstrumentationSource>> source_chain(ProbeSource choice, Predicate pred) {
+  std::vector<std::unique_ptr<InstrumentationSource>> chain;
+  for (const auto& info : probe_source_table()) {
+    auto maker = std::find_if(source_makers().begin(), source_makers().end(),
+                              [&](const SourceMaker& m) { return m.source == info.source; });
+    if (maker == source_makers().end() || (choice != ProbeSource::automatic && choice != info.source) ||
+        (pred == Predicate::divergence && !maker->own_code)) {
+      continue;
+    }
+    chain.push_back(maker->make());
+  }
+  return chain;
+}
+
+}  // namespace
+
 BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory& first) {
   Predicate pred = predicate_for(s.kind);
   if (pred == Predicate::unsupported) {
-    return {Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind)), ""};
+    return searched(Verdict::not_isolated, fmt::format("no kernel search for a {} failure", outcome_name(s.kind)));
   }
   if (auto ep = find_exported_program(job.settings, s.pkg, s.model, s.exported_model)) {
     s.exported_program = *ep;
   }
   Bisection bis;
   if (pred == Predicate::divergence && job.settings.rebuild_per_step) {
-    return {Verdict::not_isolated,
-            "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
-            "--rebuild-per-step / --source guide)",
-            ""};
+    return searched(Verdict::not_isolated, "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
+            "--rebuild-per-step / --source guide)");
   }
   if (job.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
       // Settings set rebuild_per_step for either spelling; name the one given.
       std::string given = job.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
-      return {Verdict::not_isolated,
-              fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
+      return searched(Verdict::not_isolated, fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
                           "one instrumented build (drop {})",
-                          given, given),
-              ""};
+                          given, given));
     }
     bis.source = std::string(probe_source_name(ProbeSource::guide));
     return GuideSource().isolate(job, s, pred, bis);
   }
   // The sources in order of preference: each one that cannot probe says why
   // and lets the next one try.
-  std::vector<std::unique_ptr<InstrumentationSource>> chain;
   const ProbeSource choice = job.settings.source;
-  auto chosen = [&](ProbeSource source) { return choice == ProbeSource::automatic || choice == source; };
+  std::vector<std::unique_ptr<InstrumentationSource>> chain;
   if (first) {
     chain.push_back(first());
   } else {
-    if (chosen(ProbeSource::interpose)) {
-      chain.push_back(std::make_unique<InterposeSource>());
-    }
-    if (chosen(ProbeSource::rewrite)) {
-      chain.push_back(std::make_unique<RewriteSource>());
-    }
-    // Outputs that differ between runs are compared in the package's own
-    // code: a rebuild from the exported program is other code.
-    if (chosen(ProbeSource::exported_program) && pred != Predicate::divergence) {
-      chain.push_back(std::make_unique<ExportedProgramSource>());
-    }
+    chain = source_chain(choice, pred);
   }
   BisectOutcome out;
   std::vector<std::string> why_not;
@@ -91,23 +118,23 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
     bis.source = std::string(chain[i]->name());
     out = chain[i]->isolate(job, s, pred, bis);
     if (interrupt_requested()) {
-      return {Verdict::interrupted, "", ""};  // a stopped build or hook compile is no reason to try the next source
+      return searched(Verdict::interrupted);  // a stopped build or hook compile is no reason to try the next source
     }
-    if (out.fall_back.empty()) {
+    if (out.use == BisectOutcome::Use::searched) {
       break;
     }
-    job.recorder.passed_over({bis.source, out.fall_back});
-    job.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.fall_back));
-    why_not.push_back(fmt::format("{}: {}", bis.source, out.fall_back));
+    job.recorder.passed_over({bis.source, out.why_not});
+    job.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.why_not));
+    why_not.push_back(fmt::format("{}: {}", bis.source, out.why_not));
     if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite &&
         pred != Predicate::divergence) {
       bis = Bisection{};
       bis.source = std::string(probe_source_name(ProbeSource::guide));
-      return GuideSource(out.fall_back).isolate(job, s, pred, bis);
+      return GuideSource(out.why_not).isolate(job, s, pred, bis);
     }
   }
-  if (!out.fall_back.empty()) {
-    return {Verdict::not_isolated, "no probe source could be used (" + join(why_not, "; ") + ")", ""};
+  if (out.use != BisectOutcome::Use::searched) {
+    return searched(Verdict::not_isolated, "no probe source could be used (" + join(why_not, "; ") + ")");
   }
   if (out.verdict == Verdict::not_isolated && !why_not.empty() && !out.reason.empty()) {
     out.reason += " (" + join(why_not, "; ") + ")";
