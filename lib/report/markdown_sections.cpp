@@ -147,10 +147,11 @@ std::string root_cause_text(const RootCause& r) {
 
 }  // namespace
 
-std::string culprit_section(const Culprit& c) {
-  std::string out = "## Culprit\n\n";
-  out += root_cause_text(c.root_cause);
-  out += fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
+namespace {
+
+// The culprit's line: call site, kernel, kind, graph nodes, branch, phase.
+std::string culprit_line(const Culprit& c) {
+  std::string out = fmt::format("**Call site {}** {}", c.call_index, code(c.kernel));
   if (!c.kind.empty()) {
     out += " (" + plain(c.kind) + ")";
   }
@@ -163,10 +164,12 @@ std::string culprit_section(const Culprit& c) {
   if (!c.phase.empty()) {
     out += "; " + phase_text(c.phase);
   }
-  out += "  \n";
-  if (!c.why.empty()) {
-    out += "**Why:** " + plain(c.why) + "  \n";
-  }
+  return out + "  \n";
+}
+
+// Where it comes from: the Python source lines and the graph nodes it computes.
+std::string culprit_source(const Culprit& c) {
+  std::string out;
   for (const auto& l : c.source_lines) {
     out += fmt::format("**Source:** {}{}{}  \n", code(fmt::format("{}:{}", l.file, l.line)),
                        l.module.empty() ? "" : " in " + code(l.module), l.code.empty() ? "" : ": " + code(l.code));
@@ -183,68 +186,101 @@ std::string culprit_section(const Culprit& c) {
     }
     out += "  \n";
   }
+  return out;
+}
+
+// Where a bad input came from: a call site before it, a graph input, a constant.
+std::string producer_line(const Producer& p) {
+  std::string out = "**Bad input from:** ";
+  if (p.call_index) {
+    out += fmt::format("call site {} {}", *p.call_index, code(p.kernel));
+    if (!p.tensor.empty()) {
+      out += ", which wrote " + code(p.tensor);
+    }
+  }
+  // A graph input or a constant (`parameter bn.weight (bn_weight) holds ...`)
+  // is named by its why; a bare tensor name is taken for a graph input.
+  bool named_by_why = false;
+  for (std::string_view lead : {"graph input", "parameter ", "buffer ", "constant ", "frozen weight "}) {
+    named_by_why = named_by_why || p.why.rfind(lead, 0) == 0;
+  }
+  if (!p.call_index && !named_by_why) {
+    out += "graph input " + code(p.tensor);
+  }
+  if (!p.why.empty()) {
+    out += (p.call_index || !named_by_why ? ": " : "") + plain(p.why);
+  }
+  return out + "  \n";
+}
+
+// The memcheck run aimed at the culprit, and what it reported.
+std::string sanitizer_lines(const SanitizerPass& p) {
+  std::string out = fmt::format("**compute-sanitizer (memcheck, aimed at the culprit; run {}):** {}  \n", code(p.run),
+                                p.errors.empty() ? (p.note.empty() ? "no error reported" : p.note)
+                                                 : fmt::format("{} error{}", p.errors.size(),
+                                                               p.errors.size() == 1 ? "" : "s"));
+  for (const auto& e : p.errors) {
+    out += fmt::format("- {}{}{}{}  \n", e.what,
+                       e.thread.empty() ? "" : " by thread " + e.thread + " in block " + e.block,
+                       e.address.empty() ? "" : " at " + code(e.address), e.buffer.empty() ? "" : ": " + e.buffer);
+  }
+  return out + "\n";
+}
+
+// Outputs that differ between two runs of the culprit.
+std::string run_to_run_table(const std::vector<RunDifference>& differ) {
+  std::string out =
+      table_head({"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
+  for (const auto& d : differ) {
+    out += table_row({code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")"),
+                      fmt::format("{} of {}", d.differ, d.elements), stat_string(d.max_abs),
+                      d.worst_index.empty() ? "—"
+                                            : fmt::format("{}: {} vs {}", code(index_text(d.worst_index)),
+                                                          code(d.first), code(d.second))});
+  }
+  return out + "\n";
+}
+
+// The culprit's arguments before and after its launch.
+std::string arguments_table(const std::vector<ProbeStats>& args) {
+  std::string out = table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
+  std::vector<size_t> shown = shown_args(args);
+  for (size_t i : shown) {
+    const ProbeStats& a = args[i];
+    std::string name = a.origin.empty() ? code(a.tensor) : code(a.tensor) + " (" + plain(a.origin) + ")";
+    out += table_row({name, a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
+  }
+  if (shown.size() < args.size()) {
+    out += fmt::format("\n... and {} more arguments, all in `report.json`.\n", args.size() - shown.size());
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string culprit_section(const Culprit& c) {
+  std::string out = "## Culprit\n\n";
+  out += root_cause_text(c.root_cause);
+  out += culprit_line(c);
+  if (!c.why.empty()) {
+    out += "**Why:** " + plain(c.why) + "  \n";
+  }
+  out += culprit_source(c);
   if (c.producer) {
-    const Producer& p = *c.producer;
-    out += "**Bad input from:** ";
-    if (p.call_index) {
-      out += fmt::format("call site {} {}", *p.call_index, code(p.kernel));
-      if (!p.tensor.empty()) {
-        out += ", which wrote " + code(p.tensor);
-      }
-    }
-    // A graph input or a constant (`parameter bn.weight (bn_weight) holds ...`)
-    // is named by its why; a bare tensor name is taken for a graph input.
-    bool named_by_why = false;
-    for (std::string_view lead : {"graph input", "parameter ", "buffer ", "constant ", "frozen weight "}) {
-      named_by_why = named_by_why || p.why.rfind(lead, 0) == 0;
-    }
-    if (!p.call_index && !named_by_why) {
-      out += "graph input " + code(p.tensor);
-    }
-    if (!p.why.empty()) {
-      out += (p.call_index || !named_by_why ? ": " : "") + plain(p.why);
-    }
-    out += "  \n";
+    out += producer_line(*c.producer);
   }
   out += "\n";
   if (c.divergence) {
     out += divergence_table(*c.divergence);
   }
   if (c.sanitizer) {
-    const SanitizerPass& p = *c.sanitizer;
-    out += fmt::format("**compute-sanitizer (memcheck, aimed at the culprit; run {}):** {}  \n", code(p.run),
-                       p.errors.empty() ? (p.note.empty() ? "no error reported" : p.note)
-                                        : fmt::format("{} error{}", p.errors.size(), p.errors.size() == 1 ? "" : "s"));
-    for (const auto& e : p.errors) {
-      out += fmt::format("- {}{}{}{}  \n", e.what, e.thread.empty() ? "" : " by thread " + e.thread + " in block " + e.block,
-                         e.address.empty() ? "" : " at " + code(e.address),
-                         e.buffer.empty() ? "" : ": " + e.buffer);
-    }
-    out += "\n";
+    out += sanitizer_lines(*c.sanitizer);
   }
   if (!c.run_to_run.empty()) {
-    out += table_head({"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
-    for (const auto& d : c.run_to_run) {
-      out += table_row({code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")"),
-                        fmt::format("{} of {}", d.differ, d.elements), stat_string(d.max_abs),
-                        d.worst_index.empty() ? "—"
-                                              : fmt::format("{}: {} vs {}", code(index_text(d.worst_index)),
-                                                            code(d.first), code(d.second))});
-    }
-    out += "\n";
+    out += run_to_run_table(c.run_to_run);
   }
   if (!c.args.empty()) {
-    out += table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
-    std::vector<size_t> shown = shown_args(c.args);
-    for (size_t i : shown) {
-      const ProbeStats& a = c.args[i];
-      std::string name = a.origin.empty() ? code(a.tensor) : code(a.tensor) + " (" + plain(a.origin) + ")";
-      out += table_row({name, a.initialized ? "yes" : "**no**", stats_cell(a.before), stats_cell(a.after)});
-    }
-    if (shown.size() < c.args.size()) {
-      out += fmt::format("\n... and {} more arguments, all in `report.json`.\n", c.args.size() - shown.size());
-    }
-    out += "\n";
+    out += arguments_table(c.args);
   }
   return out;
 }
@@ -329,102 +365,128 @@ bool has_search(const Report& r) {
 }
 
 // How the culprit was found (or, without one, how far the search got).
+namespace {
+
+// The search's one line: strategy, call sites, predicate, variant, status, runs.
+std::string search_line(const Bisection& b) {
+  std::string search = plain(b.strategy.empty() ? std::string("search") : b.strategy);
+  search += fmt::format(" over {} call sites", b.call_sites);
+  if (!b.predicate.empty()) {
+    search += " for " + code(b.predicate);
+  }
+  if (!b.variant.empty()) {
+    search += " under variant " + code(b.variant);
+  }
+  search += fmt::format(": {}, {} runs", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs);
+  if (b.planned_runs > 0) {
+    search += fmt::format(" of {} planned", b.planned_runs);
+  }
+  return search;
+}
+
+// How many call sites map to graph nodes, and the first unmapped ones.
+std::string mapped_line(const Bisection& b) {
+  std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
+                                   *b.mapped_sites, b.call_sites);
+  if (!b.unmapped.empty()) {
+    constexpr size_t k_max_unmapped = 8;
+    std::vector<std::string> list;
+    for (size_t i = 0; i < b.unmapped.size() && i < k_max_unmapped; ++i) {
+      list.push_back(fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel),
+                                 plain(b.unmapped[i].why)));
+    }
+    mapped += fmt::format("; unmapped, not compared: {}", fmt::join(list, "; "));
+    if (b.unmapped.size() > k_max_unmapped) {
+      mapped += fmt::format(" and {} more", b.unmapped.size() - k_max_unmapped);
+    }
+  }
+  return mapped;
+}
+
+// The bisection's items: the search, its probes, what it read.
+void bisection_items(std::string& out, const Bisection& b) {
+  item(out, "Search", search_line(b));
+  if (!b.source.empty()) {
+    std::string src = code(b.source);
+    for (const auto& p : b.passed_over) {
+      src += fmt::format(" ({} not used: {})", code(p.source), plain(p.why));
+    }
+    item(out, "Probes from", src);
+  }
+  item(out, "Message", plain(b.message));
+  if (!b.self_check.empty()) {
+    item(out, "Self-check", plain(b.self_check));
+  }
+  if (!b.reach.empty()) {
+    item(out, "Reaches the outputs", plain(b.reach));
+  }
+  for (const auto& o : b.other_origins) {
+    item(out, "Another origin", plain(o.note));
+  }
+  for (const auto& h : b.healed) {
+    item(out, "Passed over", plain(h.note));
+  }
+  if (b.mapped_sites) {
+    item(out, "Mapped to graph nodes", mapped_line(b));
+  }
+  if (b.largest_within) {
+    const HonestError& h = *b.largest_within;
+    item(out, "Largest in-tolerance difference",
+         fmt::format("{:.2g} of the allowed error: call site {} {}, {} ({}), max abs error {}, rel {}", h.ratio,
+                     h.call_index, code(h.kernel), code(h.tensor), plain(h.dtype), stat_string(h.max_abs_error),
+                     stat_string(h.max_rel_error)));
+  }
+}
+
+// The builds the search made, and whether their call sites match the package's.
+std::string builds_line(const Builds& builds) {
+  std::string out = builds_text(builds);
+  if (builds.call_sites_match) {
+    out += (out.empty() ? "" : "; ") + std::string(*builds.call_sites_match ? "call sites match the original"
+                                                                            : "call sites differ from the original");
+  }
+  if (!builds.note.empty()) {
+    out += (out.empty() ? "" : " (") + plain(builds.note) + (out.empty() ? "" : ")");
+  }
+  return out;
+}
+
+// The reproducer folder: its files and its replay.
+std::string reproducer_line(const Reproducer& p) {
+  std::string where = code(p.dir);
+  if (!p.files.empty()) {
+    constexpr size_t k_max_files = 6;
+    std::vector<std::string> files;
+    for (size_t i = 0; i < p.files.size() && i < k_max_files; ++i) {
+      files.push_back(code(p.files[i]));
+    }
+    where += (where.empty() ? "" : ": ") + fmt::format("{}", fmt::join(files, ", "));
+    if (p.files.size() > k_max_files) {
+      where += fmt::format(" and {} more", p.files.size() - k_max_files);
+    }
+  }
+  if (!p.replay.empty()) {
+    where += fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay),
+                         plain(p.replay_note));
+  } else if (!p.replay_note.empty()) {
+    where += "; no replay: " + plain(p.replay_note);
+  }
+  return where;
+}
+
+}  // namespace
+
 std::string search_section(const Report& r) {
   if (!has_search(r)) {
     return "";
   }
   std::string out = r.culprit ? "## How it was found\n\n" : "## Bisection\n\n";
   if (r.bisection) {
-    const Bisection& b = *r.bisection;
-    std::string search = plain(b.strategy.empty() ? std::string("search") : b.strategy);
-    search += fmt::format(" over {} call sites", b.call_sites);
-    if (!b.predicate.empty()) {
-      search += " for " + code(b.predicate);
-    }
-    if (!b.variant.empty()) {
-      search += " under variant " + code(b.variant);
-    }
-    search += fmt::format(": {}, {} runs", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs);
-    if (b.planned_runs > 0) {
-      search += fmt::format(" of {} planned", b.planned_runs);
-    }
-    item(out, "Search", search);
-    if (!b.source.empty()) {
-      std::string src = code(b.source);
-      for (const auto& p : b.passed_over) {
-        src += fmt::format(" ({} not used: {})", code(p.source), plain(p.why));
-      }
-      item(out, "Probes from", src);
-    }
-    item(out, "Message", plain(b.message));
-    if (!b.self_check.empty()) {
-      item(out, "Self-check", plain(b.self_check));
-    }
-    if (!b.reach.empty()) {
-      item(out, "Reaches the outputs", plain(b.reach));
-    }
-    for (const auto& o : b.other_origins) {
-      item(out, "Another origin", plain(o.note));
-    }
-    for (const auto& h : b.healed) {
-      item(out, "Passed over", plain(h.note));
-    }
-    if (b.mapped_sites) {
-      std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
-                                       *b.mapped_sites, b.call_sites);
-      if (!b.unmapped.empty()) {
-        constexpr size_t k_max_unmapped = 8;
-        std::vector<std::string> list;
-        for (size_t i = 0; i < b.unmapped.size() && i < k_max_unmapped; ++i) {
-          list.push_back(fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel),
-                                     plain(b.unmapped[i].why)));
-        }
-        mapped += fmt::format("; unmapped, not compared: {}", fmt::join(list, "; "));
-        if (b.unmapped.size() > k_max_unmapped) {
-          mapped += fmt::format(" and {} more", b.unmapped.size() - k_max_unmapped);
-        }
-      }
-      item(out, "Mapped to graph nodes", mapped);
-    }
-    if (b.largest_within) {
-      const HonestError& h = *b.largest_within;
-      item(out, "Largest in-tolerance difference",
-           fmt::format("{:.2g} of the allowed error: call site {} {}, {} ({}), max abs error {}, rel {}", h.ratio,
-                       h.call_index, code(h.kernel), code(h.tensor), plain(h.dtype), stat_string(h.max_abs_error),
-                       stat_string(h.max_rel_error)));
-    }
+    bisection_items(out, *r.bisection);
   }
-  std::string builds = builds_text(r.builds);
-  if (r.builds.call_sites_match) {
-    builds += (builds.empty() ? "" : "; ") + std::string(*r.builds.call_sites_match
-                                                             ? "call sites match the original"
-                                                             : "call sites differ from the original");
-  }
-  if (!r.builds.note.empty()) {
-    builds += (builds.empty() ? "" : " (") + plain(r.builds.note) + (builds.empty() ? "" : ")");
-  }
-  item(out, "Builds", builds);
+  item(out, "Builds", builds_line(r.builds));
   if (r.repro) {
-    const Reproducer& p = *r.repro;
-    std::string where = code(p.dir);
-    if (!p.files.empty()) {
-      constexpr size_t k_max_files = 6;
-      std::vector<std::string> files;
-      for (size_t i = 0; i < p.files.size() && i < k_max_files; ++i) {
-        files.push_back(code(p.files[i]));
-      }
-      where += (where.empty() ? "" : ": ") + fmt::format("{}", fmt::join(files, ", "));
-      if (p.files.size() > k_max_files) {
-        where += fmt::format(" and {} more", p.files.size() - k_max_files);
-      }
-    }
-    if (!p.replay.empty()) {
-      where += fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay),
-                           plain(p.replay_note));
-    } else if (!p.replay_note.empty()) {
-      where += "; no replay: " + plain(p.replay_note);
-    }
-    item(out, "Reproducer", where);
+    item(out, "Reproducer", reproducer_line(*r.repro));
   }
   out += "\n";
   if (r.bisection && !r.bisection->sites.empty()) {
@@ -438,6 +500,5 @@ std::string search_section(const Report& r) {
   }
   return out;
 }
-
 
 }  // namespace aoti_bisect::report_md

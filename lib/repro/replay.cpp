@@ -358,6 +358,235 @@ std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_jso
 
 }  // namespace
 
+namespace {
+
+// The culprit's call in the wrapper, and what the replay needs to make it.
+struct ReplayCall {
+  std::vector<std::string> lines;  // the wrapper's
+  const CallSite* site = nullptr;  // into `wrapper`
+  WrapperInfo wrapper;
+  std::string call;                // its text
+  bool proxy = false;              // through the proxy executor (a custom operator)
+  std::string kernel_cpp;          // a cpp kernel's definition, alone
+  std::vector<std::string> params; // its parameters
+  std::string statement;           // the driver's call
+  std::vector<std::string> libraries;  // the operator libraries' file names beside the replay
+};
+
+// The call site the culprit is in the wrapper (by its wrapper site, else by
+// its kernel's name), and whether it can be replayed (Gen::need says why not).
+ReplayCall locate_call(Gen& g, const std::string& wrapper_source, const std::string& kernel_source,
+                       const std::string& extern_json) {
+  const ReplaySpec& spec = g.spec;
+  const Culprit& c = g.c;
+  ReplayCall rc;
+  rc.lines = cpp_text::split_lines_copy(wrapper_source);
+  rc.wrapper = parse_wrapper(wrapper_source);
+  for (const auto& [view, base] : rc.wrapper.aliases) {
+    g.alias_of[view] = base;
+  }
+  if (!extern_json.empty()) {
+    name_proxy_calls(rc.wrapper, extern_json);
+  }
+  const auto& sites = rc.wrapper.call_sites;
+  int ws = spec.wrapper_site > 0 ? spec.wrapper_site : spec.site;
+  rc.site = ws >= 1 && ws <= static_cast<int>(sites.size()) ? &sites[ws - 1] : nullptr;
+  if (rc.site == nullptr || rc.site->kernel != c.kernel) {
+    rc.site = nullptr;
+    for (const auto& s : sites) {
+      if (s.kernel == c.kernel && rc.site == nullptr) {
+        rc.site = &s;
+      }
+    }
+  }
+  const CallSite* cs = rc.site;
+  rc.call = cs ? call_text_at(wrapper_source, cs->line, called_symbol(*cs)) : "";
+  rc.proxy = cs != nullptr && cs->extern_node >= 0;
+  for (const auto& lib : spec.libraries) {
+    rc.libraries.push_back(lib.filename().string());
+  }
+  if (c.kind == "triton" || (cs && cs->kind == KernelKind::triton)) {
+    g.need(fmt::format("{} is a Triton kernel: a GPU replay from the package's cubin is not implemented", c.kernel));
+  } else if (spec.predicate != "fault" && spec.predicate != "nonfinite" && spec.predicate != "mismatch") {
+    g.need(fmt::format("no replay for a {} failure", spec.predicate));
+  } else if (rc.call.empty()) {
+    g.need(fmt::format("the wrapper's call of {} was not found", c.kernel));
+  } else if (rc.proxy && extern_json.empty()) {
+    g.need(fmt::format("{} runs through the proxy executor, and the package's extern-node JSON was not found",
+                       c.kernel));
+  } else if (c.kind != "extern") {
+    rc.kernel_cpp = replay_kernel_source(kernel_source, c.kernel);
+    if (rc.kernel_cpp.empty()) {
+      g.need(fmt::format("the definition of {} was not found in the package's kernel source", c.kernel));
+    } else {
+      size_t open = find_call(rc.kernel_cpp, c.kernel) + c.kernel.size();
+      rc.params = call_arguments(rc.kernel_cpp.substr(
+          open - c.kernel.size(), after_closing_bracket(rc.kernel_cpp, open) - open + c.kernel.size()));
+    }
+  }
+  return rc;
+}
+
+// The tensors the call passes declared (a cpp kernel's pointer arguments
+// by their parameters' roles), the call statement, the views made.
+void prepare_call(Gen& g, ReplayCall& rc, const std::string& extern_json) {
+  if (!g.problem.empty()) {
+    return;
+  }
+  if (g.c.kind != "extern") {
+    // Roles of the kernel's pointer arguments from its parameter names.
+    auto args = call_arguments(rc.call);
+    for (size_t i = 0; i < args.size() && i < rc.params.size(); ++i) {
+      const std::string& a = args[i];
+      size_t dp = a.find(".data_ptr()");
+      if (dp != std::string::npos) {
+        size_t b = dp;
+        while (b > 0 && is_ident_char(a[b - 1])) {
+          --b;
+        }
+        g.tensor(a.substr(b, dp - b), param_role(rc.params[i]));
+      }
+    }
+  }
+  rc.statement = rc.proxy ? proxy_call(g, *rc.site, extern_json)
+                          : call_statement(g, rc.call, rc.site->args, rc.lines, rc.site->line);
+  g.make_views(rc.lines, rc.site->line);
+}
+
+// The judgement the driver ends with: the failure's own, or (wrong values)
+// the output against its saved eager value.
+std::string predicate_call(Gen& g) {
+  const ReplaySpec& spec = g.spec;
+  if (spec.predicate != "mismatch") {
+    return "replay::judge_" + spec.predicate + "()";
+  }
+  const auto& d = g.c.divergence;
+  auto e = d ? g.expected.find(d->tensor) : g.expected.end();
+  if (!d || e == g.expected.end()) {
+    g.need(fmt::format("the eager value of {}'s output was not saved", g.c.kernel));
+    return "replay::judge_mismatch()";
+  }
+  g.files.insert(e->second);
+  return fmt::format("replay::judge_mismatch({}, {}, {}, {})", cpp_text::string_literal(d->tensor),
+                     cpp_text::string_literal(e->second), fmt::format("{:.17g}", d->atol),
+                     fmt::format("{:.17g}", d->rtol));
+}
+
+// driver.cpp: the kernel's declaration, the tensors loaded, the call armed,
+// the judgement.
+std::string driver_source(const Gen& g, const ReplayCall& rc, const std::string& what, const std::string& judge) {
+  const Culprit& c = g.c;
+  std::string drv = fmt::format(
+      "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n\n", what, rc.call);
+  if (rc.proxy) {  // the dispatcher's call, and the handles' tensors
+    drv += "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n#include <ATen/core/stack.h>\n"
+           "#include <torch/csrc/inductor/aoti_torch/utils.h>\n"
+           "#include <dlfcn.h>\n\n";
+  }
+  drv += "#include \"replay_host.h\"\n\nusing namespace torch::aot_inductor;\n\n";
+  for (const auto& l : rc.lines) {
+    if (l.rfind("CACHE_TORCH_", 0) == 0) {
+      drv += l + "\n";
+    }
+  }
+  if (c.kind != "extern" && !rc.kernel_cpp.empty()) {
+    size_t open = rc.kernel_cpp.find("extern \"C\"");
+    size_t body = rc.kernel_cpp.find(
+        '{', after_closing_bracket(rc.kernel_cpp, find_call(rc.kernel_cpp, c.kernel, open) + c.kernel.size()));
+    drv += "\n" + rc.kernel_cpp.substr(open, body - open) + ";\n";
+  }
+  drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n",
+                     cpp_text::string_literal(c.kernel), cpp_text::string_literal(g.spec.predicate));
+  if (rc.proxy) {
+    // The operator's library (and Python's, for a Python extension module,
+    // which the script names) before the call.
+    drv += "  if (const char* py = std::getenv(\"AOTI_BISECT_LIBPYTHON\"); py != nullptr && *py != '\\0') {\n"
+           "    ::dlopen(py, RTLD_NOW | RTLD_GLOBAL);\n  }\n";
+    for (const auto& lib : rc.libraries) {
+      drv += fmt::format("  if (::dlopen(\"./{0}\", RTLD_NOW | RTLD_GLOBAL) == nullptr) {{\n"
+                         "    replay::cannot(std::string(\"{0} cannot be loaded: \") + ::dlerror());\n  }}\n",
+                         lib);
+    }
+  }
+  for (const auto& l : g.decls) {
+    drv += l + "\n";
+  }
+  for (const auto& l : g.after_loads) {
+    drv += l + "\n";
+  }
+  drv += "  replay::before();\n  try {\n    replay::arm();\n";
+  if (rc.proxy) {
+    drv += fmt::format("    {}    replay::disarm();\n", rc.statement);
+  } else if (c.kind == "extern") {
+    drv += fmt::format("    AOTITorchError err = {};\n    replay::disarm();\n", rc.statement);
+    drv += "    if (err != AOTI_TORCH_SUCCESS) {\n      replay::cannot(\"the call returned an error\");\n    }\n";
+  } else {
+    drv += fmt::format("    {};\n    replay::disarm();\n", rc.statement);
+  }
+  drv += "  } catch (const std::exception& e) {\n    std::string m = e.what();\n"
+         "    replay::cannot(\"the call raised: \" + m.substr(0, m.find('\\n')));\n  }\n";
+  for (const auto& l : g.after) {
+    drv += l + "\n";
+  }
+  drv += fmt::format("  int verdict = {};\n  replay::report_intermediates();\n  return verdict;\n}}\n\n"
+                     "int main() {{ return replay::guarded(run); }}\n",
+                     judge);
+  return drv;
+}
+
+// The `replay` script: the package's own compile flags for the kernel (a
+// portable set where it records none), the files it needs.
+std::string replay_script(const Gen& g, const ReplayCall& rc, const std::string& what,
+                          const std::string& kernel_source, const std::string& traced_problem) {
+  std::vector<std::string> flags = portable_kernel_flags(kernel_source);
+  std::string std_flag = "-std=c++17";
+  for (const auto& f : flags) {
+    if (f.rfind("-std=", 0) == 0) {
+      std_flag = f;
+    }
+  }
+  if (flags.empty()) {
+    flags = {"-O3", "-DNDEBUG", "-fopenmp", "-march=native", std_flag};
+  }
+  bool openmp = std::find(flags.begin(), flags.end(), "-fopenmp") != flags.end();
+  std::vector<std::string> needed(g.files.begin(), g.files.end());
+  if (rc.proxy) {
+    needed.push_back("extern_nodes.json");
+    needed.insert(needed.end(), rc.libraries.begin(), rc.libraries.end());
+  }
+  std::vector<std::string> quoted_flags;
+  for (const auto& f : flags) {
+    quoted_flags.push_back(shell_quote(f));
+  }
+  std::string script(replay_script_template());
+  script = replace_all(script, "@WHAT@", what + " of an AOTInductor package");
+  script = replace_all(script, "@WHAT_SHORT@", g.c.kernel);
+  script = replace_all(script, "@PROBLEM@", shell_quote(g.problem.empty() ? "" : g.problem));
+  script = replace_all(script, "@TRACED_PROBLEM@", shell_quote(traced_problem));
+  script = replace_all(script, "@FILES@", join(needed, " "));
+  script = replace_all(script, "@SOURCES@", "driver.cpp");
+  script = replace_all(script, "@KERNEL@", rc.kernel_cpp.empty() ? "" : "kernel");
+  script = replace_all(script, "@KERNEL_FLAGS@", join(quoted_flags, " "));
+  script = replace_all(script, "@DRIVER_STD@", std_flag);
+  script = replace_all(script, "@LINK_OPENMP@", openmp ? "-fopenmp" : "");
+  return script;
+}
+
+std::string replay_readme(const ReplaySpec& spec, const std::string& what, bool traced) {
+  return fmt::format(
+      "One-kernel replay of {} made by aoti-bisect: the call alone on the tensors saved here (site{}_*.pt).\n"
+      "Run ./replay (needs a C++ compiler and python3 with torch; it builds once, into a cache under $TMPDIR or "
+      "/tmp).\n"
+      "Exit codes: 1 the symptom ({}) reproduces, 0 it does not, 2 the replay cannot run (it prints why).\n"
+      "{}",
+      what, spec.site, spec.predicate,
+      traced ? "./replay --intermediates builds the kernel with every intermediate checked (kernel.traced.cpp) "
+               "and also prints the first one that turned NaN or Inf while what it reads did not.\n"
+             : "");
+}
+
+}  // namespace
+
 ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
                             const std::string& kernel_source, const std::string& extern_json) {
   ReplayFiles rf;
@@ -371,209 +600,37 @@ ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_s
   }
   std::string what = fmt::format("call site {} ({})", spec.site, c.kernel);
   rf.note = fmt::format("rebuilds {} alone and checks for the {} symptom", what, spec.predicate);
-  auto lines = cpp_text::split_lines_copy(wrapper_source);
-  WrapperInfo w = parse_wrapper(wrapper_source);
-  for (const auto& [view, base] : w.aliases) {
-    g.alias_of[view] = base;
-  }
-  if (!extern_json.empty()) {
-    name_proxy_calls(w, extern_json);
-  }
-  int ws = spec.wrapper_site > 0 ? spec.wrapper_site : spec.site;
-  const CallSite* cs = ws >= 1 && ws <= static_cast<int>(w.call_sites.size()) ? &w.call_sites[ws - 1] : nullptr;
-  if (cs == nullptr || cs->kernel != c.kernel) {
-    cs = nullptr;
-    for (const auto& s : w.call_sites) {
-      if (s.kernel == c.kernel && cs == nullptr) {
-        cs = &s;
-      }
-    }
-  }
-  std::string call = cs ? call_text_at(wrapper_source, cs->line, called_symbol(*cs)) : "";
-  const bool proxy = cs != nullptr && cs->extern_node >= 0;
-  std::vector<std::string> libraries;  // their file names beside the replay
-  for (const auto& lib : spec.libraries) {
-    libraries.push_back(lib.filename().string());
-  }
-  std::string kernel_cpp;
-  std::vector<std::string> params;
-  if (c.kind == "triton" || (cs && cs->kind == KernelKind::triton)) {
-    g.need(fmt::format("{} is a Triton kernel: a GPU replay from the package's cubin is not implemented", c.kernel));
-  } else if (spec.predicate != "fault" && spec.predicate != "nonfinite" && spec.predicate != "mismatch") {
-    g.need(fmt::format("no replay for a {} failure", spec.predicate));
-  } else if (call.empty()) {
-    g.need(fmt::format("the wrapper's call of {} was not found", c.kernel));
-  } else if (proxy && extern_json.empty()) {
-    g.need(fmt::format("{} runs through the proxy executor, and the package's extern-node JSON was not found",
-                       c.kernel));
-  } else if (c.kind != "extern") {
-    kernel_cpp = replay_kernel_source(kernel_source, c.kernel);
-    if (kernel_cpp.empty()) {
-      g.need(fmt::format("the definition of {} was not found in the package's kernel source", c.kernel));
-    } else {
-      size_t open = find_call(kernel_cpp, c.kernel) + c.kernel.size();
-      params = call_arguments(kernel_cpp.substr(open - c.kernel.size(), after_closing_bracket(kernel_cpp, open) - open +
-                                                                          c.kernel.size()));
-    }
-  }
-  std::string statement;
-  if (g.problem.empty()) {
-    if (c.kind != "extern") {
-      // Roles of the kernel's pointer arguments from its parameter names.
-      auto args = call_arguments(call);
-      for (size_t i = 0; i < args.size() && i < params.size(); ++i) {
-        std::string a = args[i];
-        size_t dp = a.find(".data_ptr()");
-        if (dp != std::string::npos) {
-          size_t b = dp;
-          while (b > 0 && is_ident_char(a[b - 1])) {
-            --b;
-          }
-          g.tensor(a.substr(b, dp - b), param_role(params[i]));
-        }
-      }
-    }
-    statement = proxy ? proxy_call(g, *cs, extern_json) : call_statement(g, call, cs->args, lines, cs->line);
-    g.make_views(lines, cs->line);
-  }
-  std::string predicate_call = "replay::judge_" + spec.predicate + "()";
-  if (spec.predicate == "mismatch") {
-    const auto& d = c.divergence;
-    auto e = d ? g.expected.find(d->tensor) : g.expected.end();
-    if (!d || e == g.expected.end()) {
-      g.need(fmt::format("the eager value of {}'s output was not saved", c.kernel));
-    } else {
-      g.files.insert(e->second);
-      predicate_call = fmt::format("replay::judge_mismatch({}, {}, {}, {})", cpp_text::string_literal(d->tensor),
-                                   cpp_text::string_literal(e->second),
-                                   fmt::format("{:.17g}", d->atol), fmt::format("{:.17g}", d->rtol));
-    }
-  }
-  // The driver.
-  std::string drv = fmt::format(
-      "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n\n", what, call);
-  if (proxy) {  // the dispatcher's call, and the handles' tensors
-    drv += "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n#include <ATen/core/stack.h>\n"
-           "#include <torch/csrc/inductor/aoti_torch/utils.h>\n"
-           "#include <dlfcn.h>\n\n";
-  }
-  drv += "#include \"replay_host.h\"\n\nusing namespace torch::aot_inductor;\n\n";
-  for (const auto& l : lines) {
-    if (l.rfind("CACHE_TORCH_", 0) == 0) {
-      drv += l + "\n";
-    }
-  }
-  if (c.kind != "extern" && !kernel_cpp.empty()) {
-    size_t open = kernel_cpp.find("extern \"C\"");
-    size_t body = kernel_cpp.find('{', after_closing_bracket(kernel_cpp, find_call(kernel_cpp, c.kernel, open) + c.kernel.size()));
-    drv += "\n" + kernel_cpp.substr(open, body - open) + ";\n";
-  }
-  drv += fmt::format("\nint run() {{\n  replay::g_kernel = {};\n  replay::g_predicate = {};\n", cpp_text::string_literal(c.kernel),
-                     cpp_text::string_literal(spec.predicate));
-  if (proxy) {
-    // The operator's library (and Python's, for a Python extension module,
-    // which the script names) before the call.
-    drv += "  if (const char* py = std::getenv(\"AOTI_BISECT_LIBPYTHON\"); py != nullptr && *py != '\\0') {\n"
-           "    ::dlopen(py, RTLD_NOW | RTLD_GLOBAL);\n  }\n";
-    for (const auto& lib : libraries) {
-      drv += fmt::format("  if (::dlopen(\"./{0}\", RTLD_NOW | RTLD_GLOBAL) == nullptr) {{\n"
-                         "    replay::cannot(std::string(\"{0} cannot be loaded: \") + ::dlerror());\n  }}\n",
-                         lib);
-    }
-  }
-  for (const auto& l : g.decls) {
-    drv += l + "\n";
-  }
-  for (const auto& l : g.after_loads) {
-    drv += l + "\n";
-  }
-  drv += "  replay::before();\n  try {\n    replay::arm();\n";
-  if (proxy) {
-    drv += fmt::format("    {}    replay::disarm();\n", statement);
-  } else if (c.kind == "extern") {
-    drv += fmt::format("    AOTITorchError err = {};\n    replay::disarm();\n", statement);
-    drv += "    if (err != AOTI_TORCH_SUCCESS) {\n      replay::cannot(\"the call returned an error\");\n    }\n";
-  } else {
-    drv += fmt::format("    {};\n    replay::disarm();\n", statement);
-  }
-  drv += "  } catch (const std::exception& e) {\n    std::string m = e.what();\n"
-         "    replay::cannot(\"the call raised: \" + m.substr(0, m.find('\\n')));\n  }\n";
-  for (const auto& l : g.after) {
-    drv += l + "\n";
-  }
-  drv += fmt::format("  int verdict = {};\n  replay::report_intermediates();\n  return verdict;\n}}\n\n"
-                     "int main() {{ return replay::guarded(run); }}\n",
-                     predicate_call);
-
-  // The script.
-  std::vector<std::string> flags = portable_kernel_flags(kernel_source);
-  std::string std_flag = "-std=c++17";
-  for (const auto& f : flags) {
-    if (f.rfind("-std=", 0) == 0) {
-      std_flag = f;
-    }
-  }
-  if (flags.empty()) {
-    flags = {"-O3", "-DNDEBUG", "-fopenmp", "-march=native", std_flag};
-  }
-  bool openmp = std::find(flags.begin(), flags.end(), "-fopenmp") != flags.end();
+  ReplayCall rc = locate_call(g, wrapper_source, kernel_source, extern_json);
+  prepare_call(g, rc, extern_json);
+  const std::string judge = predicate_call(g);
+  const std::string drv = driver_source(g, rc, what, judge);
   // The kernel with its intermediates probed, for `replay --intermediates`.
   TracedKernel traced;
   if (!g.problem.empty()) {
     traced.problem = g.problem;
-  } else if (kernel_cpp.empty()) {
+  } else if (rc.kernel_cpp.empty()) {
     traced.problem = fmt::format("{} is {} call: it has no intermediates of its own to check", c.kernel,
-                                 proxy ? "a custom operator's" : "an extern");
+                                 rc.proxy ? "a custom operator's" : "an extern");
   } else {
-    traced = trace_intermediates(kernel_cpp, c.kernel, std::string(intermediate_probes_header()));
+    traced = trace_intermediates(rc.kernel_cpp, c.kernel, std::string(intermediate_probes_header()));
   }
   rf.traced = traced.problem.empty();
   rf.traced_problem = traced.problem;
-  std::vector<std::string> needed(g.files.begin(), g.files.end());
-  if (proxy) {
-    needed.push_back("extern_nodes.json");
-    needed.insert(needed.end(), libraries.begin(), libraries.end());
-  }
-  std::vector<std::string> quoted_flags;
-  for (const auto& f : flags) {
-    quoted_flags.push_back(shell_quote(f));
-  }
-  std::string script(replay_script_template());
-  script = replace_all(script, "@WHAT@", what + " of an AOTInductor package");
-  script = replace_all(script, "@WHAT_SHORT@", c.kernel);
-  script = replace_all(script, "@PROBLEM@", shell_quote(g.problem.empty() ? "" : g.problem));
-  script = replace_all(script, "@TRACED_PROBLEM@", shell_quote(traced.problem));
-  script = replace_all(script, "@FILES@", join(needed, " "));
-  script = replace_all(script, "@SOURCES@", "driver.cpp");
-  script = replace_all(script, "@KERNEL@", kernel_cpp.empty() ? "" : "kernel");
-  script = replace_all(script, "@KERNEL_FLAGS@", join(quoted_flags, " "));
-  script = replace_all(script, "@DRIVER_STD@", std_flag);
-  script = replace_all(script, "@LINK_OPENMP@", openmp ? "-fopenmp" : "");
-  std::string readme = fmt::format(
-      "One-kernel replay of {} made by aoti-bisect: the call alone on the tensors saved here (site{}_*.pt).\n"
-      "Run ./replay (needs a C++ compiler and python3 with torch; it builds once, into a cache under $TMPDIR or "
-      "/tmp).\n"
-      "Exit codes: 1 the symptom ({}) reproduces, 0 it does not, 2 the replay cannot run (it prints why).\n"
-      "{}",
-      what, spec.site, spec.predicate,
-      rf.traced ? "./replay --intermediates builds the kernel with every intermediate checked (kernel.traced.cpp) "
-                  "and also prints the first one that turned NaN or Inf while what it reads did not.\n"
-                : "");
   rf.problem = g.problem;
   if (!g.problem.empty()) {
     rf.note = "cannot replay: " + g.problem;
   }
-  rf.files.push_back({"replay", script});
-  rf.files.push_back({"README", readme});
+  rf.files.push_back({"replay", replay_script(g, rc, what, kernel_source, traced.problem)});
+  rf.files.push_back({"README", replay_readme(spec, what, rf.traced)});
   if (g.problem.empty()) {
     rf.files.push_back({"driver.cpp", drv});
     rf.files.push_back({"replay_host.h", std::string(replay_host_header())});
     rf.files.push_back({"replay_host.cpp", std::string(replay_host_source())});
-    if (proxy) {
+    if (rc.proxy) {
       rf.files.push_back({"extern_nodes.json", extern_json});
     }
-    if (!kernel_cpp.empty()) {
-      rf.files.push_back({"kernel.cpp", kernel_cpp});
+    if (!rc.kernel_cpp.empty()) {
+      rf.files.push_back({"kernel.cpp", rc.kernel_cpp});
     }
     if (rf.traced) {
       rf.files.push_back({"kernel.traced.cpp", traced.source});
