@@ -257,6 +257,7 @@ std::string most_useful_line(const std::string& stderr_tail, const std::string& 
   return "";
 }
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 Classification classify_run(const ExitStatus& status, const Events& events) {
   Classification c;
   const LastEvents find_event(events);

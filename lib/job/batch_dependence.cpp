@@ -125,133 +125,125 @@ std::vector<int64_t> numbered(const std::vector<SampleInCompany>& samples, bool 
 
 }  // namespace
 
-void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& probed, const MatrixPhase& matrix,
-                            const BatchDimension& dim) {
-  const Settings& s = job.settings;
-  Recorder& rec = job.recorder;
-  const Report& report = rec.report();
-  if (!s.shrink || !report.minimal_inputs) {
-    return;  // not shrunk: the shrink's note says why
-  }
-  const MinimalInputs m = *report.minimal_inputs;
-  if (!probed) {
-    rec.batch_dependence_note("not compared in company and alone: the search had no model with run-time probes");
-    return;
-  }
-  if (interrupt_requested() || m.of < 2) {
-    return;
-  }
-  BatchDependence b;
-  b.batch = m.of;
-  b.fails_only_in_company = m.none_alone;
-  const int64_t min = std::max<int64_t>(1, dim.min.value_or(1));
-  const std::vector<int64_t> chosen = samples_to_compare(m);
-  const Failure& f = matrix.failure();
-  rec.begin_phase("batch", fmt::format("{} in the failing batch of {} against each alone: {} runs probing every call "
-                                       "site, compared site by site",
-                                       samples_text(chosen), b.batch, chosen.size() + 1));
-  rec.plan_runs(static_cast<int>(chosen.size()) + 1);
-  const fs::path dir = fs::absolute(s.out_dir / "batch-dependence");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  const ScratchDir cleanup(dir);  // tensor contents: never left in the report folder
-  auto request = [&](const std::string& id, const ProbePlan& plan) {
+namespace {
+
+// The runs of each chosen sample alone (at batch 1 as the package runs it
+// by default; repeated to its compiled minimum only where it could not run
+// so), every call site's values saved; the runs in company read them back.
+struct AloneRuns {
+  nlohmann::json refs = nlohmann::json::array();  // the reference file's samples
+  std::map<int64_t, RunTrace> traces;
+  std::map<int64_t, int64_t> rows;                // the batch each ran at
+  std::string failed;                             // why the comparison cannot go on
+};
+
+class CompanyAndAlone {
+ public:
+  CompanyAndAlone(JobContext& job, const ModelDir& probed, const MatrixPhase& matrix, const BatchDimension& dim,
+             fs::path dir)
+      : m_job(job), m_probed(probed), m_matrix(matrix), m_dim(dim), m_dir(std::move(dir)) {}
+
+  ChildRequest request(const std::string& id, const ProbePlan& plan) const {
+    const Failure& f = m_matrix.failure();
     ChildRequest req;
     req.id = id;
     req.variant = f.reproducing_variant.empty() ? "baseline" : f.reproducing_variant;
-    req.env = matrix.chosen_env();
-    req.model = *probed;
+    req.env = m_matrix.chosen_env();
+    req.model = m_probed;
     req.probe_plan = plan;
     req.group = "batch";
-    req.batches = matrix.run_list();
+    req.batches = m_matrix.run_list();
     return req;
-  };
-  nlohmann::json refs = nlohmann::json::array();
-  std::map<int64_t, RunTrace> alone_traces;
-  std::map<int64_t, int64_t> alone_rows;
-  bool as_is = true;  // alone at batch 1, until a run cannot
-  for (int64_t sample : chosen) {
-    ProbePlan save;
-    save.default_mode = ProbeMode::save;  // every call site
-    save.save_dir = dir / fmt::format("sample{}", sample + 1);
-    save.save_after = true;
-    fs::create_directories(save.save_dir, ec);
-    // Alone as the package runs it by default (below its compiled minimum
-    // too); repeated to the minimum only where it could not run so.
-    ChildResult alone;
-    int64_t rows = 1;
-    fs::create_directories(dir, ec);
-    for (int attempt = as_is ? 0 : 1; attempt < 2; ++attempt) {
-      rows = attempt == 0 ? 1 : min;
-      ChildRequest req = request(fmt::format("batch-alone-{}{}", sample + 1, attempt == 0 ? "" : "-repeated"), save);
-      req.samples = padded_samples({sample}, rows);
-      req.batch_inputs = dim.inputs;
-      fs::remove_all(save.save_dir, ec);
-      fs::create_directories(save.save_dir, ec);
-      alone = job.runs.run(req);
-      ++b.runs;
-      const bool usable = alone.finished && !alone.cls.cannot_test && !alone.cls.internal &&
-                          (alone.cls.kind == OutcomeKind::ok || alone.cls.kind == f.kind);
-      if (usable || min <= 1 || interrupt_requested()) {
-        break;
+  }
+
+  AloneRuns alone(const std::vector<int64_t>& chosen, int64_t min, BatchDependence& b) {
+    AloneRuns out;
+    std::error_code ec;
+    bool as_is = true;  // alone at batch 1, until a run cannot
+    for (int64_t sample : chosen) {
+      ProbePlan save;
+      save.default_mode = ProbeMode::save;  // every call site
+      save.save_dir = m_dir / fmt::format("sample{}", sample + 1);
+      save.save_after = true;
+      fs::create_directories(m_dir, ec);
+      ChildResult run;
+      int64_t rows = 1;
+      for (int attempt = as_is ? 0 : 1; attempt < 2; ++attempt) {
+        rows = attempt == 0 ? 1 : min;
+        ChildRequest req = request(fmt::format("batch-alone-{}{}", sample + 1, attempt == 0 ? "" : "-repeated"), save);
+        req.samples = padded_samples({sample}, rows);
+        req.batch_inputs = m_dim.inputs;
+        fs::remove_all(save.save_dir, ec);
+        fs::create_directories(save.save_dir, ec);
+        run = m_job.runs.run(req);
+        ++b.runs;
+        const OutcomeKind kind = m_matrix.failure().kind;
+        const bool usable = run.finished && !run.cls.cannot_test && !run.cls.internal &&
+                            (run.cls.kind == OutcomeKind::ok || run.cls.kind == kind);
+        if (usable || min <= 1 || interrupt_requested()) {
+          break;
+        }
+        as_is = false;  // the next samples run repeated straight away
       }
-      as_is = false;  // the next samples run repeated straight away
+      nlohmann::json sites = nlohmann::json::object();
+      for (const auto& e : run.events.of({EventKind::saved})) {
+        sites[std::to_string(e.value("site", 0))][e.value("tensor", "")] = e.value("path", "");
+      }
+      if (sites.empty()) {
+        out.failed = fmt::format("not compared in company and alone: the run of sample {} alone saved no call "
+                                 "site's values",
+                                 sample + 1);
+        return out;
+      }
+      out.refs.push_back({{"sample", sample}, {"alone", rows}, {"sites", std::move(sites)}});
+      b.repeated = b.repeated || rows > 1;
+      out.rows[sample] = rows;
+      out.traces[sample] = trace_from_events(run.events);
     }
-    nlohmann::json sites = nlohmann::json::object();
-    for (const auto& e : alone.events.of({EventKind::saved})) {
-      sites[std::to_string(e.value("site", 0))][e.value("tensor", "")] = e.value("path", "");
-    }
-    if (sites.empty()) {
-      rec.batch_dependence_note(fmt::format("not compared in company and alone: the run of sample {} alone saved no "
-                                            "call site's values",
-                                            sample + 1));
-      return;
-    }
-    refs.push_back({{"sample", sample}, {"alone", rows}, {"sites", std::move(sites)}});
-    b.repeated = b.repeated || rows > 1;
-    alone_rows[sample] = rows;
-    alone_traces[sample] = trace_from_events(alone.events);
+    return out;
   }
-  nlohmann::json ref = {{"rows", {{"batch", b.batch}, {"alone", 1}}}, {"samples", std::move(refs)}};
-  const fs::path ref_file = dir / "alone.json";
-  write_file_atomic(ref_file, ref.dump());
-  ProbePlan compare;
-  compare.default_mode = ProbeMode::stats;
-  ChildRequest company_req = request("batch-company", compare);
-  company_req.node_reference = ref_file;
-  ChildResult company = job.runs.run(company_req);
-  ++b.runs;
-  if (interrupt_requested()) {
-    return;
+
+  // The failing batch run once more, each call site's values compared with
+  // the samples' own alone.
+  ChildResult company(AloneRuns& alone, BatchDependence& b) {
+    nlohmann::json ref = {{"rows", {{"batch", b.batch}, {"alone", 1}}}, {"samples", std::move(alone.refs)}};
+    const fs::path ref_file = m_dir / "alone.json";
+    write_file_atomic(ref_file, ref.dump());
+    ProbePlan compare;
+    compare.default_mode = ProbeMode::stats;
+    ChildRequest req = request("batch-company", compare);
+    req.node_reference = ref_file;
+    ChildResult run = m_job.runs.run(req);
+    ++b.runs;
+    return run;
   }
-  // The sites every run launched alike: a branch taken by one batch size
-  // and not the other ends the comparison there.
-  RunTrace tc = trace_from_events(company.events);
+
+ private:
+  JobContext& m_job;
+  const ModelDir& m_probed;
+  const MatrixPhase& m_matrix;
+  const BatchDimension& m_dim;
+  fs::path m_dir;
+};
+
+// The last call site every run launched alike: a branch taken by one batch
+// size and not the other ends the comparison there (INT_MAX: all).
+int last_common_site(const RunTrace& company, const std::map<int64_t, RunTrace>& alone) {
   int last = INT_MAX;
-  for (const auto& [k, site] : tc.sites) {
-    for (const auto& [sample, ta] : alone_traces) {
+  for (const auto& [k, site] : company.sites) {
+    for (const auto& [sample, ta] : alone) {
       const SiteTrace* other = ta.site(k);
       if (k > 0 && k <= last && (other == nullptr || other->kernel != site.kernel)) {
         last = k - 1;
       }
     }
   }
-  for (int64_t sample : chosen) {
-    b.samples.push_back(read_sample(company.events, sample, last, s.tolerances));
-    b.samples.back().in_trigger = std::find(m.samples.begin(), m.samples.end(), sample + 1) != m.samples.end();
-    b.samples.back().alone_batch = alone_rows[sample];
-  }
-  // The sample the sentence details: where the trigger fails only in
-  // company, the first of its samples that differs; else the first other.
-  for (int pass = 0; pass < 2 && !b.detailed; ++pass) {
-    for (size_t i = 0; i < b.samples.size() && !b.detailed; ++i) {
-      const bool preferred = b.fails_only_in_company ? b.samples[i].in_trigger : !b.samples[i].in_trigger;
-      if (b.samples[i].site && (pass == 1 || preferred)) {
-        b.detailed = i;
-      }
-    }
-  }
-  b.dependent = b.detailed.has_value() || b.fails_only_in_company;
+  return last;
+}
+
+// The sentence: which samples differ in company and where, or that they agree.
+std::string dependence_sentence(const BatchDependence& b, const MinimalInputs& m, const std::vector<int64_t>& chosen,
+                                int64_t min, bool company_recorded, int last) {
   const std::vector<int64_t> differing = numbered(b.samples, true);
   const std::vector<int64_t> agreeing = numbered(b.samples, false);
   const std::string alone_text = fmt::format(
@@ -276,21 +268,22 @@ void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& prob
                                      chosen.size(), b.batch)
                        : std::string();
   const SampleInCompany& any = b.samples.front();
+  std::string sentence;
   if (b.detailed) {
     const SampleInCompany& d = b.samples[*b.detailed];
-    b.sentence = fmt::format("{}{} differ{} between the failing batch of {} and {}{}{}: sample {} first at call site {} "
-                             "({}), {}; {}",
-                             head, samples_text(differing), differing.size() == 1 ? "s" : "", b.batch, alone_text,
-                             agreeing.empty() ? std::string()
-                                              : fmt::format("; {} agree{} within tolerance", samples_text(agreeing),
-                                                            agreeing.size() == 1 ? "s" : ""),
-                             of, d.sample, *d.site, d.kernel, difference_text(d), compared_text(d));
+    sentence = fmt::format("{}{} differ{} between the failing batch of {} and {}{}{}: sample {} first at call site {} "
+                           "({}), {}; {}",
+                           head, samples_text(differing), differing.size() == 1 ? "s" : "", b.batch, alone_text,
+                           agreeing.empty() ? std::string()
+                                            : fmt::format("; {} agree{} within tolerance", samples_text(agreeing),
+                                                          agreeing.size() == 1 ? "s" : ""),
+                           of, d.sample, *d.site, d.kernel, difference_text(d), compared_text(d));
   } else if (any.sites_compared == 0) {
-    b.sentence = fmt::format("{}{} in the failing batch of {} could not be compared with {}: {}", head,
-                             samples_text(chosen), b.batch, alone_text,
-                             company.events.empty() ? "the run in company recorded no probe" : compared_text(any));
+    sentence = fmt::format("{}{} in the failing batch of {} could not be compared with {}: {}", head,
+                           samples_text(chosen), b.batch, alone_text,
+                           company_recorded ? compared_text(any) : "the run in company recorded no probe");
   } else {
-    b.sentence = fmt::format(
+    sentence = fmt::format(
         "{}{} agree{} within tolerance between the failing batch of {} and {}{}, at every one of the {} compared{} "
         "({}{}{})",
         head, samples_text(chosen), chosen.size() == 1 ? "s" : "", b.batch, alone_text, of,
@@ -302,8 +295,70 @@ void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& prob
             : std::string());
   }
   if (last != INT_MAX) {
-    b.sentence += fmt::format("; the runs launched other kernels from call site {} on, compared up to it", last + 1);
+    sentence += fmt::format("; the runs launched other kernels from call site {} on, compared up to it", last + 1);
   }
+  return sentence;
+}
+
+}  // namespace
+
+void check_batch_dependence(JobContext& job, const std::optional<ModelDir>& probed, const MatrixPhase& matrix,
+                            const BatchDimension& dim) {
+  const Settings& s = job.settings;
+  Recorder& rec = job.recorder;
+  const Report& report = rec.report();
+  if (!s.shrink || !report.minimal_inputs) {
+    return;  // not shrunk: the shrink's note says why
+  }
+  const MinimalInputs m = *report.minimal_inputs;
+  if (!probed) {
+    rec.batch_dependence_note("not compared in company and alone: the search had no model with run-time probes");
+    return;
+  }
+  if (interrupt_requested() || m.of < 2) {
+    return;
+  }
+  BatchDependence b;
+  b.batch = m.of;
+  b.fails_only_in_company = m.none_alone;
+  const int64_t min = std::max<int64_t>(1, dim.min.value_or(1));
+  const std::vector<int64_t> chosen = samples_to_compare(m);
+  rec.begin_phase("batch", fmt::format("{} in the failing batch of {} against each alone: {} runs probing every call "
+                                       "site, compared site by site",
+                                       samples_text(chosen), b.batch, chosen.size() + 1));
+  rec.plan_runs(static_cast<int>(chosen.size()) + 1);
+  const fs::path dir = fs::absolute(s.out_dir / "batch-dependence");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  const ScratchDir cleanup(dir);  // tensor contents: never left in the report folder
+  CompanyAndAlone comparison(job, *probed, matrix, dim, dir);
+  AloneRuns alone = comparison.alone(chosen, min, b);
+  if (!alone.failed.empty()) {
+    rec.batch_dependence_note(alone.failed);
+    return;
+  }
+  ChildResult company = comparison.company(alone, b);
+  if (interrupt_requested()) {
+    return;
+  }
+  const int last = last_common_site(trace_from_events(company.events), alone.traces);
+  for (int64_t sample : chosen) {
+    b.samples.push_back(read_sample(company.events, sample, last, s.tolerances));
+    b.samples.back().in_trigger = std::find(m.samples.begin(), m.samples.end(), sample + 1) != m.samples.end();
+    b.samples.back().alone_batch = alone.rows[sample];
+  }
+  // The sample the sentence details: where the trigger fails only in
+  // company, the first of its samples that differs; else the first other.
+  for (int pass = 0; pass < 2 && !b.detailed; ++pass) {
+    for (size_t i = 0; i < b.samples.size() && !b.detailed; ++i) {
+      const bool preferred = b.fails_only_in_company ? b.samples[i].in_trigger : !b.samples[i].in_trigger;
+      if (b.samples[i].site && (pass == 1 || preferred)) {
+        b.detailed = i;
+      }
+    }
+  }
+  b.dependent = b.detailed.has_value() || b.fails_only_in_company;
+  b.sentence = dependence_sentence(b, m, chosen, min, !company.events.empty(), last);
   rec.batch_dependence(std::move(b));
 }
 

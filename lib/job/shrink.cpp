@@ -67,31 +67,29 @@ std::string samples_text(const std::vector<int64_t>& samples) {
   return "samples " + join(n, ", ") + " and " + last;
 }
 
-void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& matrix, const BatchDimension& dim) {
-  const Settings& s = job.settings;
-  Recorder& rec = job.recorder;
-  if (!s.shrink) {
-    return;
-  }
-  const Failure& f = matrix.failure();
-  if (std::string why = why_not(matrix, f); !why.empty()) {
+namespace {
+
+// The failing batch's size where it can be shrunk; else nullopt, the
+// report saying why not.
+std::optional<int64_t> shrinkable_batch(Recorder& rec, const MatrixPhase& matrix, const BatchDimension& dim) {
+  if (std::string why = why_not(matrix, matrix.failure()); !why.empty()) {
     rec.shrink_note(why);
-    return;
+    return std::nullopt;
   }
   if (dim.kind == BatchDimension::Kind::fixed) {
     rec.shrink_note(fmt::format("the package takes only batch {}: no smaller batch can run", dim.size));
-    return;
+    return std::nullopt;
   }
   if (dim.kind != BatchDimension::Kind::dynamic) {
     rec.shrink_note("not shrunk: " + dim.why);
-    return;
+    return std::nullopt;
   }
   const std::vector<TensorInfo>& inputs = matrix.baseline().cls.inputs;
   std::vector<int64_t> sizes;
   for (int i : dim.inputs) {
     if (static_cast<size_t>(i) >= inputs.size() || inputs[static_cast<size_t>(i)].shape.empty()) {
       rec.shrink_note(fmt::format("not shrunk: the run shows no input {} with a dimension 0", i));
-      return;
+      return std::nullopt;
     }
     sizes.push_back(inputs[static_cast<size_t>(i)].shape[0]);
   }
@@ -104,39 +102,31 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
     rec.shrink_note(fmt::format("not shrunk: the inputs that share the package's batch dimension hold different "
                                 "batches ({})",
                                 join(t, ", ")));
-    return;
+    return std::nullopt;
   }
   if (batch <= 1) {
     rec.shrink_note("not shrunk: the batch holds one sample");
-    return;
+    return std::nullopt;
   }
-  const int64_t min = std::max<int64_t>(1, dim.min.value_or(1));
-  const int levels = static_cast<int>(std::ceil(std::log2(static_cast<double>(batch))));
-  const int budget = std::min(40, 4 * levels + 8);
-  rec.begin_phase("shrink", fmt::format("the {} samples of the failing batch: halves first, then single samples, in "
-                                        "the environment the failure reproduces in",
-                                        batch));
-  int serial = 0;
+  return batch;
+}
+
+// The runs of sets of the failing batch's samples, in the environment the
+// failure reproduces in: the oracle shrink_samples asks.
+class SubBatchRuns {
+ public:
   struct Ran {
     std::string id;
     ChildResult result;
     bool repeated = false;  // run repeated to the package's smallest batch
   };
-  std::map<std::vector<int64_t>, Ran> ran;
-  auto run_rows = [&](const std::vector<int64_t>& rows) {
-    ChildRequest req;
-    req.id = fmt::format("shrink-{}", ++serial);
-    req.variant = f.reproducing_variant.empty() ? "baseline" : f.reproducing_variant;
-    req.env = matrix.chosen_env();
-    req.model = model;
-    req.group = "shrink";
-    req.batches = matrix.run_list();  // the failing batch of a loop, where the job ran one
-    req.samples = rows;
-    req.batch_inputs = dim.inputs;
-    return std::make_pair(req.id, job.runs.run(req));
-  };
-  bool as_is = true;  // sets below the compiled minimum run as they are, until one cannot
-  auto oracle = [&](const std::vector<int64_t>& set) -> std::optional<bool> {
+
+  SubBatchRuns(JobContext& job, const ModelDir& model, const MatrixPhase& matrix, const BatchDimension& dim,
+               int64_t min)
+      : m_job(job), m_model(model), m_matrix(matrix), m_dim(dim), m_min(min) {}
+
+  // Whether `set` fails as the batch did; nullopt when its run cannot say.
+  std::optional<bool> fails(const std::vector<int64_t>& set) {
     if (interrupt_requested()) {
       return std::nullopt;
     }
@@ -144,30 +134,138 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
     // as the package runs it by default (its input checks off): repeated to
     // the minimum, a sample keeps its own company, which a model with batch
     // statistics sees. Repeated only where it could not run so.
-    const bool small = static_cast<int64_t>(set.size()) < min;
-    auto [id, r] = run_rows(small && !as_is ? padded_samples(set, min) : set);
-    bool repeated = small && !as_is;
-    if (small && as_is &&
-        (!r.finished || r.cls.cannot_test || r.cls.internal ||
-         (r.cls.kind != OutcomeKind::ok && r.cls.kind != f.kind)) &&
+    const OutcomeKind kind = m_matrix.failure().kind;
+    const bool small = static_cast<int64_t>(set.size()) < m_min;
+    auto [id, r] = run_rows(small && !m_as_is ? padded_samples(set, m_min) : set);
+    bool repeated = small && !m_as_is;
+    if (small && m_as_is &&
+        (!r.finished || r.cls.cannot_test || r.cls.internal || (r.cls.kind != OutcomeKind::ok && r.cls.kind != kind)) &&
         !interrupt_requested()) {
-      as_is = false;  // the next small sets go repeated straight away
-      std::tie(id, r) = run_rows(padded_samples(set, min));
+      m_as_is = false;  // the next small sets go repeated straight away
+      std::tie(id, r) = run_rows(padded_samples(set, m_min));
       repeated = true;
     }
     if (!r.finished || r.cls.cannot_test || r.cls.internal) {
       return std::nullopt;
     }
-    const bool failed = r.cls.kind == f.kind;
-    ran[set] = {id, std::move(r), repeated};
+    const bool failed = r.cls.kind == kind;
+    m_ran[set] = {id, std::move(r), repeated};
     return failed;
-  };
-  SampleShrink found = shrink_samples(batch, oracle, budget);
+  }
+
+  int runs() const { return m_serial; }
+  const std::map<std::vector<int64_t>, Ran>& ran() const { return m_ran; }
+
+ private:
+  std::pair<std::string, ChildResult> run_rows(const std::vector<int64_t>& rows) {
+    const Failure& f = m_matrix.failure();
+    ChildRequest req;
+    req.id = fmt::format("shrink-{}", ++m_serial);
+    req.variant = f.reproducing_variant.empty() ? "baseline" : f.reproducing_variant;
+    req.env = m_matrix.chosen_env();
+    req.model = m_model;
+    req.group = "shrink";
+    req.batches = m_matrix.run_list();  // the failing batch of a loop, where the job ran one
+    req.samples = rows;
+    req.batch_inputs = m_dim.inputs;
+    return std::make_pair(req.id, m_job.runs.run(req));
+  }
+
+  JobContext& m_job;
+  const ModelDir& m_model;
+  const MatrixPhase& m_matrix;
+  const BatchDimension& m_dim;
+  const int64_t m_min;
+  int m_serial = 0;
+  bool m_as_is = true;  // sets below the compiled minimum run as they are, until one cannot
+  std::map<std::vector<int64_t>, Ran> m_ran;
+};
+
+// What the shrinking found, in one sentence.
+std::string minimal_sentence(const SampleShrink& found, int64_t batch, int64_t min, bool repeated,
+                             bool singles_repeated, int runs) {
+  const std::string who = samples_text(found.samples);
+  const std::string could_not = fmt::format("below batch {}, the smallest the package was compiled for, it could not run "
+                                            "as it is",
+                                            min);
+  std::string sentence;
+  if (found.samples.size() == 1) {
+    sentence = repeated ? fmt::format("{} of {} fails repeated to batch {} ({})", who, batch, min, could_not)
+                        : fmt::format("{} of {} fails alone", who, batch);
+  } else if (found.none_alone && singles_repeated) {
+    sentence = fmt::format("{} of {} fail together; {} fails repeated to batch {} on its own ({})", who, batch,
+                           found.samples.size() == 2 ? "neither" : "none", min, could_not);
+  } else if (found.none_alone && found.samples.size() == 2) {
+    sentence = fmt::format("{} of {} fail together; neither alone", who, batch);
+  } else if (found.none_alone) {
+    sentence = fmt::format("{} of {} fail together; none alone", who, batch);
+  } else {
+    sentence = fmt::format("{} of {} fail together{}", who, batch,
+                           found.minimal ? "; no smaller set of them failed"
+                                         : "; the smallest failing set found before the runs ran out");
+  }
+  if (static_cast<int64_t>(found.samples.size()) < min && !repeated) {
+    sentence += fmt::format(" (run at batch {}, below batch {}, the smallest the package was compiled for, as the "
+                            "package runs it by default)",
+                            found.samples.size(), min);
+  }
+  return sentence + fmt::format(" ({} run{} of sub-batches)", runs, runs == 1 ? "" : "s");
+}
+
+// What the failing set holds that the sets that passed do not, and its
+// inputs saved as repro/minimal.inputs.pt.
+void keep_failing_set(const Settings& s, OutcomeKind kind, const std::map<std::vector<int64_t>, SubBatchRuns::Ran>& ran,
+                      const SubBatchRuns::Ran& failing, const std::string& who, MinimalInputs& m) {
+  std::vector<BatchRun> passing_runs;
+  for (const auto& [set, run] : ran) {
+    if (run.result.cls.kind != kind) {
+      passing_runs.push_back(as_batch_run(run.result));
+    }
+  }
+  std::vector<const BatchRun*> passing;
+  for (const auto& b : passing_runs) {
+    passing.push_back(&b);
+  }
+  m.facts = distinguishing_facts(as_batch_run(failing.result), passing, who, "the samples that passed", false);
+  const fs::path saved = s.out_dir / "runs" / failing.id / "inputs.pt";
+  const fs::path dest = s.out_dir / "repro" / "minimal.inputs.pt";
+  std::error_code ec;
+  fs::create_directories(dest.parent_path(), ec);
+  if (!ec && fs::is_regular_file(saved, ec)) {
+    fs::copy_file(saved, dest, fs::copy_options::overwrite_existing, ec);
+    if (!ec) {
+      m.file = display_path(dest);
+    }
+  }
+}
+
+}  // namespace
+
+void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& matrix, const BatchDimension& dim) {
+  const Settings& s = job.settings;
+  Recorder& rec = job.recorder;
+  if (!s.shrink) {
+    return;
+  }
+  const auto batch_size = shrinkable_batch(rec, matrix, dim);
+  if (!batch_size) {
+    return;
+  }
+  const int64_t batch = *batch_size;
+  const int64_t min = std::max<int64_t>(1, dim.min.value_or(1));
+  const int levels = static_cast<int>(std::ceil(std::log2(static_cast<double>(batch))));
+  const int budget = std::min(40, 4 * levels + 8);
+  rec.begin_phase("shrink", fmt::format("the {} samples of the failing batch: halves first, then single samples, in "
+                                        "the environment the failure reproduces in",
+                                        batch));
+  SubBatchRuns runs(job, model, matrix, dim, min);
+  SampleShrink found =
+      shrink_samples(batch, [&](const std::vector<int64_t>& set) { return runs.fails(set); }, budget);
   if (static_cast<int64_t>(found.samples.size()) >= batch) {
-    rec.shrink_note(found.stopped && serial == 0
+    rec.shrink_note(found.stopped && runs.runs() == 0
                         ? std::string("not shrunk: the first run of a set of samples could not say")
                         : fmt::format("not shrunk: no smaller set of the {} samples failed in {} run{}", batch,
-                                      serial, serial == 1 ? "" : "s"));
+                                      runs.runs(), runs.runs() == 1 ? "" : "s"));
     return;
   }
   MinimalInputs m;
@@ -176,65 +274,20 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
   }
   m.of = batch;
   m.minimal = found.minimal;
-  auto it = ran.find(found.samples);
-  const bool repeated = it != ran.end() && it->second.repeated;
+  auto it = runs.ran().find(found.samples);
+  const bool repeated = it != runs.ran().end() && it->second.repeated;
   bool singles_repeated = false;  // a single sample ran repeated, not alone
-  for (const auto& [set, run] : ran) {
+  for (const auto& [set, run] : runs.ran()) {
     singles_repeated = singles_repeated || (set.size() == 1 && run.repeated);
   }
   m.alone = found.samples.size() == 1 && !repeated;
   m.none_alone = found.none_alone && !singles_repeated;
   m.repeated_to = repeated ? min : 0;
-  m.runs = serial;
+  m.runs = runs.runs();
   m.how = found.by_halves ? "halves, then the one sample left" : "halves, then delta debugging";
-  const std::string who = samples_text(found.samples);
-  const std::string could_not = fmt::format("below batch {}, the smallest the package was compiled for, it could not run "
-                                            "as it is",
-                                            min);
-  if (found.samples.size() == 1) {
-    m.sentence = repeated ? fmt::format("{} of {} fails repeated to batch {} ({})", who, batch, min, could_not)
-                          : fmt::format("{} of {} fails alone", who, batch);
-  } else if (found.none_alone && singles_repeated) {
-    m.sentence = fmt::format("{} of {} fail together; {} fails repeated to batch {} on its own ({})", who, batch,
-                             found.samples.size() == 2 ? "neither" : "none", min, could_not);
-  } else if (found.none_alone && found.samples.size() == 2) {
-    m.sentence = fmt::format("{} of {} fail together; neither alone", who, batch);
-  } else if (found.none_alone) {
-    m.sentence = fmt::format("{} of {} fail together; none alone", who, batch);
-  } else {
-    m.sentence = fmt::format("{} of {} fail together{}", who, batch,
-                             found.minimal ? "; no smaller set of them failed"
-                                           : "; the smallest failing set found before the runs ran out");
-  }
-  if (static_cast<int64_t>(found.samples.size()) < min && !repeated) {
-    m.sentence += fmt::format(" (run at batch {}, below batch {}, the smallest the package was compiled for, as the "
-                              "package runs it by default)",
-                              found.samples.size(), min);
-  }
-  m.sentence += fmt::format(" ({} run{} of sub-batches)", m.runs, m.runs == 1 ? "" : "s");
-  if (it != ran.end()) {
-    // What the failing set holds that the sets that passed do not.
-    std::vector<BatchRun> passing_runs;
-    for (const auto& [set, run] : ran) {
-      if (run.result.cls.kind != f.kind) {
-        passing_runs.push_back(as_batch_run(run.result));
-      }
-    }
-    std::vector<const BatchRun*> passing;
-    for (const auto& b : passing_runs) {
-      passing.push_back(&b);
-    }
-    m.facts = distinguishing_facts(as_batch_run(it->second.result), passing, who, "the samples that passed", false);
-    const fs::path saved = s.out_dir / "runs" / it->second.id / "inputs.pt";
-    const fs::path dest = s.out_dir / "repro" / "minimal.inputs.pt";
-    std::error_code ec;
-    fs::create_directories(dest.parent_path(), ec);
-    if (!ec && fs::is_regular_file(saved, ec)) {
-      fs::copy_file(saved, dest, fs::copy_options::overwrite_existing, ec);
-      if (!ec) {
-        m.file = display_path(dest);
-      }
-    }
+  m.sentence = minimal_sentence(found, batch, min, repeated, singles_repeated, m.runs);
+  if (it != runs.ran().end()) {
+    keep_failing_set(s, matrix.failure().kind, runs.ran(), it->second, samples_text(found.samples), m);
   }
   std::string reproduce;
   if (!m.file.empty()) {

@@ -237,6 +237,7 @@ InputBinding positional(const InputValue& value, const std::string& form) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 InputBinding bind_inputs(const std::optional<TreeSpec>& in_spec, const InputValue& value,
                          std::optional<int> num_inputs) {
   // The spec of a package is (args, kwargs); anything else is not bound by it.

@@ -47,6 +47,7 @@ class Reader {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
   if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) {
     throw Error(ErrorKind::cannot_test, what + " is not an ELF file (truncated or corrupt); rebuild the package");

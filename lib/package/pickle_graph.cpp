@@ -176,6 +176,7 @@ class Decoder {
   std::vector<uint32_t> m_memo;
 };
 
+// NOLINTNEXTLINE(readability-function-size): data: one case per pickle opcode
 void Decoder::step(uint8_t op) {
   switch (op) {
     case 0x80: byte(); break;                    // PROTO

@@ -48,6 +48,7 @@ uint64_t le(const unsigned char* p, int bytes) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 std::optional<StoredEntry> stored_entry(const fs::path& archive, const std::string& name) {
   OwnedFd f{::open(archive.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) {

@@ -42,6 +42,7 @@ class ProbedSearch {
 
  private:
   BisectOutcome diverge(int n_static);
+  BisectOutcome diverged_at(int k, const SiteTrace& sa, const SiteTrace& sb, const std::vector<std::string>& differs);
   // Wrong values without the exported program: a constant holding NaN/Inf,
   // or the only call site (probed_search_package_alone.cpp).
   BisectOutcome package_alone(int n_static);
@@ -74,6 +75,11 @@ class ProbedSearch {
   std::optional<std::string> confirm_in_evidence(int k, const ChildResult& evidence);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
   BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
+  ProbePlan evidence_plan(int k, bool confirm, const std::filesystem::path& repro_dir);
+  BisectOutcome culprit_evidence(int k, const ChildResult& trace, bool moved, bool confirm, ChildResult& evidence,
+                                 const std::filesystem::path& repro_dir);
+  BisectOutcome isolated(int k, Culprit& c, ChildResult& evidence, const RunTrace& ev, const WrapperInfo& names,
+                         const std::filesystem::path& repro_dir);
   BisectOutcome blind_spot(int k, const BlindSpot& spot);
   void explain_root_cause(Culprit& c, const RunTrace& evidence);
   void note_inf_by_design();

@@ -28,6 +28,15 @@ namespace fs = std::filesystem;
 // the outputs' NaN/Inf come from; when that is another site than `k` (what
 // `k` made was healed), the evidence is taken again there (`moved`).
 BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved, bool confirm) {
+  fs::path repro_dir = m_job.settings.out_dir / "repro";
+  clear_repro_folder(repro_dir);
+  ChildResult evidence = child("evidence", evidence_plan(k, confirm, repro_dir));
+  return culprit_evidence(k, trace, moved, confirm, evidence, repro_dir);
+}
+
+// The evidence run's plan: the culprit saved, the self-check's sites (for
+// NaN/Inf every other launched site) probed.
+ProbePlan ProbedSearch::evidence_plan(int k, bool confirm, const fs::path& repro_dir) {
   ProbePlan plan;
   if (confirm && m_pred == Predicate::mismatch && k > 1) {
     plan.ranges.push_back({k - 1, k - 1, ProbeMode::stats});  // the neighbour, for the confirmation
@@ -44,10 +53,14 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
   }
   plan.ranges.push_back({k, k, ProbeMode::save});
   add_consumers(plan, k, k);
-  fs::path repro_dir = m_job.settings.out_dir / "repro";
-  clear_repro_folder(repro_dir);
   plan.save_dir = fs::absolute(repro_dir);
-  ChildResult evidence = child("evidence", plan);
+  return plan;
+}
+
+// What the evidence run shows: the culprit moved where the outputs' NaN/Inf
+// come from, the self-check, the culprit built and its root cause read.
+BisectOutcome ProbedSearch::culprit_evidence(int k, const ChildResult& trace, bool moved, bool confirm,
+                                             ChildResult& evidence, const fs::path& repro_dir) {
   if (!evidence.finished) {
     m_job.recorder.bisection(m_bis);
     return searched(Verdict::interrupted);
@@ -109,6 +122,14 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
     return searched(Verdict::interrupted);
   }
   m_job.recorder.bisection(m_bis);
+  return isolated(k, c, evidence, ev, names, repro_dir);
+}
+
+// The culprit recorded with its reproducer (the saved tensors, the
+// one-kernel replay written), the answer told, and the replay that explains
+// it left for the job's end.
+BisectOutcome ProbedSearch::isolated(int k, Culprit& c, ChildResult& evidence, const RunTrace& ev,
+                                     const WrapperInfo& names, const fs::path& repro_dir) {
   Reproducer repro;
   repro.dir = display_path(repro_dir);
   for (const auto& e : evidence.events.of({EventKind::saved})) {

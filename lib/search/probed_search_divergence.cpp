@@ -104,6 +104,93 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
   return true;
 }
 
+namespace {
+
+// The tensors of one call site whose checksums differ between two runs:
+// before the launch (those it read), after it (those it wrote).
+void differing_tensors(const SiteTrace& a, const SiteTrace& b, std::vector<std::string>& read_differs,
+                       std::vector<std::string>& differs) {
+  for (const auto& p : a.tensors) {
+    const ProbeStats* q = b.find(p.tensor);
+    if (q == nullptr) {
+      continue;
+    }
+    if (p.initialized && p.before && q->before && p.before->checksum != q->before->checksum) {
+      read_differs.push_back(p.tensor);
+    }
+    if (p.after && q->after && p.after->checksum != q->after->checksum) {
+      differs.push_back(p.tensor);
+    }
+  }
+}
+
+}  // namespace
+
+// The first call site whose outputs differ between the two runs from the
+// same inputs: the culprit, how far two more runs of it differ, the root
+// cause said.
+BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTrace& sb_site,
+                                        const std::vector<std::string>& differs) {
+  const SiteTrace* sb = &sb_site;
+  m_bis.status = search_status_name(SearchResult::Status::found);
+  m_bis.message = "the first call site whose outputs differ between two runs from the same inputs";
+  m_job.recorder.bisection(m_bis);
+  Culprit c;
+  c.call_index = k;
+  c.kernel = sa.kernel;
+  c.kind = kind_of_kernel(sa.kernel);
+  c.phase = "after_launch";
+  const auto& ws = m_model.wrapper.call_sites;
+  int at = sa.wrapper_site;
+  if (at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == sa.kernel) {
+    c.source_nodes = ws[at - 1].source_nodes;
+    c.aten_ops = ws[at - 1].aten_ops;
+    c.branch = ws[at - 1].branch;
+    c.source_lines = source_lines(ws[at - 1].python_stacks);
+  }
+  std::vector<std::string> what;
+  for (const auto& t : differs) {
+    const ProbeStats* p = sa.find(t);
+    const ProbeStats* q = sb->find(t);
+    std::string range;
+    if (p && q && p->after && q->after && p->after->min && q->after->min && p->after->max && q->after->max) {
+      range = fmt::format(" (min {} vs {}, max {} vs {})", number_text(*p->after->min),
+                          number_text(*q->after->min), number_text(*p->after->max),
+                          number_text(*q->after->max));
+    }
+    what.push_back(t + range);
+  }
+  c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values: {}", join(what, "; "));
+  bool measured = measure_run_to_run(k, c);
+  m_job.recorder.bisection(m_bis);
+  if (!measured) {
+    return searched(Verdict::interrupted);
+  }
+  if (!c.run_to_run.empty()) {
+    std::vector<std::string> counts;
+    for (const auto& d : c.run_to_run) {
+      counts.push_back(run_difference_text(d));
+    }
+    c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values; in two more runs, "
+                        "element by element: {}",
+                        join(counts, "; "));
+  }
+  for (const auto& p : sa.tensors) {
+    c.args.push_back(p);
+  }
+  c.root_cause.basis = "run_to_run";
+  c.root_cause.sentence = fmt::format(
+      "Call site {} ({}) returns different values from the same inputs in two runs: the result depends on "
+      "something other than its inputs, such as the order of a parallel accumulation (atomic adds, per-thread "
+      "partial sums), memory nothing wrote, or a race.",
+      k, sa.kernel);
+  Reproducer repro;
+  repro.command = m_job.recorder.report().reproduce_command;
+  m_job.recorder.culprit(c, repro);
+  return searched(Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
+                                         site_label(k, c.kernel), c.kind));
+}
+
 // Outputs that differ between runs: pairs of runs probing every call site
 // (statistics and checksums before and after each launch), compared site by
 // site. The diverging site is the first whose inputs (every tensor it reads:
@@ -161,20 +248,9 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
         m_bis.message = fmt::format("the two runs launched other kernels at call site {}", k);
         break;
       }
-      std::vector<std::string> read_differs;
-      std::vector<std::string> differs;
-      for (const auto& p : sa.tensors) {
-        const ProbeStats* q = sb->find(p.tensor);
-        if (q == nullptr) {
-          continue;
-        }
-        if (p.initialized && p.before && q->before && p.before->checksum != q->before->checksum) {
-          read_differs.push_back(p.tensor);
-        }
-        if (p.after && q->after && p.after->checksum != q->after->checksum) {
-          differs.push_back(p.tensor);
-        }
-      }
+      std::vector<std::string> read_differs;  // what it read (initialized before the launch)
+      std::vector<std::string> differs;       // what it wrote
+      differing_tensors(sa, *sb, read_differs, differs);
       if (differs.empty() && read_differs.empty()) {
         continue;
       }
@@ -195,63 +271,7 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
         m_job.recorder.bisection(m_bis);
         return searched(Verdict::not_isolated, m_bis.message);
       }
-      m_bis.status = search_status_name(SearchResult::Status::found);
-      m_bis.message = "the first call site whose outputs differ between two runs from the same inputs";
-      m_job.recorder.bisection(m_bis);
-      Culprit c;
-      c.call_index = k;
-      c.kernel = sa.kernel;
-      c.kind = kind_of_kernel(sa.kernel);
-      c.phase = "after_launch";
-      const auto& ws = m_model.wrapper.call_sites;
-      int at = sa.wrapper_site;
-      if (at >= 1 && static_cast<size_t>(at) <= ws.size() && ws[at - 1].kernel == sa.kernel) {
-        c.source_nodes = ws[at - 1].source_nodes;
-        c.aten_ops = ws[at - 1].aten_ops;
-        c.branch = ws[at - 1].branch;
-        c.source_lines = source_lines(ws[at - 1].python_stacks);
-      }
-      std::vector<std::string> what;
-      for (const auto& t : differs) {
-        const ProbeStats* p = sa.find(t);
-        const ProbeStats* q = sb->find(t);
-        std::string range;
-        if (p && q && p->after && q->after && p->after->min && q->after->min && p->after->max && q->after->max) {
-          range = fmt::format(" (min {} vs {}, max {} vs {})", number_text(*p->after->min),
-                              number_text(*q->after->min), number_text(*p->after->max),
-                              number_text(*q->after->max));
-        }
-        what.push_back(t + range);
-      }
-      c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values: {}", join(what, "; "));
-      bool measured = measure_run_to_run(k, c);
-      m_job.recorder.bisection(m_bis);
-      if (!measured) {
-        return searched(Verdict::interrupted);
-      }
-      if (!c.run_to_run.empty()) {
-        std::vector<std::string> counts;
-        for (const auto& d : c.run_to_run) {
-          counts.push_back(run_difference_text(d));
-        }
-        c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values; in two more runs, "
-                            "element by element: {}",
-                            join(counts, "; "));
-      }
-      for (const auto& p : sa.tensors) {
-        c.args.push_back(p);
-      }
-      c.root_cause.basis = "run_to_run";
-      c.root_cause.sentence = fmt::format(
-          "Call site {} ({}) returns different values from the same inputs in two runs: the result depends on "
-          "something other than its inputs, such as the order of a parallel accumulation (atomic adds, per-thread "
-          "partial sums), memory nothing wrote, or a race.",
-          k, sa.kernel);
-      Reproducer repro;
-      repro.command = m_job.recorder.report().reproduce_command;
-      m_job.recorder.culprit(c, repro);
-      return searched(Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
-                                             site_label(k, c.kernel), c.kind));
+      return diverged_at(k, sa, *sb, differs);
     }
     if (m_bis.status == search_status_name(SearchResult::Status::not_found) && !m_bis.message.empty()) {
       break;

@@ -277,6 +277,7 @@ std::string range_text(const std::optional<int64_t>& lo, const std::optional<int
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
                                                bool contiguous_inputs, std::vector<std::string>& moved,
                                                std::vector<std::string>& outside) {
