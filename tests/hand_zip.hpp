@@ -82,11 +82,11 @@ inline std::string archive(const std::vector<Entry>& entries) {
       put64(extra, body.size());
     }
     auto header = [&](std::string& h) {
-      put16(h, z64 ? 45 : 20);         // version needed
-      put16(h, 0x0800);                // flags: UTF-8 names
-      put16(h, e.deflate ? 8 : 0);     // method
-      put16(h, 0);                     // time
-      put16(h, 0x21);                  // date: 1980-01-01
+      put16(h, z64 ? 45 : 20);      // version needed
+      put16(h, 0x0800);             // flags: UTF-8 names
+      put16(h, e.deflate ? 8 : 0);  // method
+      put16(h, 0);                  // time
+      put16(h, 0x21);               // date: 1980-01-01
       put32(h, crc32(e.data));
       put32(h, z64 ? 0xFFFFFFFFu : body.size());
       put32(h, z64 ? 0xFFFFFFFFu : size);

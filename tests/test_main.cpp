@@ -1,14 +1,15 @@
 // doctest main: each test binary runs in a fresh temporary directory, kept
 // when a test fails so its files can be looked at.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
-#include <unistd.h>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "skip.hpp"
 
@@ -23,7 +24,9 @@ void skip(const std::string& why) {
   skip_list().push_back(why);
   std::cout << "skipped: " << why << "\n";
 }
-const std::vector<std::string>& skipped() { return skip_list(); }
+const std::vector<std::string>& skipped() {
+  return skip_list();
+}
 }  // namespace aoti_bisect::test
 
 int main(int argc, char** argv) {

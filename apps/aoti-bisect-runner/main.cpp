@@ -7,9 +7,10 @@
 // `--serve-persistent` make it a fork server or a persistent runner
 // (process/process.hpp, docs/runner.md).
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -26,9 +27,10 @@ namespace ts = aoti_bisect::torchside;
 // The symbol an instrumented model (printer level 1) calls around every
 // kernel. Exported from this executable (-rdynamic), it takes precedence over
 // libtorch's definition for the dlopen'ed model (ELF interposition).
-extern "C" __attribute__((visibility("default"))) void aoti_torch_save_tensor_handle(void* self, const char* tensor_name,
-                                                                                 const char* launch_prefix,
-                                                                                 const char* kernel_name) {
+extern "C" __attribute__((visibility("default"))) void aoti_torch_save_tensor_handle(void* self,
+                                                                                     const char* tensor_name,
+                                                                                     const char* launch_prefix,
+                                                                                     const char* kernel_name) {
   ab::torchside::on_probe_call(self, tensor_name, launch_prefix, kernel_name);
 }
 
@@ -67,7 +69,8 @@ void define_options(CLI::App& app, ts::RunnerOptions& opt) {
       ->delimiter(',');
   app.add_option("--save-inputs", opt.save_inputs,
                  "with --samples: write the inputs so cut, in the inputs file's own form (torch.save format)");
-  app.add_option("--model-facts", opt.model_facts, "the model's facts (JSON) as the driver parsed them from its wrapper");
+  app.add_option("--model-facts", opt.model_facts,
+                 "the model's facts (JSON) as the driver parsed them from its wrapper");
 }
 
 int run_once(int argc, char** argv) {
@@ -101,7 +104,8 @@ int run_once(int argc, char** argv) {
   try {
     return ts::run_model(opt, *events);
   } catch (const ab::Error& e) {
-    events->emit(ab::EventKind::fatal, {{"message", e.what()}, {"kind", e.kind() == ab::ErrorKind::cannot_test ? "cannot_test" : "internal"}});
+    events->emit(ab::EventKind::fatal, {{"message", e.what()},
+                                        {"kind", e.kind() == ab::ErrorKind::cannot_test ? "cannot_test" : "internal"}});
     std::fprintf(stderr, "aoti-bisect-runner: error: %s\n", e.what());
     return static_cast<int>(e.kind() == ab::ErrorKind::cannot_test ? ab::RunnerExit::cannot_test
                                                                    : ab::RunnerExit::internal);
@@ -137,8 +141,12 @@ bool prepare(int argc, char** argv, bool persistent) {
   }
 }
 
-bool preload(int argc, char** argv) { return prepare(argc, argv, false); }
-bool preload_persistent(int argc, char** argv) { return prepare(argc, argv, true); }
+bool preload(int argc, char** argv) {
+  return prepare(argc, argv, false);
+}
+bool preload_persistent(int argc, char** argv) {
+  return prepare(argc, argv, true);
+}
 
 }  // namespace
 
@@ -160,4 +168,3 @@ int main(int argc, char** argv) {
   std::fflush(nullptr);
   ::_exit(rc);
 }
-

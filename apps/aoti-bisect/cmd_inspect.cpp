@@ -28,9 +28,9 @@ RunnerLine runner_line(const Package& pkg, const std::string& model, const std::
   RunnerLine out;
   const char* env_runner = std::getenv("AOTI_BISECT_RUNNER");
   const ModelFiles& m = model.empty() ? pkg.models().front() : pkg.select_model(model);
-  PickInputs p = pick_inputs(m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp),
-                             m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json), python,
-                             "--python", false);
+  PickInputs p =
+      pick_inputs(m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp),
+                  m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json), python, "--python", false);
   RunnerPick pick = pick_runner(p, python3_torch);
   std::string state;
   switch (pick.kind) {
@@ -75,7 +75,8 @@ Action add_inspect_command(CLI::App& app) {
     bool json = false;
   };
   auto opts = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Show the models, device key, metadata and kernel call sites of a package");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "Show the models, device key, metadata and kernel call sites of a package");
   cmd->add_option("package", opts->package, "the .pt2 package")->required();
   cmd->add_option("--model", opts->model, "only this model of the package");
   cmd->add_option("--python", opts->python, "a Python whose torch would run the package, as for run");

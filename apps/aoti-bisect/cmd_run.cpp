@@ -1,27 +1,29 @@
-#include <cctype>
-#include <cstdio>
-#include <cstdlib>
 #include <unistd.h>
 
-#include "bisect/bisect.hpp"
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
-#include "config/config.hpp"
+#include "bisect/bisect.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "config/config.hpp"
+#include "inductor/build.hpp"
 #include "job/job.hpp"
-#include "stderr_progress.hpp"
 #include "report/sinks.hpp"
+#include "stderr_progress.hpp"
 
 namespace aoti_bisect::cli {
 
-bool stdout_color() { return ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr; }
+bool stdout_color() {
+  return ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+}
 
 namespace {
 
@@ -96,7 +98,9 @@ CLI::Validator one_of_names(const std::map<std::string, T>& names, const std::st
       "NAME");
 }
 
-std::vector<std::string> backend_names() { return builtin_backends(); }
+std::vector<std::string> backend_names() {
+  return builtin_backends();
+}
 
 // A finite number, > 0 (`positive`) or >= 0; "nan", "inf" and 0 for a
 // timeout are refused with the value named, never replaced by a default.
@@ -152,8 +156,9 @@ void add_common_options(CLI::App* cmd, Opts& o) {
                   "$AOTI_BISECT_PYTHON, else the package's own torch where it is still installed, else python3's. "
                   "A runner against a torch other than this build's is built once and cached");
   cmd->add_option("--reference", r.reference, "expected outputs saved with torch.save; enables the mismatch check");
-  CLI::Option* against_eager = cmd->add_flag("--against-eager", r.against_eager,
-                "without --reference: compare with the exported program run eagerly on the same inputs");
+  CLI::Option* against_eager =
+      cmd->add_flag("--against-eager", r.against_eager,
+                    "without --reference: compare with the exported program run eagerly on the same inputs");
   cmd->add_option("--eager-device", r.eager_device,
                   "where --against-eager runs eager: cpu moves the exported program and the inputs to the CPU (for "
                   "a CUDA package whose device is unusable or suspect; a CPU match is a hint, not a CUDA "
@@ -161,8 +166,10 @@ void add_common_options(CLI::App* cmd, Opts& o) {
       ->check(CLI::IsMember({"cpu"}))
       ->needs(against_eager);
   cmd->add_option("--model", r.model, "model name inside the package (default: the only one)");
-  cmd->add_option("--out", r.out_dir, "directory for report.json, report.md and the runs' files")->capture_default_str();
-  cmd->add_option("--config", r.config, "YAML config: variants, environment, repeats, timeout, tolerance, inductor_configs");
+  cmd->add_option("--out", r.out_dir, "directory for report.json, report.md and the runs' files")
+      ->capture_default_str();
+  cmd->add_option("--config", r.config,
+                  "YAML config: variants, environment, repeats, timeout, tolerance, inductor_configs");
   cmd->add_option("--backend", r.backend, "flag-matrix profile (default: from the package's device key)")
       ->check(CLI::IsMember(backend_names()));
   cmd->add_option("--timeout", r.timeout_s,
@@ -192,9 +199,11 @@ void add_common_options(CLI::App* cmd, Opts& o) {
   cmd->add_option("--inductor-config", o.inductor_configs,
                   "an Inductor config the package was built with, key=value (repeatable), for the instrumented build")
       ->allow_extra_args(false);
-  cmd->add_option("--cache-dir", r.cache_dir, "where instrumented builds are cached (default ~/.cache/aoti-bisect/builds)");
+  cmd->add_option("--cache-dir", r.cache_dir,
+                  "where instrumented builds are cached (default ~/.cache/aoti-bisect/builds)");
   cmd->add_option("--build-timeout", r.build_timeout_s, "seconds the instrumented build may take")
-      ->check(finite_number(true))->capture_default_str();
+      ->check(finite_number(true))
+      ->capture_default_str();
   cmd->add_option("--strategy", r.strategy, strategy_help())->transform(one_of_names(strategy_names(), "strategy"));
   cmd->add_option("--bisect-repeats", r.bisect_repeats,
                   "runs per search step (default 1 when the failure is deterministic, else 3)")
@@ -246,8 +255,9 @@ int run_with(Opts& o, const std::vector<std::string>& argv) {
 Action add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
-      "run", "Run the package in fresh child processes under the flag matrix; when the failure reproduces, bisect "
-             "the kernel call sites and name the first bad one");
+      "run",
+      "Run the package in fresh child processes under the flag matrix; when the failure reproduces, bisect "
+      "the kernel call sites and name the first bad one");
   add_common_options(cmd, *o);
   cmd->add_option("--repeats", o->run.repeats,
                   fmt::format("runs of every matrix variant, over each one's own count (default: from the profile: "
@@ -273,8 +283,9 @@ Action add_bisect_command(CLI::App& app, const std::vector<std::string>& argv) {
   CLI::App* cmd = app.add_subcommand(
       "bisect", "Only the kernel bisection: one baseline run under the given flags (no matrix), then the search");
   add_common_options(cmd, *o);
-  cmd->add_option("--env", o->env, "an environment variable for every run, NAME=VALUE (repeatable), e.g. "
-                                   "CUDA_LAUNCH_BLOCKING=1")
+  cmd->add_option("--env", o->env,
+                  "an environment variable for every run, NAME=VALUE (repeatable), e.g. "
+                  "CUDA_LAUNCH_BLOCKING=1")
       ->allow_extra_args(false);
   o->run.bisect_only = true;
   return [o, argv]() { return run_with(*o, argv); };

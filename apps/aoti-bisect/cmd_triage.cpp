@@ -2,8 +2,8 @@
 // summary (lib/triage).
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void print_progress(const std::string& line) { std::fprintf(stderr, "aoti-bisect: %s\n", redact_paths(line).c_str()); }
+void print_progress(const std::string& line) {
+  std::fprintf(stderr, "aoti-bisect: %s\n", redact_paths(line).c_str());
+}
 
 void print_outputs(const fs::path& dir) {
   std::printf("summary: %s, %s, %s\n", display_path(dir / "summary.md").c_str(),
@@ -96,8 +98,8 @@ std::optional<std::string> check_run_options(const std::vector<std::string>& opt
 // Prints each failure group and the case counts of a (merged) summary.
 void print_groups_and_counts(const Summary& s) {
   for (const auto& g : s.groups) {
-    std::printf("%-9s %s: %zu case%s (%s), %s\n", g.status.empty() ? "failure" : g.status.c_str(),
-                g.signature.c_str(), g.cases.size(), g.cases.size() == 1 ? "" : "s", join(g.cases, ", ").c_str(),
+    std::printf("%-9s %s: %zu case%s (%s), %s\n", g.status.empty() ? "failure" : g.status.c_str(), g.signature.c_str(),
+                g.cases.size(), g.cases.size() == 1 ? "" : "s", join(g.cases, ", ").c_str(),
                 culprit_or_none(g.culprit_call_index, g.culprit_kernel).c_str());
   }
   std::map<std::string, int> states;
@@ -125,16 +127,20 @@ Action add_triage_command(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand(
-      "triage", "Run every case of a YAML manifest (one `run` each, in its own process), group the failures by "
-                "signature, and write DIR/summary.json, summary.md and junit.xml");
-  cmd->add_option("manifest", o->manifest, "YAML: cases: [{name, package, inputs, reference?, exported_program?, "
-                                           "config?, against_eager?, model?}]")->required();
+      "triage",
+      "Run every case of a YAML manifest (one `run` each, in its own process), group the failures by "
+      "signature, and write DIR/summary.json, summary.md and junit.xml");
+  cmd->add_option("manifest", o->manifest,
+                  "YAML: cases: [{name, package, inputs, reference?, exported_program?, "
+                  "config?, against_eager?, model?}]")
+      ->required();
   add_common(cmd, o->common);
   cmd->add_option("--baseline", o->common.baseline,
                   "an earlier night's summary.json: marks each failure group new, known or fixed");
-  cmd->add_option("--shard", o->shard,
-                  "run only shard K of N (0-based, e.g. 2/16): the cases whose name hash mod N is K (docs/triage.md: Shards); "
-                  "merge the shards' folders with triage-merge");
+  cmd->add_option(
+      "--shard", o->shard,
+      "run only shard K of N (0-based, e.g. 2/16): the cases whose name hash mod N is K (docs/triage.md: Shards); "
+      "merge the shards' folders with triage-merge");
   cmd->add_flag("--shard-from-env", o->shard_from_env,
                 "take K and N from the scheduler: SLURM_ARRAY_TASK_ID/_COUNT (Slurm), JOB_COMPLETION_INDEX with "
                 "--shard-count (Kubernetes Indexed Job), else AOTI_BISECT_SHARD_INDEX/_COUNT (e.g. a CI matrix)");
@@ -161,8 +167,8 @@ Action add_triage_command(CLI::App& app) {
     opt.cases = shard ? cases_of_shard(m.cases, *shard) : m.cases;
     if (shard) {
       opt.shard = shard->text();
-      print_progress(fmt::format("shard {}: {} of the manifest's {} cases", opt.shard, opt.cases.size(),
-                                 m.cases.size()));
+      print_progress(
+          fmt::format("shard {}: {} of the manifest's {} cases", opt.shard, opt.cases.size(), m.cases.size()));
     }
     Summary s = run_triage(opt, print_progress);
     print_groups_and_counts(s);
@@ -178,9 +184,10 @@ Action add_triage_merge_command(CLI::App& app) {
     std::string baseline;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* cmd = app.add_subcommand(
-      "triage-merge", "Merge the summaries of the shards of one manifest (each `triage --shard K/N` folder) into "
-                      "one summary.json, summary.md and junit.xml; the exit code follows triage's");
+  CLI::App* cmd =
+      app.add_subcommand("triage-merge",
+                         "Merge the summaries of the shards of one manifest (each `triage --shard K/N` folder) into "
+                         "one summary.json, summary.md and junit.xml; the exit code follows triage's");
   cmd->add_option("dirs", o->dirs, "each shard's --out folder")->required();
   cmd->add_option("--out", o->out, "folder for the merged summary.json, summary.md and junit.xml")
       ->capture_default_str();
@@ -218,9 +225,10 @@ Action add_verify_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   o->common.out = "aoti-bisect-verify";
   CLI::App* cmd = app.add_subcommand(
-      "verify", "Check a fix: run the package on the failing inputs and on neighbouring input sets under the same "
-                "flag matrix; say per input whether an earlier failure still reproduces (exit 0 only when none "
-                "fails)");
+      "verify",
+      "Check a fix: run the package on the failing inputs and on neighbouring input sets under the same "
+      "flag matrix; say per input whether an earlier failure still reproduces (exit 0 only when none "
+      "fails)");
   cmd->add_option("package", o->package, "the fixed .pt2 package (or give --manifest)");
   cmd->add_option("--inputs", o->inputs, "an inputs file (repeatable): the failing one and its neighbours")
       ->allow_extra_args(false);
@@ -235,8 +243,7 @@ Action add_verify_command(CLI::App& app) {
                   "a shared library that registers the model's custom operators, as for run (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--manifest", o->manifest, "cases from a triage manifest instead of PACKAGE and --inputs");
-  cmd->add_option("--signature", o->signatures, "an earlier failure's signature (repeatable)")
-      ->allow_extra_args(false);
+  cmd->add_option("--signature", o->signatures, "an earlier failure's signature (repeatable)")->allow_extra_args(false);
   cmd->add_option("--baseline", o->common.baseline,
                   "the earlier failures: a triage summary.json or the failing run's report.json");
   add_common(cmd, o->common);
@@ -305,8 +312,9 @@ Action add_verify_command(CLI::App& app) {
     }
     Summary s = run_triage(opt, print_progress, [&](Summary& sum) { judge_verify(sum, earlier); });
     for (const auto& c : s.cases) {
-      std::string detail = c.signature.empty() ? (c.error.empty() ? c.verdict : c.verdict + ": " + c.error)
-                                               : c.signature + ", " + culprit_or_none(c.culprit_call_index, c.culprit_kernel);
+      std::string detail = c.signature.empty()
+                               ? (c.error.empty() ? c.verdict : c.verdict + ": " + c.error)
+                               : c.signature + ", " + culprit_or_none(c.culprit_call_index, c.culprit_kernel);
       std::printf("%-15s %s (%s)\n", c.verify.c_str(), redact_paths(inputs_of[c.name]).c_str(), detail.c_str());
     }
     print_outputs(opt.out_dir);

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   bool git_bisect = false;
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--exit-codes=git-bisect" || (args[i] == "--exit-codes" && i + 1 < args.size() && args[i + 1] == "git-bisect")) {
+    if (args[i] == "--exit-codes=git-bisect" ||
+        (args[i] == "--exit-codes" && i + 1 < args.size() && args[i + 1] == "git-bisect")) {
       git_bisect = true;
     }
   }
@@ -49,16 +50,14 @@ int main(int argc, char** argv) {
   CLI::App app{"aoti-bisect: finds the first kernel of an AOTInductor package that crashes or produces bad values"};
   app.set_version_flag("--version", std::string("aoti-bisect ") + AOTI_BISECT_VERSION);
   app.require_subcommand(1);
-  app.footer("The manual: docs/ beside this tool's sources (docs/run.md: run and its options; docs/reports.md: the "
-             "reports and exit codes; docs/triage.md; docs/configs.md), and README.md.");
+  app.footer(
+      "The manual: docs/ beside this tool's sources (docs/run.md: run and its options; docs/reports.md: the "
+      "reports and exit codes; docs/triage.md; docs/configs.md), and README.md.");
   // The subcommands, one table: the source of --help and of dispatch.
   std::vector<std::pair<std::string, ab::cli::Action>> commands = {
-      {"run", ab::cli::add_run_command(app, args)},
-      {"bisect", ab::cli::add_bisect_command(app, args)},
-      {"build", ab::cli::add_build_command(app)},
-      {"inspect", ab::cli::add_inspect_command(app)},
-      {"triage", ab::cli::add_triage_command(app)},
-      {"triage-merge", ab::cli::add_triage_merge_command(app)},
+      {"run", ab::cli::add_run_command(app, args)}, {"bisect", ab::cli::add_bisect_command(app, args)},
+      {"build", ab::cli::add_build_command(app)},   {"inspect", ab::cli::add_inspect_command(app)},
+      {"triage", ab::cli::add_triage_command(app)}, {"triage-merge", ab::cli::add_triage_merge_command(app)},
       {"verify", ab::cli::add_verify_command(app)},
   };
   // An unknown word where the subcommand goes: name it and the known ones.
@@ -89,7 +88,8 @@ int main(int argc, char** argv) {
     }
     // The subcommand's own help, where one was named: its options are there.
     std::string help = "aoti-bisect --help";
-    if (args.size() > 1 && std::any_of(commands.begin(), commands.end(), [&](const auto& c) { return c.first == args[1]; })) {
+    if (args.size() > 1 &&
+        std::any_of(commands.begin(), commands.end(), [&](const auto& c) { return c.first == args[1]; })) {
       help = "aoti-bisect " + args[1] + " --help";
     }
     std::fprintf(stderr, "aoti-bisect: error: %s; see '%s'\n", msg.c_str(), help.c_str());

@@ -1,10 +1,11 @@
 #include "stderr_progress.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -16,7 +17,9 @@ StderrProgress::StderrProgress() {
   m_color = m_smart && std::getenv("NO_COLOR") == nullptr;
 }
 
-StderrProgress::~StderrProgress() { finish(); }
+StderrProgress::~StderrProgress() {
+  finish();
+}
 
 void StderrProgress::finish() {
   if (m_dirty) {
@@ -68,7 +71,9 @@ void StderrProgress::run_finished(const std::string& id, OutcomeKind kind, const
   line(fmt::format("  [{}] {:<24} {:<14} {} ({:.1f} s)", n, id, name, exit, seconds), false);
 }
 
-void StderrProgress::note(const std::string& text) { line("aoti-bisect: " + text, false); }
+void StderrProgress::note(const std::string& text) {
+  line("aoti-bisect: " + text, false);
+}
 
 // A terminal redraws the line for every batch; a log gets one every 10 s.
 void StderrProgress::batch(const std::string& run_id, int index, int of, const std::string& file) {

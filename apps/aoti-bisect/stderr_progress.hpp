@@ -26,9 +26,9 @@ class StderrProgress : public Progress {
   bool m_smart = false;
   bool m_color = false;
   bool m_dirty = false;
-  int m_started = 0;                    // runs started so far: the next one's number
-  std::map<std::string, int> m_numbers; // run id -> its number
-  double m_last_batch_line = -1e9;  // when a plain stderr last got a batch line
+  int m_started = 0;                     // runs started so far: the next one's number
+  std::map<std::string, int> m_numbers;  // run id -> its number
+  double m_last_batch_line = -1e9;       // when a plain stderr last got a batch line
 };
 
 }  // namespace aoti_bisect::cli

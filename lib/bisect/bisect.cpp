@@ -47,12 +47,12 @@ std::optional<std::string> broken_exact(const Probe& p, int lo, int hi) {
     return std::nullopt;
   }
   if (*p.exact < lo || *p.exact > hi) {
-    return fmt::format("the oracle named site {} as the first bad one, outside the tested range [{}, {}]",
-                       *p.exact, lo, hi);
+    return fmt::format("the oracle named site {} as the first bad one, outside the tested range [{}, {}]", *p.exact, lo,
+                       hi);
   }
   if (p.verdict == StepVerdict::clean) {
-    return fmt::format("the oracle named site {} as the first bad one but called the range [{}, {}] clean",
-                       *p.exact, lo, hi);
+    return fmt::format("the oracle named site {} as the first bad one but called the range [{}, {}] clean", *p.exact,
+                       lo, hi);
   }
   return std::nullopt;
 }
@@ -73,19 +73,14 @@ class Search {
     }
     m_result.steps.push_back(SearchStep{lo, hi, std::string(purpose), p});
     switch (p.verdict) {
-      case StepVerdict::reproduces:
-        m_names_exact = p.exact.has_value();
-        return Answer{true, p.exact};
-      case StepVerdict::clean:
-        return Answer{false, std::nullopt};
+      case StepVerdict::reproduces: m_names_exact = p.exact.has_value(); return Answer{true, p.exact};
+      case StepVerdict::clean: return Answer{false, std::nullopt};
       case StepVerdict::inconclusive:
-        stop(Status::inconclusive,
-             !p.note.empty() ? p.note
-                             : fmt::format("the runs on [{}, {}] disagreed: {} of {} agreed", lo, hi,
-                                           p.agreeing, p.runs));
+        stop(Status::inconclusive, !p.note.empty() ? p.note
+                                                   : fmt::format("the runs on [{}, {}] disagreed: {} of {} agreed", lo,
+                                                                 hi, p.agreeing, p.runs));
         return std::nullopt;
-      case StepVerdict::error:
-        break;
+      case StepVerdict::error: break;
     }
     stop(Status::error, !p.note.empty() ? p.note : fmt::format("the range [{}, {}] could not be tested", lo, hi));
     return std::nullopt;
@@ -226,14 +221,10 @@ class Search {
 
 std::string_view step_verdict_name(StepVerdict v) {
   switch (v) {
-    case StepVerdict::reproduces:
-      return "reproduces";
-    case StepVerdict::clean:
-      return "clean";
-    case StepVerdict::inconclusive:
-      return "inconclusive";
-    case StepVerdict::error:
-      return "error";
+    case StepVerdict::reproduces: return "reproduces";
+    case StepVerdict::clean: return "clean";
+    case StepVerdict::inconclusive: return "inconclusive";
+    case StepVerdict::error: return "error";
   }
   return "error";
 }
@@ -278,14 +269,10 @@ const std::vector<Strategy>& all_strategies() {
 
 std::string_view search_status_name(SearchResult::Status s) {
   switch (s) {
-    case Status::found:
-      return "found";
-    case Status::not_found:
-      return "not_found";
-    case Status::inconclusive:
-      return "inconclusive";
-    case Status::error:
-      return "error";
+    case Status::found: return "found";
+    case Status::not_found: return "not_found";
+    case Status::inconclusive: return "inconclusive";
+    case Status::error: return "error";
   }
   return "error";
 }
@@ -314,13 +301,10 @@ int planned_oracle_calls(int n, Strategy strategy) {
     return 1;
   }
   switch (strategy) {
-    case Strategy::linear:
-      return n;
+    case Strategy::linear: return n;
     case Strategy::all:
-    case Strategy::automatic:
-      return 1 + ceil_log2(n) + 2;
-    case Strategy::bisect:
-      break;
+    case Strategy::automatic: return 1 + ceil_log2(n) + 2;
+    case Strategy::bisect: break;
   }
   return ceil_log2(n) + 2;
 }

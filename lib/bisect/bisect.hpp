@@ -50,12 +50,12 @@ struct SearchStep {
 struct SearchResult {
   enum class Status { found, not_found, inconclusive, error };
   Status status = Status::not_found;
-  std::optional<int> first;      // the first bad site (found)
-  bool confirmed = true;         // false: `first` is found but unconfirmed (automatic): the caller's next run must
-                                 // show it again before it is trusted
-  std::vector<SearchStep> steps; // every oracle call, in order
-  int runs = 0;                  // sum of probe.runs
-  std::string message;           // why, for inconclusive / error / not_found
+  std::optional<int> first;       // the first bad site (found)
+  bool confirmed = true;          // false: `first` is found but unconfirmed (automatic): the caller's next run must
+                                  // show it again before it is trusted
+  std::vector<SearchStep> steps;  // every oracle call, in order
+  int runs = 0;                   // sum of probe.runs
+  std::string message;            // why, for inconclusive / error / not_found
 };
 std::string_view search_status_name(SearchResult::Status s);
 

@@ -25,10 +25,8 @@ bool per_batch(EventKind k) {
     case EventKind::outputs:
     case EventKind::comparison:
     case EventKind::error:
-    case EventKind::batch_end:
-      return true;
-    default:
-      return false;
+    case EventKind::batch_end: return true;
+    default: return false;
   }
 }
 
@@ -44,7 +42,9 @@ bool is_integer_dtype(const std::string& dtype) {
   return dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0;
 }
 
-std::string number(double v) { return fmt::format("{}", static_cast<long long>(std::llround(v))); }
+std::string number(double v) {
+  return fmt::format("{}", static_cast<long long>(std::llround(v)));
+}
 
 // The values of input `i` the passing batches show, as one phrase.
 template <class Get>
@@ -121,8 +121,7 @@ Events last_batch_view(const Events& events) {
   return out;
 }
 
-void classify_batches(std::vector<BatchRun>& runs, const Events& events,
-                      const Classification& last) {
+void classify_batches(std::vector<BatchRun>& runs, const Events& events, const Classification& last) {
   for (size_t r = 0; r < runs.size(); ++r) {
     BatchRun& b = runs[r];
     if (r + 1 == runs.size()) {
@@ -204,8 +203,8 @@ std::vector<std::string> distinguishing_facts(const BatchRun& failing, const std
       return p == nullptr || p->nonfinite() == 0;
     });
     if (s.nonfinite() > 0 && clean_elsewhere) {
-      facts.push_back(fmt::format("{}: input {} holds {} NaN and {} Inf; {} hold none", name, i,
-                                  s.nan_count, s.inf_count, others));
+      facts.push_back(
+          fmt::format("{}: input {} holds {} NaN and {} Inf; {} hold none", name, i, s.nan_count, s.inf_count, others));
     }
     if (!is_integer_dtype(t.dtype) || !s.min || !s.max) {
       continue;

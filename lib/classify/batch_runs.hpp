@@ -19,14 +19,14 @@ namespace aoti_bisect {
 
 struct BatchRun {
   int index = 0;
-  std::string file;                     // as the runner was given it
-  bool returned = false;                // its batch_end came: the model returned
-  bool nonfinite = false;               // ... with NaN/Inf in its outputs
-  bool error = false;                   // it raised (--keep-going: the loop went on)
-  std::vector<TensorInfo> inputs;       // what its file held, bound
+  std::string file;                // as the runner was given it
+  bool returned = false;           // its batch_end came: the model returned
+  bool nonfinite = false;          // ... with NaN/Inf in its outputs
+  bool error = false;              // it raised (--keep-going: the loop went on)
+  std::vector<TensorInfo> inputs;  // what its file held, bound
   std::vector<TensorStats> input_stats;
-  std::string problem;                  // why it does not fit the model, if it does not
-  OutcomeKind kind = OutcomeKind::ok;   // what it showed (classify_batches)
+  std::string problem;                 // why it does not fit the model, if it does not
+  OutcomeKind kind = OutcomeKind::ok;  // what it showed (classify_batches)
   std::string first_line;
 };
 
@@ -41,8 +41,7 @@ Events last_batch_view(const Events& events);
 
 // Sets each batch's kind and first line: the last batch's from the whole
 // run's classification (`last`), the others' from their own events.
-void classify_batches(std::vector<BatchRun>& runs, const Events& events,
-                      const Classification& last);
+void classify_batches(std::vector<BatchRun>& runs, const Events& events, const Classification& last);
 
 // What the failing batch has that none of the passing ones has, one fact a
 // line, naming the batch by `name` and inputs by position:

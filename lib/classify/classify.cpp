@@ -1,13 +1,13 @@
 #include "classify/classify.hpp"
-#include "common/text.hpp"
 
-#include <map>
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "common/text.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
 
@@ -184,13 +184,17 @@ void classify_finished(Classification& c) {
 
 // 126: found but cannot be executed; 127: not found, or the dynamic loader
 // could not load a library or bind a symbol.
-bool is_loader_exit(int code) { return code == 126 || code == 127; }
+bool is_loader_exit(int code) {
+  return code == 126 || code == 127;
+}
 
 std::string last_event_name(const Events& events) {
   return events.empty() ? std::string("none") : events.back().value("event", std::string("?"));
 }
 
-std::string with_line(const std::string& line) { return line.empty() ? "" : ": " + line; }
+std::string with_line(const std::string& line) {
+  return line.empty() ? "" : ": " + line;
+}
 
 // ", inside call site 5 (cpp_fused_log_2)": the launch that began last and
 // did not end; "" when the probes show none.
@@ -268,7 +272,8 @@ Classification classify_run(const ExitStatus& status, const Events& events) {
   switch (status.how) {
     case ExitStatus::How::timed_out:
       c.kind = OutcomeKind::timeout;
-      c.first_line = status.describe() + (find_event(EventKind::run_begin) ? "" : ", before the model ran (its start and load)");
+      c.first_line =
+          status.describe() + (find_event(EventKind::run_begin) ? "" : ", before the model ran (its start and load)");
       c.stopped_at = status.stopped_at;
       return c;
     case ExitStatus::How::interrupted:
@@ -362,8 +367,8 @@ Classification classify_run(const ExitStatus& status, const Events& events) {
     std::string line = first_error_line(status.stderr_tail);
     auto kind = kind_from_error_text(line);
     if (!find_event(EventKind::run_begin) || !kind) {
-      c.internal = fmt::format("the runner ended without its closing events ({}, last event '{}'){}",
-                               status.describe(), last_event_name(events), with_line(line));
+      c.internal = fmt::format("the runner ended without its closing events ({}, last event '{}'){}", status.describe(),
+                               last_event_name(events), with_line(line));
       return c;
     }
     c.kind = *kind;
@@ -381,9 +386,7 @@ Classification classify_run(const ExitStatus& status, const Events& events) {
 // "input1 holds 1 NaN and 0 Inf (first at [2, 5])", for each input that holds any.
 std::string mismatch_line(const Comparison& c) {
   // A runner that does not count them: the note says whether any differ.
-  int64_t nonfinite = c.nonfinite_mismatched >= 0 ? c.nonfinite_mismatched
-                      : c.note.empty()           ? 0
-                                                 : -1;
+  int64_t nonfinite = c.nonfinite_mismatched >= 0 ? c.nonfinite_mismatched : c.note.empty() ? 0 : -1;
   std::string head = fmt::format("{} of {} output values outside tolerance", c.mismatched, c.total);
   std::string figures = fmt::format("max abs error {:.6g}, max rel error {:.6g}, atol {:g}, rtol {:g}", c.max_abs_error,
                                     c.max_rel_error, c.atol, c.rtol);
@@ -409,10 +412,9 @@ std::string bad_inputs_text(const std::vector<TensorStats>& inputs) {
   std::vector<std::string> parts;
   for (const auto& s : inputs) {
     if (s.nonfinite() > 0) {
-      parts.push_back(fmt::format("{} holds {} NaN and {} Inf{}", s.name, s.nan_count, s.inf_count,
-                                  s.first_nonfinite.empty()
-                                      ? ""
-                                      : fmt::format(" (first at [{}])", fmt::join(s.first_nonfinite, ", "))));
+      parts.push_back(fmt::format(
+          "{} holds {} NaN and {} Inf{}", s.name, s.nan_count, s.inf_count,
+          s.first_nonfinite.empty() ? "" : fmt::format(" (first at [{}])", fmt::join(s.first_nonfinite, ", "))));
     }
   }
   return fmt::format("{}", fmt::join(parts, "; "));

@@ -17,17 +17,17 @@ namespace aoti_bisect {
 
 struct Classification {
   OutcomeKind kind = OutcomeKind::error;
-  std::string first_line;                  // the most useful error line, "" when ok
+  std::string first_line;  // the most useful error line, "" when ok
   std::optional<int> signal;
-  std::vector<TensorInfo> inputs;          // from the "inputs" event
-  std::string binding_form;                // how the file was bound (package/call_spec.hpp InputBinding::form)
+  std::vector<TensorInfo> inputs;  // from the "inputs" event
+  std::string binding_form;        // how the file was bound (package/call_spec.hpp InputBinding::form)
   bool by_call_spec = false;
-  std::vector<std::string> inputs_changed; // what the runner did to them (moved to the device, copied into a layout)
+  std::vector<std::string> inputs_changed;  // what the runner did to them (moved to the device, copied into a layout)
   // Dynamic dimensions outside the range the package was compiled for, run
   // as given (the package's own input checks are off by default).
   std::vector<std::string> inputs_outside_range;
   std::vector<TensorStats> input_stats;
-  std::vector<TensorStats> outputs;        // from the "outputs" event
+  std::vector<TensorStats> outputs;  // from the "outputs" event
   std::optional<Comparison> comparison;
   // A call of the model ran past --timeout (the runner's own limit, event
   // "time_limit"): the limit, and when it stopped on the steady clock.
@@ -59,7 +59,6 @@ Classification classify_run(const ExitStatus& status, const Events& events);
 // tolerance: all 20 where the reference holds NaN/Inf and the outputs are
 // finite").
 std::string mismatch_line(const Comparison& c);
-
 
 // "input1 holds 1 NaN and 0 Inf (first at [2, 5])" for each input that holds
 // NaN/Inf, joined with "; "; "" when none does.

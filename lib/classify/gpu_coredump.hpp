@@ -20,14 +20,14 @@
 namespace aoti_bisect {
 
 struct GpuCoreDump {
-  std::string file;        // the core file, as the driver named it
-  std::string exception;   // "Warp Illegal Address" (cuda-gdb) or "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"
-  std::string pc;          // "0x7f31abb9f6d0"
-  std::string kernel;      // "triton_poi_fused_index_0" (cuda-gdb only; arguments dropped)
-  std::string grid;        // cuda-gdb's grid number of the launch
-  std::string block;       // "(0,0,0)", the faulting block
-  std::string thread;      // "(0,0,0)", the faulting thread
-  std::string launch;      // "<<<(1,1,1),(256,1,1)>>>", the launch's grid and block dimensions
+  std::string file;       // the core file, as the driver named it
+  std::string exception;  // "Warp Illegal Address" (cuda-gdb) or "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"
+  std::string pc;         // "0x7f31abb9f6d0"
+  std::string kernel;     // "triton_poi_fused_index_0" (cuda-gdb only; arguments dropped)
+  std::string grid;       // cuda-gdb's grid number of the launch
+  std::string block;      // "(0,0,0)", the faulting block
+  std::string thread;     // "(0,0,0)", the faulting thread
+  std::string launch;     // "<<<(1,1,1),(256,1,1)>>>", the launch's grid and block dimensions
   std::optional<int> device;
   std::optional<int> sm;
   bool read_by_debugger = false;  // cuda-gdb read the file (else the progress lines alone)

@@ -82,7 +82,8 @@ std::string describe_address(uint64_t address, const std::vector<BufferExtent>& 
 }
 
 std::string memcheck_command(const std::string& sanitizer, const std::string& kernel, bool filter_to_kernel) {
-  std::string cmd = sanitizer + " --tool memcheck --padding 32 --error-exitcode 86 --print-limit 10 --log-file /dev/stderr";
+  std::string cmd =
+      sanitizer + " --tool memcheck --padding 32 --error-exitcode 86 --print-limit 10 --log-file /dev/stderr";
   if (filter_to_kernel && !kernel.empty()) {
     cmd += " --kernel-name kns=" + kernel;
   }

@@ -16,10 +16,10 @@
 namespace aoti_bisect {
 
 struct SanitizerError {
-  std::string what;        // "Invalid __global__ write of size 4 bytes"
-  std::string kernel;      // "triton_poi_fused_index_0" (the offset dropped)
-  std::string thread;      // "(64,0,0)"
-  std::string block;       // "(12,0,0)"
+  std::string what;    // "Invalid __global__ write of size 4 bytes"
+  std::string kernel;  // "triton_poi_fused_index_0" (the offset dropped)
+  std::string thread;  // "(64,0,0)"
+  std::string block;   // "(12,0,0)"
   std::optional<uint64_t> address;
   std::string address_note;  // the sanitizer's own lines about the address ("is out of bounds; and is 12 bytes ...")
 };
@@ -29,11 +29,11 @@ std::vector<SanitizerError> parse_sanitizer_errors(std::string_view text, size_t
 
 // A buffer the culprit touched, as its probes saw it: its allocation.
 struct BufferExtent {
-  std::string name;        // "buf7"
-  std::string dtype;       // "float32"
+  std::string name;   // "buf7"
+  std::string dtype;  // "float32"
   std::vector<int64_t> shape;
-  uint64_t address = 0;    // the storage's first byte
-  uint64_t bytes = 0;      // the storage's size
+  uint64_t address = 0;  // the storage's first byte
+  uint64_t bytes = 0;    // the storage's size
 };
 
 // "12 bytes past the end of buf7 (float32 [8, 32], 1024 bytes)", "inside

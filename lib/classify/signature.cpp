@@ -9,9 +9,13 @@
 namespace aoti_bisect {
 namespace {
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
 using cpp_text::is_ident_char;
-bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 // "buf12" -> "buf#", "arg4_1" -> "arg#", "x0" -> "x#", "int64_t" unchanged:
 // the digits (and '_' digits groups) that end an identifier.
@@ -96,7 +100,9 @@ std::string drop_comments_and_directives(const std::string& text) {
   return out;
 }
 
-std::string hash12(const std::string& text) { return sha256_hex(text).substr(0, 12); }
+std::string hash12(const std::string& text) {
+  return sha256_hex(text).substr(0, 12);
+}
 
 std::string flags_text(const std::map<std::string, std::string>& flags) {
   std::string out;
@@ -189,8 +195,8 @@ std::string normalize_error_line(const std::string& line) {
     char c = text[i];
     // Absolute paths and "~/" paths, whatever redaction left: one token.
     if ((c == '/' || (c == '~' && i + 1 < text.size() && text[i + 1] == '/')) &&
-        (i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '\'' ||
-         text[i - 1] == '"' || text[i - 1] == '(')) {
+        (i == 0 || std::isspace(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '\'' || text[i - 1] == '"' ||
+         text[i - 1] == '(')) {
       size_t j = i;
       while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j])) && text[j] != '\'' &&
              text[j] != '"' && text[j] != ')' && text[j] != ':' && text[j] != ',') {

@@ -37,11 +37,11 @@ std::string normalize_kernel_source(const std::string& source);
 std::string normalize_error_line(const std::string& line);
 
 struct SignatureInput {
-  std::string kind;                        // outcome name: "crash", "nonfinite", ...
-  std::string kernel;                      // the culprit's kernel; "" when nothing was isolated
-  std::string kernel_source;               // its definition; "" when unknown
+  std::string kind;                          // outcome name: "crash", "nonfinite", ...
+  std::string kernel;                        // the culprit's kernel; "" when nothing was isolated
+  std::string kernel_source;                 // its definition; "" when unknown
   std::map<std::string, std::string> flags;  // the reproducing variant's variables
-  std::string first_line;                  // used when nothing was isolated
+  std::string first_line;                    // used when nothing was isolated
 };
 
 std::string failure_signature(const SignatureInput& in);

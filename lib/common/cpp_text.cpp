@@ -5,7 +5,9 @@
 
 namespace aoti_bisect::cpp_text {
 
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 std::string ident_at(std::string_view s, size_t pos) {
   size_t end = pos;

@@ -10,13 +10,13 @@ namespace aoti_bisect {
 
 // The exit-code contract (README.md "Exit codes", design.md "Contracts").
 enum class ExitCode : int {
-  clean = 0,         // no failure reproduced
-  isolated = 1,      // failure reproduced and isolated
-  usage = 2,         // usage or config error
-  not_isolated = 3,  // failure reproduced, not isolated
-  cannot_test = 4,   // unreadable package, inputs or reference; inputs that do not fit
-  internal = 5,      // internal error
-  interrupted = 130, // Ctrl-C; the partial report is written
+  clean = 0,          // no failure reproduced
+  isolated = 1,       // failure reproduced and isolated
+  usage = 2,          // usage or config error
+  not_isolated = 3,   // failure reproduced, not isolated
+  cannot_test = 4,    // unreadable package, inputs or reference; inputs that do not fit
+  internal = 5,       // internal error
+  interrupted = 130,  // Ctrl-C; the partial report is written
 };
 
 enum class ErrorKind {
@@ -28,8 +28,7 @@ enum class ErrorKind {
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), m_kind(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), m_kind(kind) {}
   ErrorKind kind() const { return m_kind; }
 
  private:

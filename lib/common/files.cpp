@@ -1,27 +1,28 @@
 #include "common/files.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <vector>
-#include <optional>
-#include <map>
-#include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <cstdint>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "common/text.hpp"
 #include "common/sha256.hpp"
+#include "common/text.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -90,7 +91,6 @@ std::string home_dir() {
 }
 
 }  // namespace
-
 
 std::string sha256_hex(const std::string& bytes) {
   Sha256 h;

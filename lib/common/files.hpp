@@ -49,7 +49,6 @@ std::string display_path(const std::filesystem::path& path,
 
 // Replaces every occurrence of the home directory and of `cwd` in free text
 // (error lines, command lines) by "~" and ".".
-std::string redact_paths(std::string text,
-                         const std::filesystem::path& cwd = std::filesystem::current_path());
+std::string redact_paths(std::string text, const std::filesystem::path& cwd = std::filesystem::current_path());
 
 }  // namespace aoti_bisect

@@ -26,7 +26,9 @@ alignas(16) constexpr uint32_t k_round[64] = {
 constexpr std::array<uint32_t, 8> k_initial = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 
-inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+inline uint32_t rotr(uint32_t x, int n) {
+  return (x >> n) | (x << (32 - n));
+}
 
 void blocks_portable(uint32_t* s, const uint8_t* p, size_t count) {
   for (; count > 0; --count, p += 64) {
@@ -86,10 +88,10 @@ __attribute__((target("sha,sse4.1,ssse3"))) void blocks_sha_ni(uint32_t* s, cons
   const __m128i mask = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
   __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&s[0]));
   __m128i state1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&s[4]));
-  tmp = _mm_shuffle_epi32(tmp, 0xB1);           // CDAB
-  state1 = _mm_shuffle_epi32(state1, 0x1B);     // EFGH
+  tmp = _mm_shuffle_epi32(tmp, 0xB1);                // CDAB
+  state1 = _mm_shuffle_epi32(state1, 0x1B);          // EFGH
   __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
-  state1 = _mm_blend_epi16(state1, tmp, 0xF0);  // CDGH
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
   for (; count > 0; --count, p += 64) {
     const __m128i abef = state0, cdgh = state1;
     __m128i w[4];
@@ -126,8 +128,12 @@ __attribute__((target("sha,sse4.1,ssse3"))) void blocks_sha_ni(uint32_t* s, cons
 
 #else
 
-bool cpu_has_sha_ni() { return false; }
-void blocks_sha_ni(uint32_t* s, const uint8_t* p, size_t count) { blocks_portable(s, p, count); }
+bool cpu_has_sha_ni() {
+  return false;
+}
+void blocks_sha_ni(uint32_t* s, const uint8_t* p, size_t count) {
+  blocks_portable(s, p, count);
+}
 
 #endif
 

@@ -11,8 +11,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.hpp"
-#include "common/text.hpp"
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "config/yaml_read.hpp"
 
 namespace aoti_bisect {
@@ -21,16 +21,14 @@ namespace {
 using namespace yaml_read;
 
 bool is_name(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
 bool is_env_name(std::string_view s) {
   auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
-  return !s.empty() && alpha(s[0]) && std::all_of(s.begin(), s.end(), [&](char c) {
-    return alpha(c) || (c >= '0' && c <= '9');
-  });
+  return !s.empty() && alpha(s[0]) &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
 
 // A YAML scalar as the JSON value Inductor's config expects: true/false,
@@ -77,7 +75,6 @@ nlohmann::json inductor_configs_of(const Field& f) {
   return out;
 }
 
-
 std::map<std::string, std::string> env_of(const Field& f) {
   std::map<std::string, std::string> env;
   for_each_pair(f.source, f.node, &f, "'env'", [&](const YAML::Node& key, const YAML::Node& value) {
@@ -116,15 +113,14 @@ RunWhen run_when_of(const Field& f) {
 }
 
 const std::vector<std::string>& contrast_names() {
-  static const std::vector<std::string> names = {"refuses_inputs", "passes_with", "fails_with", "more_reliable",
-                                                 "outputs_change", "stable_with"};
+  static const std::vector<std::string> names = {"refuses_inputs", "passes_with",    "fails_with",
+                                                 "more_reliable",  "outputs_change", "stable_with"};
   return names;
 }
 
 // A finding's sentence may name only the placeholders the reading fills in.
 std::string says_of(const Field& f) {
-  static const std::set<std::string> known = {"k", "n", "base_k", "base_n", "changed", "line", "env",
-                                              "base_outputs"};
+  static const std::set<std::string> known = {"k", "n", "base_k", "base_n", "changed", "line", "env", "base_outputs"};
   std::string text = string_of(f);
   for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
     size_t close = text.find('}', open);
@@ -219,18 +215,17 @@ const std::vector<KeyRule<Tolerance>>& tolerance_keys() {
 }
 
 bool known_dtype(const std::string& name) {
-  static const std::set<std::string> names = {"default", "float64", "float32", "float16", "bfloat16",
-                                              "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-                                              "int8", "uint8", "int16", "int32", "int64", "bool", "complex64",
-                                              "complex128"};
+  static const std::set<std::string> names = {
+      "default",         "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+      "float8_e5m2fnuz", "int8",    "uint8",   "int16",   "int32",    "int64",         "bool",        "complex64",
+      "complex128"};
   return names.count(name) > 0;
 }
 
 // `tolerances:` (profiles) and `tolerance:` (user configs): a map of dtype
 // names to {atol, rtol}; a user config may also give atol/rtol directly,
 // for every dtype.
-void read_tolerances(const Field& f, ToleranceTable& table, std::optional<double>* atol,
-                     std::optional<double>* rtol) {
+void read_tolerances(const Field& f, ToleranceTable& table, std::optional<double>* atol, std::optional<double>* rtol) {
   for_each_pair(f.source, f.node, &f, fmt::format("'{}'", f.key), [&](const YAML::Node& key, const YAML::Node& value) {
     const std::string& name = key.Scalar();
     Field item{f.source, name, key, value};
@@ -293,7 +288,6 @@ const std::vector<KeyRule<Profile>>& profile_keys() {
   return rules;
 }
 
-
 }  // namespace
 
 std::string_view run_when_name(RunWhen when) {
@@ -353,8 +347,8 @@ Profile builtin_profile(const std::string& backend) {
       return parse_profile(std::string(p.yaml), fmt::format("configs/{}.yaml", backend));
     }
   }
-  throw Error(ErrorKind::usage, fmt::format("unknown backend '{}' (known backends: {})", backend,
-                                            fmt::join(builtin_backends(), ", ")));
+  throw Error(ErrorKind::usage,
+              fmt::format("unknown backend '{}' (known backends: {})", backend, fmt::join(builtin_backends(), ", ")));
 }
 
 }  // namespace aoti_bisect

@@ -20,19 +20,19 @@ namespace aoti_bisect {
 // runs of the baseline's own environment (the baseline and `repeat`)
 // disagree.
 enum class RunWhen {
-  always,   // with every matrix
-  failure,  // the baseline failed (any failure of the model)
-  fault,    // the baseline crashed (on a GPU also: an error or a device-side assert)
-  flaky,    // the baseline environment's runs disagree (outcomes, or outputs)
+  always,            // with every matrix
+  failure,           // the baseline failed (any failure of the model)
+  fault,             // the baseline crashed (on a GPU also: an error or a device-side assert)
+  flaky,             // the baseline environment's runs disagree (outcomes, or outputs)
   failure_or_flaky,  // either: a variant that can tell something of both (one thread)
 };
 std::string_view run_when_name(RunWhen when);
 
 struct Variant {
-  std::string name;                         // [a-z0-9_]+, unique in a matrix
-  std::map<std::string, std::string> env;   // set on top of the base environment
-  std::optional<int> repeats;               // overrides the matrix default
-  std::string description;                  // one line for people
+  std::string name;                        // [a-z0-9_]+, unique in a matrix
+  std::map<std::string, std::string> env;  // set on top of the base environment
+  std::optional<int> repeats;              // overrides the matrix default
+  std::string description;                 // one line for people
   // Makes a fault show where it happens (guard pages): runs only when the
   // baseline crashed, and the search prefers it when it reproduces as often
   // as the best variant.
@@ -40,7 +40,7 @@ struct Variant {
   // When it runs; a variant that localizes faults runs on a fault unless
   // its `when` says otherwise.
   RunWhen when = RunWhen::always;
-  int line = 0;    // where its name is in the config file, 1-based; 0 for a built-in profile's
+  int line = 0;  // where its name is in the config file, 1-based; 0 for a built-in profile's
   int column = 0;
 };
 
@@ -56,28 +56,28 @@ struct FindingRule {
 };
 
 struct Profile {
-  std::string backend;                      // "cpu", "cuda", "rocm"
+  std::string backend;  // "cpu", "cuda", "rocm"
   std::string description;
-  int repeats = 3;                          // per variant
-  double timeout_s = 300;                   // per child run
-  std::vector<Variant> variants;            // the flag matrix, in preference order
-  ToleranceTable tolerances;                // per dtype, for outputs and per-kernel comparisons
-  std::vector<FindingRule> findings;        // what each contrast of the matrix means
+  int repeats = 3;                    // per variant
+  double timeout_s = 300;             // per child run
+  std::vector<Variant> variants;      // the flag matrix, in preference order
+  ToleranceTable tolerances;          // per dtype, for outputs and per-kernel comparisons
+  std::vector<FindingRule> findings;  // what each contrast of the matrix means
 };
 
 struct UserConfig {
-  std::map<std::string, std::string> env;   // added to every run
+  std::map<std::string, std::string> env;  // added to every run
   std::optional<int> repeats;
   std::optional<double> timeout_s;
   std::optional<int> jobs;
-  std::vector<Variant> variants;            // added after the profile's
-  bool replace_variants = false;            // `variants_mode: replace`
-  std::vector<FindingRule> findings;        // added after the profile's
-  ToleranceTable tolerance;                 // per dtype; flat atol/rtol land in every entry
-  std::optional<double> tolerance_atol;     // a flat `tolerance: {atol, rtol}`: applies to every dtype
+  std::vector<Variant> variants;         // added after the profile's
+  bool replace_variants = false;         // `variants_mode: replace`
+  std::vector<FindingRule> findings;     // added after the profile's
+  ToleranceTable tolerance;              // per dtype; flat atol/rtol land in every entry
+  std::optional<double> tolerance_atol;  // a flat `tolerance: {atol, rtol}`: applies to every dtype
   std::optional<double> tolerance_rtol;
   nlohmann::json inductor_configs = nlohmann::json::object();  // for the instrumented build
-  std::string path;                         // for messages
+  std::string path;                                            // for messages
 };
 
 // Parses a profile or user config from YAML text; `source_name` is used in

@@ -95,7 +95,6 @@ inline bool boolean(const Field& f) {
   fail(f, fmt::format("'{}' must be true or false, got {}", f.key, describe(f.node)));
 }
 
-
 // How to read one key of a map into T. Each map's keys are one table: adding
 // a key is one line, and "known keys" in messages comes from the table.
 template <class T>
@@ -117,8 +116,8 @@ std::string known_keys(const std::vector<KeyRule<T>>& rules) {
 // Calls `each(key_node, value_node)` for every pair of `node`, which must be
 // a map; rejects duplicate and non-scalar keys. `what` names the map.
 template <class Each>
-void for_each_pair(const std::string& source, const YAML::Node& node, const Field* self,
-                   std::string_view what, Each each) {
+void for_each_pair(const std::string& source, const YAML::Node& node, const Field* self, std::string_view what,
+                   Each each) {
   if (!node.IsMap()) {
     std::string msg = fmt::format("{} must be a map, got {}", what, describe(node));
     if (self != nullptr) {
@@ -143,14 +142,12 @@ void for_each_pair(const std::string& source, const YAML::Node& node, const Fiel
 }
 
 template <class T>
-void read_map(const std::string& source, const YAML::Node& node, const Field* self,
-              std::string_view what, const std::vector<KeyRule<T>>& rules, T& out) {
+void read_map(const std::string& source, const YAML::Node& node, const Field* self, std::string_view what,
+              const std::vector<KeyRule<T>>& rules, T& out) {
   for_each_pair(source, node, self, what, [&](const YAML::Node& key, const YAML::Node& value) {
-    auto rule = std::find_if(rules.begin(), rules.end(),
-                             [&](const KeyRule<T>& r) { return r.key == key.Scalar(); });
+    auto rule = std::find_if(rules.begin(), rules.end(), [&](const KeyRule<T>& r) { return r.key == key.Scalar(); });
     if (rule == rules.end()) {
-      fail_at(source, key.Mark(),
-              fmt::format("unknown key '{}' (known keys: {})", key.Scalar(), known_keys(rules)));
+      fail_at(source, key.Mark(), fmt::format("unknown key '{}' (known keys: {})", key.Scalar(), known_keys(rules)));
     }
     rule->read(Field{source, rule->key, key, value}, out);
   });

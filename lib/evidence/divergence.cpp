@@ -1,7 +1,4 @@
 #include "evidence/divergence.hpp"
-#include "common/text.hpp"
-
-#include "protocol/runner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
+#include "protocol/runner.hpp"
 
 namespace aoti_bisect {
 
@@ -304,8 +303,7 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
   return best;
 }
 
-std::map<int, int> consumer_sites(const Events& trace_events,
-                                  const std::map<std::string, int>& returned_by) {
+std::map<int, int> consumer_sites(const Events& trace_events, const std::map<std::string, int>& returned_by) {
   std::map<int, int> out;
   for (const auto& e : trace_events.of({EventKind::site_end})) {
     int site = e.value("site", 0);
@@ -319,8 +317,8 @@ std::map<int, int> consumer_sites(const Events& trace_events,
   return out;
 }
 
-std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map,
-                                         int& mapped, const std::map<std::string, int>& returned_by) {
+std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map, int& mapped,
+                                         const std::map<std::string, int>& returned_by) {
   std::vector<UnmappedSite> out;
   std::set<std::string> seen;
   mapped = 0;
@@ -392,8 +390,8 @@ GraphNodeRef graph_node_ref(const std::string& name, const nlohmann::json& nodes
 
 }  // namespace
 
-std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map,
-                                         int site, const nlohmann::json& node_info,
+std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map, int site,
+                                         const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by) {
   // The buffers the site creates: first shown there, or returned by it.
   std::set<std::string> seen;
@@ -493,9 +491,9 @@ Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>&
   return p;
 }
 
-void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence,
-                        const Events& trace_events, const NodeMap& map,
-                        const nlohmann::json& node_info, const std::map<std::string, int>& returned_by) {
+void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence, const Events& trace_events,
+                        const NodeMap& map, const nlohmann::json& node_info,
+                        const std::map<std::string, int>& returned_by) {
   c.graph_nodes = computed_nodes(trace_events, map, c.call_index, node_info, returned_by);
   for (const auto& site : evidence) {
     if (site.site != c.call_index || !site.introduced) {
@@ -509,26 +507,29 @@ void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence,
     }
     // Where NaN/Inf positions differ, that is the difference to say (an
     // error against NaN is no number).
-    std::string how = d.nonfinite > 0
-                          ? fmt::format("NaN/Inf differ from eager in {} element{} (at {}: compiled {}, eager {})",
-                                        d.nonfinite, d.nonfinite == 1 ? "" : "s",
-                                        "[" + join([&] {
-                                          std::vector<std::string> v;
-                                          for (auto i : d.worst_index) {
-                                            v.push_back(std::to_string(i));
-                                          }
-                                          return v;
-                                        }(), ", ") + "]",
-                                        d.actual, d.expected)
-                          : fmt::format("max abs error {} (rel {} of max |eager| {}), allowed {}",
-                                        number_text(d.max_abs_error), number_text(d.max_rel_error),
-                                        number_text(d.scale), number_text(d.atol + d.rtol * d.scale));
-    c.why = fmt::format("output {}{} differs from eager: {}; {}", d.tensor,
-                        nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", how,
-                        d.inputs_compared == 0
-                            ? "none of its inputs is a mapped buffer of an earlier kernel"
-                            : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
-                                          d.inputs_compared == 1 ? " was" : "s were"));
+    std::string how =
+        d.nonfinite > 0
+            ? fmt::format("NaN/Inf differ from eager in {} element{} (at {}: compiled {}, eager {})", d.nonfinite,
+                          d.nonfinite == 1 ? "" : "s",
+                          "[" +
+                              join(
+                                  [&] {
+                                    std::vector<std::string> v;
+                                    for (auto i : d.worst_index) {
+                                      v.push_back(std::to_string(i));
+                                    }
+                                    return v;
+                                  }(),
+                                  ", ") +
+                              "]",
+                          d.actual, d.expected)
+            : fmt::format("max abs error {} (rel {} of max |eager| {}), allowed {}", number_text(d.max_abs_error),
+                          number_text(d.max_rel_error), number_text(d.scale), number_text(d.atol + d.rtol * d.scale));
+    c.why = fmt::format(
+        "output {}{} differs from eager: {}; {}", d.tensor, nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", how,
+        d.inputs_compared == 0 ? "none of its inputs is a mapped buffer of an earlier kernel"
+                               : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
+                                             d.inputs_compared == 1 ? " was" : "s were"));
   }
 }
 

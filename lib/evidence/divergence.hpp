@@ -13,9 +13,9 @@
 
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
+#include "package/wrapper.hpp"
 #include "protocol/events.hpp"
 #include "protocol/values.hpp"
-#include "package/wrapper.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {
@@ -46,7 +46,7 @@ NodeMap node_map_from_json(const nlohmann::json& j);  // throws Error(internal) 
 struct TensorCompare {
   std::string tensor;
   std::string dtype;
-  bool before = false;          // the before-launch probe (an input)
+  bool before = false;  // the before-launch probe (an input)
   bool initialized = true;
   std::optional<std::string> unmatched;  // why it could not be compared (element counts)
   int candidate = 0;
@@ -57,13 +57,13 @@ struct TensorCompare {
   double max_abs = 0;
   double scale = 0;
   int64_t nonfinite = 0;
-  int64_t differ = -1;          // elements not equal to the reference; -1: not said
+  int64_t differ = -1;  // elements not equal to the reference; -1: not said
   std::vector<int64_t> worst;
   std::string actual;
   std::string expected;
-  std::optional<double> actual_value;    // the same, as numbers where they are
+  std::optional<double> actual_value;  // the same, as numbers where they are
   std::optional<double> expected_value;
-  double ratio = 0;             // error / allowed error (> 1: outside tolerance; inf for NaN/Inf mismatches)
+  double ratio = 0;  // error / allowed error (> 1: outside tolerance; inf for NaN/Inf mismatches)
   Tolerance tolerance;
   // Against a run of one sample alone (job/batch_dependence.hpp): the
   // elements compared, and whether they were the whole tensor (no dimension
@@ -77,9 +77,9 @@ struct TensorCompare {
 struct SiteCompare {
   int site = 0;
   std::string kernel;
-  std::vector<TensorCompare> inputs;    // before launch, written earlier (compared)
-  std::vector<TensorCompare> outputs;   // after launch (compared)
-  bool inputs_ok = true;                // every compared input within tolerance
+  std::vector<TensorCompare> inputs;        // before launch, written earlier (compared)
+  std::vector<TensorCompare> outputs;       // after launch (compared)
+  bool inputs_ok = true;                    // every compared input within tolerance
   std::optional<TensorCompare> introduced;  // the worst output that went outside tolerance here
   bool divergent() const { return introduced.has_value() && inputs_ok; }
 };
@@ -119,13 +119,12 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
 
 // Call sites whose new buffers name no graph node (from a trace run's
 // site_end events and the map). `mapped` is set to the count of the others.
-std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map,
-                                         int& mapped, const std::map<std::string, int>& returned_by = {});
+std::vector<UnmappedSite> unmapped_sites(const Events& trace_events, const NodeMap& map, int& mapped,
+                                         const std::map<std::string, int>& returned_by = {});
 
 // For each site that returns a buffer: the first later site that shows it
 // (from a trace run), whose before-launch probe is where it can be seen.
-std::map<int, int> consumer_sites(const Events& trace_events,
-                                  const std::map<std::string, int>& returned_by);
+std::map<int, int> consumer_sites(const Events& trace_events, const std::map<std::string, int>& returned_by);
 
 // The report's divergence for a site's introduced output; node details come
 // from the helper's node info ({"nodes": {name: {op, source}}}).
@@ -133,8 +132,8 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
 
 // The graph nodes a call site computes: those fused into the buffers it
 // creates (from a trace run, returned buffers included), in graph order.
-std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map,
-                                         int site, const nlohmann::json& node_info,
+std::vector<GraphNodeRef> computed_nodes(const Events& trace_events, const NodeMap& map, int site,
+                                         const nlohmann::json& node_info,
                                          const std::map<std::string, int>& returned_by = {});
 
 // One run's answer to "is the first divergent site in [lo, hi]?".
@@ -142,8 +141,8 @@ Probe mismatch_answer(const Classification& cls, const std::vector<SiteCompare>&
 
 // Fills a mismatch culprit's graph nodes, divergence and why from the
 // evidence run's comparisons and the trace run's events.
-void explain_divergence(Culprit& culprit, const std::vector<SiteCompare>& evidence,
-                        const Events& trace_events, const NodeMap& map,
-                        const nlohmann::json& node_info, const std::map<std::string, int>& returned_by);
+void explain_divergence(Culprit& culprit, const std::vector<SiteCompare>& evidence, const Events& trace_events,
+                        const NodeMap& map, const nlohmann::json& node_info,
+                        const std::map<std::string, int>& returned_by);
 
 }  // namespace aoti_bisect

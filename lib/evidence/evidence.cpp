@@ -1,6 +1,4 @@
 #include "evidence/evidence.hpp"
-#include "evidence/producer.hpp"
-#include "evidence/unwritten.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "classify/signature.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/producer.hpp"
+#include "evidence/unwritten.hpp"
 #include "package/provenance.hpp"
-#include "classify/signature.hpp"
 #include "package/wrapper_text.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/site_event.hpp"
@@ -69,8 +69,8 @@ const SiteTrace* RunTrace::site(int k) const {
 RunTrace trace_from_events(const Events& events) {
   RunTrace t;
   int last_begun = 0;
-  auto range = events.of({EventKind::probes_missing, EventKind::site_begin, EventKind::site_end, EventKind::probe,
-                          EventKind::sync_error});
+  auto range = events.of(
+      {EventKind::probes_missing, EventKind::site_begin, EventKind::site_end, EventKind::probe, EventKind::sync_error});
   for (auto at = range.begin(); at != range.end(); ++at) {
     const size_t i = at.index();
     EventKind kind = events.kind(i);
@@ -137,8 +137,7 @@ namespace {
 constexpr double k_stuck_floor_s = 1.0;  // a first call's thread-pool start-up alone can take tens of ms
 }  // namespace
 
-std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at,
-                                          double limit_s) {
+std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at, double limit_s) {
   if (kind != OutcomeKind::timeout || limit_s <= 0) {
     return std::nullopt;
   }
@@ -151,18 +150,20 @@ std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trac
     return std::nullopt;
   }
   std::string how = ran >= 0 ? fmt::format("had run {:.2f} s", ran) : "had run for a time the runner did not report";
-  return fmt::format("the run was stopped at its {:.2f} s limit while call site {} ({}) {} (a launch is called stuck "
-                     "after half the limit and at least {:.0f} s): the model is slow, not stuck in one launch; "
-                     "raise --timeout",
-                     limit_s, s->site, s->kernel, how, k_stuck_floor_s);
+  return fmt::format(
+      "the run was stopped at its {:.2f} s limit while call site {} ({}) {} (a launch is called stuck "
+      "after half the limit and at least {:.0f} s): the model is slow, not stuck in one launch; "
+      "raise --timeout",
+      limit_s, s->site, s->kernel, how, k_stuck_floor_s);
 }
 
 namespace {
 
-
 // The tensor whose NaN/Inf count grew the most at this site (the first in
 // probe order among equals), and by how much.
-int64_t made_nonfinite(const TensorStats& t) { return made_nan(t) + t.inf_count; }
+int64_t made_nonfinite(const TensorStats& t) {
+  return made_nan(t) + t.inf_count;
+}
 
 std::pair<const ProbeStats*, int64_t> worst_increase(const SiteTrace& s) {
   std::pair<const ProbeStats*, int64_t> worst{nullptr, 0};
@@ -271,9 +272,9 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
     return p;
   }
   bool failed = is_model_failure(cls.kind);
-  std::string differently = failed ? fmt::format("the run failed differently ({}: {})", outcome_name(cls.kind),
-                                                 cls.first_line)
-                                   : "the failure did not reproduce in this run";
+  std::string differently =
+      failed ? fmt::format("the run failed differently ({}: {})", outcome_name(cls.kind), cls.first_line)
+             : "the failure did not reproduce in this run";
   if (pred == Predicate::nonfinite) {
     if (auto site = first_introducer(trace, lo, hi, returned_by, constant_sources, inf_by_design)) {
       p.verdict = StepVerdict::reproduces;
@@ -297,9 +298,10 @@ Probe answer_step(Predicate pred, OutcomeKind expected, const Classification& cl
     }
   } else if (cls.kind == OutcomeKind::timeout && trace.launched > 0) {
     // Stopped between launches: the time went elsewhere (no heap hint).
-    p.note = fmt::format("the run was stopped at its time limit after call site {} returned, outside any launch; "
-                         "raise --timeout",
-                         trace.launched);
+    p.note = fmt::format(
+        "the run was stopped at its time limit after call site {} returned, outside any launch; "
+        "raise --timeout",
+        trace.launched);
   } else if (failed && trace.launched > 0) {
     // Failed after every probed launch returned: on CUDA without a sync in
     // range, the fault is later than hi.
@@ -330,8 +332,8 @@ Probe aggregate_answers(const std::vector<Probe>& answers) {
   for (const auto& a : answers) {
     ++counts[{static_cast<int>(a.verdict), a.exact.value_or(0)}];
   }
-  auto best = std::max_element(counts.begin(), counts.end(),
-                               [](const auto& x, const auto& y) { return x.second < y.second; });
+  auto best =
+      std::max_element(counts.begin(), counts.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
   out.agreeing = best->second;
   if (counts.size() == 1) {
     out.verdict = static_cast<StepVerdict>(best->first.first);
@@ -389,13 +391,13 @@ std::string nonfinite_why(const SiteTrace& s, bool flags, const RunTrace& trace,
                        flags ? "printed blocks" : "evidence run");
   }
   if (flags) {
-    std::string state = !p->before             ? "not printed before launch"
+    std::string state = !p->before                    ? "not printed before launch"
                         : p->before->nonfinite() == 0 ? "its before-launch min/max were finite"
-                                                     : "not yet written before launch";
+                                                      : "not yet written before launch";
     return fmt::format("introduced {} in {} ({})", p->after->nonfinite_name(), p->tensor, state);
   }
-  return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", made_nan(*p->after),
-                     p->after->inf_count, p->tensor, p->initialized ? "finite" : "not written under this name");
+  return fmt::format("introduced {} NaN and {} Inf in {} ({} before launch)", made_nan(*p->after), p->after->inf_count,
+                     p->tensor, p->initialized ? "finite" : "not written under this name");
 }
 
 }  // namespace
@@ -409,7 +411,9 @@ Culprit build_culprit(const CulpritInput& in) {
   const auto& sites = in.wrapper->call_sites;
   // The wrapper's call site that ran, where the probes know it (sites in
   // branches that did not run make the numbers differ), else the same number.
-  int at = hist && hist->wrapper_site > 0 ? hist->wrapper_site : ev && ev->wrapper_site > 0 ? ev->wrapper_site : in.site;
+  int at = hist && hist->wrapper_site > 0 ? hist->wrapper_site
+           : ev && ev->wrapper_site > 0   ? ev->wrapper_site
+                                          : in.site;
   bool in_wrapper = at >= 1 && static_cast<size_t>(at) <= sites.size();
   if (c.kernel.empty() && in_wrapper) {
     c.kernel = sites[at - 1].kernel;
@@ -443,8 +447,7 @@ Culprit build_culprit(const CulpritInput& in) {
       c.args.push_back(ProbeStats{made->probe->tensor, false, std::nullopt, made->probe->before});
     }
   } else {
-    c.why = (ev->failed ? "the call returned an error: " : "the launch never returned: ") +
-            redact_paths(in.first_line);
+    c.why = (ev->failed ? "the call returned an error: " : "the launch never returned: ") + redact_paths(in.first_line);
   }
   const RunTrace& history = in.history ? *in.history : *in.evidence;
   if (auto u = in.evidence->poisoned ? unwritten_read(*ev) : std::nullopt) {

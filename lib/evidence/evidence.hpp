@@ -29,8 +29,8 @@ namespace aoti_bisect {
 enum class Predicate { fault, nonfinite, mismatch, divergence, unsupported };
 struct PredicateInfo {
   Predicate predicate;
-  std::string_view name;          // report.json bisection.predicate
-  std::string_view culprit_phase; // "launch" or "after_launch"
+  std::string_view name;           // report.json bisection.predicate
+  std::string_view culprit_phase;  // "launch" or "after_launch"
 };
 const std::vector<PredicateInfo>& predicate_table();
 std::string_view predicate_name(Predicate p);
@@ -42,26 +42,26 @@ inline constexpr std::string_view k_memory_corruption_hint =
 Predicate predicate_for(OutcomeKind kind);
 
 struct SiteTrace {
-  int site = 0;                                // 1-based, by occurrence in the run
-  int wrapper_site = 0;                        // the wrapper's call site (1-based) that ran; 0: not known
+  int site = 0;          // 1-based, by occurrence in the run
+  int wrapper_site = 0;  // the wrapper's call site (1-based) that ran; 0: not known
   std::string kernel;
   bool began = false;
   bool ended = false;
-  bool failed = false;                         // the call returned an error code (the model raised there)
-  double began_at = 0;                         // steady-clock seconds when it began; 0: not known
-  std::vector<ProbeStats> tensors;             // in probe order; `initialized` as the probe judged it
-  std::vector<std::string> touched;            // tensors the launch touched (trace: site_end)
+  bool failed = false;               // the call returned an error code (the model raised there)
+  double began_at = 0;               // steady-clock seconds when it began; 0: not known
+  std::vector<ProbeStats> tensors;   // in probe order; `initialized` as the probe judged it
+  std::vector<std::string> touched;  // tensors the launch touched (trace: site_end)
   const ProbeStats* find(const std::string& tensor) const;
 };
 
 struct RunTrace {
   std::map<int, SiteTrace> sites;
-  int launched = 0;                  // the highest site that began; 0 when the source cannot tell
-  std::optional<int> unfinished;     // began and never ended: where the run stopped
-  std::optional<int> sync_error;     // the site whose device sync found an error
-  bool probes_missing = false;       // an instrumented model's probe calls never reached the runner
-  bool counts_are_flags = false;     // NaN/Inf "counts" are 0/1 flags (the printer shows min/max/mean only)
-  bool poisoned = false;             // run under the poison variant: probes count unwritten elements
+  int launched = 0;               // the highest site that began; 0 when the source cannot tell
+  std::optional<int> unfinished;  // began and never ended: where the run stopped
+  std::optional<int> sync_error;  // the site whose device sync found an error
+  bool probes_missing = false;    // an instrumented model's probe calls never reached the runner
+  bool counts_are_flags = false;  // NaN/Inf "counts" are 0/1 flags (the printer shows min/max/mean only)
+  bool poisoned = false;          // run under the poison variant: probes count unwritten elements
   const SiteTrace* site(int k) const;
 };
 
@@ -73,8 +73,7 @@ RunTrace trace_from_events(const Events& events);
 // was slow, not stuck in one launch: the line says so (and to raise
 // --timeout). nullopt where the run did not time out or the launch was stuck.
 // `stopped_at`: ExitStatus::stopped_at.
-std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at,
-                                          double limit_s);
+std::optional<std::string> slow_not_stuck(OutcomeKind kind, const RunTrace& trace, double stopped_at, double limit_s);
 
 // Buffer -> the extern call site that created what it holds (returned
 // handles and the names they were moved to). Such a buffer is never shown
@@ -137,8 +136,8 @@ struct CulpritInput {
   const RunTrace* evidence = nullptr;
   const RunTrace* history = nullptr;
   const WrapperInfo* wrapper = nullptr;
-  std::string first_line;            // the failure's error line
-  ReturnedBy returned_by;            // buffers extern calls created
+  std::string first_line;  // the failure's error line
+  ReturnedBy returned_by;  // buffers extern calls created
 };
 Culprit build_culprit(const CulpritInput& in);
 

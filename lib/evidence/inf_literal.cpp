@@ -1,8 +1,8 @@
 #include "evidence/inf_literal.hpp"
 
-#include "classify/signature.hpp"
 #include <set>
 
+#include "classify/signature.hpp"
 #include "common/cpp_text.hpp"
 #include "common/text.hpp"
 #include "package/wrapper_text.hpp"

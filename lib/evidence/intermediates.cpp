@@ -70,9 +70,8 @@ IntermediateTrace read_intermediate_trace(const std::string& out) {
   // its tail): one hit, counted over all of them, at the first.
   std::vector<IntermediateHit> merged;
   for (auto& h : t.hits) {
-    auto same = std::find_if(merged.begin(), merged.end(), [&](const IntermediateHit& m) {
-      return m.kind == h.kind && m.text == h.text;
-    });
+    auto same = std::find_if(merged.begin(), merged.end(),
+                             [&](const IntermediateHit& m) { return m.kind == h.kind && m.text == h.text; });
     if (same == merged.end()) {
       merged.push_back(std::move(h));
     } else {
@@ -108,11 +107,12 @@ std::vector<const IntermediateHit*> introduction(const IntermediateTrace& trace,
   }
   // NaN made of Inf (inf - inf, 0 × inf): where an earlier statement made
   // that Inf from finite operands, it comes first.
-  bool from_inf = first->kind == "nan" && std::any_of(first->operands.begin(), first->operands.end(), [](const auto& o) {
-                    return o.second == "inf" || o.second == "-inf";
-                  });
+  bool from_inf =
+      first->kind == "nan" && std::any_of(first->operands.begin(), first->operands.end(),
+                                          [](const auto& o) { return o.second == "inf" || o.second == "-inf"; });
   if (from_inf) {
-    if (const IntermediateHit* inf = first_of(trace, "inf", first->statement); inf != nullptr && !inf->operands.empty()) {
+    if (const IntermediateHit* inf = first_of(trace, "inf", first->statement);
+        inf != nullptr && !inf->operands.empty()) {
       return {inf, first};
     }
   }

@@ -14,11 +14,11 @@ namespace aoti_bisect {
 // One intermediate that turned NaN (or Inf) while nothing it reads was, as
 // the traced replay printed it (`AOTI_TRACE {...}` lines).
 struct IntermediateHit {
-  std::string kind;                   // "nan" or "inf"
-  int statement = 0;                  // position in the kernel's own order
-  std::string target;                 // "tmp7"
-  std::string text;                   // "tmp7 = tmp6.log()"
-  std::string value;                  // "nan", "-inf"
+  std::string kind;                                      // "nan" or "inf"
+  int statement = 0;                                     // position in the kernel's own order
+  std::string target;                                    // "tmp7"
+  std::string text;                                      // "tmp7 = tmp6.log()"
+  std::string value;                                     // "nan", "-inf"
   std::vector<std::pair<std::string, int64_t>> element;  // loop variables there, a vector's lane added
   int lane = 0;
   int lanes = 1;

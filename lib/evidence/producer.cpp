@@ -14,7 +14,6 @@ namespace aoti_bisect {
 
 namespace {
 
-
 // Why a tensor's values were already bad before a launch: non-finite, or an
 // integer index outside the bound the error names (or negative, or beyond
 // the int32 range, when no bound is known); nullopt when they look fine.
@@ -98,8 +97,8 @@ Producer producer_of(const std::string& tensor, const std::string& why, int site
   return prod;
 }
 
-Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed,
-                            const RunTrace& history, const WrapperInfo& wrapper) {
+Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed, const RunTrace& history,
+                            const WrapperInfo& wrapper) {
   std::vector<std::string> passed;  // sites that only passed the bad values on
   std::set<int> seen;
   while (p.call_index && seen.insert(*p.call_index).second) {

@@ -29,7 +29,7 @@ Producer producer_of(const std::string& tensor, const std::string& why, int site
 // out-of-range index whose extreme is its input's), the producer is that
 // input's. A site whose bad values differ from its inputs' (an index
 // clamped, then scaled past the bound) made them: the walk stops there.
-Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed,
-                            const RunTrace& history, const WrapperInfo& wrapper);
+Producer walk_producer_back(Producer p, std::optional<int64_t> bound, const RunTrace& probed, const RunTrace& history,
+                            const WrapperInfo& wrapper);
 
 }  // namespace aoti_bisect

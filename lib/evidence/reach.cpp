@@ -1,5 +1,4 @@
 #include "evidence/reach.hpp"
-#include "evidence/unwritten.hpp"
 
 #include <algorithm>
 #include <map>
@@ -10,8 +9,9 @@
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
 #include "common/text.hpp"
-#include "package/provenance.hpp"
 #include "evidence/reach_args.hpp"
+#include "evidence/unwritten.hpp"
+#include "package/provenance.hpp"
 
 namespace aoti_bisect {
 
@@ -39,7 +39,6 @@ struct Made {  // what an origin site made
   bool constant = false;  // read from a constant (its NaN/Inf enter the run there), not made
 };
 
-
 class ReachWalk {
  public:
   explicit ReachWalk(const ReachInput& in) : m_in(in) {}
@@ -57,16 +56,16 @@ class ReachWalk {
   void note_healed(Reach& r, const std::set<int>& reached) const;
 
   const ReachInput& m_in;
-  std::map<std::string, Written> m_by_name;      // latest write under a name
-  std::map<std::string, Taint> m_by_checksum;    // latest write of these bytes
-  std::map<int, Taint> m_site_inputs;            // what each site read (for the buffers externs return)
-  std::map<int, Made> m_made;                    // origin sites
-  std::map<int, std::string> m_constant_reads;   // sites whose NaN/Inf entered from a constant they read
-  std::set<int> m_design;                        // origins whose Inf is by design
-  std::map<int, int> m_last_reader;              // origin -> the last site that read values made there
-  std::set<std::pair<int, int>> m_carried;       // (origin, site): the site wrote values made there on
-  std::vector<std::string> m_inputs;             // graph inputs that held NaN/Inf
-  std::string m_unknown_why;                     // the first value whose writer no probe showed
+  std::map<std::string, Written> m_by_name;     // latest write under a name
+  std::map<std::string, Taint> m_by_checksum;   // latest write of these bytes
+  std::map<int, Taint> m_site_inputs;           // what each site read (for the buffers externs return)
+  std::map<int, Made> m_made;                   // origin sites
+  std::map<int, std::string> m_constant_reads;  // sites whose NaN/Inf entered from a constant they read
+  std::set<int> m_design;                       // origins whose Inf is by design
+  std::map<int, int> m_last_reader;             // origin -> the last site that read values made there
+  std::set<std::pair<int, int>> m_carried;      // (origin, site): the site wrote values made there on
+  std::vector<std::string> m_inputs;            // graph inputs that held NaN/Inf
+  std::string m_unknown_why;                    // the first value whose writer no probe showed
 };
 
 std::string ReachWalk::kernel_of(int site) const {
@@ -202,8 +201,8 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   } else if (is_graph_input_name(base)) {
     origin = input_origin(base);
   } else if (m_unknown_why.empty()) {
-    m_unknown_why = fmt::format("call site {} read {} holding NaN/Inf that no probed site was seen writing", s.site,
-                                p.tensor);
+    m_unknown_why =
+        fmt::format("call site {} read {} holding NaN/Inf that no probed site was seen writing", s.site, p.tensor);
   }
   if (st.nan_count > 0) {
     t.nan.insert(origin);
@@ -214,6 +213,7 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   return t;
 }
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 void ReachWalk::visit(const SiteTrace& s) {
   Taint in;
   // What an unseen buffer held is its last write by name; one no probed site
@@ -229,9 +229,10 @@ void ReachWalk::visit(const SiteTrace& s) {
     in.nan.insert(k_unknown);
     in.inf.insert(k_unknown);
     if (m_unknown_why.empty()) {
-      m_unknown_why = fmt::format("call site {} reads {}, which no probe showed before its launch and no probed site "
-                                  "was seen writing",
-                                  s.site, name);
+      m_unknown_why = fmt::format(
+          "call site {} reads {}, which no probe showed before its launch and no probed site "
+          "was seen writing",
+          s.site, name);
     }
   }
   for (const auto& [name, st] : unprobed_bad_inputs(s, m_in)) {
@@ -278,8 +279,8 @@ void ReachWalk::visit(const SiteTrace& s) {
   std::set<int> carried;
   for (const auto& p : s.tensors) {
     bool read = p.initialized || read_in_place.count(&p) > 0;
-    bool written = p.after && (!read || !p.before || p.before->checksum != p.after->checksum ||
-                               p.after->checksum.empty());
+    bool written =
+        p.after && (!read || !p.before || p.before->checksum != p.after->checksum || p.after->checksum.empty());
     if (!written) {
       continue;  // read only: its value stays what it was, under its old write
     }
@@ -337,26 +338,28 @@ void ReachWalk::note_healed(Reach& r, const std::set<int>& reached) const {
       h.last_read_by = c->second;
       h.last_read_kernel = kernel_of(c->second);
       h.cleaned = m_carried.count({site, c->second}) == 0;
-      then = fmt::format(", which call site {} {} {}", c->second, h.last_read_kernel,
-                         h.cleaned ? (h.by_design ? "consumed" : "cleaned")
-                                 : "read last (what it wrote from them reaches no output)");
+      then = fmt::format(
+          ", which call site {} {} {}", c->second, h.last_read_kernel,
+          h.cleaned ? (h.by_design ? "consumed" : "cleaned") : "read last (what it wrote from them reaches no output)");
     } else {
       then = ", which no later probed site read";
     }
-    h.note = fmt::format("call site {} {} made {} in {}{}{}: not the cause", site, h.kernel, what, made.tensor, how,
-                         then);
+    h.note =
+        fmt::format("call site {} {} made {} in {}{}{}: not the cause", site, h.kernel, what, made.tensor, how, then);
     if (made.constant) {
       // A constant's NaN/Inf enter the run where they are read: nothing was made.
       auto c = m_last_reader.find(site);
       bool passed_on = c != m_last_reader.end() && m_carried.count({site, c->second}) > 0;
       h.note = c == m_last_reader.end() || (c->second == site && !passed_on)
-                   ? fmt::format("call site {} {} read {} (a constant) holding {} and wrote none of them on: not the "
-                                 "cause",
-                                 site, h.kernel, made.tensor, what)
-                   : fmt::format("call site {} {} read {} (a constant) holding {}; what it made of them, call site {} "
-                                 "{} {}: not the cause",
-                                 site, h.kernel, made.tensor, what, c->second, h.last_read_kernel,
-                                 h.cleaned ? "cleaned" : "read last, and it reaches no output");
+                   ? fmt::format(
+                         "call site {} {} read {} (a constant) holding {} and wrote none of them on: not the "
+                         "cause",
+                         site, h.kernel, made.tensor, what)
+                   : fmt::format(
+                         "call site {} {} read {} (a constant) holding {}; what it made of them, call site {} "
+                         "{} {}: not the cause",
+                         site, h.kernel, made.tensor, what, c->second, h.last_read_kernel,
+                         h.cleaned ? "cleaned" : "read last, and it reaches no output");
     }
     r.healed.push_back(std::move(h));
   }
@@ -474,13 +477,13 @@ void record_reach(Bisection& bis, const Reach& r) {
 
 std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, int launched) {
   if (r.culprit && *r.culprit == k) {
-    bis.self_check = fmt::format("passed: one run probed call sites 1-{}; the output's NaN/Inf trace back to call "
-                                 "site {}, which {}{}",
-                                 launched, k,
-                                 r.culprit_constant.empty()
-                                     ? std::string("made them from inputs without them")
-                                     : "read them from " + r.culprit_constant + " (a constant)",
-                                 r.healed.empty() ? "" : fmt::format(" ({} site(s) passed over)", r.healed.size()));
+    bis.self_check = fmt::format(
+        "passed: one run probed call sites 1-{}; the output's NaN/Inf trace back to call "
+        "site {}, which {}{}",
+        launched, k,
+        r.culprit_constant.empty() ? std::string("made them from inputs without them")
+                                   : "read them from " + r.culprit_constant + " (a constant)",
+        r.healed.empty() ? "" : fmt::format(" ({} site(s) passed over)", r.healed.size()));
     return std::nullopt;
   }
   if (!r.culprit) {
@@ -492,9 +495,10 @@ std::optional<std::string> reach_check(Bisection& bis, int k, const Reach& r, in
   bis.status = "self_check_failed";
   bis.self_check = fmt::format("failed: the evidence run for call site {} showed {}", k, r.summary);
   bis.message = bis.self_check;
-  return fmt::format("not isolated: the evidence runs disagree on where the outputs' NaN/Inf come from (call site {}, "
-                     "then {})",
-                     k, r.summary);
+  return fmt::format(
+      "not isolated: the evidence runs disagree on where the outputs' NaN/Inf come from (call site {}, "
+      "then {})",
+      k, r.summary);
 }
 
 std::optional<std::string> nonfinite_from_inputs(Bisection& bis, const SearchResult& sr,

@@ -29,34 +29,34 @@
 #include <vector>
 
 #include "bisect/bisect.hpp"
+#include "evidence/evidence.hpp"
 #include "package/wrapper.hpp"
 #include "report/report.hpp"
-#include "evidence/evidence.hpp"
 
 namespace aoti_bisect {
 
 struct ReachInput {
-  const RunTrace* trace = nullptr;           // a run that probed every call site
-  std::vector<TensorStats> outputs;          // that run's outputs, in order
-  const WrapperInfo* wrapper = nullptr;      // moves, output names, graph inputs
-  ReturnedBy returned_by;                    // buffers extern calls create
-  std::set<std::string> inf_by_design;       // kernels whose own code writes an infinity literal
-  std::vector<TensorStats> inputs;           // the graph inputs' statistics, in input order
+  const RunTrace* trace = nullptr;       // a run that probed every call site
+  std::vector<TensorStats> outputs;      // that run's outputs, in order
+  const WrapperInfo* wrapper = nullptr;  // moves, output names, graph inputs
+  ReturnedBy returned_by;                // buffers extern calls create
+  std::set<std::string> inf_by_design;   // kernels whose own code writes an infinity literal
+  std::vector<TensorStats> inputs;       // the graph inputs' statistics, in input order
 };
 
 struct OutputOrigin {
-  int output = 0;                            // 0-based output index
-  std::set<int> sites;                       // call sites its NaN/Inf come from
-  std::vector<std::string> inputs;           // graph inputs they come from
+  int output = 0;                   // 0-based output index
+  std::set<int> sites;              // call sites its NaN/Inf come from
+  std::vector<std::string> inputs;  // graph inputs they come from
 };
 
 struct Reach {
-  bool followed = false;                     // every non-finite output traced to where it came from
-  std::string why_not;                       // when not
-  std::optional<int> culprit;                // the earliest site the first non-finite output's values come from
-  std::string culprit_constant;              // the constant it read them from, where they entered there; "" when made
-  std::optional<int> output;                 // that output
-  std::vector<OutputOrigin> origins;         // every non-finite output's origins, in output order
+  bool followed = false;              // every non-finite output traced to where it came from
+  std::string why_not;                // when not
+  std::optional<int> culprit;         // the earliest site the first non-finite output's values come from
+  std::string culprit_constant;       // the constant it read them from, where they entered there; "" when made
+  std::optional<int> output;          // that output
+  std::vector<OutputOrigin> origins;  // every non-finite output's origins, in output order
   // Sites other than the culprit whose NaN/Inf reach an output on their
   // own (independent origins), in run order, with the outputs they reach.
   struct Other {
@@ -66,9 +66,9 @@ struct Reach {
     std::string source;  // its Python source lines, where the package carries them
   };
   std::vector<Other> other_origins;
-  std::vector<HealedSite> healed;            // sites that made NaN/Inf that reach no output
-  std::string others;                        // whether the other non-finite outputs share the culprit
-  std::string summary;                       // "the NaN in output 0 come from call site 6 cpp_fused_sqrt_2; ..."
+  std::vector<HealedSite> healed;  // sites that made NaN/Inf that reach no output
+  std::string others;              // whether the other non-finite outputs share the culprit
+  std::string summary;             // "the NaN in output 0 come from call site 6 cpp_fused_sqrt_2; ..."
 };
 
 Reach trace_to_outputs(const ReachInput& in);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace aoti_bisect {
 
 // The wrapper's call site a traced site is (its settled wrapper site, else
@@ -34,8 +33,7 @@ std::set<std::string> in_place_names(const SiteTrace& s, const WrapperInfo& w) {
 
 // Graph inputs holding NaN/Inf that a site reads without a probe showing
 // them (a view of the input, which a level-1 build does not probe).
-std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(const SiteTrace& s,
-                                                                            const ReachInput& in) {
+std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(const SiteTrace& s, const ReachInput& in) {
   std::vector<std::pair<std::string, const TensorStats*>> out;
   const WrapperInfo& w = *in.wrapper;
   const CallSite* site = wrapper_site_of(s, w);

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "package/wrapper.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/reach.hpp"
+#include "package/wrapper.hpp"
 
 namespace aoti_bisect {
 
@@ -20,8 +20,7 @@ const CallSite* wrapper_site_of(const SiteTrace& s, const WrapperInfo& w);
 // The names a site's kernel takes as in_out_ptr arguments.
 std::set<std::string> in_place_names(const SiteTrace& s, const WrapperInfo& w);
 // Graph inputs holding NaN/Inf that a site reads without a probe showing them.
-std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(const SiteTrace& s,
-                                                                            const ReachInput& in);
+std::vector<std::pair<std::string, const TensorStats*>> unprobed_bad_inputs(const SiteTrace& s, const ReachInput& in);
 // Buffers a site reads that the probes did not show before its launch.
 std::vector<std::string> unseen_buffers(const SiteTrace& s, const WrapperInfo& w);
 

@@ -62,8 +62,9 @@ std::string label(const WrapperInfo& w, const std::string& tensor) {
   return in.empty() ? tensor : fmt::format("{} ({})", in, r);
 }
 
-
-bool integral(const std::string& dtype) { return dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0; }
+bool integral(const std::string& dtype) {
+  return dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0;
+}
 
 std::string nonfinite_text(const TensorStats& s) {
   std::vector<std::string> parts;
@@ -141,7 +142,8 @@ std::vector<std::string> bracketed_list(std::string text) {
   }
   for (size_t start = 0; start <= text.size();) {
     size_t comma = text.find(',', start);
-    std::string item(trim(std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    std::string item(
+        trim(std::string_view(text).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (!item.empty()) {
       out.push_back(item);
     }
@@ -167,8 +169,8 @@ RootCause extern_cause(const Culprit& c, const WrapperInfo& w) {
       return r;  // not from finite inputs: the reach and the producer say where they come from
     }
     if (a.before->min && a.before->max && ranges.size() < 4) {
-      ranges.push_back(fmt::format("{} in [{}, {}]", label(w, a.tensor), number_text(*a.before->min),
-                                   number_text(*a.before->max)));
+      ranges.push_back(
+          fmt::format("{} in [{}, {}]", label(w, a.tensor), number_text(*a.before->min), number_text(*a.before->max)));
     }
   }
   const ProbeStats* out = nullptr;
@@ -243,14 +245,13 @@ std::pair<std::string, std::vector<std::string>> operation_shape(const std::stri
   };
   // A conversion to a narrower float (`at::vec::convert<at::Half,1,float,2>(tmp5)`,
   // `static_cast<c10::BFloat16>(tmp5)`): "to_float16", "to_bfloat16".
-  for (const auto& [needle, op] : std::vector<std::pair<std::string, std::string>>{
-           {"Half", "to_float16"}, {"BFloat16", "to_bfloat16"}}) {
+  for (const auto& [needle, op] :
+       std::vector<std::pair<std::string, std::string>>{{"Half", "to_float16"}, {"BFloat16", "to_bfloat16"}}) {
     size_t open = e.rfind('(');
     if ((e.rfind("at::vec::convert<", 0) == 0 || e.rfind("c10::convert<", 0) == 0 || e.rfind("static_cast<", 0) == 0) &&
         // The destination is the first template argument: `convert<float,1,at::Half,2>` widens.
         e.find(needle) != std::string::npos && e.find(needle) < std::min(e.find(','), e.find('>')) &&
-        open != std::string::npos &&
-        e.back() == ')' && ident_only(e.substr(open + 1, e.size() - open - 2))) {
+        open != std::string::npos && e.back() == ')' && ident_only(e.substr(open + 1, e.size() - open - 2))) {
       return {op, {std::string(trim(e.substr(open + 1, e.size() - open - 2)))}};
     }
   }
@@ -267,9 +268,11 @@ std::pair<std::string, std::vector<std::string>> operation_shape(const std::stri
            std::all_of(t.begin(), t.end(), [](char ch) { return cpp_text::is_ident_char(ch); });
   };
   static const std::vector<std::pair<std::string, std::string>> calls = {
-      {"log", "log"}, {"log1p", "log1p"}, {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"}, {"exp", "exp"},
-      {"reciprocal", "reciprocal"}, {"log2", "log2"}, {"log10", "log10"}, {"acosh", "acosh"},
-      {"acos", "acos"}, {"asin", "asin"}, {"atanh", "atanh"}, {"pow", ""}};
+      {"log", "log"},     {"log1p", "log1p"}, {"sqrt", "sqrt"},
+      {"rsqrt", "rsqrt"}, {"exp", "exp"},     {"reciprocal", "reciprocal"},
+      {"log2", "log2"},   {"log10", "log10"}, {"acosh", "acosh"},
+      {"acos", "acos"},   {"asin", "asin"},   {"atanh", "atanh"},
+      {"pow", ""}};
   // a.f()
   if (size_t dot = e.find('.'); dot != std::string::npos && e.ends_with("()") && ident(e.substr(0, dot))) {
     std::string f = e.substr(dot + 1, e.size() - dot - 3);
@@ -299,7 +302,8 @@ std::pair<std::string, std::vector<std::string>> operation_shape(const std::stri
   for (size_t i = 1; i + 1 < e.size(); ++i) {
     char ch = e[i];
     depth += (ch == '(' || ch == '[' || ch == '<') ? 1 : (ch == ')' || ch == ']' || ch == '>') ? -1 : 0;
-    if (depth == 0 && e[i - 1] == ' ' && e[i + 1] == ' ' && std::string_view("+-*/").find(ch) != std::string_view::npos) {
+    if (depth == 0 && e[i - 1] == ' ' && e[i + 1] == ' ' &&
+        std::string_view("+-*/").find(ch) != std::string_view::npos) {
       at = i;
       ++found;
     }
@@ -327,7 +331,9 @@ std::string operation_text(const std::string& op, const std::vector<std::optiona
     return is(0, negative) ? "log of a negative value" : is(0, zero) ? "log of 0" : "";
   }
   if (op == "log1p") {
-    return is(0, [](double v) { return v < -1; }) ? "log1p of a value below -1" : is(0, [](double v) { return v == -1; }) ? "log1p of -1" : "";
+    return is(0, [](double v) { return v < -1; })    ? "log1p of a value below -1"
+           : is(0, [](double v) { return v == -1; }) ? "log1p of -1"
+                                                     : "";
   }
   if (op == "sqrt") {
     return is(0, negative) ? "square root of a negative value" : "";
@@ -345,14 +351,13 @@ std::string operation_text(const std::string& op, const std::vector<std::optiona
     return is(0, [](double v) { return v < 1; }) ? "acosh of a value below 1" : "";
   }
   if (op == "acos" || op == "asin") {
-    return is(0, [](double v) { return std::fabs(v) > 1 && std::isfinite(v); })
-               ? op + " of a value outside [-1, 1]"
-               : "";
+    return is(0, [](double v) { return std::fabs(v) > 1 && std::isfinite(v); }) ? op + " of a value outside [-1, 1]"
+                                                                                : "";
   }
   if (op == "atanh") {
     return is(0, [](double v) { return std::fabs(v) > 1 && std::isfinite(v); }) ? "atanh of a value outside [-1, 1]"
-           : is(0, [](double v) { return std::fabs(v) == 1; })                   ? "atanh of 1 or -1"
-                                                                                 : "";
+           : is(0, [](double v) { return std::fabs(v) == 1; })                  ? "atanh of 1 or -1"
+                                                                                : "";
   }
   if (op == "to_float16" || op == "to_bfloat16") {
     double largest = op == "to_float16" ? 65504.0 : 3.3895313892515355e38;
@@ -521,8 +526,8 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
   return std::nullopt;
 }
 
-RootCause root_cause(const Culprit& c, Predicate predicate, const std::optional<WildIndex>& wild,
-                     const WrapperInfo& w, std::optional<int64_t> named_bound) {
+RootCause root_cause(const Culprit& c, Predicate predicate, const std::optional<WildIndex>& wild, const WrapperInfo& w,
+                     std::optional<int64_t> named_bound) {
   RootCause r;
   auto producer_text = [&](const std::string& tensor) -> std::string {
     if (c.producer && base_tensor_name(c.producer->tensor) == base_tensor_name(tensor) && c.producer->call_index) {
@@ -569,8 +574,8 @@ RootCause root_cause(const Culprit& c, Predicate predicate, const std::optional<
       continue;
     }
     // Behind wrong values, NaN only: Inf is held on purpose (a mask).
-    bool bad = predicate == Predicate::mismatch ? a.before && a.before->nan_count > 0
-                                                : a.before && a.before->nonfinite() > 0;
+    bool bad =
+        predicate == Predicate::mismatch ? a.before && a.before->nan_count > 0 : a.before && a.before->nonfinite() > 0;
     if (bad) {
       r.basis = "constant";
       r.sentence = fmt::format("reads {}, which holds {} before the launch (a constant of the package)",
@@ -600,7 +605,8 @@ IntermediateStep step_of(const IntermediateHit& hit, const Culprit& c) {
   st.output_index = hit.output_index;
   st.operands = hit.operands;
   st.elements = hit.count;
-  auto [op, names] = operation_shape(hit.text.substr(hit.text.find('=') == std::string::npos ? 0 : hit.text.find('=') + 1));
+  auto [op, names] =
+      operation_shape(hit.text.substr(hit.text.find('=') == std::string::npos ? 0 : hit.text.find('=') + 1));
   std::vector<std::optional<double>> values;
   for (const auto& n : names) {
     std::optional<double> v;
@@ -625,9 +631,9 @@ IntermediateStep step_of(const IntermediateHit& hit, const Culprit& c) {
       for (const auto& n : c.post_grad_nodes) {
         std::string_view rest = std::string_view(n).substr(std::min(n.size(), op.size()));
         if (n.rfind(op, 0) == 0 && (rest.empty() || (rest[0] == '_' && rest.size() > 1 &&
-                                                      std::all_of(rest.begin() + 1, rest.end(), [](char ch) {
-                                                        return std::isdigit(static_cast<unsigned char>(ch));
-                                                      })))) {
+                                                     std::all_of(rest.begin() + 1, rest.end(), [](char ch) {
+                                                       return std::isdigit(static_cast<unsigned char>(ch));
+                                                     })))) {
           matches.push_back("graph node " + n);
         }
       }
@@ -656,8 +662,8 @@ std::string step_text(const IntermediateStep& st) {
   std::string made = st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf";
   return fmt::format("`{}` made {}{}{}{}{} ({} time{})", st.expression, made, where,
                      from.empty() ? ", from no intermediate" : " from " + join(from, ", "),
-                     st.operation.empty() ? "" : ": " + st.operation, st.op.empty() ? "" : ", in " + st.op,
-                     st.elements, st.elements == 1 ? "" : "s");
+                     st.operation.empty() ? "" : ": " + st.operation, st.op.empty() ? "" : ", in " + st.op, st.elements,
+                     st.elements == 1 ? "" : "s");
 }
 
 }  // namespace

@@ -12,10 +12,10 @@
 #include <optional>
 #include <string>
 
-#include "package/wrapper.hpp"
-#include "report/report.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/intermediates.hpp"
+#include "package/wrapper.hpp"
+#include "report/report.hpp"
 
 namespace aoti_bisect {
 

@@ -10,15 +10,16 @@ namespace aoti_bisect {
 
 std::optional<std::string> probes_miss_sites(const WrapperInfo& wrapper, int launched) {
   bool printed = wrapper.instrumented || wrapper.printer_level > 0;
-  int always = static_cast<int>(std::count_if(wrapper.call_sites.begin(), wrapper.call_sites.end(), [&](const CallSite& c) {
-    return c.branch.empty() && (!printed || c.probed);
-  }));
+  int always =
+      static_cast<int>(std::count_if(wrapper.call_sites.begin(), wrapper.call_sites.end(),
+                                     [&](const CallSite& c) { return c.branch.empty() && (!printed || c.probed); }));
   if (launched >= always) {
     return std::nullopt;
   }
-  return fmt::format("the instrumented run showed {} call sites, but the wrapper runs at least {} (outside torch.cond "
-                     "branches): the probes do not see them all",
-                     launched, always);
+  return fmt::format(
+      "the instrumented run showed {} call sites, but the wrapper runs at least {} (outside torch.cond "
+      "branches): the probes do not see them all",
+      launched, always);
 }
 
 // Before claiming isolation: in the evidence run, which probed every site up
@@ -55,14 +56,15 @@ std::optional<std::string> self_check(Bisection& bis, const SelfCheckInput& in) 
                              : "";
   if (first && *first == k) {
     bis.self_check = unprobed.empty()
-                           ? fmt::format("passed: one run probed call sites 1-{}; the first that {} was {}", k, what, k)
-                           : fmt::format("passed, with call sites {} not seen by the probes", join(unprobed, ", "));
+                         ? fmt::format("passed: one run probed call sites 1-{}; the first that {} was {}", k, what, k)
+                         : fmt::format("passed, with call sites {} not seen by the probes", join(unprobed, ", "));
     bis.self_check += untraced;
     return std::nullopt;
   }
   bis.status = "self_check_failed";
-  bis.self_check = first ? fmt::format("failed: with every site up to {} probed, call site {} {} first", k, *first, what)
-                           : fmt::format("failed: with every site up to {} probed, no site {}", k, what);
+  bis.self_check = first
+                       ? fmt::format("failed: with every site up to {} probed, call site {} {} first", k, *first, what)
+                       : fmt::format("failed: with every site up to {} probed, no site {}", k, what);
   bis.self_check += untraced;
   bis.message = bis.self_check;
   std::string seen = first ? fmt::format("saw call site {} {} first", *first, what) : "did not reproduce it";
@@ -70,12 +72,14 @@ std::optional<std::string> self_check(Bisection& bis, const SelfCheckInput& in) 
   if (in.predicate == Predicate::fault && in.cpu) {
     // A crash that moves with the probes' allocations (to an earlier site,
     // or past the last one): the heap, not a kernel, showed it.
-    seen += first ? fmt::format(" (a CPU crash that moves between runs: {})", k_memory_corruption_hint.substr(k_memory_corruption_hint.find("likely")))
+    seen += first ? fmt::format(" (a CPU crash that moves between runs: {})",
+                                k_memory_corruption_hint.substr(k_memory_corruption_hint.find("likely")))
                   : fmt::format(" inside a call site ({})", k_memory_corruption_hint);
   }
-  return fmt::format("not isolated: the search named call site {}, but the self-check run, probing every call site up "
-                     "to it, {}",
-                     k, seen);
+  return fmt::format(
+      "not isolated: the search named call site {}, but the self-check run, probing every call site up "
+      "to it, {}",
+      k, seen);
 }
 
 }  // namespace aoti_bisect

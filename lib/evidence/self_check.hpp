@@ -9,22 +9,22 @@
 #include <set>
 #include <string>
 
-#include "report/report.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/reach.hpp"
+#include "report/report.hpp"
 
 namespace aoti_bisect {
 
 struct SelfCheckInput {
   Predicate predicate = Predicate::fault;
-  int k = 0;                                    // the culprit the search named
-  const RunTrace* evidence = nullptr;           // its evidence run
-  const Reach* reach = nullptr;                 // that run traced to the outputs (NaN/Inf), if it was
-  int launched = 0;                             // call sites in the run
+  int k = 0;                           // the culprit the search named
+  const RunTrace* evidence = nullptr;  // its evidence run
+  const Reach* reach = nullptr;        // that run traced to the outputs (NaN/Inf), if it was
+  int launched = 0;                    // call sites in the run
   const ReturnedBy* returned_by = nullptr;
   bool constant_sources = false;
   const std::set<std::string>* inf_by_design = nullptr;
-  bool cpu = false;                             // a CPU crash seen only after the sites returned: the heap
+  bool cpu = false;  // a CPU crash seen only after the sites returned: the heap
 };
 
 // Why a trace run that showed `launched` call sites does not see them all:

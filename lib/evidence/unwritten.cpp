@@ -60,14 +60,16 @@ std::optional<UnwrittenRead> unwritten_read(const SiteTrace& s) {
 std::string unwritten_text(const UnwrittenRead& u) {
   const TensorStats& st = u.before ? *u.probe->before : *u.probe->after;
   if (u.never_written) {
-    return fmt::format("reads memory no kernel wrote: none of the {} elements of {} ({} {}) it reads was ever "
-                       "written (all still hold the poison they were allocated with)",
-                       st.numel, u.probe->tensor, shape_text(st), st.dtype);
+    return fmt::format(
+        "reads memory no kernel wrote: none of the {} elements of {} ({} {}) it reads was ever "
+        "written (all still hold the poison they were allocated with)",
+        st.numel, u.probe->tensor, shape_text(st), st.dtype);
   }
-  return fmt::format("reads memory no kernel wrote: {} of the {} elements of {} ({} {}) {} the poison they were "
-                     "allocated with",
-                     st.unwritten, st.numel, u.probe->tensor, shape_text(st), st.dtype,
-                     u.before ? "it reads still hold" : "still hold, after its launch,");
+  return fmt::format(
+      "reads memory no kernel wrote: {} of the {} elements of {} ({} {}) {} the poison they were "
+      "allocated with",
+      st.unwritten, st.numel, u.probe->tensor, shape_text(st), st.dtype,
+      u.before ? "it reads still hold" : "still hold, after its launch,");
 }
 
 }  // namespace aoti_bisect

@@ -91,8 +91,8 @@ std::vector<BlindSpot> blind_spots(const WrapperInfo& w) {
 }
 
 std::string describe(const BlindSpot& spot) {
-  std::string where = spot.after == 0 ? "before call site 1"
-                                      : fmt::format("between call sites {} and {}", spot.after, spot.after + 1);
+  std::string where =
+      spot.after == 0 ? "before call site 1" : fmt::format("between call sites {} and {}", spot.after, spot.after + 1);
   return fmt::format("{} ({})", where, join(spot.kernels, ", "));
 }
 

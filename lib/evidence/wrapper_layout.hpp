@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "package/wrapper.hpp"
 #include "evidence/evidence.hpp"
+#include "package/wrapper.hpp"
 
 namespace aoti_bisect {
 
@@ -33,8 +33,8 @@ std::string call_sites_differ(const WrapperInfo& package, const WrapperInfo& bui
 // probed site they follow. Run-time site numbers count probed sites only, so
 // what such code does shows up first at a later probed site.
 struct BlindSpot {
-  int after = 0;                     // the probed call site it follows (0: before the first)
-  std::vector<std::string> kernels;  // the unprobed call sites, in source order
+  int after = 0;                      // the probed call site it follows (0: before the first)
+  std::vector<std::string> kernels;   // the unprobed call sites, in source order
   bool outside_control_flow = false;  // one of them lies outside every torch.cond branch
 };
 std::vector<BlindSpot> blind_spots(const WrapperInfo& instrumented);

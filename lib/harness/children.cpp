@@ -18,11 +18,16 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& req, const fs::path& dir) {
   std::vector<std::string> argv = {s.runner.string(),
-                                   "--package-dir", fs::absolute(req.model.dir).string(),
-                                   "--model", s.model,
-                                   "--device-key", s.device_key,
-                                   "--events", fs::absolute(dir / "events.jsonl").string(),
-                                   "--outputs", fs::absolute(dir / "outputs.pt").string()};
+                                   "--package-dir",
+                                   fs::absolute(req.model.dir).string(),
+                                   "--model",
+                                   s.model,
+                                   "--device-key",
+                                   s.device_key,
+                                   "--events",
+                                   fs::absolute(dir / "events.jsonl").string(),
+                                   "--outputs",
+                                   fs::absolute(dir / "outputs.pt").string()};
   if (req.batches.size() > 1) {
     argv.insert(argv.end(), {"--batch-list", fs::absolute(dir / "batches.txt").string()});
     if (req.keep_going) {
@@ -60,11 +65,11 @@ std::vector<std::string> runner_argv(const ChildSetup& s, const ChildRequest& re
   if (!req.exact_reference.empty()) {
     ToleranceTable exact;
     exact.set_all(0.0, 0.0);
-    argv.insert(argv.end(), {"--reference", fs::absolute(req.exact_reference).string(), "--tolerances",
-                             to_json(exact).dump()});
+    argv.insert(argv.end(),
+                {"--reference", fs::absolute(req.exact_reference).string(), "--tolerances", to_json(exact).dump()});
   } else if (!s.reference.empty()) {
-    argv.insert(argv.end(), {"--reference", fs::absolute(s.reference).string(), "--tolerances",
-                             to_json(s.tolerances).dump()});
+    argv.insert(argv.end(),
+                {"--reference", fs::absolute(s.reference).string(), "--tolerances", to_json(s.tolerances).dump()});
   }
   if (req.probe_plan) {
     argv.insert(argv.end(), {"--probe-plan", fs::absolute(dir / "probe-plan.json").string()});

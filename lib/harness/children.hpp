@@ -33,18 +33,18 @@ struct ModelDir {
 
 // One child run of the runner.
 struct ChildRequest {
-  std::string id;                          // also the folder under OUT/runs/
+  std::string id;  // also the folder under OUT/runs/
   std::string variant;
   int repeat = 0;
   std::map<std::string, std::string> env;  // set on top of the driver's environment
   ModelDir model;
   std::optional<ProbePlan> probe_plan;
-  std::filesystem::path node_reference;    // per-node eager values for the probes (mismatch search)
-  bool keep_stdout = false;                // guide mode reads what the printer wrote
+  std::filesystem::path node_reference;  // per-node eager values for the probes (mismatch search)
+  bool keep_stdout = false;              // guide mode reads what the printer wrote
   // The inputs files this run feeds the model, in turn, in one process
   // (a batch list; probes on the last only). Empty: the job's inputs.
   std::vector<std::filesystem::path> batches;
-  bool keep_going = false;                 // the batch loop goes on after a failing batch (--all-batches)
+  bool keep_going = false;  // the batch loop goes on after a failing batch (--all-batches)
   // This run's outputs compared bit for bit with these (another run's
   // outputs.pt) instead of the job's reference: how far two runs differ.
   std::filesystem::path exact_reference;
@@ -69,8 +69,8 @@ bool persistent_runs(const std::string& device_key);
 // What a child left behind.
 struct ChildOutput {
   ExitStatus status;
-  Events events;  // every well-formed line of its events file
-  std::string stdout_text;             // the whole of stdout, with keep_stdout
+  Events events;                              // every well-formed line of its events file
+  std::string stdout_text;                    // the whole of stdout, with keep_stdout
   unsigned long long memory_limit_bytes = 0;  // the address-space limit it ran under (0: none)
 };
 
@@ -93,8 +93,8 @@ inline constexpr double k_start_allowance_s = 120;
 
 // What every child of one job shares.
 struct ChildSetup {
-  std::filesystem::path runner;     // the runner executable
-  std::filesystem::path out_dir;    // runs write to OUT/runs/<id>/
+  std::filesystem::path runner;   // the runner executable
+  std::filesystem::path out_dir;  // runs write to OUT/runs/<id>/
   std::string model;
   std::string device_key;
   std::filesystem::path inputs;
@@ -106,7 +106,7 @@ struct ChildSetup {
   // batch list) and k_start_allowance_s more (a load that hangs). 0: no limit.
   double timeout_s = 300;
   unsigned long long memory_limit_bytes = 0;  // per child (RLIMIT_AS); 0: none
-  bool contiguous_inputs = false;   // the runner copies inputs of another layout into the package's
+  bool contiguous_inputs = false;             // the runner copies inputs of another layout into the package's
   // A run over several batches reached batch `index` of `of` (its `file`):
   // told while the run goes on (the person watching a long loop).
   std::function<void(const std::string& run_id, int index, int of, const std::string& file)> on_batch;

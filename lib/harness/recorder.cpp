@@ -32,7 +32,9 @@ void Recorder::end_phase() {
   }
 }
 
-void Recorder::plan_runs(int more) { m_runs_planned = m_runs_done + more; }
+void Recorder::plan_runs(int more) {
+  m_runs_planned = m_runs_done + more;
+}
 
 void Recorder::run_started(const std::string& id) {
   m_progress.run_started(id, m_runs_done, std::max(m_runs_planned, m_runs_done + 1));
@@ -58,7 +60,9 @@ void Recorder::package(PackageSummary summary, const std::string& inputs_sha256)
   m_report.inputs_sha256 = inputs_sha256;
 }
 
-void Recorder::package_sha256(const std::string& sha256) { m_report.package.sha256 = sha256; }
+void Recorder::package_sha256(const std::string& sha256) {
+  m_report.package.sha256 = sha256;
+}
 
 void Recorder::package_torch(const std::string& version, const std::string& torch_dir,
                              std::vector<std::string> libraries) {
@@ -69,7 +73,9 @@ void Recorder::package_torch(const std::string& version, const std::string& torc
   m_report.package.torch_libraries = std::move(libraries);
 }
 
-void Recorder::reference(const std::string& reference_path) { m_report.reference_path = reference_path; }
+void Recorder::reference(const std::string& reference_path) {
+  m_report.reference_path = reference_path;
+}
 
 void Recorder::environment(const Environment& env) {
   m_report.environment = env;
@@ -155,7 +161,9 @@ void Recorder::matrix(std::vector<VariantSummary> variants, std::optional<Failur
   }
 }
 
-void Recorder::failure(Failure failure) { m_report.failure = std::move(failure); }
+void Recorder::failure(Failure failure) {
+  m_report.failure = std::move(failure);
+}
 
 void Recorder::findings(std::vector<MatrixFinding> findings) {
   m_report.findings = std::move(findings);
@@ -281,9 +289,10 @@ void Recorder::finish(Verdict verdict, const std::string& reason, const std::str
     m_report.first_answer_seconds = steady_seconds() - m_start;  // the culprit came with the verdict
   }
   if (m_report.first_answer_provisional && !m_report.answer_confirmed_seconds && m_report.first_answer_seconds) {
-    note(fmt::format("the answer printed after {:.1f} s ({}) was not confirmed by the evidence run; the verdict "
-                     "says what was found",
-                     *m_report.first_answer_seconds, m_report.first_answer));
+    note(
+        fmt::format("the answer printed after {:.1f} s ({}) was not confirmed by the evidence run; the verdict "
+                    "says what was found",
+                    *m_report.first_answer_seconds, m_report.first_answer));
   }
   save(true);
 }
@@ -314,8 +323,8 @@ void Recorder::save(bool now) {
       fs::remove(m_out_dir / name, ec);
     }
     m_reports_removed = true;
-    throw Error(ErrorKind::internal, fmt::format("the reports cannot be written: {}; free space or choose another --out",
-                                                 e.what()));
+    throw Error(ErrorKind::internal,
+                fmt::format("the reports cannot be written: {}; free space or choose another --out", e.what()));
   }
 }
 

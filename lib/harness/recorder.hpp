@@ -14,7 +14,6 @@
 
 namespace aoti_bisect {
 
-
 class Recorder {
  public:
   Recorder(std::filesystem::path out_dir, bool junit, Progress& progress);
@@ -38,7 +37,8 @@ class Recorder {
   void package(PackageSummary summary, const std::string& inputs_sha256);
   void package_sha256(const std::string& sha256);
   // The torch the package was built with, as far as it shows it (package/package_torch.hpp).
-  void package_torch(const std::string& version, const std::string& torch_dir, std::vector<std::string> libraries);  // hashed apart (job.cpp)
+  void package_torch(const std::string& version, const std::string& torch_dir,
+                     std::vector<std::string> libraries);  // hashed apart (job.cpp)
   void reference(const std::string& reference_path);
   void environment(const Environment& env);
   void inputs(std::vector<TensorInfo> inputs, std::string binding = "");
@@ -67,7 +67,7 @@ class Recorder {
   void matrix(std::vector<VariantSummary> variants, std::optional<Failure> failure, const std::string& reproduce);
   // The failure alone, where no matrix ran (inputs the model refuses).
   void failure(Failure failure);
-  void findings(std::vector<MatrixFinding> findings);  // each also a line for the person watching
+  void findings(std::vector<MatrixFinding> findings);   // each also a line for the person watching
   void build(const BuildRecord& record, bool counted);  // carries the sources passed over so far
   void passed_over(const PassedOver& source);
   void fidelity(const std::string& text);  // of the latest build
@@ -75,7 +75,7 @@ class Recorder {
   void note(const std::string& text);  // Report::notes, and the person watching
   void call_sites_match(bool match, const std::string& note);
   void bisection(const Bisection& bisection);
-  void coredump(CoreDumpReading reading);  // the coredump variant's core dump, read
+  void coredump(CoreDumpReading reading);        // the coredump variant's core dump, read
   void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
   // The search ran before the matrix and named a culprit: when (seconds

@@ -1,15 +1,16 @@
 #include "harness/runner_build.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <mutex>
-#include <sys/file.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -49,8 +50,8 @@ fs::path vendor_include(const fs::path& src) {
 std::string sources_digest(const fs::path& src) {
   std::vector<fs::path> files = {src / "CMakeLists.txt", src / "lib" / "CMakeLists.txt",
                                  src / "apps" / "CMakeLists.txt"};
-  for (const char* sub : {"apps/aoti-bisect-runner", "lib/common", "lib/protocol", "lib/process", "lib/package",
-                          "lib/torchside"}) {
+  for (const char* sub :
+       {"apps/aoti-bisect-runner", "lib/common", "lib/protocol", "lib/process", "lib/package", "lib/torchside"}) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(src / sub, ec), end; !ec && it != end; it.increment(ec)) {
       if (it->is_regular_file(ec)) {
@@ -226,11 +227,11 @@ void run_step(const std::vector<std::string>& argv, const fs::path& log, double 
   } catch (const std::exception&) {
   }
   if (!st.ok()) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("a runner against torch {} ({}) could not be built: {} failed ({}): {}; the whole log is "
-                            "{}",
-                            torch.version, torch.torch_dir.string(), step, st.describe(), why_from_log(log, st),
-                            log.string()));
+    throw Error(
+        ErrorKind::cannot_test,
+        fmt::format("a runner against torch {} ({}) could not be built: {} failed ({}): {}; the whole log is "
+                    "{}",
+                    torch.version, torch.torch_dir.string(), step, st.describe(), why_from_log(log, st), log.string()));
   }
 }
 
@@ -241,11 +242,11 @@ fs::path runner_cache_path(const TorchInstall& torch, const fs::path& cache_dir)
   if (src.empty()) {
     return {};
   }
-  std::string key = folder_safe(torch.version) + "-" +
-                    sha256_hex(std::string(AOTI_BISECT_VERSION) + "\n" + sources_digest(src) + "\n" +
-                               torch.torch_dir.string() + "\n" + torch.version + "\n" +
-                               (find_program("ninja") ? "ninja" : "make"))
-                        .substr(0, 16);
+  std::string key =
+      folder_safe(torch.version) + "-" +
+      sha256_hex(std::string(AOTI_BISECT_VERSION) + "\n" + sources_digest(src) + "\n" + torch.torch_dir.string() +
+                 "\n" + torch.version + "\n" + (find_program("ninja") ? "ninja" : "make"))
+          .substr(0, 16);
   return fs::absolute(cache_dir.empty() ? default_cache_dir() : cache_dir) / "runners" / key / "aoti-bisect-runner";
 }
 
@@ -283,8 +284,8 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    throw Error(ErrorKind::cannot_test, fmt::format("the runner cache '{}' cannot be made: {}", dir.string(),
-                                                    ec.message()));
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("the runner cache '{}' cannot be made: {}", dir.string(), ec.message()));
   }
   out.runner = dir / "aoti-bisect-runner";
   FileLock lock(dir / ".lock");
@@ -348,9 +349,8 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
     fs::rename(tmp, out.runner, ec);
   }
   if (ec) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("the runner built against torch {} cannot be stored in '{}': {}", torch.version,
-                            dir.string(), ec.message()));
+    throw Error(ErrorKind::cannot_test, fmt::format("the runner built against torch {} cannot be stored in '{}': {}",
+                                                    torch.version, dir.string(), ec.message()));
   }
   // The objects are not needed again (a change of sources is another key).
   fs::remove_all(build, ec);

@@ -17,7 +17,7 @@ struct RunnerBuild {
   std::filesystem::path runner;  // the executable
   bool cache_hit = false;
   double seconds = 0;
-  std::string key;               // the cache folder's name
+  std::string key;  // the cache folder's name
 };
 
 // The tool's sources a runner is built from: the installed copy

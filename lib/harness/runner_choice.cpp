@@ -1,8 +1,9 @@
 #include "harness/runner_choice.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
-#include <unistd.h>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,9 +30,9 @@ fs::path canonical_or_same(const fs::path& p) {
 
 // ".../lib/python3.11/site-packages/torch" -> ".../bin/python3" where it exists.
 std::string python_beside(const fs::path& torch_dir) {
-  fs::path site = torch_dir.parent_path();        // site-packages or dist-packages
-  fs::path pyver = site.parent_path();            // python3.11 (or python3)
-  fs::path lib = pyver.parent_path();             // lib
+  fs::path site = torch_dir.parent_path();  // site-packages or dist-packages
+  fs::path pyver = site.parent_path();      // python3.11 (or python3)
+  fs::path lib = pyver.parent_path();       // lib
   if (pyver.filename().string().rfind("python", 0) != 0 || lib.filename() != "lib") {
     return "";
   }
@@ -65,7 +66,8 @@ std::variant<TorchInstall, std::string> python_torch(const std::string& python, 
   spec.timeout_s = timeout_s;
   spec.tail_bytes = 4096;
   static std::atomic<int> serial{0};
-  spec.stdout_path = fs::temp_directory_path() / fmt::format("aoti-bisect-python-torch-{}-{}.txt", ::getpid(), ++serial);
+  spec.stdout_path =
+      fs::temp_directory_path() / fmt::format("aoti-bisect-python-torch-{}-{}.txt", ::getpid(), ++serial);
   ExitStatus st = run_process(spec);
   std::error_code rm;
   fs::remove(spec.stdout_path, rm);
@@ -108,7 +110,9 @@ std::optional<TorchInstall> buildable_torch(const fs::path& torch_dir) {
   return t;
 }
 
-std::optional<TorchInstall> default_runner_torch() { return buildable_torch(AOTI_BISECT_RUNNER_TORCH_DIR); }
+std::optional<TorchInstall> default_runner_torch() {
+  return buildable_torch(AOTI_BISECT_RUNNER_TORCH_DIR);
+}
 
 bool same_torch(const TorchInstall& a, const TorchInstall& b) {
   if (!a.torch_dir.empty() && canonical_or_same(a.torch_dir) == canonical_or_same(b.torch_dir)) {
@@ -127,24 +131,26 @@ RunnerPick pick_runner(const PickInputs& in, const std::function<std::optional<T
   std::optional<TorchInstall> wanted;
   std::vector<std::string> tried;
   if (!in.entry_python_path.empty() && !in.entry_python) {
-    tried.push_back(fmt::format("the Python aoti-bisect is installed in ({}) has no torch", display_path(in.entry_python_path)));
+    tried.push_back(
+        fmt::format("the Python aoti-bisect is installed in ({}) has no torch", display_path(in.entry_python_path)));
   }
   if (in.named_python) {
     wanted = in.named_python;
     pick.why = "the torch of the Python given (--python or AOTI_BISECT_PYTHON)";
   } else if (in.entry_python) {
     wanted = in.entry_python;
-    pick.why = fmt::format("the torch of the Python aoti-bisect is installed in ({})", display_path(in.entry_python->python));
+    pick.why =
+        fmt::format("the torch of the Python aoti-bisect is installed in ({})", display_path(in.entry_python->python));
   } else if (in.package_install) {
     wanted = in.package_install;
     pick.why = "the package's own torch";
   } else if (!in.package.torch_dir.empty() || !in.beside_exists) {
     pick.package_torch_absent = !in.package.torch_dir.empty();
     wanted = python3 ? python3() : std::nullopt;
-    pick.why = in.package.torch_dir.empty()
-                   ? std::string("python3's torch (the package names no torch folder)")
-                   : fmt::format("python3's torch (the package's, {}, is no longer installed there)",
-                                 in.package.torch_dir);
+    pick.why =
+        in.package.torch_dir.empty()
+            ? std::string("python3's torch (the package names no torch folder)")
+            : fmt::format("python3's torch (the package's, {}, is no longer installed there)", in.package.torch_dir);
     if (!wanted) {
       tried.push_back(in.package.torch_dir.empty()
                           ? std::string("the package names no torch folder")
@@ -212,7 +218,7 @@ PickInputs pick_inputs(const std::string& wrapper_source, const std::string& com
 std::optional<TorchInstall> python3_torch() {
   auto t = python_torch("python3");
   return std::holds_alternative<TorchInstall>(t) ? std::optional<TorchInstall>(std::get<TorchInstall>(t))
-                                                  : std::nullopt;
+                                                 : std::nullopt;
 }
 
 }  // namespace aoti_bisect

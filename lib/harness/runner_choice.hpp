@@ -55,14 +55,14 @@ std::optional<TorchInstall> default_runner_torch();
 
 struct RunnerPick {
   enum class Kind {
-    named,    // --runner / AOTI_BISECT_RUNNER: as given
-    beside,   // the runner beside the driver: its torch is the one wanted (or none is known)
-    per_torch, // a runner for `torch`, from the cache or built now
-    none       // no torch found and no runner beside: `why` says what was tried
+    named,      // --runner / AOTI_BISECT_RUNNER: as given
+    beside,     // the runner beside the driver: its torch is the one wanted (or none is known)
+    per_torch,  // a runner for `torch`, from the cache or built now
+    none        // no torch found and no runner beside: `why` says what was tried
   };
   Kind kind = Kind::beside;
-  TorchInstall torch;   // the torch wanted (per_torch; beside when known)
-  std::string why;      // "the package's own torch", "--python", "python3's torch (the package's is gone)"
+  TorchInstall torch;  // the torch wanted (per_torch; beside when known)
+  std::string why;     // "the package's own torch", "--python", "python3's torch (the package's is gone)"
   bool package_torch_absent = false;  // the package names a torch folder that no longer holds one
 };
 

@@ -53,9 +53,10 @@ ChildResult Runs::record(const ChildRequest& req, ChildOutput out) {
   if (out.memory_limit_bytes > 0 && !r.cls.internal && !r.cls.cannot_test &&
       (r.cls.first_line.find("Thread creation failed") != std::string::npos ||
        r.cls.first_line.find("Resource temporarily unavailable") != std::string::npos)) {
-    r.cls.internal = fmt::format("the run could not make its threads within its address-space limit ({} MiB, "
-                                 "--memory-limit): {}; give a larger --memory-limit",
-                                 out.memory_limit_bytes >> 20, r.cls.first_line);
+    r.cls.internal = fmt::format(
+        "the run could not make its threads within its address-space limit ({} MiB, "
+        "--memory-limit): {}; give a larger --memory-limit",
+        out.memory_limit_bytes >> 20, r.cls.first_line);
   }
   r.finished = r.status.how != ExitStatus::How::interrupted;
   if (r.finished) {
@@ -75,8 +76,7 @@ bool Runs::run_all(const std::vector<ChildRequest>& reqs, int jobs, std::vector<
   std::map<int, size_t> running;
   size_t next = 0;
   while (next < reqs.size() || !running.empty()) {
-    while (next < reqs.size() && running.size() < static_cast<size_t>(std::max(1, jobs)) &&
-           !interrupt_requested()) {
+    while (next < reqs.size() && running.size() < static_cast<size_t>(std::max(1, jobs)) && !interrupt_requested()) {
       m_recorder.run_started(reqs[next].id);
       running[m_children.start(reqs[next])] = next;
       ++next;

@@ -16,11 +16,11 @@ namespace aoti_bisect {
 
 struct ChildResult {
   ExitStatus status;
-  Classification cls;                  // of the last batch it ran
-  std::vector<BatchRun> batches;       // a run over several batches: each one that began
-  Events events;  // as one run of its last batch (classify/batch_runs.hpp)
-  std::string stdout_text;  // with ChildRequest::keep_stdout
-  bool finished = false;    // false: interrupted (not recorded)
+  Classification cls;             // of the last batch it ran
+  std::vector<BatchRun> batches;  // a run over several batches: each one that began
+  Events events;                  // as one run of its last batch (classify/batch_runs.hpp)
+  std::string stdout_text;        // with ChildRequest::keep_stdout
+  bool finished = false;          // false: interrupted (not recorded)
 };
 
 class Runs {

@@ -1,8 +1,9 @@
 #include "harness/settings.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -69,8 +70,8 @@ RunnerVersions runner_versions(const RunOptions& opt) {
   while (!out.empty() && out.back() == '\n') {
     out.pop_back();
   }
-  auto j = nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr,
-                                 false);
+  auto j =
+      nlohmann::json::parse(out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1), nullptr, false);
   if (!j.is_object()) {
     return v;
   }
@@ -84,7 +85,9 @@ RunnerVersions runner_versions(const RunOptions& opt) {
   return v;
 }
 
-std::string runner_hip_version(const RunOptions& opt) { return runner_versions(opt).hip; }
+std::string runner_hip_version(const RunOptions& opt) {
+  return runner_versions(opt).hip;
+}
 
 Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile,
                           const std::vector<std::filesystem::path>& batches) {
@@ -92,8 +95,9 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.package = opt.package;
   s.model = opt.model;
   s.inputs = batches.empty() ? opt.inputs : batches.front();
-  s.batches = batches.size() > 1 ? batches : std::vector<std::filesystem::path>(
-                                                 static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
+  s.batches = batches.size() > 1
+                  ? batches
+                  : std::vector<std::filesystem::path>(static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
   s.calls = batches.size() <= 1 && opt.calls > 1;
   s.sample_inputs = opt.sample_inputs;
   for (const auto& lib : opt.load_libraries) {

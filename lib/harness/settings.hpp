@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/bisect.hpp"
-#include "harness/probe_source.hpp"
 #include "config/config.hpp"
+#include "harness/probe_source.hpp"
 #include "matrix/matrix.hpp"
 
 namespace aoti_bisect {
@@ -22,87 +22,87 @@ namespace aoti_bisect {
 // the config file and the profile can fill them (apps/ binds CLI11 here).
 struct RunOptions {
   std::filesystem::path package;
-  std::string model;                           // "" = the only one
-  std::filesystem::path inputs;                // the one inputs file (or the first batch, once expanded)
+  std::string model;             // "" = the only one
+  std::filesystem::path inputs;  // the one inputs file (or the first batch, once expanded)
   // Every --inputs as given: files, folders, globs (job/batches.hpp
   // expand_inputs); empty: `inputs` alone.
   std::vector<std::string> inputs_given;
-  bool sample_inputs = false;                  // `inputs` are the package's own sample inputs (no --inputs given)
-  int calls = 1;                               // --calls N: the one batch N times in one process
-  bool all_batches = false;                    // --all-batches: every failing batch, not the first only
-  std::filesystem::path reference;             // empty = none
-  bool against_eager = false;                  // no reference file: compute it from the exported program
-  std::string eager_device;                    // --eager-device: "" where the program is, or "cpu"
-  bool contiguous_inputs = false;              // inputs of another layout copied into the package's, not refused
+  bool sample_inputs = false;       // `inputs` are the package's own sample inputs (no --inputs given)
+  int calls = 1;                    // --calls N: the one batch N times in one process
+  bool all_batches = false;         // --all-batches: every failing batch, not the first only
+  std::filesystem::path reference;  // empty = none
+  bool against_eager = false;       // no reference file: compute it from the exported program
+  std::string eager_device;         // --eager-device: "" where the program is, or "cpu"
+  bool contiguous_inputs = false;   // inputs of another layout copied into the package's, not refused
   std::vector<std::filesystem::path> load_libraries;  // --load-library: custom operator libraries for every run
-  std::filesystem::path python_library;        // libpython, loaded first where a library is a Python extension
+  std::filesystem::path python_library;               // libpython, loaded first where a library is a Python extension
   std::filesystem::path out_dir = "aoti-bisect-out";
-  std::filesystem::path config;                // empty = none
-  std::string backend;                         // "" = from the package's device key
+  std::filesystem::path config;  // empty = none
+  std::string backend;           // "" = from the package's device key
   std::optional<int> repeats;
   std::optional<double> timeout_s;
   std::optional<unsigned long long> memory_limit_bytes;  // --memory-limit; 0: none
   std::optional<int> jobs;
   std::optional<double> atol;
   std::optional<double> rtol;
-  bool no_matrix = false;                      // baseline only
-  bool no_bisect = false;                      // stop after the matrix
-  bool no_shrink = false;                      // no smallest failing set of samples (job/shrink.hpp)
-  bool matrix_first = false;                   // the whole matrix before the search (no early answer)
-  std::filesystem::path exported_program;      // empty: the one inside the package, if any
+  bool no_matrix = false;                                      // baseline only
+  bool no_bisect = false;                                      // stop after the matrix
+  bool no_shrink = false;                                      // no smallest failing set of samples (job/shrink.hpp)
+  bool matrix_first = false;                                   // the whole matrix before the search (no early answer)
+  std::filesystem::path exported_program;                      // empty: the one inside the package, if any
   nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
-  std::filesystem::path cache_dir;             // empty: default build cache
+  std::filesystem::path cache_dir;                             // empty: default build cache
   Strategy strategy = Strategy::automatic;
-  std::optional<int> bisect_repeats;           // runs per search step (default 1 if deterministic, else 3)
+  std::optional<int> bisect_repeats;  // runs per search step (default 1 if deterministic, else 3)
   double build_timeout_s = 1800;
-  bool rebuild_per_step = false;               // guide mode
+  bool rebuild_per_step = false;                // guide mode
   ProbeSource source = ProbeSource::automatic;  // --source: where the probes come from
-  bool bisect_only = false;                    // `aoti-bisect bisect`: no matrix, the search
-  std::map<std::string, std::string> env;      // --env: extra variables for every run
+  bool bisect_only = false;                     // `aoti-bisect bisect`: no matrix, the search
+  std::map<std::string, std::string> env;       // --env: extra variables for every run
   bool junit = false;
   std::vector<std::string> command_line;
-  std::filesystem::path runner;                // empty = $AOTI_BISECT_RUNNER, else beside this executable
-                                               // or one built against the package's torch (harness/runner_choice.hpp)
-  std::string python;                          // --python: whose torch runs the package; "" = $AOTI_BISECT_PYTHON
+  std::filesystem::path runner;  // empty = $AOTI_BISECT_RUNNER, else beside this executable
+                                 // or one built against the package's torch (harness/runner_choice.hpp)
+  std::string python;            // --python: whose torch runs the package; "" = $AOTI_BISECT_PYTHON
 };
 
 // The resolved job. Immutable once made.
 struct Settings {
   // What to test and where to write.
   std::filesystem::path package;
-  std::string model;                 // "" = the only one
-  std::filesystem::path inputs;      // the first batch
+  std::string model;             // "" = the only one
+  std::filesystem::path inputs;  // the first batch
   // Every batch, in order (--calls N: the one file N times); one for a
   // plain run. More than one: the job begins with the batch loop.
   std::vector<std::filesystem::path> batches;
-  bool calls = false;                // the batches are --calls of one file
-  bool sample_inputs = false;        // the inputs are the package's own (no --inputs to reproduce with)
-  bool all_batches = false;          // the loop goes on past failures, grouping every failing batch
-  std::filesystem::path reference;   // the user's --reference; empty = none
+  bool calls = false;               // the batches are --calls of one file
+  bool sample_inputs = false;       // the inputs are the package's own (no --inputs to reproduce with)
+  bool all_batches = false;         // the loop goes on past failures, grouping every failing batch
+  std::filesystem::path reference;  // the user's --reference; empty = none
   bool contiguous_inputs = false;
   std::vector<std::filesystem::path> load_libraries;  // absolute; loaded by every run and the eager helper
   std::filesystem::path python_library;  // loaded by every run before them (a library is a Python extension)
   bool against_eager = false;
-  std::string eager_device;          // "" = where the exported program is; "cpu": eager moved to the CPU
+  std::string eager_device;  // "" = where the exported program is; "cpu": eager moved to the CPU
   std::filesystem::path out_dir;
   bool junit = false;
   std::vector<std::string> command_line;
-  std::filesystem::path runner;      // the runner executable
+  std::filesystem::path runner;            // the runner executable
   std::filesystem::path runner_torch_dir;  // its torch folder where known (its C-shim headers); "" = the build's
   // The flag matrix.
   Profile profile;
-  std::vector<PlannedRun> plan;      // baseline first; only the baseline without the matrix
-  std::vector<FindingRule> findings; // the reading of the matrix: the profile's, then the config's
+  std::vector<PlannedRun> plan;                   // baseline first; only the baseline without the matrix
+  std::vector<FindingRule> findings;              // the reading of the matrix: the profile's, then the config's
   std::vector<std::string> unavailable_variants;  // left out: their run-under tool is not installed (with why)
-  int variants = 0;                  // variants in the matrix (for the plan line)
-  double timeout_s = 300;            // per child run
+  int variants = 0;                               // variants in the matrix (for the plan line)
+  double timeout_s = 300;                         // per child run
   // Per child run (RLIMIT_AS): --memory-limit, else the machine's RAM for a
   // CPU package; none for GPU packages, whose drivers reserve address space
   // far beyond RAM.
   unsigned long long memory_limit_bytes = 0;
   int jobs = 1;
-  ToleranceTable tolerances;         // per dtype
-  bool tolerance_given = false;      // --atol or --rtol: outputs that differ run to run within it are accepted
+  ToleranceTable tolerances;     // per dtype
+  bool tolerance_given = false;  // --atol or --rtol: outputs that differ run to run within it are accepted
   // The kernel search.
   bool bisect = true;
   bool shrink = true;  // the failing batch shrunk to its smallest failing set of samples

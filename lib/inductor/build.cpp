@@ -1,5 +1,6 @@
 #include "inductor/build.hpp"
-#include "common/text.hpp"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -7,13 +8,13 @@
 #include <ctime>
 #include <fstream>
 #include <regex>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/scratch_dir.hpp"
+#include "common/text.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -156,8 +157,7 @@ std::optional<fs::path> python_shared_library(const fs::path& cache_dir) {
 
 namespace {
 
-void check_torch_version(const std::string& found, const fs::path& python,
-                         const std::string& expected) {
+void check_torch_version(const std::string& found, const fs::path& python, const std::string& expected) {
   if (expected.empty() || release_of(found) == release_of(expected)) {
     return;
   }
@@ -213,17 +213,22 @@ void add_library_args(std::vector<std::string>& argv, const std::vector<fs::path
   }
 }
 
-std::vector<std::string> helper_argv(const fs::path& python, const fs::path& helper,
-                                     const BuildRequest& request, const fs::path& work,
-                                     const fs::path& out) {
-  std::vector<std::string> argv = {
-      python.string(), helper.string(),
-      "--exported-program", fs::absolute(request.exported_program).string(),
-      "--model-name", request.model_name,
-      "--configs", (work / "configs.json").string(),
-      "--level", std::to_string(request.printer_level),
-      "--out", out.string(),
-      "--result", (work / "result.json").string()};
+std::vector<std::string> helper_argv(const fs::path& python, const fs::path& helper, const BuildRequest& request,
+                                     const fs::path& work, const fs::path& out) {
+  std::vector<std::string> argv = {python.string(),
+                                   helper.string(),
+                                   "--exported-program",
+                                   fs::absolute(request.exported_program).string(),
+                                   "--model-name",
+                                   request.model_name,
+                                   "--configs",
+                                   (work / "configs.json").string(),
+                                   "--level",
+                                   std::to_string(request.printer_level),
+                                   "--out",
+                                   out.string(),
+                                   "--result",
+                                   (work / "result.json").string()};
   if (!request.filtered_kernels.empty()) {
     argv.insert(argv.end(), {"--filter", join(request.filtered_kernels, ",")});
   }
@@ -278,8 +283,8 @@ struct Compiled {
 };
 
 // Runs the helper into the work folder and moves its package to `dest`.
-Compiled run_helper(const BuildRequest& request, const fs::path& python, const fs::path& cache,
-                    const ScratchDir& work, const fs::path& dest) {
+Compiled run_helper(const BuildRequest& request, const fs::path& python, const fs::path& cache, const ScratchDir& work,
+                    const fs::path& dest) {
   fs::path helper = write_helper(cache, work);
   publish(work, work.path() / "configs.json", request.inductor_configs.dump(2) + "\n");
   fs::path out = work.path() / dest.filename();
@@ -294,8 +299,7 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
 
   if (status.how == ExitStatus::How::timed_out) {
     throw Error(ErrorKind::cannot_test,
-                fmt::format("instrumented build timed out after {:g} s (raise --build-timeout)",
-                            request.timeout_s));
+                fmt::format("instrumented build timed out after {:g} s (raise --build-timeout)", request.timeout_s));
   }
   if (status.how == ExitStatus::How::interrupted) {
     throw Error(ErrorKind::interrupted, "instrumented build interrupted");
@@ -308,8 +312,7 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
   }
   std::error_code ec;
   if (!fs::is_regular_file(out, ec)) {
-    throw Error(ErrorKind::cannot_test,
-                "instrumented build failed: the helper exited 0 but wrote no package");
+    throw Error(ErrorKind::cannot_test, "instrumented build failed: the helper exited 0 but wrote no package");
   }
   Compiled compiled;
   if (auto result = read_entry(result_path)) {
@@ -324,16 +327,14 @@ Compiled run_helper(const BuildRequest& request, const fs::path& python, const f
 
 void validate(const BuildRequest& request) {
   if (request.printer_level < 1 || request.printer_level > 3) {
-    throw Error(ErrorKind::usage,
-                fmt::format("printer level must be 1, 2 or 3, got {}", request.printer_level));
+    throw Error(ErrorKind::usage, fmt::format("printer level must be 1, 2 or 3, got {}", request.printer_level));
   }
   if (!request.inductor_configs.is_object()) {
     throw Error(ErrorKind::usage, "inductor configs must map keys to values");
   }
   for (const auto& [key, value] : request.inductor_configs.items()) {
     if (value.is_structured()) {
-      throw Error(ErrorKind::usage,
-                  fmt::format("inductor config '{}' must be a scalar, got {}", key, value.dump()));
+      throw Error(ErrorKind::usage, fmt::format("inductor config '{}' must be a scalar, got {}", key, value.dump()));
     }
   }
   require_file(request.exported_program, "exported program");
@@ -449,11 +450,11 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   result.torch_version = query_torch_version(python, work);
   fs::path helper = write_helper(cache, work);
   fs::path out = work.path() / "eager-outputs.pt";
-  std::vector<std::string> argv = {python.string(), helper.string(),
+  std::vector<std::string> argv = {python.string(),      helper.string(),
                                    "--exported-program", fs::absolute(request.exported_program).string(),
-                                   "--model-name", request.model_name,
-                                   "--eager-inputs", fs::absolute(request.inputs).string(),
-                                   "--result", (work.path() / "result.json").string()};
+                                   "--model-name",       request.model_name,
+                                   "--eager-inputs",     fs::absolute(request.inputs).string(),
+                                   "--result",           (work.path() / "result.json").string()};
   std::vector<std::pair<fs::path, fs::path>> products;  // (written by the helper, where it goes)
   if (!request.device.empty()) {
     argv.insert(argv.end(), {"--eager-device", request.device});
@@ -478,8 +479,8 @@ EagerResult compute_eager_reference(const EagerRequest& request) {
   if (status.how == ExitStatus::How::interrupted) {
     throw Error(ErrorKind::interrupted, "the eager run of the exported program was interrupted");
   }
-  bool all_written = std::all_of(products.begin(), products.end(),
-                                 [&](const auto& p) { return fs::is_regular_file(p.first, ec); });
+  bool all_written =
+      std::all_of(products.begin(), products.end(), [&](const auto& p) { return fs::is_regular_file(p.first, ec); });
   if (!status.ok() || !all_written) {
     throw_if_refused(status, work.path() / "result.json");
     std::string message = fmt::format("the eager run of the exported program failed: {}",

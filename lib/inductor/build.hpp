@@ -17,29 +17,30 @@
 namespace aoti_bisect {
 
 struct BuildRequest {
-  std::filesystem::path exported_program;  // torch.export.save file, or a package_pt2 archive holding models/<name>.json
-  std::string model_name = "model";        // which exported program of an archive
+  std::filesystem::path
+      exported_program;              // torch.export.save file, or a package_pt2 archive holding models/<name>.json
+  std::string model_name = "model";  // which exported program of an archive
   nlohmann::json inductor_configs = nlohmann::json::object();  // key -> JSON scalar
-  int printer_level = 1;                   // 1 save (probes), 2 print, 3 kernel names
-  std::vector<std::string> filtered_kernels;  // level 2 only (guide mode)
+  int printer_level = 1;                                       // 1 save (probes), 2 print, 3 kernel names
+  std::vector<std::string> filtered_kernels;                   // level 2 only (guide mode)
   // Compile with grad off, as CPU inference builds do: freezing takes effect
   // only then (the package shows it did by its frozen constants).
   bool no_grad = false;
-  std::filesystem::path cache_dir;         // empty: default_cache_dir()
+  std::filesystem::path cache_dir;  // empty: default_cache_dir()
   double timeout_s = 1800;
-  std::string expected_torch_version;      // the runner's LibTorch ("2.13.0"); "" = don't check
-  std::string python;                      // empty: $AOTI_BISECT_PYTHON, else python3 on PATH
+  std::string expected_torch_version;            // the runner's LibTorch ("2.13.0"); "" = don't check
+  std::string python;                            // empty: $AOTI_BISECT_PYTHON, else python3 on PATH
   std::vector<std::filesystem::path> libraries;  // custom operator libraries (torch.ops.load_library)
 };
 
 struct BuildResult {
   std::filesystem::path package;  // the instrumented .pt2 (inside the cache)
   bool cache_hit = false;
-  double seconds = 0;             // wall time of this call (0-ish on a hit)
-  double compile_seconds = 0;     // what the compile took when it ran (from the cache entry on a hit)
-  std::string torch_version;      // of the Python torch that compiled it
-  std::string key;                // cache key (hex)
-  std::filesystem::path node_map; // level 1: which graph node each buffer holds (beside the package); empty if none
+  double seconds = 0;              // wall time of this call (0-ish on a hit)
+  double compile_seconds = 0;      // what the compile took when it ran (from the cache entry on a hit)
+  std::string torch_version;       // of the Python torch that compiled it
+  std::string key;                 // cache key (hex)
+  std::filesystem::path node_map;  // level 1: which graph node each buffer holds (beside the package); empty if none
 };
 
 // An exported program the helper refused to load because loading it would

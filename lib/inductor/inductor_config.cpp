@@ -1,7 +1,4 @@
 // --inductor-config key=value: the value read as one YAML scalar.
-#include "inductor/build.hpp"
-#include "common/text.hpp"
-
 #include <cmath>
 #include <cstdlib>
 #include <regex>
@@ -10,6 +7,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
+#include "inductor/build.hpp"
 
 namespace aoti_bisect {
 
@@ -50,8 +49,7 @@ nlohmann::json plain_scalar(const std::string& s) {
 void add_inductor_config(nlohmann::json& configs, const std::string& key_equals_value) {
   auto eq = key_equals_value.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw Error(ErrorKind::usage,
-                fmt::format("--inductor-config expects key=value, got '{}'", key_equals_value));
+    throw Error(ErrorKind::usage, fmt::format("--inductor-config expects key=value, got '{}'", key_equals_value));
   }
   std::string key = key_equals_value.substr(0, eq);
   std::string text = key_equals_value.substr(eq + 1);

@@ -22,13 +22,15 @@ namespace {
 // At most this many samples are compared, each in a run of its own.
 constexpr size_t k_most_samples = 8;
 
-std::string plural(int64_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+std::string plural(int64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 
 // What differs at the sample's first call site, in the figures the runner measured.
 std::string difference_text(const SampleInCompany& c) {
-  std::string what = c.whole_batch ? fmt::format("{}, which has no row per sample (a value over the whole batch)",
-                                                 c.tensor)
-                                   : fmt::format("{}, the sample's rows of its dimension {}", c.tensor, c.rows_dim);
+  std::string what = c.whole_batch
+                         ? fmt::format("{}, which has no row per sample (a value over the whole batch)", c.tensor)
+                         : fmt::format("{}, the sample's rows of its dimension {}", c.tensor, c.rows_dim);
   std::string counts = fmt::format("{} of {} differ", c.differ, plural(c.elements, "element", "elements"));
   if (c.nonfinite > 0) {
     return fmt::format("{}: {}, {} NaN or Inf in one run only (at the first such: {} in the batch, {} alone)", what,
@@ -67,14 +69,12 @@ std::vector<int64_t> samples_to_compare(const MinimalInputs& m) {
 
 // One sample's comparisons from the run in company: its probe events with
 // its own `compare` object (the runner's `compare_samples[]` entry).
-SampleInCompany read_sample(const Events& events, int64_t sample, int last,
-                            const ToleranceTable& tolerances) {
+SampleInCompany read_sample(const Events& events, int64_t sample, int last, const ToleranceTable& tolerances) {
   SampleInCompany c;
   c.sample = sample + 1;
   Events own;
   for (const auto& e : events.of({EventKind::probe})) {
-    if (e.value("site", 0) > last || !e.contains("compare_samples") ||
-        !e["compare_samples"].is_array()) {
+    if (e.value("site", 0) > last || !e.contains("compare_samples") || !e["compare_samples"].is_array()) {
       continue;
     }
     for (const auto& one : e["compare_samples"]) {
@@ -133,14 +133,14 @@ namespace {
 struct AloneRuns {
   nlohmann::json refs = nlohmann::json::array();  // the reference file's samples
   std::map<int64_t, RunTrace> traces;
-  std::map<int64_t, int64_t> rows;                // the batch each ran at
-  std::string failed;                             // why the comparison cannot go on
+  std::map<int64_t, int64_t> rows;  // the batch each ran at
+  std::string failed;               // why the comparison cannot go on
 };
 
 class CompanyAndAlone {
  public:
   CompanyAndAlone(JobContext& job, const ModelDir& probed, const MatrixPhase& matrix, const BatchDimension& dim,
-             fs::path dir)
+                  fs::path dir)
       : m_job(job), m_probed(probed), m_matrix(matrix), m_dim(dim), m_dir(std::move(dir)) {}
 
   ChildRequest request(const std::string& id, const ProbePlan& plan) const {
@@ -190,9 +190,10 @@ class CompanyAndAlone {
         sites[std::to_string(e.value("site", 0))][e.value("tensor", "")] = e.value("path", "");
       }
       if (sites.empty()) {
-        out.failed = fmt::format("not compared in company and alone: the run of sample {} alone saved no call "
-                                 "site's values",
-                                 sample + 1);
+        out.failed = fmt::format(
+            "not compared in company and alone: the run of sample {} alone saved no call "
+            "site's values",
+            sample + 1);
         return out;
       }
       out.refs.push_back({{"sample", sample}, {"alone", rows}, {"sites", std::move(sites)}});
@@ -251,10 +252,10 @@ std::string dependence_sentence(const BatchDependence& b, const MinimalInputs& m
       b.repeated ? fmt::format(" (repeated to batch {} where it could not run at batch 1, below batch {}, the smallest "
                                "the package was compiled for)",
                                min, min)
-      : min > 1  ? fmt::format(" (at batch 1, below batch {}, the smallest the package was compiled for, as the package "
-                               "runs it by default)",
-                               min)
-                 : std::string());
+      : min > 1 ? fmt::format(" (at batch 1, below batch {}, the smallest the package was compiled for, as the package "
+                              "runs it by default)",
+                              min)
+                : std::string());
   std::string head;
   if (b.fails_only_in_company) {
     std::vector<int64_t> trigger;
@@ -263,21 +264,22 @@ std::string dependence_sentence(const BatchDependence& b, const MinimalInputs& m
     }
     head = samples_text(trigger) + " fail only together; ";
   }
-  std::string of = static_cast<int64_t>(chosen.size()) < b.batch
-                       ? fmt::format(" ({} of the {} samples compared: the trigger's and the first others)",
-                                     chosen.size(), b.batch)
-                       : std::string();
+  std::string of =
+      static_cast<int64_t>(chosen.size()) < b.batch
+          ? fmt::format(" ({} of the {} samples compared: the trigger's and the first others)", chosen.size(), b.batch)
+          : std::string();
   const SampleInCompany& any = b.samples.front();
   std::string sentence;
   if (b.detailed) {
     const SampleInCompany& d = b.samples[*b.detailed];
-    sentence = fmt::format("{}{} differ{} between the failing batch of {} and {}{}{}: sample {} first at call site {} "
-                           "({}), {}; {}",
-                           head, samples_text(differing), differing.size() == 1 ? "s" : "", b.batch, alone_text,
-                           agreeing.empty() ? std::string()
-                                            : fmt::format("; {} agree{} within tolerance", samples_text(agreeing),
-                                                          agreeing.size() == 1 ? "s" : ""),
-                           of, d.sample, *d.site, d.kernel, difference_text(d), compared_text(d));
+    sentence = fmt::format(
+        "{}{} differ{} between the failing batch of {} and {}{}{}: sample {} first at call site {} "
+        "({}), {}; {}",
+        head, samples_text(differing), differing.size() == 1 ? "s" : "", b.batch, alone_text,
+        agreeing.empty()
+            ? std::string()
+            : fmt::format("; {} agree{} within tolerance", samples_text(agreeing), agreeing.size() == 1 ? "s" : ""),
+        of, d.sample, *d.site, d.kernel, difference_text(d), compared_text(d));
   } else if (any.sites_compared == 0) {
     sentence = fmt::format("{}{} in the failing batch of {} could not be compared with {}: {}", head,
                            samples_text(chosen), b.batch, alone_text,

@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "classify/signature.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "classify/signature.hpp"
 #include "common/text.hpp"
 
 namespace aoti_bisect {
@@ -32,7 +32,8 @@ std::vector<fs::path> folder_batches(const fs::path& dir) {
     }
   }
   if (ec) {
-    throw Error(ErrorKind::cannot_test, fmt::format("inputs folder '{}' cannot be read: {}", dir.string(), ec.message()));
+    throw Error(ErrorKind::cannot_test,
+                fmt::format("inputs folder '{}' cannot be read: {}", dir.string(), ec.message()));
   }
   if (files.empty()) {
     throw Error(ErrorKind::cannot_test,
@@ -60,7 +61,9 @@ std::vector<fs::path> glob_batches(const std::string& pattern) {
   return sorted(std::move(files));
 }
 
-std::string display(const fs::path& p) { return display_path(p); }
+std::string display(const fs::path& p) {
+  return display_path(p);
+}
 
 }  // namespace
 
@@ -141,9 +144,10 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
     }
     start = static_cast<size_t>(all.back().index) + 1;
     if (start < n && !all.back().returned) {
-      rec.note(fmt::format("--all-batches: batch {} ended the process ({}); the loop went on in a fresh process from "
-                           "batch {}, without the batches before it",
-                           all.back().index + 1, outcome_name(all.back().kind), start + 1));
+      rec.note(
+          fmt::format("--all-batches: batch {} ended the process ({}); the loop went on in a fresh process from "
+                      "batch {}, without the batches before it",
+                      all.back().index + 1, outcome_name(all.back().kind), start + 1));
     }
   }
   std::vector<BatchRecord> records;
@@ -163,7 +167,8 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
           sig.first_line = rec_i.first_line;
           sig.flags = baseline.env;
           std::string signature = failure_signature(sig);
-          auto g = std::find_if(groups.begin(), groups.end(), [&](const BatchGroup& x) { return x.signature == signature; });
+          auto g =
+              std::find_if(groups.begin(), groups.end(), [&](const BatchGroup& x) { return x.signature == signature; });
           if (g == groups.end()) {
             groups.push_back({signature, rec_i.outcome, rec_i.first_line, {}});
             g = groups.end() - 1;
@@ -215,8 +220,8 @@ std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder&
   OutcomeKind alone_kind = last.kind;
   if (k > 0) {  // the first batch has no history to need
     rec.progress().note(fmt::format("{} {} of {} ({}) failed: {}; running it alone in a fresh process",
-                                    s.calls ? "call" : "batch", k + 1, n,
-                                    display(s.batches[static_cast<size_t>(k)]), kind));
+                                    s.calls ? "call" : "batch", k + 1, n, display(s.batches[static_cast<size_t>(k)]),
+                                    kind));
     ChildRequest alone = baseline;
     alone.id = "batch.alone";
     alone.group = "batches";

@@ -18,8 +18,6 @@
 
 namespace aoti_bisect {
 
-
-
 // The batches --inputs names, in order: a file as given; a folder, its .pt
 // files; anything else a glob pattern, its matches (folders and matches in
 // natural order). Throws Error(cannot_test), one line, for a value that
@@ -28,11 +26,11 @@ std::vector<std::filesystem::path> expand_inputs(const std::vector<std::string>&
 
 // What the batch loop found.
 struct BatchLoop {
-  ChildResult loop;                           // the run over the batches: the job's baseline
-  std::optional<int> failing;                 // the first batch that failed
-  std::optional<bool> needs_history;          // it does not fail alone
+  ChildResult loop;                             // the run over the batches: the job's baseline
+  std::optional<int> failing;                   // the first batch that failed
+  std::optional<bool> needs_history;            // it does not fail alone
   std::vector<std::filesystem::path> run_list;  // what the job's later runs feed
-  std::optional<FailingBatch> batch;          // the failure's batch, for the report
+  std::optional<FailingBatch> batch;            // the failure's batch, for the report
 };
 
 // Runs `baseline` over every batch (Settings::batches), then the failing

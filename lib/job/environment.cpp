@@ -1,9 +1,10 @@
 #include "job/environment.hpp"
 
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
-#include <unistd.h>
-#include <sys/utsname.h>
 
 #include "process/process.hpp"
 
@@ -17,7 +18,8 @@ std::string run_for_line(const std::vector<std::string>& argv) {
   spec.timeout_s = 10;
   spec.kill_grace_s = 1;
   // The tails come from files: give the streams one each, removed afterwards.
-  std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("aoti-bisect-env-" + std::to_string(::getpid()));
+  std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("aoti-bisect-env-" + std::to_string(::getpid()));
   spec.stdout_path = tmp.string() + ".out";
   spec.stderr_path = tmp.string() + ".err";
   ExitStatus st = run_process(spec);

@@ -38,7 +38,7 @@ bool read_with_cuda_gdb(const fs::path& file, const fs::path& run_dir, double ti
     return true;
   }
   note = st.how == ExitStatus::How::timed_out ? fmt::format("cuda-gdb did not finish in {:g} s", timeout_s)
-                                                : "cuda-gdb named no kernel (" + st.describe() + "; cuda-gdb.txt)";
+                                              : "cuda-gdb named no kernel (" + st.describe() + "; cuda-gdb.txt)";
   return false;
 }
 

@@ -83,15 +83,17 @@ void load_python_for_extensions(RunOptions& opt, Recorder& rec) {
     }
     std::optional<fs::path> libpython = python_shared_library(opt.cache_dir);
     if (!libpython) {
-      rec.note(fmt::format("library '{}' is a Python extension module (it refers to Python's C API), and python3 "
-                           "has no shared libpython to load before it",
-                           display_path(lib)));
+      rec.note(
+          fmt::format("library '{}' is a Python extension module (it refers to Python's C API), and python3 "
+                      "has no shared libpython to load before it",
+                      display_path(lib)));
       return;
     }
     opt.python_library = *libpython;
-    rec.note(fmt::format("library '{}' is a Python extension module (it refers to Python's C API): {} is loaded "
-                         "before it",
-                         display_path(lib), display_path(*libpython)));
+    rec.note(
+        fmt::format("library '{}' is a Python extension module (it refers to Python's C API): {} is loaded "
+                    "before it",
+                    display_path(lib), display_path(*libpython)));
     return;
   }
 }

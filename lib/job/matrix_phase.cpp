@@ -151,7 +151,9 @@ std::vector<ChildRequest> MatrixPhase::requests(const std::vector<PlannedRun>& p
   return reqs;
 }
 
-std::vector<MatrixRunFacts> MatrixPhase::facts() const { return facts_of(m_runs); }
+std::vector<MatrixRunFacts> MatrixPhase::facts() const {
+  return facts_of(m_runs);
+}
 
 Step<> MatrixPhase::run_baseline() {
   const Settings& s = m_job.settings;
@@ -221,11 +223,11 @@ Step<> MatrixPhase::refuse_inputs() {
         continue;
       }
       std::string flags = env_difference(checks[i].env, m_plan[0].env);
-      message += checked[i].cls.kind == OutcomeKind::input_mismatch
-                     ? fmt::format("; the package's own check ({}) agrees: {}", flags,
-                                   redact_paths(checked[i].cls.first_line))
-                     : fmt::format("; the package's own check ({}) accepts them ({})", flags,
-                                   outcome_name(checked[i].cls.kind));
+      message +=
+          checked[i].cls.kind == OutcomeKind::input_mismatch
+              ? fmt::format("; the package's own check ({}) agrees: {}", flags, redact_paths(checked[i].cls.first_line))
+              : fmt::format("; the package's own check ({}) accepts them ({})", flags,
+                            outcome_name(checked[i].cls.kind));
     }
   }
   // The failure kind scripts group by (design.md's outcome table), with
@@ -297,9 +299,9 @@ Step<> MatrixPhase::run_stages() {
                           : stage_no != 2 ? ""
                           : stage.flaky   ? " (the baseline is flaky)"
                                           : " (after a steady failure)";
-    rec.begin_phase("matrix", fmt::format("{} run{} over {} variant{}{}, {} at a time", now.size(),
-                                          now.size() == 1 ? "" : "s", variants.size(),
-                                          variants.size() == 1 ? "" : "s", why_now, s.jobs));
+    rec.begin_phase("matrix",
+                    fmt::format("{} run{} over {} variant{}{}, {} at a time", now.size(), now.size() == 1 ? "" : "s",
+                                variants.size(), variants.size() == 1 ? "" : "s", why_now, s.jobs));
     std::vector<ChildResult> more;
     bool completed = m_job.runs.run_all(requests(now), s.jobs, more) || !interrupt_requested();
     for (size_t i = 0; i < now.size() && i < more.size(); ++i) {
@@ -322,9 +324,10 @@ Step<> MatrixPhase::run_stages() {
 void MatrixPhase::summarize() {
   for (const auto& [plan, result] : m_runs) {
     if (!result.cls.poison_unreached.empty()) {
-      m_job.recorder.note(fmt::format("variant {}: the poison reached none of the package's allocations ({}); its "
-                                      "runs say nothing about memory no kernel wrote",
-                                      plan.variant, result.cls.poison_unreached));
+      m_job.recorder.note(
+          fmt::format("variant {}: the poison reached none of the package's allocations ({}); its "
+                      "runs say nothing about memory no kernel wrote",
+                      plan.variant, result.cls.poison_unreached));
       break;
     }
   }
@@ -344,8 +347,7 @@ Step<> MatrixPhase::read() {
   const Settings& s = m_job.settings;
   summarize();
   const std::vector<MatrixRunFacts> runs = facts();
-  m_findings = read_matrix(s.findings, runs,
-                           m_result.failure ? std::optional(m_result.failure->kind) : std::nullopt);
+  m_findings = read_matrix(s.findings, runs, m_result.failure ? std::optional(m_result.failure->kind) : std::nullopt);
   // The package's own input check refuses the inputs: it is the inputs,
   // not a kernel; nothing is searched. Unless they are only outside the
   // range it was compiled for, which it runs with its checks off (its
@@ -436,9 +438,10 @@ Step<> MatrixPhase::outputs_differ(const std::vector<MatrixRunFacts>& runs) {
   } else if (c) {
     how_far = "; one more run returned the first run's outputs exactly";
   }
-  std::string seen_line = fmt::format("outputs differ between runs with the same inputs and flags: {} different "
-                                      "outputs in {} runs ({} agreed at most){}",
-                                      differ->distinct, differ->runs, differ->agreeing, how_far);
+  std::string seen_line = fmt::format(
+      "outputs differ between runs with the same inputs and flags: {} different "
+      "outputs in {} runs ({} agreed at most){}",
+      differ->distinct, differ->runs, differ->agreeing, how_far);
   // Within a tolerance the user gave: accepted, and said.
   if (s.tolerance_given && c && c->mismatched > 0) {
     std::string dtype = "default";
@@ -481,9 +484,8 @@ Step<> MatrixPhase::without_failure() const {
     return Go{};
   }
   if (m_loop) {
-    return finished(Verdict::clean,
-                fmt::format("no failure in {} {} (one run; no crash, no NaN/Inf)", s.batches.size(),
-                            s.calls ? "calls" : "batches"));
+    return finished(Verdict::clean, fmt::format("no failure in {} {} (one run; no crash, no NaN/Inf)", s.batches.size(),
+                                                s.calls ? "calls" : "batches"));
   }
   const Report& report = m_job.recorder.report();
   size_t n = report.runs.size();
@@ -514,9 +516,8 @@ Step<> MatrixPhase::without_failure() const {
     also = fmt::format("; {} of them ({}) refused the inputs{}", refused.size(), fmt::join(refused, ", "),
                        why.empty() ? "" : ": " + why);
   }
-  return finished(Verdict::clean,
-              fmt::format("no failure {}in {} run{}{}{}", refused.empty() ? "" : "of the model ", n, n == 1 ? "" : "s",
-                          unchecked, also));
+  return finished(Verdict::clean, fmt::format("no failure {}in {} run{}{}{}", refused.empty() ? "" : "of the model ", n,
+                                              n == 1 ? "" : "s", unchecked, also));
 }
 
 std::string MatrixPhase::failure_text() const {
@@ -529,9 +530,10 @@ std::string MatrixPhase::failure_text() const {
                                  f.reproduced, f.runs, f.runs == 1 ? "" : "s");
   if (!f.deterministic && s.bisect) {
     // Mixed outcomes: one run per step could call a half clean by chance.
-    text += fmt::format(" (flaky: not every run of the {} environment reproduced it, so each search step runs {} "
-                        "times and a step whose runs disagree is inconclusive)",
-                        f.reproducing_variant, s.bisect_repeats.value_or(3));
+    text += fmt::format(
+        " (flaky: not every run of the {} environment reproduced it, so each search step runs {} "
+        "times and a step whose runs disagree is inconclusive)",
+        f.reproducing_variant, s.bisect_repeats.value_or(3));
   }
   // What makes the failure go away, or show every time (one thread, ATen's
   // scalar kernels), said beside the culprit: not the kernel's arithmetic alone.

@@ -27,7 +27,6 @@ namespace aoti_bisect {
 // A run that says the tool, not the model, is broken: the job stops.
 std::optional<Stop> broken_run(const ChildResult& r);
 
-
 // What the matrix's runs showed: the variants, the failure, and the
 // environment the search uses.
 struct MatrixResult {
@@ -92,9 +91,9 @@ class MatrixPhase {
   JobContext& m_job;
   const ModelDir& m_model;
   std::string m_model_name;
-  std::vector<PlannedRun> m_plan;  // the runs planned, the baseline's first
-  std::vector<MatrixRun> m_runs;   // the runs made, in order, the baseline first
-  std::optional<BatchLoop> m_loop;     // several batches: the loop over them is the baseline
+  std::vector<PlannedRun> m_plan;   // the runs planned, the baseline's first
+  std::vector<MatrixRun> m_runs;    // the runs made, in order, the baseline first
+  std::optional<BatchLoop> m_loop;  // several batches: the loop over them is the baseline
   std::vector<std::filesystem::path> m_run_list;
   MatrixResult m_result;
   std::vector<Finding> m_findings;

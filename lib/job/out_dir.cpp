@@ -1,11 +1,12 @@
 #include "job/out_dir.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -34,7 +35,7 @@ std::string read_pid(int fd) {
 }  // namespace
 
 const std::vector<std::string>& run_products() {
-  static const std::vector<std::string> names = {"report.json", "report.md", "report.svg", "junit.xml",
+  static const std::vector<std::string> names = {"report.json", "report.md", "report.svg",        "junit.xml",
                                                  "runs",        "repro",     "eager-reference.pt"};
   return names;
 }
@@ -66,7 +67,8 @@ OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
                               "choose another --out",
                               shown, pid));
     }
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if ((::fstat(m_fd, &held) == 0 && ::stat(lock.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
          held.st_dev == named.st_dev) ||
         attempt >= 8) {
@@ -94,9 +96,9 @@ OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
     }
   }
   if (!stale.empty()) {
-    m_notes.push_back(fmt::format("removed the work folder{} of {} earlier run{} that ended without cleaning up (pid {})",
-                                  stale.size() == 1 ? "" : "s", stale.size(), stale.size() == 1 ? "" : "s",
-                                  fmt::join(stale, ", ")));
+    m_notes.push_back(
+        fmt::format("removed the work folder{} of {} earlier run{} that ended without cleaning up (pid {})",
+                    stale.size() == 1 ? "" : "s", stale.size(), stale.size() == 1 ? "" : "s", fmt::join(stale, ", ")));
   }
   std::vector<fs::path> earlier;
   for (const auto& name : products) {
@@ -113,9 +115,10 @@ OutDir::OutDir(const fs::path& dir, const std::vector<std::string>& products) {
   for (const auto& p : earlier) {
     fs::rename(p, previous / p.filename(), ec);
     if (ec) {
-      throw Error(ErrorKind::usage, fmt::format("output folder '{}': an earlier run's '{}' cannot be moved to {}/ ({}); "
-                                                "choose another --out",
-                                                shown, p.filename().string(), k_previous, ec.message()));
+      throw Error(ErrorKind::usage,
+                  fmt::format("output folder '{}': an earlier run's '{}' cannot be moved to {}/ ({}); "
+                              "choose another --out",
+                              shown, p.filename().string(), k_previous, ec.message()));
     }
   }
   m_notes.push_back(fmt::format("an earlier run's files in this output folder were moved to {}/", k_previous));

@@ -34,8 +34,8 @@ Step<fs::path> reference_phase(const Settings& s, const Inspected& in, const fs:
   } catch (const EagerRunFailed& e) {
     // Eager fails on these inputs too: the package's run may still fault or
     // make NaN/Inf, which needs no reference.
-    rec.note(fmt::format("{} (output values are not compared with eager; faults and NaN/Inf are still searched)",
-                         e.what()));
+    rec.note(
+        fmt::format("{} (output values are not compared with eager; faults and NaN/Inf are still searched)", e.what()));
     return fs::path();
   } catch (const Error& e) {
     return stop_of(e);
@@ -43,9 +43,10 @@ Step<fs::path> reference_phase(const Settings& s, const Inspected& in, const fs:
   rec.reference(display_path(req.out) + " (eager, from the exported program" +
                 (s.eager_device.empty() ? ")" : ", on the " + s.eager_device + ")"));
   if (!s.eager_device.empty() && s.eager_device != in.model->device_key()) {
-    rec.note(fmt::format("eager ran on the {} (--eager-device {}), the package on {}: outputs that agree are a hint, "
-                         "not a validation on {}; outputs that differ may differ by the device's own kernels",
-                         s.eager_device, s.eager_device, in.model->device_key(), in.model->device_key()));
+    rec.note(
+        fmt::format("eager ran on the {} (--eager-device {}), the package on {}: outputs that agree are a hint, "
+                    "not a validation on {}; outputs that differ may differ by the device's own kernels",
+                    s.eager_device, s.eager_device, in.model->device_key(), in.model->device_key()));
   }
   return req.out;
 }

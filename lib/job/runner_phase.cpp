@@ -34,8 +34,9 @@ Step<ModelDir> RunnerPhase::extract(Inspected& in, const fs::path& work, const S
     std::vector<UncheckedCopy> unchecked;
     model.dir = in.pkg->extract(work / "package", in.model, &unchecked);
     if (!unchecked.empty()) {
-      m_copies = std::async(std::launch::async,
-                            [path = in.pkg->path(), unchecked = std::move(unchecked)] { check_copies(path, unchecked); });
+      m_copies = std::async(std::launch::async, [path = in.pkg->path(), unchecked = std::move(unchecked)] {
+        check_copies(path, unchecked);
+      });
     }
     build_from_sources(in, model.dir, s);
     note_package_torch(in, model.dir);
@@ -97,9 +98,9 @@ void RunnerPhase::choose_runner(const Inspected& in) {
   record.seconds = built.seconds;
   record.torch_version = torch.version;
   m_rec.build(record, !built.cache_hit);
-  m_rec.progress().note(fmt::format("runner: against torch {} ({}), {}", torch.version, m_pick.why,
-                                    built.cache_hit ? "found in the cache"
-                                                    : fmt::format("built in {:.0f} s", built.seconds)));
+  m_rec.progress().note(
+      fmt::format("runner: against torch {} ({}), {}", torch.version, m_pick.why,
+                  built.cache_hit ? "found in the cache" : fmt::format("built in {:.0f} s", built.seconds)));
   // The exported program's build and the eager run use the same torch.
   if (!python_given && !p.named_python && !torch.python.empty()) {
     ::setenv("AOTI_BISECT_PYTHON", torch.python.c_str(), 1);
@@ -110,7 +111,8 @@ void RunnerPhase::choose_runner(const Inspected& in) {
 // libraries its library needs), for the report and for the line that says
 // why a runner of another torch cannot load it.
 void RunnerPhase::note_package_torch(const Inspected& in, const fs::path& package_dir) {
-  const fs::path so = package_dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
+  const fs::path so =
+      package_dir / "data" / "aotinductor" / in.model->name / fs::path(in.model->shared_object).filename();
   std::string wrapper = in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp);
   std::string flags = in.model->compile_flags_json.empty() ? "" : in.pkg->read_entry(in.model->compile_flags_json);
   m_built_with = package_torch(wrapper, flags, in.model->shared_object.empty() ? fs::path() : so);
@@ -166,8 +168,7 @@ void RunnerPhase::build_from_sources(Inspected& in, const fs::path& package_dir,
                 "is, to compile them against");
   }
   fs::path cache = s.cache_dir.empty() ? default_cache_dir() : s.cache_dir;
-  SourcesOnlyBuild built = build_sources_only(*src, runner.torch_dir, cache,
-                                              s.build_timeout_s,
+  SourcesOnlyBuild built = build_sources_only(*src, runner.torch_dir, cache, s.build_timeout_s,
                                               [this](const std::string& line) { m_rec.progress().note(line); });
   BuildRecord record;
   record.purpose = "model library";
@@ -178,10 +179,11 @@ void RunnerPhase::build_from_sources(Inspected& in, const fs::path& package_dir,
   record.seconds = built.seconds;
   record.torch_version = runner.torch;
   m_rec.build(record, !built.cache_hit);
-  m_rec.note(fmt::format("the package holds sources only (package_cpp_only): its model library was built from them "
-                         "with their own flags against torch {} ({}, {})",
-                         runner.torch, display_path(built.compiler),
-                         built.cache_hit ? "found in the cache" : fmt::format("{:.1f} s", built.seconds)));
+  m_rec.note(
+      fmt::format("the package holds sources only (package_cpp_only): its model library was built from them "
+                  "with their own flags against torch {} ({}, {})",
+                  runner.torch, display_path(built.compiler),
+                  built.cache_hit ? "found in the cache" : fmt::format("{:.1f} s", built.seconds)));
   in.built = *in.model;
   in.built.shared_object = in.built.dir + src->library.filename().string();
   in.model = &in.built;
@@ -197,9 +199,10 @@ Step<> RunnerPhase::fits(const ChildResult& baseline) {
   }
   std::string runner = torch_release(runner_env.count("torch") ? runner_env.at("torch") : "");
   if (!m_built_with.version.empty() && !runner.empty() && m_built_with.version != runner) {
-    m_rec.note(fmt::format("the package was built by torch {}, the runner's LibTorch is {}: a package runs with the "
-                           "LibTorch it was built with (AOTInductor's runtime is compiled into it)",
-                           m_built_with.version, runner));
+    m_rec.note(
+        fmt::format("the package was built by torch {}, the runner's LibTorch is {}: a package runs with the "
+                    "LibTorch it was built with (AOTInductor's runtime is compiled into it)",
+                    m_built_with.version, runner));
   }
   return Go{};
 }

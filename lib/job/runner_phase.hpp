@@ -14,8 +14,8 @@
 
 #include "harness/children.hpp"
 #include "harness/recorder.hpp"
-#include "harness/runs.hpp"
 #include "harness/runner_choice.hpp"
+#include "harness/runs.hpp"
 #include "harness/settings.hpp"
 #include "job/inspect.hpp"
 #include "job/step.hpp"
@@ -61,8 +61,8 @@ class RunnerPhase {
 
   RunOptions& m_opt;
   Recorder& m_rec;
-  RunnerPick m_pick;         // which runner runs the package, and why
-  PackageTorch m_built_with;  // the torch the package was built with, as far as it shows it
+  RunnerPick m_pick;           // which runner runs the package, and why
+  PackageTorch m_built_with;   // the torch the package was built with, as far as it shows it
   std::future<void> m_copies;  // the extracted library's checksums, read beside the baseline
 };
 

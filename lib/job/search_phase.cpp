@@ -27,10 +27,11 @@ Step<BisectOutcome> SearchPhase::search(const BisectSetup& setup) {
 Step<> SearchPhase::first(const MatrixPhase& matrix) {
   Recorder& rec = m_job.recorder;
   const ChildResult& base = matrix.baseline();
-  rec.note(fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix follows ({}) "
-                       "and completes the report (--matrix-first: the matrix before the search)",
-                       matrix_plan_text(m_job.settings.plan,
-                                        MatrixStage{base.cls.kind, m_job.settings.profile.backend != "cpu", false})));
+  rec.note(
+      fmt::format("the kernel search runs first, in the baseline's environment; the flag matrix follows ({}) "
+                  "and completes the report (--matrix-first: the matrix before the search)",
+                  matrix_plan_text(m_job.settings.plan,
+                                   MatrixStage{base.cls.kind, m_job.settings.profile.backend != "cpu", false})));
   BisectSetup setup{.pkg = *m_in.pkg,
                     .model = *m_in.model,
                     .wrapper = m_in.wrapper,
@@ -78,7 +79,7 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
     rec.set_aside_search();
     rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
     clear_repro_folder(m_job.settings.out_dir / "repro");  // its saved tensors; the new search saves its own
-    for (const auto& run : rec.report().runs) {  // the runs go on from the first search's numbers
+    for (const auto& run : rec.report().runs) {            // the runs go on from the first search's numbers
       runs_before += run.group == "search" ? 1 : 0;
     }
   }

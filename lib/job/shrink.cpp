@@ -29,9 +29,10 @@ std::string why_not(const MatrixPhase& matrix, const Failure& f) {
     return "not shrunk: every run of a set of samples that hangs would take the whole time limit";
   }
   if (!f.deterministic) {
-    return fmt::format("not shrunk: the failure reproduced in {} of {} runs, so a set of samples that passes could "
-                       "pass by chance",
-                       f.reproduced, f.runs);
+    return fmt::format(
+        "not shrunk: the failure reproduced in {} of {} runs, so a set of samples that passes could "
+        "pass by chance",
+        f.reproduced, f.runs);
   }
   return "";
 }
@@ -99,9 +100,10 @@ std::optional<int64_t> shrinkable_batch(Recorder& rec, const MatrixPhase& matrix
     for (size_t k = 0; k < sizes.size(); ++k) {
       t.push_back(fmt::format("input {}: {}", dim.inputs[k], sizes[k]));
     }
-    rec.shrink_note(fmt::format("not shrunk: the inputs that share the package's batch dimension hold different "
-                                "batches ({})",
-                                join(t, ", ")));
+    rec.shrink_note(
+        fmt::format("not shrunk: the inputs that share the package's batch dimension hold different "
+                    "batches ({})",
+                    join(t, ", ")));
     return std::nullopt;
   }
   if (batch <= 1) {
@@ -185,9 +187,10 @@ class SubBatchRuns {
 std::string minimal_sentence(const SampleShrink& found, int64_t batch, int64_t min, bool repeated,
                              bool singles_repeated, int runs) {
   const std::string who = samples_text(found.samples);
-  const std::string could_not = fmt::format("below batch {}, the smallest the package was compiled for, it could not run "
-                                            "as it is",
-                                            min);
+  const std::string could_not = fmt::format(
+      "below batch {}, the smallest the package was compiled for, it could not run "
+      "as it is",
+      min);
   std::string sentence;
   if (found.samples.size() == 1) {
     sentence = repeated ? fmt::format("{} of {} fails repeated to batch {} ({})", who, batch, min, could_not)
@@ -200,14 +203,15 @@ std::string minimal_sentence(const SampleShrink& found, int64_t batch, int64_t m
   } else if (found.none_alone) {
     sentence = fmt::format("{} of {} fail together; none alone", who, batch);
   } else {
-    sentence = fmt::format("{} of {} fail together{}", who, batch,
-                           found.minimal ? "; no smaller set of them failed"
-                                         : "; the smallest failing set found before the runs ran out");
+    sentence = fmt::format(
+        "{} of {} fail together{}", who, batch,
+        found.minimal ? "; no smaller set of them failed" : "; the smallest failing set found before the runs ran out");
   }
   if (static_cast<int64_t>(found.samples.size()) < min && !repeated) {
-    sentence += fmt::format(" (run at batch {}, below batch {}, the smallest the package was compiled for, as the "
-                            "package runs it by default)",
-                            found.samples.size(), min);
+    sentence += fmt::format(
+        " (run at batch {}, below batch {}, the smallest the package was compiled for, as the "
+        "package runs it by default)",
+        found.samples.size(), min);
   }
   return sentence + fmt::format(" ({} run{} of sub-batches)", runs, runs == 1 ? "" : "s");
 }
@@ -259,8 +263,8 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
                                         "the environment the failure reproduces in",
                                         batch));
   SubBatchRuns runs(job, model, matrix, dim, min);
-  SampleShrink found =
-      shrink_samples(batch, [&](const std::vector<int64_t>& set) { return runs.fails(set); }, budget);
+  SampleShrink found = shrink_samples(
+      batch, [&](const std::vector<int64_t>& set) { return runs.fails(set); }, budget);
   if (static_cast<int64_t>(found.samples.size()) >= batch) {
     rec.shrink_note(found.stopped && runs.runs() == 0
                         ? std::string("not shrunk: the first run of a set of samples could not say")

@@ -28,9 +28,10 @@ std::vector<const Variant*> matrix_variants(const Profile& profile, const UserCo
         if (!user.path.empty() && v.line > 0) {
           where = fmt::format("{}:{}:{}", user.path, v.line, v.column);
         }
-        throw ConfigError(fmt::format("{}: error: variant '{}' is already in the {} profile (rename it, or set "
-                                      "'variants_mode: replace')",
-                                      where, v.name, profile.backend));
+        throw ConfigError(
+            fmt::format("{}: error: variant '{}' is already in the {} profile (rename it, or set "
+                        "'variants_mode: replace')",
+                        where, v.name, profile.backend));
       }
     }
     variants.push_back(&v);
@@ -72,8 +73,7 @@ std::vector<std::string> unavailable_variants(const Profile& profile, const User
 std::vector<PlannedRun> plan_matrix(const Profile& profile, const UserConfig& user,
                                     std::optional<int> repeats_override) {
   if (repeats_override && *repeats_override < 1) {
-    throw Error(ErrorKind::usage,
-                fmt::format("--repeats must be at least 1, got {}", *repeats_override));
+    throw Error(ErrorKind::usage, fmt::format("--repeats must be at least 1, got {}", *repeats_override));
   }
   std::vector<PlannedRun> runs;
   runs.push_back(PlannedRun{"baseline", "baseline", 0, user.env});
@@ -132,9 +132,10 @@ std::string variant_schedule(const Variant& v, const Profile& profile, bool devi
       return fmt::format("only when the baseline environment's runs disagree (flaky){}, {}, after the others", where,
                          runs(n));
     case RunWhen::failure_or_flaky:
-      return fmt::format("after the others{}: its first run when every run of the baseline environment failed; {} "
-                         "when they disagree (flaky)",
-                         where, runs(n));
+      return fmt::format(
+          "after the others{}: its first run when every run of the baseline environment failed; {} "
+          "when they disagree (flaky)",
+          where, runs(n));
   }
   return "";
 }
@@ -228,9 +229,10 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
       best = &r;
     } else if (rate(r) == rate(*best) && r.localizes_faults && !best->localizes_faults &&
                summary.failure == OutcomeKind::crash) {
-      summary.chosen_because = fmt::format("it localizes faults (a crash happens inside the kernel that makes it) "
-                                           "and reproduces as often as {}",
-                                           named(*best));
+      summary.chosen_because = fmt::format(
+          "it localizes faults (a crash happens inside the kernel that makes it) "
+          "and reproduces as often as {}",
+          named(*best));
       best = &r;
     } else if (base_env != nullptr && best->env == *base_env && rate(*best) == 1.0) {
       continue;  // the plain environment reproduces every time
@@ -258,8 +260,8 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
     // One run is evidence only where the baseline environment's runs did
     // not disagree (guard pages after a steady crash: yes; check_inputs'
     // one run beside a flaky baseline: no).
-    bool base_steady = base_env != nullptr && pooled(summary.variants.front()).first ==
-                                                  pooled(summary.variants.front()).second;
+    bool base_steady =
+        base_env != nullptr && pooled(summary.variants.front()).first == pooled(summary.variants.front()).second;
     summary.deterministic = runs_same > 0 && reproduced_same == runs_same && (runs_same >= 2 || base_steady);
   }
   return summary;

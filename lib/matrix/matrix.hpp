@@ -14,9 +14,9 @@
 namespace aoti_bisect {
 
 struct PlannedRun {
-  std::string id;          // "baseline", "launch_blocking.1", ...
-  std::string variant;     // "baseline" or the variant name
-  int repeat = 0;          // 1-based within its variant; 0 for the baseline
+  std::string id;                          // "baseline", "launch_blocking.1", ...
+  std::string variant;                     // "baseline" or the variant name
+  int repeat = 0;                          // 1-based within its variant; 0 for the baseline
   std::map<std::string, std::string> env;  // variables this run sets (user env + variant env)
   bool localizes_faults = false;           // the variant's (config.hpp)
   RunWhen when = RunWhen::always;          // the variant's; the baseline's is always
@@ -26,8 +26,8 @@ struct PlannedRun {
 // `flaky` variants) whether the baseline environment's runs disagreed.
 struct MatrixStage {
   OutcomeKind baseline = OutcomeKind::ok;
-  bool device = false;       // a GPU backend: an error or a device assert is a fault too
-  bool flaky = false;        // known after the first stage
+  bool device = false;  // a GPU backend: an error or a device assert is a fault too
+  bool flaky = false;   // known after the first stage
 };
 // Whether a planned run runs at `stage` (stage 1: everything but `flaky`;
 // stage 2: `flaky`, when the stage says so).
@@ -64,20 +64,20 @@ struct VariantResult {
   std::string variant;
   std::map<std::string, std::string> env;
   int runs = 0;
-  int reproduced = 0;                  // runs whose outcome is the failure kind
-  std::map<std::string, int> outcomes; // outcome name -> count
+  int reproduced = 0;                   // runs whose outcome is the failure kind
+  std::map<std::string, int> outcomes;  // outcome name -> count
   bool localizes_faults = false;
   bool deterministic() const { return runs > 0 && (reproduced == 0 || reproduced == runs); }
   double rate() const { return runs ? double(reproduced) / runs : 0.0; }
 };
 
 struct MatrixSummary {
-  std::optional<OutcomeKind> failure;     // the failure kind, if any run failed
-  std::vector<VariantResult> variants;    // baseline first, in plan order
-  std::optional<std::string> chosen;      // the most deterministic reproducing variant
-  std::string chosen_because;             // the rule that chose it, in words ("it localizes faults and
-                                          // reproduces as often"); "" for the first that reproduced
-  bool deterministic = false;             // every run with the chosen variant's environment reproduced
+  std::optional<OutcomeKind> failure;   // the failure kind, if any run failed
+  std::vector<VariantResult> variants;  // baseline first, in plan order
+  std::optional<std::string> chosen;    // the most deterministic reproducing variant
+  std::string chosen_because;           // the rule that chose it, in words ("it localizes faults and
+                                        // reproduces as often"); "" for the first that reproduced
+  bool deterministic = false;           // every run with the chosen variant's environment reproduced
   int total_runs = 0;
   int total_reproduced = 0;
 };

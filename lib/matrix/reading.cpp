@@ -14,11 +14,11 @@ namespace {
 
 struct Tally {
   int runs = 0;
-  int failed = 0;        // showed the matrix's failure
+  int failed = 0;  // showed the matrix's failure
   int ok = 0;
-  int refused = 0;       // input_mismatch
-  int changed = 0;       // ok, with outputs other than the baseline's
-  std::string line;      // the first error line
+  int refused = 0;                             // input_mismatch
+  int changed = 0;                             // ok, with outputs other than the baseline's
+  std::string line;                            // the first error line
   std::set<std::vector<std::string>> outputs;  // the ok runs' output checksums, distinct
 };
 
@@ -43,7 +43,8 @@ std::string fill(const std::string& says, const std::map<std::string, std::strin
 
 }  // namespace
 
-std::string env_difference(const std::map<std::string, std::string>& env, const std::map<std::string, std::string>& base) {
+std::string env_difference(const std::map<std::string, std::string>& env,
+                           const std::map<std::string, std::string>& base) {
   std::vector<std::string> parts;
   for (const auto& [k, v] : env) {
     auto it = base.find(k);
@@ -117,8 +118,8 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
     } else if (rule.contrast == "passes_with") {
       supported = base.failed > 0 && t.ok == t.runs && std::pow(1.0 - base_rate, t.runs) <= k_contrast_chance;
     } else if (rule.contrast == "fails_with") {
-      supported = t.failed > 0 && base.failed == 0 && base.runs > 0 &&
-                  std::pow(1.0 - rate, base.runs) <= k_contrast_chance;
+      supported =
+          t.failed > 0 && base.failed == 0 && base.runs > 0 && std::pow(1.0 - rate, base.runs) <= k_contrast_chance;
     } else if (rule.contrast == "more_reliable") {
       supported = t.failed == t.runs && base.failed > 0 && base.failed < base.runs &&
                   std::pow(base_rate, t.runs) <= k_contrast_chance;
@@ -132,11 +133,15 @@ std::vector<Finding> read_matrix(const std::vector<FindingRule>& rules, const st
     if (!supported) {
       continue;
     }
-    auto env_it = std::find_if(runs.begin(), runs.end(), [&](const MatrixRunFacts& r) { return r.variant == rule.variant; });
+    auto env_it =
+        std::find_if(runs.begin(), runs.end(), [&](const MatrixRunFacts& r) { return r.variant == rule.variant; });
     std::map<std::string, std::string> values = {
-        {"k", std::to_string(t.failed)},        {"n", std::to_string(t.runs)},
-        {"base_k", std::to_string(base.failed)}, {"base_n", std::to_string(base.runs)},
-        {"changed", std::to_string(t.changed)},  {"line", t.line},
+        {"k", std::to_string(t.failed)},
+        {"n", std::to_string(t.runs)},
+        {"base_k", std::to_string(base.failed)},
+        {"base_n", std::to_string(base.runs)},
+        {"changed", std::to_string(t.changed)},
+        {"line", t.line},
         {"env", env_difference(env_it->env, baseline.env)},
         {"base_outputs", std::to_string(base.outputs.size())},
     };
@@ -194,7 +199,7 @@ std::optional<OutputsDiffer> outputs_differ(const std::vector<MatrixRunFacts>& r
   if (runs.empty()) {
     return std::nullopt;
   }
-  std::map<std::vector<std::string>, int> seen;  // output checksums -> runs
+  std::map<std::vector<std::string>, int> seen;     // output checksums -> runs
   const std::vector<std::string>* first = nullptr;  // the first ok run's (the baseline's)
   OutputsDiffer out;
   for (const auto& r : runs) {

@@ -16,18 +16,18 @@ namespace aoti_bisect {
 
 // One finished run of the matrix, as the reading needs it.
 struct MatrixRunFacts {
-  std::string variant;                      // "baseline" or the variant's name
-  std::map<std::string, std::string> env;   // the run's variables
+  std::string variant;                     // "baseline" or the variant's name
+  std::map<std::string, std::string> env;  // the run's variables
   OutcomeKind kind = OutcomeKind::ok;
-  std::string first_line;                   // the error line, "" when ok
-  std::vector<std::string> output_checksums; // in output order; empty when the run returned none
-  std::string id;                           // "baseline", "repeat.2": where its files are
+  std::string first_line;                     // the error line, "" when ok
+  std::vector<std::string> output_checksums;  // in output order; empty when the run returned none
+  std::string id;                             // "baseline", "repeat.2": where its files are
 };
 
 struct Finding {
   std::string variant;
-  std::string contrast;   // config.hpp FindingRule::contrast
-  std::string sentence;   // the rule's `says`, filled in
+  std::string contrast;  // config.hpp FindingRule::contrast
+  std::string sentence;  // the rule's `says`, filled in
 };
 
 // The findings `rules` state for `runs` (baseline first). `failure` is the
@@ -87,7 +87,8 @@ std::optional<OutputsDiffer> outputs_differ(const std::vector<MatrixRunFacts>& r
 
 // "A=1 B=2": the variables `env` sets beyond (or unlike) `base`, as the
 // sentences' {env} and the job's messages name a variant.
-std::string env_difference(const std::map<std::string, std::string>& env, const std::map<std::string, std::string>& base);
+std::string env_difference(const std::map<std::string, std::string>& env,
+                           const std::map<std::string, std::string>& base);
 
 // The chance bound above: 0.2.
 inline constexpr double k_contrast_chance = 0.2;

@@ -92,9 +92,10 @@ BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wr
   if (dim0_symbols.size() > 1) {
     out.kind = BatchDimension::Kind::ambiguous;
     std::vector<std::string> syms(dim0_symbols.begin(), dim0_symbols.end());
-    out.why = fmt::format("the dynamic dimensions 0 of inputs {} are {} different sizes ({}): which is the batch is not "
-                          "known",
-                          names(dynamic0), syms.size(), join(syms, ", "));
+    out.why = fmt::format(
+        "the dynamic dimensions 0 of inputs {} are {} different sizes ({}): which is the batch is not "
+        "known",
+        names(dynamic0), syms.size(), join(syms, ", "));
     return out;
   }
   if (dim0_symbols.empty() ? all_symbols.size() != 1 && dynamic0.size() > 1

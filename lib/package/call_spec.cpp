@@ -128,19 +128,29 @@ std::string describe(std::string_view container, size_t children, bool tensor, b
 
 std::string describe(const InputValue& v) {
   using K = InputValue::Kind;
-  std::string_view container = v.kind == K::tuple ? "tuple" : v.kind == K::list ? "list" : v.kind == K::dict ? "dict" : "";
+  std::string_view container = v.kind == K::tuple  ? "tuple"
+                               : v.kind == K::list ? "list"
+                               : v.kind == K::dict ? "dict"
+                                                   : "";
   return describe(container, v.children.size(), v.kind == K::tensor, v.kind == K::none, v.type);
 }
 
 std::string describe(const TreeSpec& s) {
   using K = TreeSpec::Kind;
-  std::string_view container = s.kind == K::tuple ? "tuple" : s.kind == K::list ? "list" : s.kind == K::dict ? "dict" : "";
+  std::string_view container = s.kind == K::tuple  ? "tuple"
+                               : s.kind == K::list ? "list"
+                               : s.kind == K::dict ? "dict"
+                                                   : "";
   return describe(container, s.children.size(), s.kind == K::leaf, s.kind == K::none, s.type);
 }
 
-std::string key_list(const std::vector<std::string>& keys) { return keys.empty() ? "none" : join(keys, ", "); }
+std::string key_list(const std::vector<std::string>& keys) {
+  return keys.empty() ? "none" : join(keys, ", ");
+}
 
-bool is_sequence(const InputValue& v) { return v.kind == InputValue::Kind::tuple || v.kind == InputValue::Kind::list; }
+bool is_sequence(const InputValue& v) {
+  return v.kind == InputValue::Kind::tuple || v.kind == InputValue::Kind::list;
+}
 
 struct Matcher {
   bool leaves_are_tensors = true;
@@ -285,8 +295,8 @@ InputBinding bind_inputs(const std::optional<TreeSpec>& in_spec, const InputValu
     }
     for (const auto& k : v.keys) {
       if (std::find(kwargs.keys.begin(), kwargs.keys.end(), k) == kwargs.keys.end()) {
-        m.out.error = "the inputs file has '" + k + "', which the package does not take (its keyword arguments: " +
-                      key_list(kwargs.keys) + ")";
+        m.out.error = "the inputs file has '" + k +
+                      "', which the package does not take (its keyword arguments: " + key_list(kwargs.keys) + ")";
         return false;
       }
     }
@@ -341,7 +351,8 @@ InputBinding bind_inputs(const std::optional<TreeSpec>& in_spec, const InputValu
     }
     // The one positional argument itself (a tensor, a dict of tensors).
     if (args.children.size() == 1) {
-      tried.push_back(attempt("single argument", [&](Matcher& m) { return m.match(args.children[0], value, "args[0]"); }));
+      tried.push_back(
+          attempt("single argument", [&](Matcher& m) { return m.match(args.children[0], value, "args[0]"); }));
       if (tried.back().ok) {
         return tried.back().binding;
       }
@@ -370,16 +381,15 @@ InputBinding bind_inputs(const std::optional<TreeSpec>& in_spec, const InputValu
                     (args.children.size() == 1 ? "" : "s") +
                     " its call spec does not name: save a tuple in the order of forward's arguments" +
                     (kwargs.keys.empty() ? "" : ", or (args, kwargs)");
-  } else if (value.kind != InputValue::Kind::dict && args.children.empty() && !kwargs.keys.empty() &&
-             tried.empty()) {
+  } else if (value.kind != InputValue::Kind::dict && args.children.empty() && !kwargs.keys.empty() && tried.empty()) {
     refused.error = "the package takes keyword arguments " + key_list(kwargs.keys) +
                     " (its call spec) and the inputs file holds " + describe(value) +
                     ": save a dict with those keys, or (args, kwargs)";
   } else if (!tried.empty()) {
     refused.error = tried.front().binding.error;
   } else {
-    refused.error = "the inputs file holds " + describe(value) + ", the package's call spec takes " +
-                    describe(args) + " of positional arguments and keyword arguments " + key_list(kwargs.keys);
+    refused.error = "the inputs file holds " + describe(value) + ", the package's call spec takes " + describe(args) +
+                    " of positional arguments and keyword arguments " + key_list(kwargs.keys);
   }
   return refused;
 }
@@ -444,9 +454,8 @@ std::vector<std::string> output_names(const std::optional<TreeSpec>& out_spec) {
       return;
     }
     for (size_t i = 0; i < s.children.size(); ++i) {
-      std::string sub = s.kind == TreeSpec::Kind::dict
-                            ? (path.empty() ? s.keys[i] : path + "['" + s.keys[i] + "']")
-                            : (path.empty() ? "" : path + "[" + std::to_string(i) + "]");
+      std::string sub = s.kind == TreeSpec::Kind::dict ? (path.empty() ? s.keys[i] : path + "['" + s.keys[i] + "']")
+                                                       : (path.empty() ? "" : path + "[" + std::to_string(i) + "]");
       walk(s.children[i], sub);
     }
   };

@@ -22,11 +22,11 @@ namespace aoti_bisect {
 struct TreeSpec {
   enum class Kind { leaf, tuple, list, dict, none, other };
   Kind kind = Kind::leaf;
-  std::string type;                 // as the spec names it: "builtins.tuple", "collections.OrderedDict"
-  std::vector<std::string> keys;    // dict: its keys, in flat order (strings as written, numbers as text)
+  std::string type;               // as the spec names it: "builtins.tuple", "collections.OrderedDict"
+  std::vector<std::string> keys;  // dict: its keys, in flat order (strings as written, numbers as text)
   std::vector<TreeSpec> children;
-  int leaves() const;               // leaf count (tensors and the constants among them)
-  bool has_names() const;           // a dict anywhere below
+  int leaves() const;      // leaf count (tensors and the constants among them)
+  bool has_names() const;  // a dict anywhere below
 };
 
 // nullopt when the text is not a treespec this version reads (another
@@ -44,23 +44,23 @@ CallSpecText call_spec_text(const std::string& wrapper_source);
 struct InputValue {
   enum class Kind { tensor, tuple, list, dict, none, scalar, other };
   Kind kind = Kind::tensor;
-  std::string type;                 // scalar/other: "int", "str", "Object"; for messages
-  std::vector<std::string> keys;    // dict: its keys, in file order
+  std::string type;               // scalar/other: "int", "str", "Object"; for messages
+  std::vector<std::string> keys;  // dict: its keys, in file order
   std::vector<InputValue> children;
-  int tensor = -1;                  // tensor: its index in file order
+  int tensor = -1;  // tensor: its index in file order
   // dict: its keys stand for positions where the spec takes positional
   // arguments (a safetensors file, which holds nothing but named tensors)
   bool keys_are_positions = false;
 };
 
 struct InputBinding {
-  bool by_call_spec = false;        // false: positional, the package carries no call spec it can be bound by
-  std::string form;                 // "keyword dict", "(args, kwargs)", "positional tuple", "single argument",
-                                    // "positional (flattened)", "positional (no call spec)"
-  std::vector<int> order;           // order[i]: the file's tensor (file order) that is flat input i
-  std::vector<std::string> names;   // names[i]: where flat input i came from: "attention_mask",
-                                    // "batch['mask']", "args[1][0]"
-  std::string error;                // one line when the file does not fit the spec ("" when bound)
+  bool by_call_spec = false;       // false: positional, the package carries no call spec it can be bound by
+  std::string form;                // "keyword dict", "(args, kwargs)", "positional tuple", "single argument",
+                                   // "positional (flattened)", "positional (no call spec)"
+  std::vector<int> order;          // order[i]: the file's tensor (file order) that is flat input i
+  std::vector<std::string> names;  // names[i]: where flat input i came from: "attention_mask",
+                                   // "batch['mask']", "args[1][0]"
+  std::string error;               // one line when the file does not fit the spec ("" when bound)
 };
 
 // Binds `value` to the package's flat inputs. Without a spec: every tensor in

@@ -14,13 +14,13 @@ namespace aoti_bisect {
 
 struct ConstantInfo {
   int index = 0;
-  std::string name;    // "bn_running_var": the wrapper's variable
-  std::string fqn;     // "bn.running_var": the module path; "" when not recorded
-  std::string kind;    // "parameter", "buffer", "tensor constant", "folded constant", "" when unknown
+  std::string name;  // "bn_running_var": the wrapper's variable
+  std::string fqn;   // "bn.running_var": the module path; "" when not recorded
+  std::string kind;  // "parameter", "buffer", "tensor constant", "folded constant", "" when unknown
   std::vector<int64_t> shape;
-  bool opaque = false; // oneDNN (mkldnn) layout: a frozen, packed weight without storage of its own
-  uint64_t data_size = 0;   // bytes it takes in the weights
-  bool from_folded = false; // made by constant folding at load time (not in the weights)
+  bool opaque = false;       // oneDNN (mkldnn) layout: a frozen, packed weight without storage of its own
+  uint64_t data_size = 0;    // bytes it takes in the weights
+  bool from_folded = false;  // made by constant folding at load time (not in the weights)
   // A constant freezing made (`_frozen_param4`, its original name lost)
   bool frozen() const { return name.rfind("_frozen_param", 0) == 0 && (fqn.empty() || fqn == name); }
 };

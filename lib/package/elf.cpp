@@ -1,17 +1,17 @@
 #include "package/elf.hpp"
 
-#include <cstring>
-#include <optional>
-
-#include <cerrno>
-#include <string_view>
-
 #include <elf.h>
-#include <fmt/format.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "common/error.hpp"
 
@@ -133,7 +133,8 @@ ElfFacts parse_elf_facts(std::string_view bytes, const std::string& what) {
         continue;
       }
       auto s = sym(index);
-      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC && !(ELF64_ST_TYPE(s.st_info) == STT_NOTYPE && s.st_shndx == SHN_UNDEF)) {
+      if (ELF64_ST_TYPE(s.st_info) != STT_FUNC &&
+          !(ELF64_ST_TYPE(s.st_info) == STT_NOTYPE && s.st_shndx == SHN_UNDEF)) {
         continue;
       }
       facts.slots.push_back({r.str(str_off + s.st_name), rel.r_offset, type == R_X86_64_JUMP_SLOT});
@@ -187,7 +188,8 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
     throw Error(ErrorKind::cannot_test, what + " cannot be mapped: " + std::strerror(errno));
   }
   try {
-    ElfFacts facts = parse_elf_facts(std::string_view(static_cast<const char*>(map), static_cast<size_t>(st.st_size)), what);
+    ElfFacts facts =
+        parse_elf_facts(std::string_view(static_cast<const char*>(map), static_cast<size_t>(st.st_size)), what);
     ::munmap(map, static_cast<size_t>(st.st_size));
     return facts;
   } catch (...) {

@@ -33,7 +33,7 @@ struct ElfFacts {
     bool writable = false;  // in a writable segment (.ldata, not .lrodata)
   };
   std::map<std::string, Place> blobs;
-  std::vector<std::string> needed;          // DT_NEEDED: the libraries it links ("libtorch_cpu.so")
+  std::vector<std::string> needed;  // DT_NEEDED: the libraries it links ("libtorch_cpu.so")
 };
 
 // The bytes of the weights the library embeds (from _binary_constants_bin_start

@@ -96,7 +96,8 @@ nlohmann::json to_json(const ModelFacts& f) {
   }
   nlohmann::json sites = nlohmann::json::array();
   for (const auto& site : f.sites) {
-    sites.push_back({{"kernel", site.kernel}, {"args", site.args}, {"in_out", site.in_out}, {"elements", site.elements}});
+    sites.push_back(
+        {{"kernel", site.kernel}, {"args", site.args}, {"in_out", site.in_out}, {"elements", site.elements}});
   }
   return {{"num_inputs", f.num_inputs ? nlohmann::json(*f.num_inputs) : nlohmann::json(nullptr)},
           {"inputs", inputs},

@@ -27,7 +27,7 @@ struct ModelFacts {
   struct Site {
     std::string kernel;
     std::vector<std::string> args;
-    std::vector<int> in_out;  // argument positions a cpp kernel reads and writes in place
+    std::vector<int> in_out;                         // argument positions a cpp kernel reads and writes in place
     std::vector<std::vector<std::string>> elements;  // a list argument's tensors (CallSite::elements)
   };
   std::vector<Site> sites;

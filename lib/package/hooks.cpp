@@ -112,13 +112,11 @@ std::vector<std::string> identifiers(const std::string& type) {
 }
 
 const std::set<std::string>& scalar_words() {
-  static const std::set<std::string> words = {"const",   "int64_t",  "int32_t",  "int16_t", "int8_t",  "uint64_t",
-                                              "uint32_t", "uint16_t", "uint8_t",  "int",     "long",    "short",
-                                              "char",    "unsigned", "signed",   "double",  "float",   "bool",
-                                              "size_t",  "void"};
+  static const std::set<std::string> words = {
+      "const", "int64_t", "int32_t", "int16_t",  "int8_t", "uint64_t", "uint32_t", "uint16_t", "uint8_t", "int",
+      "long",  "short",   "char",    "unsigned", "signed", "double",   "float",    "bool",     "size_t",  "void"};
   return words;
 }
-
 
 // The type a hook declares for a parameter, or "" when it cannot.
 std::string hook_type(const HookParam& p, bool kernel, std::set<std::string>& handle_types) {
@@ -277,8 +275,8 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
     for (const auto& p : params) {
       std::string t = hook_type(p, kernel, handle_types);
       if (t.empty()) {
-        lib.problems.push_back(fmt::format("{}: parameter '{} {}' has a type the hook cannot declare", symbol,
-                                           p.type, p.name));
+        lib.problems.push_back(
+            fmt::format("{}: parameter '{} {}' has a type the hook cannot declare", symbol, p.type, p.name));
         return;
       }
       types.push_back(t);
@@ -298,8 +296,9 @@ HookLibrary generate_hooks(const WrapperInfo& wrapper, const std::map<std::strin
     body += fmt::format("extern \"C\" {} {}({}) {{\n", ret, fn, join(decl, ", "));
     if (!site) {
       if (symbol == "aoti_torch_get_data_ptr") {
-        body += fmt::format("  {} e = real_{}({});\n  if (e == 0 && a1) aoti_bisect_data_ptr(a0, *a1);\n  return e;\n}}\n\n",
-                            ret, n, join(call, ", "));
+        body += fmt::format(
+            "  {} e = real_{}({});\n  if (e == 0 && a1) aoti_bisect_data_ptr(a0, *a1);\n  return e;\n}}\n\n", ret, n,
+            join(call, ", "));
       } else {
         body += fmt::format("  aoti_bisect_forget(a0);\n  return real_{}({});\n}}\n\n", n, join(call, ", "));
       }

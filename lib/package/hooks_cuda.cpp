@@ -129,7 +129,8 @@ void append_cuda_launch_hooks(const std::vector<const TritonLaunch*>& launches, 
   text = replace_all(std::move(text), "{get}", std::to_string(get));
   text = replace_all(std::move(text), "{launch}", std::to_string(launch));
   out.body += text;
-  for (const auto& [symbol, n] : {std::pair<const char*, int>{"cuModuleGetFunction", get}, {"cuLaunchKernel", launch}}) {
+  for (const auto& [symbol, n] :
+       {std::pair<const char*, int>{"cuModuleGetFunction", get}, {"cuLaunchKernel", launch}}) {
     out.table += fmt::format("    {{\"{}\", (void*)&aoti_bisect_hook_{}, (void**)&real_{}}},\n", symbol, n, n);
     out.hooked.push_back(symbol);
   }

@@ -19,10 +19,10 @@
 namespace aoti_bisect {
 
 struct HookText {
-  std::string body;                  // definitions
-  std::string table;                 // aoti_bisect_hooks[] entries
-  int n = 0;                         // hooks so far (numbers real_<n> and aoti_bisect_hook_<n>)
-  std::vector<std::string> hooked;   // symbols with a hook
+  std::string body;                 // definitions
+  std::string table;                // aoti_bisect_hooks[] entries
+  int n = 0;                        // hooks so far (numbers real_<n> and aoti_bisect_hook_<n>)
+  std::vector<std::string> hooked;  // symbols with a hook
 };
 
 // Appends the driver hooks for `launches` (one per Triton kernel the call

@@ -1,6 +1,7 @@
 #include "package/inspect.hpp"
 
 #include <set>
+
 #include <fmt/format.h>
 
 #include "common/files.hpp"
@@ -22,7 +23,9 @@ std::vector<const ModelFiles*> chosen(const Package& pkg, const std::string& mod
   return out;
 }
 
-std::string base_name(const std::string& entry) { return entry.substr(entry.find_last_of('/') + 1); }
+std::string base_name(const std::string& entry) {
+  return entry.substr(entry.find_last_of('/') + 1);
+}
 
 // The torch a model was built with, from its recorded compile command.
 PackageTorch built_with(const Package& pkg, const ModelFiles& m) {
@@ -44,7 +47,8 @@ nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model
   nlohmann::ordered_json j;
   j["package"] = display_path(pkg.path());
   j["sha256"] = sha256_file(pkg.path());
-  j["torch_version"] = pkg.torch_version().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(pkg.torch_version());
+  j["torch_version"] =
+      pkg.torch_version().empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(pkg.torch_version());
   j["exported_programs"] = pkg.exported_programs();
   j["models"] = nlohmann::ordered_json::array();
   for (const ModelFiles* m : chosen(pkg, model)) {
@@ -59,9 +63,10 @@ nlohmann::ordered_json inspect_json(const Package& pkg, const std::string& model
                    {"shared_object", base_name(m->shared_object)},
                    {"cubins", m->cubins.size()}};
     PackageTorch t = built_with(pkg, *m);
-    jm["built_with"] = {{"torch_version", t.version.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.version)},
-                        {"torch_dir", t.torch_dir.empty() ? nlohmann::ordered_json(nullptr)
-                                                           : nlohmann::ordered_json(display_path(t.torch_dir))}};
+    jm["built_with"] = {
+        {"torch_version", t.version.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.version)},
+        {"torch_dir",
+         t.torch_dir.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(display_path(t.torch_dir))}};
     jm["instrumented"] = w.instrumented;
     jm["printer_level"] = w.printer_level;
     jm["has_exported_program"] = !pkg.exported_programs().empty();
@@ -111,8 +116,8 @@ std::string inspect_table(const Package& pkg, const std::string& model) {
   }
   out += fmt::format("torch        {}\n", torch);
   out += fmt::format("exported     {}\n", pkg.exported_programs().empty()
-                                            ? std::string("no exported program inside")
-                                            : fmt::format("{}", fmt::join(pkg.exported_programs(), ", ")));
+                                              ? std::string("no exported program inside")
+                                              : fmt::format("{}", fmt::join(pkg.exported_programs(), ", ")));
   out += fmt::format("models       {}\n", fmt::join(pkg.model_names(), ", "));
   for (const ModelFiles* m : chosen(pkg, model)) {
     WrapperInfo w = pkg.wrapper_info(*m);

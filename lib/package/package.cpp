@@ -24,7 +24,6 @@ namespace {
 
 const std::string k_aoti_dir = "data/aotinductor/";
 
-
 // A local file header at the start: a zip whose end was cut off.
 bool starts_like_zip(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -41,9 +40,9 @@ zip_t* open_zip(const fs::path& path) {
     throw Error(ErrorKind::cannot_test, fmt::format("package '{}' does not exist", path.string()));
   }
   if (fs::is_directory(path, ec)) {
-    throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}' is a directory; give the .pt2 file made by aoti_compile_and_package",
-                            path.string()));
+    throw Error(
+        ErrorKind::cannot_test,
+        fmt::format("package '{}' is a directory; give the .pt2 file made by aoti_compile_and_package", path.string()));
   }
   int err = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &err);
@@ -94,8 +93,7 @@ void classify_model_file(ModelFiles& m, const std::string& entry) {
       m.wrapper_cpp = entry;  // versions before the wrapper/kernel split
     }
   } else if (base.ends_with("wrapper_metadata.json") ||
-             (base.ends_with("_metadata.json") && !base.ends_with("kernel_metadata.json") &&
-              m.metadata_json.empty())) {
+             (base.ends_with("_metadata.json") && !base.ends_with("kernel_metadata.json") && m.metadata_json.empty())) {
     m.metadata_json = entry;
   } else if (base.ends_with(".so")) {
     m.shared_object = entry;
@@ -190,10 +188,8 @@ void extract_entry(ZipReader& z, uint64_t index, const std::string& entry, const
             unchecked->push_back({entry, out, *stored});
           }
           return;
-        case CopyResult::bad_crc:
-          z.fail(entry, "is damaged (truncated or bad checksum)");
-        case CopyResult::cannot:
-          break;  // streamed below
+        case CopyResult::bad_crc: z.fail(entry, "is damaged (truncated or bad checksum)");
+        case CopyResult::cannot: break;  // streamed below
       }
     }
   }
@@ -299,8 +295,8 @@ const ModelFiles& Package::select_model(const std::string& requested) const {
       return m;
     }
   }
-  throw Error(ErrorKind::usage, fmt::format("package '{}' has no model '{}'; it holds: {}", m_path.string(),
-                                            requested, fmt::join(model_names(), ", ")));
+  throw Error(ErrorKind::usage, fmt::format("package '{}' has no model '{}'; it holds: {}", m_path.string(), requested,
+                                            fmt::join(model_names(), ", ")));
 }
 
 std::string Package::sample_inputs(const ModelFiles& model) const {
@@ -359,9 +355,8 @@ fs::path Package::extract(const fs::path& dest, const ModelFiles* only, std::vec
       continue;
     }
     if (!safe_entry_name(e)) {
-      throw Error(ErrorKind::cannot_test,
-                  fmt::format("package '{}' has an unsafe entry name '{}'; refusing to extract", m_path.string(),
-                              printable_name(e)));
+      throw Error(ErrorKind::cannot_test, fmt::format("package '{}' has an unsafe entry name '{}'; refusing to extract",
+                                                      m_path.string(), printable_name(e)));
     }
   }
   for (uint64_t i = 0, n = z.count(); i < n; ++i) {
@@ -385,8 +380,7 @@ fs::path Package::extract(const fs::path& dest, const ModelFiles* only, std::vec
 void check_copies(const fs::path& package, const std::vector<UncheckedCopy>& copies) {
   for (const auto& c : copies) {
     switch (check_copy(c.file, c.stored)) {
-      case CopyResult::copied:
-        break;
+      case CopyResult::copied: break;
       case CopyResult::bad_crc: {
         ZipReader z(open_zip(package), package, "package", k_remedy);
         z.fail(c.entry, "is damaged (truncated or bad checksum)");

@@ -23,9 +23,9 @@ enum class SourceRole { none, wrapper, kernel, both };
 SourceRole source_role(std::string_view file_name);
 
 struct ModelFiles {
-  std::string name;                   // "model"
-  std::string dir;                    // archive path of data/aotinductor/<name>/
-  std::string wrapper_cpp;            // archive paths; "" when absent
+  std::string name;         // "model"
+  std::string dir;          // archive path of data/aotinductor/<name>/
+  std::string wrapper_cpp;  // archive paths; "" when absent
   std::string kernel_cpp;
   std::string metadata_json;
   std::string shared_object;
@@ -40,7 +40,7 @@ struct ModelFiles {
   std::vector<std::string> cubins;
   std::vector<std::string> other;
   std::map<std::string, std::string> metadata;  // parsed metadata_json
-  std::string device_key() const;     // metadata AOTI_DEVICE_KEY, "" when unknown
+  std::string device_key() const;               // metadata AOTI_DEVICE_KEY, "" when unknown
 };
 
 // Whether an extracted package directory holds a weights file for `model`
@@ -77,7 +77,7 @@ class Package {
   static Package open(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return m_path; }
-  const std::string& prefix() const { return m_prefix; }       // "name/" or ""
+  const std::string& prefix() const { return m_prefix; }  // "name/" or ""
   const std::vector<std::string>& entries() const { return m_entries; }
   const std::vector<ModelFiles>& models() const { return m_models; }
   std::vector<std::string> model_names() const;

@@ -13,9 +13,7 @@
 namespace aoti_bisect {
 
 SourceRole source_role(std::string_view file_name) {
-  auto ends = [&](std::string_view suffix) {
-    return file_name.size() > suffix.size() && file_name.ends_with(suffix);
-  };
+  auto ends = [&](std::string_view suffix) { return file_name.size() > suffix.size() && file_name.ends_with(suffix); };
   if (ends(".wrapper.cpp")) {
     return SourceRole::wrapper;
   }
@@ -53,7 +51,9 @@ bool has_weights_file(const std::filesystem::path& dir, const std::string& model
 void check_model_library(const std::filesystem::path& dir, const ModelFiles& model, const WrapperInfo& wrapper) {
   namespace fs = std::filesystem;
   fs::path so = dir / "data" / "aotinductor" / model.name / fs::path(model.shared_object).filename();
-  if (model.shared_object.empty() || read_file_head(so, 4) != "\x7f" "ELF") {
+  if (model.shared_object.empty() || read_file_head(so, 4) !=
+                                         "\x7f"
+                                         "ELF") {
     return;
   }
   std::string why = missing_weights(wrapper.constant_info, embedded_weight_bytes(read_elf_facts(so)),

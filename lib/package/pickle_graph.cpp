@@ -179,20 +179,20 @@ class Decoder {
 // NOLINTNEXTLINE(readability-function-size): data: one case per pickle opcode
 void Decoder::step(uint8_t op) {
   switch (op) {
-    case 0x80: byte(); break;                    // PROTO
-    case 0x95: little(8); break;                 // FRAME
+    case 0x80: byte(); break;     // PROTO
+    case 0x95: little(8); break;  // FRAME
     case '(': m_marks.push_back(m_stack.size()); break;
-    case '0': pop(); break;                      // POP
-    case '1': pop_to_mark(); break;              // POP_MARK
-    case '2': m_stack.push_back(top()); break;   // DUP
+    case '0': pop(); break;                     // POP
+    case '1': pop_to_mark(); break;             // POP_MARK
+    case '2': m_stack.push_back(top()); break;  // DUP
     case 'N': push_kind(Kind::none); break;
     case 0x88: push_kind(Kind::boolean, 1); break;
     case 0x89: push_kind(Kind::boolean, 0); break;
     case 'J': push_kind(Kind::integer, static_cast<int32_t>(little(4))); break;
     case 'K': push_kind(Kind::integer, static_cast<int64_t>(little(1))); break;
     case 'M': push_kind(Kind::integer, static_cast<int64_t>(little(2))); break;
-    case 0x8a:                                   // LONG1
-    case 0x8b: {                                 // LONG4
+    case 0x8a:    // LONG1
+    case 0x8b: {  // LONG4
       uint64_t n = op == 0x8a ? little(1) : little(4);
       Node v;
       v.kind = Kind::big_integer;
@@ -200,7 +200,7 @@ void Decoder::step(uint8_t op) {
       push(std::move(v));
       break;
     }
-    case 'G': {                                  // BINFLOAT, big-endian
+    case 'G': {  // BINFLOAT, big-endian
       uint64_t bits = 0;
       for (int i = 0; i < 8; ++i) {
         bits = (bits << 8) | byte();
@@ -211,31 +211,62 @@ void Decoder::step(uint8_t op) {
       push(std::move(v));
       break;
     }
-    case 'X': text(take(little(4))); break;      // BINUNICODE
-    case 0x8c: text(take(little(1))); break;     // SHORT_BINUNICODE
-    case 0x8d: text(take(little(8))); break;     // BINUNICODE8
-    case 'T': text(take(little(4))); break;      // BINSTRING
-    case 'U': text(take(little(1))); break;      // SHORT_BINSTRING
-    case 'B': take(little(4)); push_kind(Kind::bytes); break;   // BINBYTES
-    case 'C': take(little(1)); push_kind(Kind::bytes); break;   // SHORT_BINBYTES
-    case 0x8e: take(little(8)); push_kind(Kind::bytes); break;  // BINBYTES8
-    case 0x96: take(little(8)); push_kind(Kind::bytes); break;  // BYTEARRAY8
+    case 'X': text(take(little(4))); break;   // BINUNICODE
+    case 0x8c: text(take(little(1))); break;  // SHORT_BINUNICODE
+    case 0x8d: text(take(little(8))); break;  // BINUNICODE8
+    case 'T': text(take(little(4))); break;   // BINSTRING
+    case 'U': text(take(little(1))); break;   // SHORT_BINSTRING
+    case 'B':
+      take(little(4));
+      push_kind(Kind::bytes);
+      break;  // BINBYTES
+    case 'C':
+      take(little(1));
+      push_kind(Kind::bytes);
+      break;  // SHORT_BINBYTES
+    case 0x8e:
+      take(little(8));
+      push_kind(Kind::bytes);
+      break;  // BINBYTES8
+    case 0x96:
+      take(little(8));
+      push_kind(Kind::bytes);
+      break;  // BYTEARRAY8
     case ')': tuple({}); break;
     case 't': tuple(pop_to_mark()); break;
-    case 0x85: { uint32_t a = pop(); tuple({a}); break; }
-    case 0x86: { uint32_t b = pop(); uint32_t a = pop(); tuple({a, b}); break; }
-    case 0x87: { uint32_t c = pop(); uint32_t b = pop(); uint32_t a = pop(); tuple({a, b, c}); break; }
+    case 0x85: {
+      uint32_t a = pop();
+      tuple({a});
+      break;
+    }
+    case 0x86: {
+      uint32_t b = pop();
+      uint32_t a = pop();
+      tuple({a, b});
+      break;
+    }
+    case 0x87: {
+      uint32_t c = pop();
+      uint32_t b = pop();
+      uint32_t a = pop();
+      tuple({a, b, c});
+      break;
+    }
     case ']': push_kind(Kind::list); break;
-    case 'l': {                                  // LIST
+    case 'l': {  // LIST
       std::vector<uint32_t> items = pop_to_mark();
       push_kind(Kind::list);
       node(top()).items = std::move(items);
       break;
     }
-    case 'a': { uint32_t v = pop(); append({v}); break; }
-    case 'e': append(pop_to_mark()); break;      // APPENDS
+    case 'a': {
+      uint32_t v = pop();
+      append({v});
+      break;
+    }
+    case 'e': append(pop_to_mark()); break;  // APPENDS
     case '}': push_kind(Kind::dict); break;
-    case 'd': {                                  // DICT
+    case 'd': {  // DICT
       std::vector<uint32_t> items = pop_to_mark();
       if (items.size() % 2 != 0) {
         fail("DICT with an odd number of items");
@@ -244,10 +275,15 @@ void Decoder::step(uint8_t op) {
       node(top()).items = std::move(items);
       break;
     }
-    case 's': { uint32_t v = pop(); uint32_t k = pop(); set_items({k, v}); break; }
-    case 'u': set_items(pop_to_mark()); break;   // SETITEMS
-    case 0x8f: push_kind(Kind::set); break;      // EMPTY_SET
-    case 0x90: {                                 // ADDITEMS
+    case 's': {
+      uint32_t v = pop();
+      uint32_t k = pop();
+      set_items({k, v});
+      break;
+    }
+    case 'u': set_items(pop_to_mark()); break;  // SETITEMS
+    case 0x8f: push_kind(Kind::set); break;     // EMPTY_SET
+    case 0x90: {                                // ADDITEMS
       std::vector<uint32_t> items = pop_to_mark();
       Node& s = node(top());
       if (s.kind != Kind::set) {
@@ -256,24 +292,24 @@ void Decoder::step(uint8_t op) {
       s.items.insert(s.items.end(), items.begin(), items.end());
       break;
     }
-    case 0x91: {                                 // FROZENSET
+    case 0x91: {  // FROZENSET
       std::vector<uint32_t> items = pop_to_mark();
       push_kind(Kind::set);
       node(top()).items = std::move(items);
       break;
     }
-    case 'q': memo_put(little(1)); break;        // BINPUT
-    case 'r': memo_put(little(4)); break;        // LONG_BINPUT
-    case 0x94: memo_put(m_memo.size()); break;   // MEMOIZE
-    case 'h': memo_get(little(1)); break;        // BINGET
-    case 'j': memo_get(little(4)); break;        // LONG_BINGET
-    case 'c': {                                  // GLOBAL
+    case 'q': memo_put(little(1)); break;       // BINPUT
+    case 'r': memo_put(little(4)); break;       // LONG_BINPUT
+    case 0x94: memo_put(m_memo.size()); break;  // MEMOIZE
+    case 'h': memo_get(little(1)); break;       // BINGET
+    case 'j': memo_get(little(4)); break;       // LONG_BINGET
+    case 'c': {                                 // GLOBAL
       std::string module = line();
       std::string name = line();
       global(std::move(module), std::move(name));
       break;
     }
-    case 0x93: {                                 // STACK_GLOBAL
+    case 0x93: {  // STACK_GLOBAL
       const Node name = node(pop());
       const Node module = node(pop());
       if (name.kind != Kind::text || module.kind != Kind::text) {
@@ -282,7 +318,7 @@ void Decoder::step(uint8_t op) {
       global(module.text, name.text);
       break;
     }
-    case 'Q': {                                  // BINPERSID
+    case 'Q': {  // BINPERSID
       uint32_t id = pop();
       Node n;
       n.kind = Kind::persid;
@@ -290,8 +326,8 @@ void Decoder::step(uint8_t op) {
       push(std::move(n));
       break;
     }
-    case 'R':                                    // REDUCE
-    case 0x81: {                                 // NEWOBJ
+    case 'R':     // REDUCE
+    case 0x81: {  // NEWOBJ
       uint32_t args = pop();
       uint32_t callable = pop();
       Node n;
@@ -300,8 +336,8 @@ void Decoder::step(uint8_t op) {
       push(std::move(n));
       break;
     }
-    case 0x92: {                                 // NEWOBJ_EX
-      pop();  // kwargs
+    case 0x92: {  // NEWOBJ_EX
+      pop();      // kwargs
       uint32_t args = pop();
       uint32_t cls = pop();
       Node n;
@@ -310,7 +346,7 @@ void Decoder::step(uint8_t op) {
       push(std::move(n));
       break;
     }
-    case 'b': {                                  // BUILD
+    case 'b': {  // BUILD
       uint32_t state = pop();
       node(top()).state = state;
       break;
@@ -516,8 +552,7 @@ class Emitter {
       case Kind::global: {
         // A storage type stands alone in a persistent id, a quantization
         // scheme in a quantized tensor's arguments; nothing else may.
-        if (v.text.rfind("torch ", 0) == 0 &&
-            (v.text.ends_with("Storage") || v.text.rfind("torch per_", 0) == 0)) {
+        if (v.text.rfind("torch ", 0) == 0 && (v.text.ends_with("Storage") || v.text.rfind("torch per_", 0) == 0)) {
           global(v.text);
           return;
         }
@@ -590,9 +625,10 @@ class Emitter {
         return;
       }
       case Callee::tensor_v3:
-        refuse("holds a tensor torch.save wrote with _rebuild_tensor_v3 (a dtype such as float8 or uint16), which "
-               "LibTorch's loader does not read",
-               "save it with safetensors.torch.save_file, which aoti-bisect reads for these dtypes");
+        refuse(
+            "holds a tensor torch.save wrote with _rebuild_tensor_v3 (a dtype such as float8 or uint16), which "
+            "LibTorch's loader does not read",
+            "save it with safetensors.torch.save_file, which aoti-bisect reads for these dtypes");
       case Callee::parameter: {
         const auto& args = call_args(v, name);
         if (args.empty()) {
@@ -641,8 +677,7 @@ class Emitter {
         dict_of(n, kv, depth);
         return;
       }
-      case Callee::other:
-        break;
+      case Callee::other: break;
     }
     if (name.empty()) {
       refuse("calls a value that is not a named function", "save tensors and plain containers only");
@@ -678,8 +713,8 @@ class Emitter {
       for (size_t i = 0; i + 1 < st.size(); i += 2) {
         const Node& key = at(st[i]);
         const Node& data = at(st[i + 1]);
-        bool mapping = data.kind == Kind::dict || ((data.kind == Kind::call || data.kind == Kind::object) &&
-                                                   !data.set_items.empty());
+        bool mapping = data.kind == Kind::dict ||
+                       ((data.kind == Kind::call || data.kind == Kind::object) && !data.set_items.empty());
         if (key.kind == Kind::text && key.text == "data" && mapping) {
           note(shown + " read as the dict it holds");
           value(st[i + 1], depth + 1);
@@ -738,7 +773,9 @@ uint32_t add_tuple(Graph& g, std::vector<uint32_t> items) {
   return add_node(g, std::move(n));
 }
 
-Graph decode(std::string_view data, size_t start, const BadFn& bad) { return Decoder(data, start, bad).run(); }
+Graph decode(std::string_view data, size_t start, const BadFn& bad) {
+  return Decoder(data, start, bad).run();
+}
 
 std::string global_name(const Graph& g, uint32_t node) {
   if (node >= g.nodes.size() || g.nodes[node].kind != Kind::global) {

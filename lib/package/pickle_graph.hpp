@@ -22,21 +22,31 @@ inline constexpr uint32_t k_no_node = UINT32_MAX;
 
 struct Node {
   enum class Kind : uint8_t {
-    none, boolean, integer, big_integer, floating, text, bytes, tuple, list, dict, set,
+    none,
+    boolean,
+    integer,
+    big_integer,
+    floating,
+    text,
+    bytes,
+    tuple,
+    list,
+    dict,
+    set,
     global,  // a name: text is "module name"
     call,    // REDUCE: items = {callable, args}
     object,  // NEWOBJ: items = {class, args}
     persid,  // BINPERSID: items = {the id}
   };
   Kind kind = Kind::none;
-  int64_t number = 0;                 // integer, boolean
-  double real = 0;                    // floating
-  std::string text;                   // text, global, big_integer (its bytes)
-  std::vector<uint32_t> items;        // tuple/list/set items; dict: key, value, key, value ...
-  std::vector<uint32_t> set_items;    // call/object: SETITEM(S) on it (a dict subclass): key, value ...
-  std::vector<uint32_t> appended;     // call/object: APPEND(S) on it (a list subclass)
-  uint32_t state = k_no_node;         // BUILD's argument
-  size_t offset = 0;                  // where in the pickle it was made (for messages)
+  int64_t number = 0;               // integer, boolean
+  double real = 0;                  // floating
+  std::string text;                 // text, global, big_integer (its bytes)
+  std::vector<uint32_t> items;      // tuple/list/set items; dict: key, value, key, value ...
+  std::vector<uint32_t> set_items;  // call/object: SETITEM(S) on it (a dict subclass): key, value ...
+  std::vector<uint32_t> appended;   // call/object: APPEND(S) on it (a list subclass)
+  uint32_t state = k_no_node;       // BUILD's argument
+  size_t offset = 0;                // where in the pickle it was made (for messages)
 };
 
 struct Graph {

@@ -13,7 +13,7 @@
 namespace aoti_bisect {
 
 struct PythonFrame {
-  std::string file;      // as the trace writes it (a full path)
+  std::string file;  // as the trace writes it (a full path)
   int line = 0;
   std::string function;  // "forward"
   std::string code;      // the line of source, trimmed
@@ -24,11 +24,11 @@ struct PythonFrame {
 std::vector<PythonFrame> parse_python_stack(std::string_view stack);
 
 struct SourceLine {
-  std::string file;      // the file's name only (reports carry no private paths)
+  std::string file;  // the file's name only (reports carry no private paths)
   int line = 0;
   std::string function;
   std::string code;
-  std::string module;    // "block2.lin"; "" at the top module
+  std::string module;  // "block2.lin"; "" at the top module
   // "m.py:18 in block2: return torch.log(y.abs() + 1.0)"
   std::string text() const;
 };

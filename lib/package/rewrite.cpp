@@ -23,7 +23,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // The printer's rule (a buffer or graph input), extended to the ones inside
 // subgraphs ("true_graph_0_buf1"), which the printer leaves out.
-bool probe_worthy(const std::string& name) { return is_tensor_variable_name(name); }
+bool probe_worthy(const std::string& name) {
+  return is_tensor_variable_name(name);
+}
 
 // The last line (0-based) of the statement that starts on `first`.
 size_t statement_end(const std::vector<std::string>& lines, size_t first) {

@@ -1,10 +1,11 @@
 #include "package/sources_only.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -71,7 +72,8 @@ std::string compiler_first_error(const fs::path& log) {
   return first;
 }
 
-void run_build_step(const std::vector<std::string>& argv, const fs::path& log, double timeout_s, const std::string& what) {
+void run_build_step(const std::vector<std::string>& argv, const fs::path& log, double timeout_s,
+                    const std::string& what) {
   SpawnSpec spec;
   spec.argv = argv;
   spec.env = current_environment();
@@ -209,16 +211,16 @@ SourcesOnlyBuild build_sources_only(const SourcesOnly& src, const fs::path& torc
     ScratchDir work = ScratchDir::make_in(fs::absolute(cache_dir) / "sources-only" / "tmp");
     const fs::path object = work.path() / (src.wrapper_cpp.stem().string() + ".o");
     const fs::path library = work.path() / src.library.filename();
-    run_build_step(sources_only_command(compile_flags, {src.wrapper_cpp.string()}, object.string(), torch_dir,
-                                  out.compiler),
-             work.path() / "compile.log", timeout_s, "compile");
+    run_build_step(
+        sources_only_command(compile_flags, {src.wrapper_cpp.string()}, object.string(), torch_dir, out.compiler),
+        work.path() / "compile.log", timeout_s, "compile");
     std::vector<std::string> inputs;
     for (const auto& o : src.objects) {
       inputs.push_back(o.string());
     }
     inputs.push_back(object.string());
     run_build_step(sources_only_command(link_flags, inputs, library.string(), torch_dir, out.compiler),
-             work.path() / "link.log", timeout_s, "link");
+                   work.path() / "link.log", timeout_s, "link");
     fs::create_directories(cached.parent_path());
     fs::path tmp = cached;
     tmp += fmt::format(".{}.tmp", ::getpid());

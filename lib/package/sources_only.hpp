@@ -22,11 +22,11 @@
 namespace aoti_bisect {
 
 struct SourcesOnly {
-  std::filesystem::path wrapper_cpp;    // in the extracted model folder
+  std::filesystem::path wrapper_cpp;  // in the extracted model folder
   std::filesystem::path compile_flags;
   std::filesystem::path linker_flags;
   std::vector<std::filesystem::path> objects;  // the weights object(s), linked in first
-  std::filesystem::path library;        // where the built library goes: <stem>.so beside the wrapper
+  std::filesystem::path library;               // where the built library goes: <stem>.so beside the wrapper
 };
 
 // The files of a package_cpp_only model in its extracted folder
@@ -49,7 +49,7 @@ struct SourcesOnlyBuild {
   std::filesystem::path library;  // in the cache
   bool cache_hit = false;
   double seconds = 0;
-  std::string compiler;           // as run ("/usr/bin/g++")
+  std::string compiler;  // as run ("/usr/bin/g++")
 };
 
 // Builds the library (cached under `cache_dir`/sources-only/<key>/, the key

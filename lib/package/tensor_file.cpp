@@ -26,7 +26,8 @@ using pickle::Node;
 
 constexpr std::string_view k_resave_torch = "save it again with torch.save";
 
-[[noreturn]] void refuse_file(const std::string& who, const std::string& problem, std::string_view remedy = k_resave_torch) {
+[[noreturn]] void refuse_file(const std::string& who, const std::string& problem,
+                              std::string_view remedy = k_resave_torch) {
   throw Error(ErrorKind::cannot_test, who + " " + problem + "; " + std::string(remedy));
 }
 
@@ -57,7 +58,7 @@ Graph decode_or_refuse(std::string_view data, size_t start, const std::string& w
 }
 
 std::string emit_normalized(Graph& g, const std::string& who, std::vector<std::string>& notes,
-                 std::function<void(std::vector<uint32_t>&, Graph&)> storage_id = {}) {
+                            std::function<void(std::vector<uint32_t>&, Graph&)> storage_id = {}) {
   pickle::EmitOptions opt{who, std::move(storage_id)};
   return pickle::emit(g, opt, notes);
 }
@@ -238,13 +239,22 @@ TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
     refuse_file(who, "has a safetensors header that is not a JSON object", remedy);
   }
   // safetensors dtypes and the storage types LibTorch names them by.
-  static const std::map<std::string, std::pair<std::string, uint64_t>> types = {
-      {"F64", {"Double", 8}},         {"F32", {"Float", 4}},         {"F16", {"Half", 2}},
-      {"BF16", {"BFloat16", 2}},      {"I64", {"Long", 8}},          {"I32", {"Int", 4}},
-      {"I16", {"Short", 2}},          {"I8", {"Char", 1}},           {"U8", {"Byte", 1}},
-      {"BOOL", {"Bool", 1}},          {"F8_E4M3", {"Float8_e4m3fn", 1}}, {"F8_E5M2", {"Float8_e5m2", 1}},
-      {"U16", {"UInt16", 2}},         {"U32", {"UInt32", 4}},        {"U64", {"UInt64", 8}},
-      {"C64", {"ComplexFloat", 8}}};
+  static const std::map<std::string, std::pair<std::string, uint64_t>> types = {{"F64", {"Double", 8}},
+                                                                                {"F32", {"Float", 4}},
+                                                                                {"F16", {"Half", 2}},
+                                                                                {"BF16", {"BFloat16", 2}},
+                                                                                {"I64", {"Long", 8}},
+                                                                                {"I32", {"Int", 4}},
+                                                                                {"I16", {"Short", 2}},
+                                                                                {"I8", {"Char", 1}},
+                                                                                {"U8", {"Byte", 1}},
+                                                                                {"BOOL", {"Bool", 1}},
+                                                                                {"F8_E4M3", {"Float8_e4m3fn", 1}},
+                                                                                {"F8_E5M2", {"Float8_e5m2", 1}},
+                                                                                {"U16", {"UInt16", 2}},
+                                                                                {"U32", {"UInt32", 4}},
+                                                                                {"U64", {"UInt64", 8}},
+                                                                                {"C64", {"ComplexFloat", 8}}};
   const uint64_t data_start = 8 + n;
   const uint64_t data_size = src.size - data_start;
   TensorFile out;
@@ -269,13 +279,15 @@ TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
         !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
         entry["data_offsets"].size() != 2) {
-      refuse_file(who, fmt::format("has a safetensors entry '{}' without dtype, shape and data_offsets", shown), remedy);
+      refuse_file(who, fmt::format("has a safetensors entry '{}' without dtype, shape and data_offsets", shown),
+                  remedy);
     }
     auto type = types.find(entry["dtype"].get<std::string>());
     if (type == types.end()) {
-      refuse_file(who, fmt::format("holds '{}' of dtype {}, which aoti-bisect does not read", shown,
+      refuse_file(who,
+                  fmt::format("holds '{}' of dtype {}, which aoti-bisect does not read", shown,
                               printable_name(entry["dtype"].get<std::string>())),
-             "save it as another dtype");
+                  "save it as another dtype");
     }
     std::vector<uint64_t> shape;
     uint64_t numel = 1;
@@ -287,23 +299,24 @@ TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
       numel = shape.back() != 0 && numel > UINT64_MAX / shape.back() ? UINT64_MAX : numel * shape.back();
     }
     const auto& off = entry["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned() || off[0].get<uint64_t>() > off[1].get<uint64_t>() ||
-        off[1].get<uint64_t>() > data_size) {
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned() ||
+        off[0].get<uint64_t>() > off[1].get<uint64_t>() || off[1].get<uint64_t>() > data_size) {
       refuse_file(who, fmt::format("has a safetensors entry '{}' whose data lies outside the file", shown), remedy);
     }
     uint64_t begin = off[0].get<uint64_t>();
     uint64_t size = off[1].get<uint64_t>() - begin;
     uint64_t item = type->second.second;
     if (numel == UINT64_MAX || numel > size / item || numel * item != size) {
-      refuse_file(who, fmt::format("has a safetensors entry '{}' whose shape takes other than its {} bytes", shown, size),
-             remedy);
+      refuse_file(who,
+                  fmt::format("has a safetensors entry '{}' whose shape takes other than its {} bytes", shown, size),
+                  remedy);
     }
     const std::string key = std::to_string(index++);
     out.records[key] = TensorFile::Record{"", data_start + begin, size};
     // _rebuild_tensor_v2(('storage', torch.<T>Storage, key, 'cpu', numel), 0, shape, contiguous strides, False, {})
-    uint32_t id = pickle::add_tuple(g, {pickle::add_text(g, "storage"), pickle::add_global(g, "torch", type->second.first + "Storage"),
-                                        pickle::add_text(g, key), pickle::add_text(g, "cpu"),
-                                        pickle::add_integer(g, static_cast<int64_t>(numel))});
+    uint32_t id = pickle::add_tuple(
+        g, {pickle::add_text(g, "storage"), pickle::add_global(g, "torch", type->second.first + "Storage"),
+            pickle::add_text(g, key), pickle::add_text(g, "cpu"), pickle::add_integer(g, static_cast<int64_t>(numel))});
     Node persid;
     persid.kind = Node::Kind::persid;
     persid.items = {id};
@@ -320,9 +333,9 @@ TensorFile read_safetensors(const ByteSource& src, const std::string& who) {
     no_grad.kind = Node::Kind::boolean;
     Node hooks;
     hooks.kind = Node::Kind::dict;
-    uint32_t args = pickle::add_tuple(g, {pickle::add_node(g, persid), pickle::add_integer(g, 0),
-                                          pickle::add_tuple(g, sizes), pickle::add_tuple(g, strides),
-                                          pickle::add_node(g, no_grad), pickle::add_node(g, hooks)});
+    uint32_t args =
+        pickle::add_tuple(g, {pickle::add_node(g, persid), pickle::add_integer(g, 0), pickle::add_tuple(g, sizes),
+                              pickle::add_tuple(g, strides), pickle::add_node(g, no_grad), pickle::add_node(g, hooks)});
     Node call;
     call.kind = Node::Kind::call;
     call.items = {pickle::add_global(g, "torch._utils", "_rebuild_tensor_v2"), args};
@@ -363,8 +376,9 @@ TensorFile read_tensor_file(const fs::path& path, const std::string& what, const
     return read_safetensors(file_source(path, size, who), who);
   }
   throw Error(ErrorKind::cannot_test,
-              who + " is not a file of tensors aoti-bisect reads (torch.save's zip or legacy format, or "
-                    "safetensors); save it with torch.save or safetensors.torch.save_file");
+              who +
+                  " is not a file of tensors aoti-bisect reads (torch.save's zip or legacy format, or "
+                  "safetensors); save it with torch.save or safetensors.torch.save_file");
 }
 
 struct TensorRecords::Impl {
@@ -390,7 +404,7 @@ uint64_t TensorRecords::size(const std::string& key) const {
   auto it = m_impl->file.records.find(key);
   if (it == m_impl->file.records.end()) {
     refuse_file(m_impl->what + " '" + m_impl->path.string() + "'",
-           fmt::format("has no record for storage '{}'", printable_name(key)));
+                fmt::format("has no record for storage '{}'", printable_name(key)));
   }
   return it->second.size;
 }
@@ -412,7 +426,7 @@ void TensorRecords::read(const std::string& key, char* dst) {
   m_impl->raw.read(dst, static_cast<std::streamsize>(n));
   if (static_cast<uint64_t>(m_impl->raw.gcount()) != n) {
     refuse_file(m_impl->what + " '" + m_impl->path.string() + "'",
-           fmt::format("ends inside storage '{}' (truncated)", printable_name(key)));
+                fmt::format("ends inside storage '{}' (truncated)", printable_name(key)));
   }
 }
 

@@ -18,25 +18,58 @@ namespace fs = std::filesystem;
 // Element sizes of the storage types a pickle names ("torch FloatStorage"),
 // by LibTorch's scalar type names.
 uint64_t storage_item_size(const std::string& type) {
-  static const std::map<std::string, uint64_t> sizes = {
-      {"Byte", 1},          {"Char", 1},           {"Short", 2},           {"Int", 4},
-      {"Long", 8},          {"Half", 2},           {"Float", 4},           {"Double", 8},
-      {"ComplexHalf", 4},   {"ComplexFloat", 8},   {"ComplexDouble", 16},  {"Bool", 1},
-      {"QInt8", 1},         {"QUInt8", 1},         {"QInt32", 4},          {"BFloat16", 2},
-      {"QUInt4x2", 1},      {"QUInt2x4", 1},       {"Bits1x8", 1},         {"Bits2x4", 1},
-      {"Bits4x2", 1},       {"Bits8", 1},          {"Bits16", 2},          {"Float8_e5m2", 1},
-      {"Float8_e4m3fn", 1}, {"Float8_e5m2fnuz", 1}, {"Float8_e4m3fnuz", 1}, {"Float8_e8m0fnu", 1},
-      {"Float4_e2m1fn_x2", 1}, {"UInt16", 2},      {"UInt32", 4},          {"UInt64", 8},
-      {"UInt1", 1},         {"UInt2", 1},          {"UInt3", 1},           {"UInt4", 1},
-      {"UInt5", 1},         {"UInt6", 1},          {"UInt7", 1},           {"Int1", 1},
-      {"Int2", 1},          {"Int3", 1},           {"Int4", 1},            {"Int5", 1},
-      {"Int6", 1},          {"Int7", 1},           {"Untyped", 1}};
+  static const std::map<std::string, uint64_t> sizes = {{"Byte", 1},
+                                                        {"Char", 1},
+                                                        {"Short", 2},
+                                                        {"Int", 4},
+                                                        {"Long", 8},
+                                                        {"Half", 2},
+                                                        {"Float", 4},
+                                                        {"Double", 8},
+                                                        {"ComplexHalf", 4},
+                                                        {"ComplexFloat", 8},
+                                                        {"ComplexDouble", 16},
+                                                        {"Bool", 1},
+                                                        {"QInt8", 1},
+                                                        {"QUInt8", 1},
+                                                        {"QInt32", 4},
+                                                        {"BFloat16", 2},
+                                                        {"QUInt4x2", 1},
+                                                        {"QUInt2x4", 1},
+                                                        {"Bits1x8", 1},
+                                                        {"Bits2x4", 1},
+                                                        {"Bits4x2", 1},
+                                                        {"Bits8", 1},
+                                                        {"Bits16", 2},
+                                                        {"Float8_e5m2", 1},
+                                                        {"Float8_e4m3fn", 1},
+                                                        {"Float8_e5m2fnuz", 1},
+                                                        {"Float8_e4m3fnuz", 1},
+                                                        {"Float8_e8m0fnu", 1},
+                                                        {"Float4_e2m1fn_x2", 1},
+                                                        {"UInt16", 2},
+                                                        {"UInt32", 4},
+                                                        {"UInt64", 8},
+                                                        {"UInt1", 1},
+                                                        {"UInt2", 1},
+                                                        {"UInt3", 1},
+                                                        {"UInt4", 1},
+                                                        {"UInt5", 1},
+                                                        {"UInt6", 1},
+                                                        {"UInt7", 1},
+                                                        {"Int1", 1},
+                                                        {"Int2", 1},
+                                                        {"Int3", 1},
+                                                        {"Int4", 1},
+                                                        {"Int5", 1},
+                                                        {"Int6", 1},
+                                                        {"Int7", 1},
+                                                        {"Untyped", 1}};
   const std::string suffix = "Storage";
   if (type == "torch.storage UntypedStorage") {
     return 1;  // what _rebuild_tensor_v3 reads: a count of bytes
   }
-  if (type.rfind("torch ", 0) != 0 || type.size() <= 6 + suffix.size() ||
-      !type.ends_with(suffix)) {
+  if (type.rfind("torch ", 0) != 0 || type.size() <= 6 + suffix.size() || !type.ends_with(suffix)) {
     return 0;
   }
   auto it = sizes.find(type.substr(6, type.size() - 6 - suffix.size()));
@@ -47,21 +80,61 @@ namespace {
 
 // Element sizes of the dtypes _rebuild_tensor_v3 names ("torch float8_e4m3fn").
 uint64_t dtype_item_size(const std::string& global) {
-  static const std::map<std::string, uint64_t> sizes = {
-      {"uint8", 1},          {"int8", 1},           {"int16", 2},          {"short", 2},
-      {"int32", 4},          {"int", 4},            {"int64", 8},          {"long", 8},
-      {"float16", 2},        {"half", 2},           {"float32", 4},        {"float", 4},
-      {"float64", 8},        {"double", 8},         {"complex32", 4},      {"chalf", 4},
-      {"complex64", 8},      {"cfloat", 8},         {"complex128", 16},    {"cdouble", 16},
-      {"bool", 1},           {"qint8", 1},          {"quint8", 1},         {"qint32", 4},
-      {"bfloat16", 2},       {"quint4x2", 1},       {"quint2x4", 1},       {"bits1x8", 1},
-      {"bits2x4", 1},        {"bits4x2", 1},        {"bits8", 1},          {"bits16", 2},
-      {"float8_e5m2", 1},    {"float8_e4m3fn", 1},  {"float8_e5m2fnuz", 1}, {"float8_e4m3fnuz", 1},
-      {"float8_e8m0fnu", 1}, {"float4_e2m1fn_x2", 1}, {"uint16", 2},       {"uint32", 4},
-      {"uint64", 8},         {"uint1", 1},          {"uint2", 1},          {"uint3", 1},
-      {"uint4", 1},          {"uint5", 1},          {"uint6", 1},          {"uint7", 1},
-      {"int1", 1},           {"int2", 1},           {"int3", 1},           {"int4", 1},
-      {"int5", 1},           {"int6", 1},           {"int7", 1}};
+  static const std::map<std::string, uint64_t> sizes = {{"uint8", 1},
+                                                        {"int8", 1},
+                                                        {"int16", 2},
+                                                        {"short", 2},
+                                                        {"int32", 4},
+                                                        {"int", 4},
+                                                        {"int64", 8},
+                                                        {"long", 8},
+                                                        {"float16", 2},
+                                                        {"half", 2},
+                                                        {"float32", 4},
+                                                        {"float", 4},
+                                                        {"float64", 8},
+                                                        {"double", 8},
+                                                        {"complex32", 4},
+                                                        {"chalf", 4},
+                                                        {"complex64", 8},
+                                                        {"cfloat", 8},
+                                                        {"complex128", 16},
+                                                        {"cdouble", 16},
+                                                        {"bool", 1},
+                                                        {"qint8", 1},
+                                                        {"quint8", 1},
+                                                        {"qint32", 4},
+                                                        {"bfloat16", 2},
+                                                        {"quint4x2", 1},
+                                                        {"quint2x4", 1},
+                                                        {"bits1x8", 1},
+                                                        {"bits2x4", 1},
+                                                        {"bits4x2", 1},
+                                                        {"bits8", 1},
+                                                        {"bits16", 2},
+                                                        {"float8_e5m2", 1},
+                                                        {"float8_e4m3fn", 1},
+                                                        {"float8_e5m2fnuz", 1},
+                                                        {"float8_e4m3fnuz", 1},
+                                                        {"float8_e8m0fnu", 1},
+                                                        {"float4_e2m1fn_x2", 1},
+                                                        {"uint16", 2},
+                                                        {"uint32", 4},
+                                                        {"uint64", 8},
+                                                        {"uint1", 1},
+                                                        {"uint2", 1},
+                                                        {"uint3", 1},
+                                                        {"uint4", 1},
+                                                        {"uint5", 1},
+                                                        {"uint6", 1},
+                                                        {"uint7", 1},
+                                                        {"int1", 1},
+                                                        {"int2", 1},
+                                                        {"int3", 1},
+                                                        {"int4", 1},
+                                                        {"int5", 1},
+                                                        {"int6", 1},
+                                                        {"int7", 1}};
   if (global.rfind("torch ", 0) != 0) {
     return 0;
   }
@@ -83,7 +156,9 @@ uint64_t mul_sat(uint64_t a, uint64_t b) {
   unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
   return r > k_over ? k_over : static_cast<uint64_t>(r);
 }
-uint64_t add_sat(uint64_t a, uint64_t b) { return a > k_over - b ? k_over : a + b; }
+uint64_t add_sat(uint64_t a, uint64_t b) {
+  return a > k_over - b ? k_over : a + b;
+}
 
 using pickle::Graph;
 using pickle::Node;

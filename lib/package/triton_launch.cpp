@@ -11,9 +11,9 @@ namespace aoti_bisect {
 namespace {
 
 using cpp_text::closing_bracket;
-using wrapper_text::ident_at;
-using cpp_text::without_comments;
 using cpp_text::is_ident_char;
+using cpp_text::without_comments;
+using wrapper_text::ident_at;
 
 // "const in_ptr0_type_& in_ptr0" -> "in_ptr0"; a default value is dropped.
 std::string param_name(std::string p) {

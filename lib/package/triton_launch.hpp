@@ -29,9 +29,9 @@
 namespace aoti_bisect {
 
 struct TritonLaunch {
-  std::string kernel;                // "triton_poi_fused_add_0" (call_<kernel> is the wrapper function)
-  std::string function;              // the cubin's entry point loadKernel asks for ("" when not found)
-  std::vector<std::string> params;   // the wrapper function's parameter names, in order
+  std::string kernel;               // "triton_poi_fused_add_0" (call_<kernel> is the wrapper function)
+  std::string function;             // the cubin's entry point loadKernel asks for ("" when not found)
+  std::vector<std::string> params;  // the wrapper function's parameter names, in order
   // One entry per kernel_args_ element (kernelParams index): the parameter
   // (= call-site argument position) whose device pointer it holds, or -1.
   std::vector<int> tensor_of;

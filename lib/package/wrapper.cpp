@@ -1,12 +1,5 @@
 #include "package/wrapper.hpp"
 
-#include "common/cpp_text.hpp"
-#include "common/text.hpp"
-#include "package/call_spec.hpp"
-#include "package/hooks.hpp"
-#include "package/triton_launch.hpp"
-#include "package/wrapper_text.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -14,11 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cpp_text.hpp"
+#include "common/text.hpp"
+#include "package/call_spec.hpp"
+#include "package/hooks.hpp"
+#include "package/triton_launch.hpp"
+#include "package/wrapper_text.hpp"
+
 namespace aoti_bisect {
 namespace {
 
 using namespace wrapper_text;
-
 
 std::set<std::string> declared_cpp_kernels(const std::vector<std::string_view>& lines) {
   std::set<std::string> names;
@@ -117,7 +116,6 @@ std::optional<CallSite> call_site_of(std::string_view t, const std::set<std::str
   }
   return std::nullopt;
 }
-
 
 // "&buf3_handle" arguments of an extern call: outputs it allocates.
 std::vector<std::string> returned_handles(std::string_view t) {
@@ -321,9 +319,9 @@ std::vector<std::string> split_call_arguments(std::string_view call) {
   for (size_t i = 0; i <= call.size(); ++i) {
     char c = i < call.size() ? call[i] : ',';
     // `std::array<int64_t, 2>{1L, 1L}.cbegin()`: a template's comma is not an argument's end.
-    bool template_open = c == '<' && i >= 5 &&
-                         (call.substr(i - 5, 5) == "array" || call.substr(i - 4, 4) == "pair" ||
-                          call.substr(i - 5, 5) == "tuple");
+    bool template_open =
+        c == '<' && i >= 5 &&
+        (call.substr(i - 5, 5) == "array" || call.substr(i - 4, 4) == "pair" || call.substr(i - 5, 5) == "tuple");
     if (template_open || (c == '>' && angle > 0)) {
       angle += template_open ? 1 : -1;
       depth += template_open ? 1 : -1;
@@ -382,7 +380,9 @@ bool ends_in_numbered(const std::string& name, std::string_view prefix, bool pai
 
 }  // namespace
 
-bool is_graph_input_name(const std::string& name) { return ends_in_numbered(name, "arg", true); }
+bool is_graph_input_name(const std::string& name) {
+  return ends_in_numbered(name, "arg", true);
+}
 
 bool is_tensor_variable_name(const std::string& name) {
   return is_graph_input_name(name) || ends_in_numbered(name, "buf", false);
@@ -442,9 +442,9 @@ WrapperInfo parse_wrapper(const std::string& source) {
   }
   std::string pending_nodes;
   std::string pending_aten;
-  std::string pending_handle;               // `// [Provenance debug handles] K:H`
-  std::vector<std::string> pending_stacks;  // KernelContextGuard _ctx("K", R"(...)");
-  std::set<std::string> printed;  // kernels printed before launch since the previous call site
+  std::string pending_handle;                // `// [Provenance debug handles] K:H`
+  std::vector<std::string> pending_stacks;   // KernelContextGuard _ctx("K", R"(...)");
+  std::set<std::string> printed;             // kernels printed before launch since the previous call site
   std::map<std::string, std::string> views;  // name -> the tensor it is a view of
   for (size_t i = first; i < last; ++i) {
     auto t = trim(lines[i]);

@@ -18,15 +18,15 @@ enum class KernelKind { cpp, triton, extern_call };
 std::string_view kernel_kind_name(KernelKind kind);  // "cpp", "triton", "extern"
 
 struct CallSite {
-  int index = 0;            // 1-based, in source order
-  std::string kernel;       // "cpp_fused_log_relu_sub_0", "aoti_torch_cpu_addmm_out"
+  int index = 0;       // 1-based, in source order
+  std::string kernel;  // "cpp_fused_log_relu_sub_0", "aoti_torch_cpu_addmm_out"
   KernelKind kind = KernelKind::cpp;
-  int line = 0;             // 1-based line in the wrapper source
-  std::string source_nodes; // "[relu, sub, log]" from the preceding comment, if any
+  int line = 0;                      // 1-based line in the wrapper source
+  std::string source_nodes;          // "[relu, sub, log]" from the preceding comment, if any
   std::vector<std::string> returns;  // buffers an extern call creates and returns (`&buf3_handle`):
                                      // the printer never shows them at this site
-  bool probed = false;      // an instrumented wrapper prints this site's tensors before its launch
-                            // (false for sites the printer skips, e.g. inside torch.cond branches)
+  bool probed = false;               // an instrumented wrapper prints this site's tensors before its launch
+                                     // (false for sites the printer skips, e.g. inside torch.cond branches)
   // What each argument of the call names, by position: "buf3" for
   // `(float*)(buf3.data_ptr())`, `buf3` and `&buf3_handle`; "view of buf3"
   // for a reinterpret_tensor_wrapper(buf3, ...) view; "" for scalars.
@@ -68,23 +68,23 @@ std::map<std::string, int> returned_buffers(const std::vector<CallSite>& sites);
 
 struct InputSpec {
   int index = 0;
-  std::string name;                      // "arg4_1"
-  std::string dtype;                     // "float32"; "" when unknown
-  std::vector<std::optional<int64_t>> shape;    // nullopt for a dynamic dim; empty when unknown
+  std::string name;                           // "arg4_1"
+  std::string dtype;                          // "float32"; "" when unknown
+  std::vector<std::optional<int64_t>> shape;  // nullopt for a dynamic dim; empty when unknown
   std::vector<std::optional<int64_t>> strides;
   std::vector<std::optional<int64_t>> dim_min;  // bounds of dynamic dims, where the checks name them
   std::vector<std::optional<int64_t>> dim_max;
-  std::optional<int> device_type;        // 0 cpu, 1 cuda, ...
+  std::optional<int> device_type;  // 0 cpu, 1 cuda, ...
   bool known() const { return !dtype.empty(); }
 };
 
 struct WrapperInfo {
   bool found = false;
   std::vector<CallSite> call_sites;
-  bool instrumented = false;            // printer calls present (any level)
-  int printer_level = 0;                // 1 save, 2 print, 3 names; 0 none
-  std::optional<int> num_inputs;        // from steal_from_raw_handles_to_raii_handles
-  std::vector<InputSpec> inputs;        // from the generated check_input_<i> functions
+  bool instrumented = false;      // printer calls present (any level)
+  int printer_level = 0;          // 1 save, 2 print, 3 names; 0 none
+  std::optional<int> num_inputs;  // from steal_from_raw_handles_to_raii_handles
+  std::vector<InputSpec> inputs;  // from the generated check_input_<i> functions
   // `auto bufA = std::move(bufB);` in run_impl, in order, as (bufA, bufB):
   // bufA holds what bufB held (buffer reuse); also `auto bufA =
   // wrap_with_raii_handle_if_needed(reinterpret_tensor_wrapper(bufB, ...));

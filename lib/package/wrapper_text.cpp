@@ -10,7 +10,6 @@
 
 namespace aoti_bisect::wrapper_text {
 
-
 // Finds `prefix` at an identifier boundary and returns the whole identifier
 // starting there, if it is followed by '('.
 std::optional<std::string> called_ident_with_prefix(std::string_view line, std::string_view prefix) {
@@ -27,8 +26,9 @@ std::optional<std::string> called_ident_with_prefix(std::string_view line, std::
     while (before > 0 && (line[before - 1] == ' ' || line[before - 1] == '\t')) {
       --before;
     }
-    bool declared = before > 0 && before < pos && (is_ident_char(line[before - 1]) || line[before - 1] == '>' ||
-                                                   line[before - 1] == '*' || line[before - 1] == '&');
+    bool declared = before > 0 && before < pos &&
+                    (is_ident_char(line[before - 1]) || line[before - 1] == '>' || line[before - 1] == '*' ||
+                     line[before - 1] == '&');
     if (declared && before >= 6 && line.substr(before - 6, 6) == "return" &&
         (before == 6 || !is_ident_char(line[before - 7]))) {
       declared = false;
@@ -115,8 +115,8 @@ void parse_input_check(const std::vector<std::string_view>& lines, size_t first,
       rank = std::max(rank, dim + 1);
       // "if (arg4_1_size[0] < 2) {" and "> 64" bound a dynamic dim.
       size_t close = t.find(']', p);
-      if (kind == "_size[" && t.rfind("if (", 0) == 0 && close != std::string_view::npos &&
-          close + 4 < t.size() && (t.compare(close + 1, 3, " < ") == 0 || t.compare(close + 1, 3, " > ") == 0)) {
+      if (kind == "_size[" && t.rfind("if (", 0) == 0 && close != std::string_view::npos && close + 4 < t.size() &&
+          (t.compare(close + 1, 3, " < ") == 0 || t.compare(close + 1, 3, " > ") == 0)) {
         auto v = parse_int(t.substr(close + 4, t.find(')', close) - close - 4));
         if (v) {
           (t[close + 2] == '<' ? mins : maxs).push_back({dim, *v});

@@ -28,7 +28,9 @@ uint64_t zip_expansion_cap(uint64_t archive_bytes) {
   return (archive_bytes > max / k_max_expansion ? max : archive_bytes * k_max_expansion) + k_cap_floor;
 }
 
-uint64_t ZipEntries::archive_bytes() const { return file_size_or_zero(m_path); }
+uint64_t ZipEntries::archive_bytes() const {
+  return file_size_or_zero(m_path);
+}
 
 ZipEntries::ZipEntries(fs::path path, std::string what, std::string remedy)
     : m_path(std::move(path)),
@@ -47,8 +49,8 @@ void ZipEntries::check_declared_sizes() const {
   for (uint64_t i = 0, n = count(); i < n; ++i) {
     uint64_t size = declared_size(i);
     if (size > m_cap) {
-      fail(name(i), fmt::format("declares {} bytes, more than a {}-byte archive can hold (at most {})", size,
-                                archive, m_cap));
+      fail(name(i),
+           fmt::format("declares {} bytes, more than a {}-byte archive can hold (at most {})", size, archive, m_cap));
     }
     total += size;  // both at most the cap, far from wrapping
     if (total > m_cap) {

@@ -23,7 +23,6 @@ uint64_t zip_expansion_cap(uint64_t archive_bytes);
 // it: control characters written as escapes ("\n", "\x01"), so that the
 // message stays one line whatever the archive holds.
 
-
 // One open zip archive, read entry by entry under its cap. Two readers
 // implement it: libzip's (ZipReader, package/zip_libzip.hpp), which the
 // driver reads packages and inputs with, and LibTorch's own
@@ -73,7 +72,7 @@ class ZipEntries {
 
 // Opens `path` as a zip archive ("<what> '<path>' cannot be read (...)", or
 // "... is a damaged zip archive (...); <remedy>" as Error(cannot_test)).
-using ZipOpener = std::function<std::unique_ptr<ZipEntries>(
-    const std::filesystem::path& path, const std::string& what, const std::string& remedy)>;
+using ZipOpener = std::function<std::unique_ptr<ZipEntries>(const std::filesystem::path& path, const std::string& what,
+                                                            const std::string& remedy)>;
 
 }  // namespace aoti_bisect

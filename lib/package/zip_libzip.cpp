@@ -19,7 +19,9 @@ constexpr size_t k_chunk = 1 << 20;
 ZipReader::ZipReader(zip* z, fs::path path, std::string what, std::string remedy)
     : ZipEntries(std::move(path), std::move(what), std::move(remedy)), m_zip(z) {}
 
-ZipReader::~ZipReader() { zip_discard(m_zip); }
+ZipReader::~ZipReader() {
+  zip_discard(m_zip);
+}
 
 uint64_t ZipReader::count() const {
   zip_int64_t n = zip_get_num_entries(m_zip, 0);
@@ -55,8 +57,8 @@ void ZipReader::stream(uint64_t index, const std::function<void(const char*, siz
     if (got > declared || m_streamed + got > m_cap) {
       zip_fclose(f);
       fail(entry, got > declared ? fmt::format("holds more bytes than the {} it declares", declared)
-                                 : fmt::format("expands past {} bytes, more than a {}-byte archive can hold",
-                                               m_cap, archive_bytes()));
+                                 : fmt::format("expands past {} bytes, more than a {}-byte archive can hold", m_cap,
+                                               archive_bytes()));
     }
     sink(buf.data(), static_cast<size_t>(n));
   }
@@ -79,8 +81,7 @@ uint64_t ZipReader::index_of(const std::string& entry) const {
   return static_cast<uint64_t>(index);
 }
 
-std::unique_ptr<ZipEntries> open_zip_libzip(const fs::path& path, const std::string& what,
-                                            const std::string& remedy) {
+std::unique_ptr<ZipEntries> open_zip_libzip(const fs::path& path, const std::string& what, const std::string& remedy) {
   int err = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
   if (z == nullptr) {
@@ -90,9 +91,9 @@ std::unique_ptr<ZipEntries> open_zip_libzip(const fs::path& path, const std::str
     zip_error_fini(&ze);
     const std::string who = what + " '" + path.string() + "'";
     bool unreadable = err == ZIP_ER_NOENT || err == ZIP_ER_OPEN || err == ZIP_ER_READ;
-    throw Error(ErrorKind::cannot_test, unreadable ? fmt::format("{} cannot be read ({})", who, why)
-                                                   : fmt::format("{} is a damaged zip archive ({}); {}", who, why,
-                                                                 remedy));
+    throw Error(ErrorKind::cannot_test, unreadable
+                                            ? fmt::format("{} cannot be read ({})", who, why)
+                                            : fmt::format("{} is a damaged zip archive ({}); {}", who, why, remedy));
   }
   return std::make_unique<ZipReader>(z, path, what, remedy);
 }

@@ -17,7 +17,7 @@ namespace aoti_bisect {
 struct StoredEntry {
   uint64_t data_offset = 0;  // of its bytes in the archive
   uint64_t size = 0;
-  uint32_t crc = 0;          // CRC-32, as the central directory records it
+  uint32_t crc = 0;  // CRC-32, as the central directory records it
 };
 
 // Entry `name` of `archive` when it is stored, unencrypted, and its central
@@ -25,9 +25,9 @@ struct StoredEntry {
 std::optional<StoredEntry> stored_entry(const std::filesystem::path& archive, const std::string& name);
 
 enum class CopyResult {
-  copied,     // the bytes written to `dest`, their CRC-32 the one recorded
-  cannot,     // the kernel would not copy (another file system): stream it instead
-  bad_crc,    // written, but their CRC-32 is not the one recorded: damaged
+  copied,   // the bytes written to `dest`, their CRC-32 the one recorded
+  cannot,   // the kernel would not copy (another file system): stream it instead
+  bad_crc,  // written, but their CRC-32 is not the one recorded: damaged
 };
 // With `check` false the bytes are copied and not read back: `copied` then
 // says only that they were written, and check_copy says the rest.

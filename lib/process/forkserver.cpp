@@ -14,12 +14,6 @@
 // alive (each holds a copy of its model's weights). The request on the wire
 // and what the persistent runner (persistent.cpp) shares with the server:
 // server_request.hpp.
-#include "common/files.hpp"
-#include "process/process.hpp"
-#include "process/group_guard.hpp"
-#include "process/child_setup.hpp"
-#include "process/server_request.hpp"
-
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
@@ -41,6 +35,12 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/files.hpp"
+#include "process/child_setup.hpp"
+#include "process/group_guard.hpp"
+#include "process/process.hpp"
+#include "process/server_request.hpp"
 
 extern char** environ;
 
@@ -101,7 +101,8 @@ pid_t start_run(const server::Request& req, pid_t driver, int (*run_once)(int, c
   if (in < 0 || out < 0 || err < 0) {
     why = std::string("open: ") + std::strerror(errno);
   } else {
-    run = server::fork_reparented(driver, [&] { become_run(req, in, out, err, run_once); }, "run", why);
+    run = server::fork_reparented(
+        driver, [&] { become_run(req, in, out, err, run_once); }, "run", why);
   }
   for (int fd : {in, out, err}) {
     if (fd >= 0) {
@@ -248,7 +249,9 @@ bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
     if (left.count() <= 0 || interrupt_requested()) {
       return false;
     }
-    struct pollfd p {fd, POLLIN, 0};
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
     int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 200)));
     if ((rc < 0 && errno == EINTR) || rc == 0) {
       continue;
@@ -270,7 +273,9 @@ bool read_reply(int fd, std::string& line, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-bool is_forkserver_request(int argc, char** argv) { return argc == 2 && argv[1] == server::k_serve_flag; }
+bool is_forkserver_request(int argc, char** argv) {
+  return argc == 2 && argv[1] == server::k_serve_flag;
+}
 
 int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
   pid_t driver = ::getppid();
@@ -294,15 +299,16 @@ int serve_forks(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc
       pid = start_run(req, driver, run_once, why);  // the run sees g_server_runs as it was
       g_server_runs += pid > 0 ? 1 : 0;
     }
-    std::string reply =
-        pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
+    std::string reply = pid > 0 ? "pid " + std::to_string(pid) + (holds ? " held" : "") + "\n" : "error " + why + "\n";
     if (!write_all(1, reply)) {
       return 0;
     }
   }
 }
 
-int forkserver_runs_before() { return g_server_runs; }
+int forkserver_runs_before() {
+  return g_server_runs;
+}
 
 void forkserver_stop_all() {
   Registry& r = registry();
@@ -383,8 +389,8 @@ int forkserver_spawn(const SpawnSpec& spec) {
   // The first request waits for the server's own start (LibTorch's) and for
   // what it prepares (the model's load), which is part of the run's time:
   // at most the run's own time limit.
-  const auto wait = std::chrono::milliseconds(static_cast<long long>(
-      1000 * (spec.timeout_s > 0 ? std::max(60.0, spec.timeout_s) : 3600.0)));
+  const auto wait = std::chrono::milliseconds(
+      static_cast<long long>(1000 * (spec.timeout_s > 0 ? std::max(60.0, spec.timeout_s) : 3600.0)));
   if (!write_all(s.fd, req) || !read_reply(s.fd, line, wait) || line.rfind("pid ", 0) != 0) {
     stop_server(s);
     s.dead = true;  // from now on this environment's runs are exec'd

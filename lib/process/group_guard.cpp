@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 
 namespace aoti_bisect {
@@ -158,9 +158,13 @@ Guard& guard() {
 
 }  // namespace
 
-void guard_group(pid_t pgid) { guard().send(k_add, pgid); }
+void guard_group(pid_t pgid) {
+  guard().send(k_add, pgid);
+}
 
-void release_group(pid_t pgid) { guard().send(k_release, pgid); }
+void release_group(pid_t pgid) {
+  guard().send(k_release, pgid);
+}
 
 pid_t group_guard_pid() {
   std::lock_guard<std::mutex> lock(guard().mutex);

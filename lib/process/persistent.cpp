@@ -3,10 +3,6 @@
 // by a stand-in the driver waits for, times out and kills like any run
 // (process.hpp serve_persistent). Only where the runs may not be forked
 // from a process that holds a device runtime: on CUDA.
-#include "common/files.hpp"
-#include "process/process.hpp"
-#include "process/server_request.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -18,6 +14,10 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "common/files.hpp"
+#include "process/process.hpp"
+#include "process/server_request.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -50,7 +50,9 @@ bool g_persistent = false;
   }
   int sig = have < sizeof word ? SIGKILL : word[1];
   if (sig > 0 && sig < 65) {
-    struct rlimit no_core {0, 0};
+    struct rlimit no_core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &no_core);  // the run's signal, not a core of this process
     ::signal(sig, SIG_DFL);
     sigset_t one;
@@ -71,7 +73,8 @@ pid_t start_stand_in(pid_t driver, int& word_fd, std::string& why) {
     why = std::string("pipe: ") + std::strerror(errno);
     return -1;
   }
-  const pid_t stand_in = server::fork_reparented(driver, [&] { become_stand_in(word[0]); }, "stand-in", why);
+  const pid_t stand_in = server::fork_reparented(
+      driver, [&] { become_stand_in(word[0]); }, "stand-in", why);
   ::close(word[0]);
   if (stand_in > 0) {
     word_fd = word[1];
@@ -132,11 +135,17 @@ int run_here(const server::Request& req, pid_t stand_in, int (*run_once)(int, ch
 
 }  // namespace
 
-bool is_persistent_request(int argc, char** argv) { return argc == 2 && argv[1] == server::k_persistent_flag; }
+bool is_persistent_request(int argc, char** argv) {
+  return argc == 2 && argv[1] == server::k_persistent_flag;
+}
 
-bool in_persistent_runner() { return g_persistent; }
+bool in_persistent_runner() {
+  return g_persistent;
+}
 
-void persistent_run_ends(int exit_code, int signal) { tell_stand_in(exit_code, signal); }
+void persistent_run_ends(int exit_code, int signal) {
+  tell_stand_in(exit_code, signal);
+}
 
 int serve_persistent(int (*run_once)(int argc, char** argv), bool (*prepare)(int argc, char** argv)) {
   pid_t driver = ::getppid();

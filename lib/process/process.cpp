@@ -1,10 +1,4 @@
 #include "process/process.hpp"
-#include "process/group_guard.hpp"
-#include "process/child_setup.hpp"
-
-#include "common/error.hpp"
-
-#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,6 +17,12 @@
 #include <memory>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "process/child_setup.hpp"
+#include "process/group_guard.hpp"
+
 namespace aoti_bisect {
 
 namespace {
@@ -37,7 +37,9 @@ constexpr auto k_poll_interval = std::chrono::milliseconds(10);
 std::atomic<int> g_interrupted{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-void on_interrupt_signal(int sig) { g_interrupted.store(sig); }
+void on_interrupt_signal(int sig) {
+  g_interrupted.store(sig);
+}
 
 std::string errno_text(const std::string& call, int err = errno) {
   return fmt::format("{}: {}", call, std::strerror(err));
@@ -146,8 +148,7 @@ struct ChildFds {
   unsigned long long memory_limit;  // RLIMIT_AS, 0: none
 };
 
-[[noreturn]] void exec_child(const ChildFds& fds, pid_t parent, const char* cwd, char* const* argv,
-                             char* const* envp) {
+[[noreturn]] void exec_child(const ChildFds& fds, pid_t parent, const char* cwd, char* const* argv, char* const* envp) {
   if (::setpgid(0, 0) != 0) {
     report_and_exit(fds.report, step_setpgid);
   }
@@ -222,7 +223,8 @@ pid_t spawn(const SpawnSpec& spec, std::string& error) {
     return -1;
   }
   if (pid == 0) {
-    exec_child({in.get(), out.get(), err.get(), report_write.get(), spec.memory_limit_bytes}, parent, cwd, argv.get(), envp.get());
+    exec_child({in.get(), out.get(), err.get(), report_write.get(), spec.memory_limit_bytes}, parent, cwd, argv.get(),
+               envp.get());
   }
   ::setpgid(pid, pid);  // also here, so the group exists whichever side runs first
   report_write.reset();
@@ -252,7 +254,9 @@ std::string file_tail(const std::filesystem::path& path, size_t tail_bytes) {
   return tail;
 }
 
-std::chrono::duration<double> seconds(double s) { return std::chrono::duration<double>(s); }
+std::chrono::duration<double> seconds(double s) {
+  return std::chrono::duration<double>(s);
+}
 
 void decode_wait_status(int wstatus, ExitStatus& st) {
   if (WIFEXITED(wstatus)) {
@@ -348,8 +352,7 @@ std::string ExitStatus::describe() const {
   switch (how) {
     case How::exited: return fmt::format("exit {}", exit_code);
     case How::signaled:
-      return fmt::format("signal {} ({}){}", signal, signal_name(signal),
-                         core_dumped ? " (core dumped)" : "");
+      return fmt::format("signal {} ({}){}", signal, signal_name(signal), core_dumped ? " (core dumped)" : "");
     case How::timed_out: return fmt::format("no exit within {:g} s", limit_s > 0 ? limit_s : seconds);
     case How::interrupted: return "interrupted";
     case How::spawn_failed: return "spawn failed: " + spawn_error;
@@ -389,7 +392,9 @@ ExitStatus run_process(const SpawnSpec& spec) {
 
 ProcessSet::ProcessSet() = default;
 
-ProcessSet::~ProcessSet() { kill_all(); }
+ProcessSet::~ProcessSet() {
+  kill_all();
+}
 
 int ProcessSet::start(const SpawnSpec& spec) {
   auto c = std::make_unique<Child>();
@@ -407,7 +412,9 @@ int ProcessSet::start(const SpawnSpec& spec) {
   return c.release()->token;
 }
 
-size_t ProcessSet::running() const { return m_children.size(); }
+size_t ProcessSet::running() const {
+  return m_children.size();
+}
 
 std::pair<int, ExitStatus> ProcessSet::wait_any(const std::function<void()>& tick) {
   if (m_children.empty()) {
@@ -457,12 +464,20 @@ void install_interrupt_handlers() {
   ::sigaction(SIGHUP, &sa, nullptr);
 }
 
-bool interrupt_requested() { return g_interrupted.load() != 0; }
+bool interrupt_requested() {
+  return g_interrupted.load() != 0;
+}
 
-int interrupt_signal() { return g_interrupted.load(); }
+int interrupt_signal() {
+  return g_interrupted.load();
+}
 
-void request_interrupt() { g_interrupted.store(SIGINT); }
+void request_interrupt() {
+  g_interrupted.store(SIGINT);
+}
 
-void clear_interrupt() { g_interrupted.store(0); }
+void clear_interrupt() {
+  g_interrupted.store(0);
+}
 
 }  // namespace aoti_bisect

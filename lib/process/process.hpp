@@ -15,17 +15,17 @@
 namespace aoti_bisect {
 
 struct SpawnSpec {
-  std::vector<std::string> argv;               // argv[0] is the program path (no PATH search)
-  std::map<std::string, std::string> env;      // the child's whole environment
-  std::filesystem::path cwd;                   // empty: inherit
-  std::filesystem::path stdout_path;           // empty: /dev/null
-  std::filesystem::path stderr_path;           // empty: /dev/null
+  std::vector<std::string> argv;           // argv[0] is the program path (no PATH search)
+  std::map<std::string, std::string> env;  // the child's whole environment
+  std::filesystem::path cwd;               // empty: inherit
+  std::filesystem::path stdout_path;       // empty: /dev/null
+  std::filesystem::path stderr_path;       // empty: /dev/null
   // Both are opened by the parent before the child's chdir: a relative path
   // is relative to the caller's working directory, not to `cwd`.
-  double timeout_s = 0;                        // 0: none
-  double kill_grace_s = 2.0;                   // TERM -> KILL delay
-  unsigned long long memory_limit_bytes = 0;   // the child's address space (RLIMIT_AS); 0: none
-  size_t tail_bytes = 8192;                    // how much of each stream ExitStatus keeps
+  double timeout_s = 0;                       // 0: none
+  double kill_grace_s = 2.0;                  // TERM -> KILL delay
+  unsigned long long memory_limit_bytes = 0;  // the child's address space (RLIMIT_AS); 0: none
+  size_t tail_bytes = 8192;                   // how much of each stream ExitStatus keeps
   // Runs with the same environment and key share a fork server (empty: the
   // environment alone); the runner's server holds the key's model loaded.
   std::string server_key;
@@ -38,15 +38,15 @@ struct SpawnSpec {
 struct ExitStatus {
   enum class How { exited, signaled, timed_out, interrupted, spawn_failed };
   How how = How::spawn_failed;
-  int exit_code = -1;        // how == exited
-  int signal = 0;            // how == signaled (also the signal that ended a timed-out child)
+  int exit_code = -1;  // how == exited
+  int signal = 0;      // how == signaled (also the signal that ended a timed-out child)
   bool core_dumped = false;
-  double seconds = 0;        // wall time from spawn to reap
-  double stopped_at = 0;     // timed_out/interrupted: steady-clock seconds (CLOCK_MONOTONIC) when the stop began
-  double limit_s = 0;        // timed_out: the limit it ran past (SpawnSpec::timeout_s)
-  std::string stdout_tail;   // last tail_bytes of the streams
+  double seconds = 0;       // wall time from spawn to reap
+  double stopped_at = 0;    // timed_out/interrupted: steady-clock seconds (CLOCK_MONOTONIC) when the stop began
+  double limit_s = 0;       // timed_out: the limit it ran past (SpawnSpec::timeout_s)
+  std::string stdout_tail;  // last tail_bytes of the streams
   std::string stderr_tail;
-  std::string spawn_error;   // how == spawn_failed: "execve '/path/to/prog': No such file or directory"
+  std::string spawn_error;  // how == spawn_failed: "execve '/path/to/prog': No such file or directory"
 
   bool ok() const { return how == How::exited && exit_code == 0; }
   // "exit 0", "exit 3", "signal 11 (SIGSEGV)", "timeout after 5.0 s", ...

@@ -1,13 +1,12 @@
 // What the driver asks of the system around it: its environment, its own
 // executable, a program on PATH, the machine's memory.
-#include "process/process.hpp"
-
-#include "common/error.hpp"
-
 #include <unistd.h>
 
 #include <cstdlib>
 #include <sstream>
+
+#include "common/error.hpp"
+#include "process/process.hpp"
 
 extern char** environ;
 

@@ -72,11 +72,11 @@ class EventWriter {
   void close();
 
   int m_fd = -1;
-  char* m_map = nullptr;            // null: plain write(2) (a file that cannot be mapped)
+  char* m_map = nullptr;  // null: plain write(2) (a file that cannot be mapped)
   size_t m_capacity = 0;
-  volatile size_t m_size = 0;       // bytes of whole lines written
+  volatile size_t m_size = 0;  // bytes of whole lines written
   double m_start = 0;
-  std::string m_line;               // reused for each line
+  std::string m_line;  // reused for each line
   std::mutex m_mutex;
 };
 
@@ -125,7 +125,7 @@ class Events {
 
   Events() = default;
   Events(std::initializer_list<nlohmann::json> events);  // tests
-  Events(const std::vector<nlohmann::json>& events);  // NOLINT(google-explicit-constructor): tests build events so
+  Events(const std::vector<nlohmann::json>& events);     // NOLINT(google-explicit-constructor): tests build events so
 
   // Every well-formed line of an events file; a torn last line is skipped,
   // and so are the zero bytes after the lines of a child that was killed.

@@ -1,18 +1,21 @@
 // The driver's side of the events file (protocol/events.hpp): a run's
 // lines read and indexed (Events), and a killed child's file trimmed.
-#include "protocol/events.hpp"
-
-#include <algorithm>
 #include <fcntl.h>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "protocol/events.hpp"
 
 namespace aoti_bisect {
 
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // The site of a line the probes wrote (JsonFields: "event", "t", then
 // "site" when it has one): read from the text, unparsed. False where the
@@ -75,9 +78,8 @@ Events::Iterator& Events::Iterator::operator++() {
 }
 
 void Events::Iterator::skip() {
-  while (m_at < m_events->size() &&
-         ((m_kinds & (1u << static_cast<unsigned>(m_events->kind(m_at)))) == 0 ||
-          (m_site >= 0 && m_events->site(m_at) != m_site))) {
+  while (m_at < m_events->size() && ((m_kinds & (1u << static_cast<unsigned>(m_events->kind(m_at)))) == 0 ||
+                                     (m_site >= 0 && m_events->site(m_at) != m_site))) {
     ++m_at;
   }
 }

@@ -9,7 +9,9 @@ namespace {
 constexpr std::string_view k_names[] = {"off", "trace", "sync", "stats", "save"};
 }
 
-std::string_view probe_mode_name(ProbeMode m) { return k_names[static_cast<int>(m)]; }
+std::string_view probe_mode_name(ProbeMode m) {
+  return k_names[static_cast<int>(m)];
+}
 
 std::optional<ProbeMode> probe_mode_from_name(std::string_view name) {
   for (int i = 0; i < 5; ++i) {
@@ -94,8 +96,8 @@ ProbePlan probe_plan_from_json(const nlohmann::json& j) {
   plan.save_dir = save_dir.get<std::string>();
   const nlohmann::json save_after = j.value("save_after", nlohmann::json(false));
   if (!save_after.is_boolean()) {
-    throw Error(ErrorKind::usage, fmt::format("probe plan: 'save_after' must be true or false, got {}",
-                                              save_after.dump()));
+    throw Error(ErrorKind::usage,
+                fmt::format("probe plan: 'save_after' must be true or false, got {}", save_after.dump()));
   }
   plan.save_after = save_after.get<bool>();
   return plan;

@@ -31,14 +31,14 @@ struct ProbePlan {
     ProbeMode mode = ProbeMode::trace;
   };
   ProbeMode default_mode = ProbeMode::trace;
-  std::vector<Range> ranges;             // later ranges win
-  std::filesystem::path save_dir;        // for `save`
+  std::vector<Range> ranges;       // later ranges win
+  std::filesystem::path save_dir;  // for `save`
   // `save` writes each tensor's value after the launch instead (the second
   // of two runs compares its own with them: outputs that differ between runs).
   bool save_after = false;
 
   ProbeMode mode_for(int site) const;
-  std::string summary() const;           // "trace; stats 1-16", for reports
+  std::string summary() const;  // "trace; stats 1-16", for reports
 };
 
 nlohmann::json to_json(const ProbePlan& plan);

@@ -1,8 +1,7 @@
 #include "protocol/runner.hpp"
 
-#include <unordered_map>
-
 #include <string>
+#include <unordered_map>
 
 namespace aoti_bisect {
 

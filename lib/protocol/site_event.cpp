@@ -2,9 +2,9 @@
 
 #include <charconv>
 #include <cstdint>
-#include <system_error>
 #include <limits>
 #include <optional>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -243,8 +243,8 @@ class Scanner {
   bool number() {
     const char* start = m_p;
     bool integer = true;
-    while (m_p < m_end && ((*m_p >= '0' && *m_p <= '9') || *m_p == '-' || *m_p == '+' || *m_p == '.' ||
-                           *m_p == 'e' || *m_p == 'E')) {
+    while (m_p < m_end &&
+           ((*m_p >= '0' && *m_p <= '9') || *m_p == '-' || *m_p == '+' || *m_p == '.' || *m_p == 'e' || *m_p == 'E')) {
       integer = integer && *m_p != '.' && *m_p != 'e' && *m_p != 'E' && *m_p != '+';
       ++m_p;
     }

@@ -16,16 +16,16 @@ struct SiteEvent {
   bool has_kernel = false;
   std::string kernel;
   bool has_static = false;
-  int wrapper_static = 0;           // "static": the wrapper's call site
-  double clock = 0;                 // site_begin
-  bool failed = false;              // site_end: the call returned an error code
-  std::vector<std::string> tensors; // site_end: the tensors the launch touched
-  std::string tensor;               // probe
-  std::string phase;                // probe: "before" or "after"
-  bool initialized = true;          // probe
-  bool constant = false;            // probe
+  int wrapper_static = 0;            // "static": the wrapper's call site
+  double clock = 0;                  // site_begin
+  bool failed = false;               // site_end: the call returned an error code
+  std::vector<std::string> tensors;  // site_end: the tensors the launch touched
+  std::string tensor;                // probe
+  std::string phase;                 // probe: "before" or "after"
+  bool initialized = true;           // probe
+  bool constant = false;             // probe
   bool has_stats = false;
-  TensorStats stats;                // probe: as tensor_stats_from_json reads them
+  TensorStats stats;  // probe: as tensor_stats_from_json reads them
 };
 
 // False for a line that is not a JSON object; the fields read are kept.

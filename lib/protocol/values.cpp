@@ -1,5 +1,4 @@
 #include "protocol/values.hpp"
-#include "common/text.hpp"
 
 #include <cmath>
 #include <limits>
@@ -7,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/text.hpp"
 #include "protocol/events.hpp"
 
 namespace aoti_bisect {
@@ -47,9 +47,13 @@ std::optional<double> optional_from(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 nlohmann::json to_json(const TensorInfo& t) {
-  nlohmann::json j = {{"name", t.name},       {"dtype", t.dtype},   {"shape", t.shape},
-                      {"strides", t.strides}, {"storage_offset", t.storage_offset},
-                      {"device", t.device},   {"sha256", t.sha256}};
+  nlohmann::json j = {{"name", t.name},
+                      {"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"strides", t.strides},
+                      {"storage_offset", t.storage_offset},
+                      {"device", t.device},
+                      {"sha256", t.sha256}};
   if (!t.argument.empty()) {
     j["argument"] = t.argument;
   }
@@ -57,10 +61,16 @@ nlohmann::json to_json(const TensorInfo& t) {
 }
 
 nlohmann::json to_json(const TensorStats& s) {
-  nlohmann::json j = {{"name", s.name},          {"dtype", s.dtype},         {"shape", s.shape},
-                      {"numel", s.numel},        {"nan", s.nan_count},       {"inf", s.inf_count},
-                      {"min", optional_number(s.min)}, {"max", optional_number(s.max)},
-                      {"mean", optional_number(s.mean)}, {"checksum", s.checksum}};
+  nlohmann::json j = {{"name", s.name},
+                      {"dtype", s.dtype},
+                      {"shape", s.shape},
+                      {"numel", s.numel},
+                      {"nan", s.nan_count},
+                      {"inf", s.inf_count},
+                      {"min", optional_number(s.min)},
+                      {"max", optional_number(s.max)},
+                      {"mean", optional_number(s.mean)},
+                      {"checksum", s.checksum}};
   if (!s.first_nonfinite.empty()) {
     j["first_nonfinite"] = s.first_nonfinite;
   }

@@ -15,23 +15,23 @@
 
 namespace aoti_bisect {
 
-struct TensorInfo {           // an input: what it is, never what it holds
-  std::string name;           // "arg0" or the model's input name
-  std::string dtype;          // "float32"
+struct TensorInfo {   // an input: what it is, never what it holds
+  std::string name;   // "arg0" or the model's input name
+  std::string dtype;  // "float32"
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
-  std::string device;         // "cpu", "cuda:0"
-  std::string sha256;         // of the contiguous bytes
-  int64_t nan_count = 0;      // NaN and Inf it holds (counted before any run)
+  std::string device;     // "cpu", "cuda:0"
+  std::string sha256;     // of the contiguous bytes
+  int64_t nan_count = 0;  // NaN and Inf it holds (counted before any run)
   int64_t inf_count = 0;
   std::vector<int64_t> first_nonfinite;  // where the first of them sits; empty when none
-  int64_t storage_offset = 0; // as saved: what the model is given
-  std::string argument;       // where the call spec bound it from ("attention_mask", "args[1][0]"); "" when positional
+  int64_t storage_offset = 0;            // as saved: what the model is given
+  std::string argument;  // where the call spec bound it from ("attention_mask", "args[1][0]"); "" when positional
 
   int64_t nonfinite() const { return nan_count + inf_count; }
 };
 
-struct TensorStats {          // statistics of one output (or probed) tensor
+struct TensorStats {  // statistics of one output (or probed) tensor
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
@@ -41,7 +41,7 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   std::optional<double> min;  // absent when empty or not numeric
   std::optional<double> max;
   std::optional<double> mean;
-  std::string checksum;       // 16 hex digits: xxHash of the bytes (lib/torchside/tensor_stats.cpp)
+  std::string checksum;                  // 16 hex digits: xxHash of the bytes (lib/torchside/tensor_stats.cpp)
   std::vector<int64_t> first_nonfinite;  // inputs only: the index of the first NaN/Inf; empty when none
   // "" for a strided tensor; "mkldnn" for a oneDNN-layout (opaque) tensor,
   // whose statistics come from a dense copy, or none where that copy fails
@@ -58,17 +58,17 @@ struct TensorStats {          // statistics of one output (or probed) tensor
   const char* nonfinite_name() const { return nan_count && inf_count ? "NaN/Inf" : inf_count ? "Inf" : "NaN"; }
 };
 
-struct Comparison {           // outputs against the reference
+struct Comparison {  // outputs against the reference
   bool within_tolerance = true;
   double atol = 0;
   double rtol = 0;
-  double max_abs_error = 0;   // over the elements finite on both sides
+  double max_abs_error = 0;  // over the elements finite on both sides
   double max_rel_error = 0;
-  int64_t mismatched = 0;     // elements outside tolerance (NaN position mismatches included)
+  int64_t mismatched = 0;            // elements outside tolerance (NaN position mismatches included)
   int64_t nonfinite_mismatched = 0;  // of those, where NaN/Inf sit on one side only (or differ)
   int64_t total = 0;
-  std::string worst_output;   // name of the output holding the worst element
-  std::string note;           // e.g. "NaN positions differ in output 0"
+  std::string worst_output;  // name of the output holding the worst element
+  std::string note;          // e.g. "NaN positions differ in output 0"
 };
 
 // How far a compiled value may be from its reference. A tensor is within

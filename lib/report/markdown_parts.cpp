@@ -42,7 +42,9 @@ std::string code_block(const std::string& text, const std::string& lang) {
   return fence + lang + "\n" + text + "\n" + fence + "\n";
 }
 
-static bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+static bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
 
 // Free text (reasons, messages, versions): one line, Markdown's active
 // characters escaped. '_' inside a word is literal in CommonMark ("x86_64"),
@@ -93,6 +95,5 @@ void item(std::string& out, const std::string& name, const std::string& value) {
     out += fmt::format("- **{}:** {}\n", name, value);
   }
 }
-
 
 }  // namespace aoti_bisect::report_md

@@ -129,8 +129,12 @@ std::string root_cause_text(const RootCause& r) {
           st.output_tensor.empty() ? "" : ", stored at " + code(st.output_tensor + index_text(st.output_index));
       out += table_row({"intermediate", code(st.expression)});
       out += table_row({"element", (at.empty() ? std::string("the kernel's top level") : join(at, ", ")) + stored});
-      out += table_row({"operands there", operands.empty() ? std::string("none (no intermediate)") : join(operands, ", ")});
-      out += table_row({"made", fmt::format("{} {} time{}{}", st.kind == "nan" ? "NaN" : st.value == "-inf" ? "-Inf" : "Inf",
+      out += table_row(
+          {"operands there", operands.empty() ? std::string("none (no intermediate)") : join(operands, ", ")});
+      out += table_row({"made", fmt::format("{} {} time{}{}",
+                                            st.kind == "nan"     ? "NaN"
+                                            : st.value == "-inf" ? "-Inf"
+                                                                 : "Inf",
                                             st.elements, st.elements == 1 ? "" : "s",
                                             st.operation.empty() ? "" : " (" + st.operation + ")")});
       if (!st.op.empty()) {
@@ -215,22 +219,22 @@ std::string producer_line(const Producer& p) {
 
 // The memcheck run aimed at the culprit, and what it reported.
 std::string sanitizer_lines(const SanitizerPass& p) {
-  std::string out = fmt::format("**compute-sanitizer (memcheck, aimed at the culprit; run {}):** {}  \n", code(p.run),
-                                p.errors.empty() ? (p.note.empty() ? "no error reported" : p.note)
-                                                 : fmt::format("{} error{}", p.errors.size(),
-                                                               p.errors.size() == 1 ? "" : "s"));
+  std::string out =
+      fmt::format("**compute-sanitizer (memcheck, aimed at the culprit; run {}):** {}  \n", code(p.run),
+                  p.errors.empty() ? (p.note.empty() ? "no error reported" : p.note)
+                                   : fmt::format("{} error{}", p.errors.size(), p.errors.size() == 1 ? "" : "s"));
   for (const auto& e : p.errors) {
-    out += fmt::format("- {}{}{}{}  \n", e.what,
-                       e.thread.empty() ? "" : " by thread " + e.thread + " in block " + e.block,
-                       e.address.empty() ? "" : " at " + code(e.address), e.buffer.empty() ? "" : ": " + e.buffer);
+    out +=
+        fmt::format("- {}{}{}{}  \n", e.what, e.thread.empty() ? "" : " by thread " + e.thread + " in block " + e.block,
+                    e.address.empty() ? "" : " at " + code(e.address), e.buffer.empty() ? "" : ": " + e.buffer);
   }
   return out + "\n";
 }
 
 // Outputs that differ between two runs of the culprit.
 std::string run_to_run_table(const std::vector<RunDifference>& differ) {
-  std::string out =
-      table_head({"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
+  std::string out = table_head(
+      {"output", "elements that differ between two runs", "largest difference", "where (first run vs second)"});
   for (const auto& d : differ) {
     out += table_row({code(d.tensor) + (d.dtype.empty() ? "" : " (" + plain(d.dtype) + ")"),
                       fmt::format("{} of {}", d.differ, d.elements), stat_string(d.max_abs),
@@ -243,7 +247,8 @@ std::string run_to_run_table(const std::vector<RunDifference>& differ) {
 
 // The culprit's arguments before and after its launch.
 std::string arguments_table(const std::vector<ProbeStats>& args) {
-  std::string out = table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
+  std::string out =
+      table_head({"tensor", "initialized", "before: NaN / Inf / min / max", "after: NaN / Inf / min / max"});
   std::vector<size_t> shown = shown_args(args);
   for (size_t i : shown) {
     const ProbeStats& a = args[i];
@@ -354,8 +359,7 @@ std::string builds_text(const Builds& b) {
   if (parts.empty()) {
     return out;
   }
-  return out.empty() ? fmt::format("{}", fmt::join(parts, "; "))
-                     : fmt::format("{} ({})", out, fmt::join(parts, "; "));
+  return out.empty() ? fmt::format("{}", fmt::join(parts, "; ")) : fmt::format("{} ({})", out, fmt::join(parts, "; "));
 }
 
 }  // namespace
@@ -386,14 +390,14 @@ std::string search_line(const Bisection& b) {
 
 // How many call sites map to graph nodes, and the first unmapped ones.
 std::string mapped_line(const Bisection& b) {
-  std::string mapped = fmt::format("{} of {} call sites write a buffer that holds a graph node's value",
-                                   *b.mapped_sites, b.call_sites);
+  std::string mapped =
+      fmt::format("{} of {} call sites write a buffer that holds a graph node's value", *b.mapped_sites, b.call_sites);
   if (!b.unmapped.empty()) {
     constexpr size_t k_max_unmapped = 8;
     std::vector<std::string> list;
     for (size_t i = 0; i < b.unmapped.size() && i < k_max_unmapped; ++i) {
-      list.push_back(fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel),
-                                 plain(b.unmapped[i].why)));
+      list.push_back(
+          fmt::format("{} {} ({})", b.unmapped[i].call_index, code(b.unmapped[i].kernel), plain(b.unmapped[i].why)));
     }
     mapped += fmt::format("; unmapped, not compared: {}", fmt::join(list, "; "));
     if (b.unmapped.size() > k_max_unmapped) {
@@ -466,8 +470,8 @@ std::string reproducer_line(const Reproducer& p) {
     }
   }
   if (!p.replay.empty()) {
-    where += fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay),
-                         plain(p.replay_note));
+    where +=
+        fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay), plain(p.replay_note));
   } else if (!p.replay_note.empty()) {
     where += "; no replay: " + plain(p.replay_note);
   }

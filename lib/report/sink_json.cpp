@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/text.hpp"
 #include "protocol/values.hpp"
 #include "report/sink_text.hpp"
-#include "common/text.hpp"
 #include "report/sinks.hpp"
 
 namespace aoti_bisect {
@@ -25,8 +25,9 @@ Json number(double v) {
   return v;
 }
 
-Json number(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
-
+Json number(const std::optional<double>& v) {
+  return v ? number(*v) : Json(nullptr);
+}
 
 template <typename T>
 Json value_or_null(const std::optional<T>& v) {
@@ -117,7 +118,8 @@ Json sample_in_company_json(const SampleInCompany& c) {
 
 Json batch_dependence_json(const Report& r) {
   if (!r.batch_dependence) {
-    return r.batch_dependence_note.empty() ? Json(nullptr) : Json{{"finding", nullptr}, {"note", r.batch_dependence_note}};
+    return r.batch_dependence_note.empty() ? Json(nullptr)
+                                           : Json{{"finding", nullptr}, {"note", r.batch_dependence_note}};
   }
   const BatchDependence& b = *r.batch_dependence;
   Json samples = Json::array();
@@ -172,16 +174,11 @@ Json inputs_json(const Report& r) {
 }
 
 Json stats_json(const TensorStats& s) {
-  return Json{{"name", s.name},
-              {"dtype", s.dtype},
-              {"shape", s.shape},
-              {"numel", s.numel},
-              {"nan_count", s.nan_count},
-              {"inf_count", s.inf_count},
-              {"min", number(s.min)},
-              {"max", number(s.max)},
-              {"mean", number(s.mean)},
-              {"checksum", text_or_null<Json>(s.checksum)}};
+  return Json{{"name", s.name},           {"dtype", s.dtype},
+              {"shape", s.shape},         {"numel", s.numel},
+              {"nan_count", s.nan_count}, {"inf_count", s.inf_count},
+              {"min", number(s.min)},     {"max", number(s.max)},
+              {"mean", number(s.mean)},   {"checksum", text_or_null<Json>(s.checksum)}};
 }
 
 Json comparison_json(const std::optional<Comparison>& c) {
@@ -259,7 +256,7 @@ Json failure_json(const std::optional<Failure>& f) {
                                         {"file", f->batch->file},
                                         {"call", f->batch->calls ? Json(f->batch->index + 1) : Json(nullptr)},
                                         {"facts", f->batch->facts}}
-                                  : Json(nullptr)}};
+                                 : Json(nullptr)}};
 }
 
 Json batches_json(const std::vector<BatchRecord>& batches) {
@@ -273,7 +270,9 @@ Json batches_json(const std::vector<BatchRecord>& batches) {
   return out;
 }
 
-Json stats_or_null(const std::optional<TensorStats>& s) { return s ? stats_json(*s) : Json(nullptr); }
+Json stats_or_null(const std::optional<TensorStats>& s) {
+  return s ? stats_json(*s) : Json(nullptr);
+}
 
 // null when the evidence decided nothing and nothing is to be said of why.
 Json root_cause_json(const RootCause& r) {
@@ -290,17 +289,17 @@ Json root_cause_json(const RootCause& r) {
     for (const auto& [name, value] : st.operands) {
       operands.push_back(Json{{"name", name}, {"value", value}});
     }
-    steps.push_back(Json{{"expression", st.expression},
-                         {"made", st.kind},
-                         {"value", st.value},
-                         {"element", std::move(element)},
-                         {"output", st.output_tensor.empty()
-                                        ? Json(nullptr)
-                                        : Json{{"tensor", st.output_tensor}, {"index", st.output_index}}},
-                         {"operands", std::move(operands)},
-                         {"times", st.elements},
-                         {"operation", text_or_null<Json>(st.operation)},
-                         {"op", text_or_null<Json>(st.op)}});
+    steps.push_back(
+        Json{{"expression", st.expression},
+             {"made", st.kind},
+             {"value", st.value},
+             {"element", std::move(element)},
+             {"output", st.output_tensor.empty() ? Json(nullptr)
+                                                 : Json{{"tensor", st.output_tensor}, {"index", st.output_index}}},
+             {"operands", std::move(operands)},
+             {"times", st.elements},
+             {"operation", text_or_null<Json>(st.operation)},
+             {"op", text_or_null<Json>(st.op)}});
   }
   return Json{{"sentence", text_or_null<Json>(r.sentence)},
               {"basis", text_or_null<Json>(r.basis)},
@@ -518,7 +517,8 @@ Json bisection_json(const std::optional<Bisection>& b) {
   }
   Json unmapped = Json::array();
   for (const auto& u : b->unmapped) {
-    unmapped.push_back(Json{{"call_index", u.call_index}, {"kernel", text_or_null<Json>(u.kernel)}, {"why", text_or_null<Json>(u.why)}});
+    unmapped.push_back(Json{
+        {"call_index", u.call_index}, {"kernel", text_or_null<Json>(u.kernel)}, {"why", text_or_null<Json>(u.why)}});
   }
   Json honest = nullptr;
   if (b->largest_within) {
@@ -577,8 +577,10 @@ Json repro_json(const std::optional<Reproducer>& r) {
   if (!r) {
     return nullptr;
   }
-  return Json{{"dir", text_or_null<Json>(r->dir)},       {"files", r->files},
-              {"command", text_or_null<Json>(r->command)}, {"replay", text_or_null<Json>(r->replay)},
+  return Json{{"dir", text_or_null<Json>(r->dir)},
+              {"files", r->files},
+              {"command", text_or_null<Json>(r->command)},
+              {"replay", text_or_null<Json>(r->replay)},
               {"replay_note", text_or_null<Json>(r->replay_note)}};
 }
 
@@ -587,8 +589,8 @@ Json repro_json(const std::optional<Reproducer>& r) {
 std::string report_to_json(const Report& r) {
   Json j;
   j["schema_version"] = r.schema_version;
-  j["tool"] = Json{{"name", "aoti-bisect"},
-                   {"version", r.tool_version.empty() ? r.environment.tool_version : r.tool_version}};
+  j["tool"] =
+      Json{{"name", "aoti-bisect"}, {"version", r.tool_version.empty() ? r.environment.tool_version : r.tool_version}};
   j["command_line"] = r.command_line;
   j["environment"] = environment_json(r);
   j["package"] = package_json(r.package);

@@ -15,21 +15,24 @@ namespace {
 
 using namespace report_text;
 
-std::string xml(const std::string& text) { return xml_escape(text); }
+std::string xml(const std::string& text) {
+  return xml_escape(text);
+}
 
-std::string seconds(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
+std::string seconds(double s) {
+  return fmt::format("{:.3f}", s >= 0 ? s : 0.0);
+}
 
 std::string run_case(const RunRecord& run, const std::string& classname) {
-  std::string open = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", xml(classname),
-                                 xml(run.id), seconds(run.seconds));
+  std::string open = fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\"", xml(classname), xml(run.id),
+                                 seconds(run.seconds));
   if (!run_failed(run)) {
     return open + "/>\n";
   }
-  std::string body = fmt::format("variant: {}\nenv: {}\nexit: {}\nprobe plan: {}", run.variant,
-                                 env_string(run.env), run.exit, run.probe_plan);
+  std::string body = fmt::format("variant: {}\nenv: {}\nexit: {}\nprobe plan: {}", run.variant, env_string(run.env),
+                                 run.exit, run.probe_plan);
   return fmt::format("{}>\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n", open,
-                     xml(std::string(outcome_name(run.outcome))), xml(one_line(run.first_error_line)),
-                     xml(body));
+                     xml(std::string(outcome_name(run.outcome))), xml(one_line(run.first_error_line)), xml(body));
 }
 
 std::string verdict_case(const Report& r, const std::string& classname) {
@@ -55,7 +58,7 @@ std::string verdict_case(const Report& r, const std::string& classname) {
   if (r.failure) {
     body += (body.empty() ? "" : "\n");
     body += fmt::format("failure: {}\nfirst line: {}\nfirst check: {}\nhow often: {}", outcome_name(r.failure->kind),
-                       one_line(r.failure->first_line), first_check(*r.failure), how_often(*r.failure));
+                        one_line(r.failure->first_line), first_check(*r.failure), how_often(*r.failure));
     if (!r.failure->signature.empty()) {
       body += "\nsignature: " + r.failure->signature;
     }
@@ -102,8 +105,9 @@ std::string report_to_junit(const Report& r) {
   }
   bool is_error = r.verdict == Verdict::could_not_test || r.verdict == Verdict::internal_error;
   bool failed = !is_error && r.verdict != Verdict::clean;
-  out += fmt::format("  <testsuite name=\"aoti-bisect: verdict\" tests=\"1\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
-                     failed ? 1 : 0, is_error ? 1 : 0, seconds(r.total_seconds));
+  out +=
+      fmt::format("  <testsuite name=\"aoti-bisect: verdict\" tests=\"1\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
+                  failed ? 1 : 0, is_error ? 1 : 0, seconds(r.total_seconds));
   out += verdict_case(r, classname);
   return out + "  </testsuite>\n</testsuites>\n";
 }

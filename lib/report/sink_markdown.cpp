@@ -19,7 +19,6 @@ namespace {
 using namespace report_text;
 using namespace report_md;
 
-
 std::string human_verdict(Verdict v) {
   std::string s(verdict_name(v));
   std::replace(s.begin(), s.end(), '_', ' ');
@@ -74,8 +73,8 @@ std::string batches_section(const Report& r) {
   constexpr size_t k_rows = 20;
   for (size_t i = 0; i < r.batches.size() && i < k_rows; ++i) {
     const BatchRecord& b = r.batches[i];
-    out += table_row({std::to_string(b.index + 1), code(b.file), code(b.outcome),
-                      b.first_line.empty() ? "" : code(b.first_line)});
+    out += table_row(
+        {std::to_string(b.index + 1), code(b.file), code(b.outcome), b.first_line.empty() ? "" : code(b.first_line)});
   }
   if (r.batches.size() > k_rows) {
     out += fmt::format("\nand {} more in report.json\n", r.batches.size() - k_rows);
@@ -148,8 +147,8 @@ std::string what_failed(const Report& r) {
       continue;  // the search's, the batches' (## Batches)
     }
     if (run.outcome != f.kind) {
-      others.push_back(fmt::format("{} {} ({})", code(run.id), code(std::string(outcome_name(run.outcome))),
-                                   plain(run.exit)));
+      others.push_back(
+          fmt::format("{} {} ({})", code(run.id), code(std::string(outcome_name(run.outcome))), plain(run.exit)));
     }
   }
   if (!others.empty()) {
@@ -164,10 +163,10 @@ std::string what_failed(const Report& r) {
   const RunRecord* base = baseline_run(r);
   if (base && base->comparison && !base->comparison->within_tolerance) {
     const Comparison& c = *base->comparison;
-    out += fmt::format("- **Against the reference:** {} of {} elements outside atol={:g} + rtol={:g} × max |ref|; "
-                       "max abs error {}, max rel error {}",
-                       c.mismatched, c.total, c.atol, c.rtol, stat_string(c.max_abs_error),
-                       stat_string(c.max_rel_error));
+    out += fmt::format(
+        "- **Against the reference:** {} of {} elements outside atol={:g} + rtol={:g} × max |ref|; "
+        "max abs error {}, max rel error {}",
+        c.mismatched, c.total, c.atol, c.rtol, stat_string(c.max_abs_error), stat_string(c.max_rel_error));
     if (!c.worst_output.empty()) {
       out += fmt::format(", worst in {}", code(c.worst_output));
     }
@@ -263,10 +262,10 @@ std::string inputs(const Report& r) {
     out += "**In company:** " + plain(r.batch_dependence_note) + ".\n\n";
   }
   if (!r.inputs.empty()) {
-    bool bad = std::any_of(r.inputs.begin(), r.inputs.end(),
-                           [](const TensorInfo& t) { return t.nonfinite() > 0; });
+    bool bad = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return t.nonfinite() > 0; });
     bool named = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return !t.argument.empty(); });
-    bool offset = std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return t.storage_offset != 0; });
+    bool offset =
+        std::any_of(r.inputs.begin(), r.inputs.end(), [](const TensorInfo& t) { return t.storage_offset != 0; });
     std::vector<std::string> head = {"name"};
     if (named) {
       head.push_back("bound from");
@@ -291,10 +290,9 @@ std::string inputs(const Report& r) {
       }
       row.push_back(t.device);
       if (bad) {
-        row.push_back(t.nonfinite() == 0
-                          ? "none"
-                          : fmt::format("{} NaN, {} Inf, first at {}", t.nan_count, t.inf_count,
-                                        shape_string(t.first_nonfinite)));
+        row.push_back(t.nonfinite() == 0 ? "none"
+                                         : fmt::format("{} NaN, {} Inf, first at {}", t.nan_count, t.inf_count,
+                                                       shape_string(t.first_nonfinite)));
       }
       out += table_row(row);
     }
@@ -324,12 +322,15 @@ std::vector<std::pair<std::string, std::string>> environment_items(const Report&
   if (!e.device_name.empty()) {
     device += (device.empty() ? "" : " ") + ("(" + e.device_name + ")");
   }
-  std::vector<std::pair<std::string, std::string>> items = {
-      {"tool", plain("aoti-bisect " + version)}, {"torch", plain(e.torch_version)},
-      {"python", plain(e.python_version)},       {"CUDA", plain(e.cuda_version)},
-      {"HIP", plain(e.hip_version)},             {"device", plain(device)},
-      {"driver", plain(e.driver_version)},       {"OS", plain(e.os)},
-      {"git revision", code(e.git_revision)}};
+  std::vector<std::pair<std::string, std::string>> items = {{"tool", plain("aoti-bisect " + version)},
+                                                            {"torch", plain(e.torch_version)},
+                                                            {"python", plain(e.python_version)},
+                                                            {"CUDA", plain(e.cuda_version)},
+                                                            {"HIP", plain(e.hip_version)},
+                                                            {"device", plain(device)},
+                                                            {"driver", plain(e.driver_version)},
+                                                            {"OS", plain(e.os)},
+                                                            {"git revision", code(e.git_revision)}};
   std::erase_if(items, [](const auto& item) { return item.second.empty(); });
   return items;
 }
@@ -401,10 +402,11 @@ std::string report_to_markdown(const Report& r) {
     const RunRecord* base = baseline_run(r);
     if (base && base->comparison) {
       const Comparison& c = *base->comparison;
-      out += fmt::format("**Against the reference:** all {} elements within tolerance; max abs error {}, max rel "
-                         "error {} (of max |ref|); tolerance atol {:g} + rtol {:g} × max |ref|{}  \n\n",
-                         c.total, stat_string(c.max_abs_error), stat_string(c.max_rel_error), c.atol, c.rtol,
-                         c.worst_output.empty() ? "" : " for " + code(c.worst_output));
+      out += fmt::format(
+          "**Against the reference:** all {} elements within tolerance; max abs error {}, max rel "
+          "error {} (of max |ref|); tolerance atol {:g} + rtol {:g} × max |ref|{}  \n\n",
+          c.total, stat_string(c.max_abs_error), stat_string(c.max_rel_error), c.atol, c.rtol,
+          c.worst_output.empty() ? "" : " for " + code(c.worst_output));
     }
     return out + flags(r) + environment_short(r) + footer(r);
   }

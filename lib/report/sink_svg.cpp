@@ -20,13 +20,13 @@ namespace aoti_bisect {
 namespace {
 
 constexpr double k_width = 1000;
-constexpr double k_left = 64;    // row numbers, step numbers and the graph-input mark
+constexpr double k_left = 64;  // row numbers, step numbers and the graph-input mark
 constexpr double k_right = 16;
 constexpr double k_plot = k_width - k_left - k_right;
 constexpr double k_cell_h = 14;
 constexpr double k_mark_h = 10;  // above each strip row: room for the pointers
 constexpr double k_bar_h = 9;
-constexpr size_t k_max_steps_shown = 40;    // the first and last 20 beyond that
+constexpr size_t k_max_steps_shown = 40;     // the first and last 20 beyond that
 constexpr size_t k_max_titled_cells = 5000;  // a tooltip per cell up to this many
 constexpr int k_max_rows = 50;
 
@@ -49,8 +49,12 @@ std::string_view fill_of(const Swatch* table, size_t n, const std::string& name,
   }
   return other;
 }
-std::string_view kind_fill(const std::string& kind) { return fill_of(k_kinds, 3, kind, k_other_kind); }
-std::string_view verdict_fill(const std::string& v) { return fill_of(k_verdicts, 4, v, k_other_verdict); }
+std::string_view kind_fill(const std::string& kind) {
+  return fill_of(k_kinds, 3, kind, k_other_kind);
+}
+std::string_view verdict_fill(const std::string& v) {
+  return fill_of(k_verdicts, 4, v, k_other_verdict);
+}
 
 // Valid UTF-8 of characters XML 1.0 allows, whatever the bytes (one bad
 // byte would make the whole file unreadable): anything else becomes '?'.
@@ -75,15 +79,19 @@ std::string valid_utf8(const std::string& s) {
 }
 
 // Every text drawn: redacted like every report, then escaped for XML.
-std::string esc(const std::string& s) { return xml_escape(valid_utf8(redact_paths(s))); }
+std::string esc(const std::string& s) {
+  return xml_escape(valid_utf8(redact_paths(s)));
+}
 
 // A coordinate to a tenth: "14", "123.4".
-std::string num(double v) { return fmt::format("{}", std::round(v * 10) / 10 + 0.0); }
+std::string num(double v) {
+  return fmt::format("{}", std::round(v * 10) / 10 + 0.0);
+}
 
 void rect(std::string& out, double x, double y, double w, double h, std::string_view fill,
           std::string_view extra = "") {
-  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}/>\n", num(x), num(y),
-                     num(w), num(h), fill, extra);
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}/>\n", num(x), num(y), num(w),
+                     num(h), fill, extra);
 }
 
 void text(std::string& out, double x, double y, const std::string& s, std::string_view extra = "") {
@@ -98,7 +106,7 @@ void pointer(std::string& out, double cx, double y, std::string_view fill) {
 
 // Where the strip puts call site K (1-based): `cols` cells a row.
 struct Strip {
-  int slots = 1;       // the largest call-site number shown
+  int slots = 1;  // the largest call-site number shown
   int cols = 1;
   int rows = 1;
   double cell_w = 1;
@@ -130,12 +138,14 @@ Strip strip_layout(int slots, double top) {
 }
 
 // The steps' axis: call sites 1..slots over the plot's width, one row.
-double axis_x(const Strip& s, double k) { return k_left + (k - 1) * k_plot / s.slots; }
+double axis_x(const Strip& s, double k) {
+  return k_left + (k - 1) * k_plot / s.slots;
+}
 
 struct Marks {
   std::optional<int> culprit;
-  std::optional<int> producer;   // a call site
-  bool graph_input = false;      // the producer is a graph input
+  std::optional<int> producer;  // a call site
+  bool graph_input = false;     // the producer is a graph input
 };
 
 Marks marks_of(const Report& r) {
@@ -168,10 +178,9 @@ std::string result_line(const Report& r, const Bisection& b) {
     std::string out = fmt::format("Culprit: call site {} (of {} that ran), {} ({})", c.call_index, b.sites.size(),
                                   c.kernel, c.kind.empty() ? "?" : c.kind);
     if (c.producer) {
-      out += c.producer->call_index
-                 ? fmt::format("; its input {} was made by call site {}, {}", c.producer->tensor,
-                               *c.producer->call_index, c.producer->kernel)
-                 : fmt::format("; its input {} is a graph input", c.producer->tensor);
+      out += c.producer->call_index ? fmt::format("; its input {} was made by call site {}, {}", c.producer->tensor,
+                                                  *c.producer->call_index, c.producer->kernel)
+                                    : fmt::format("; its input {} is a graph input", c.producer->tensor);
     }
     return out;
   }
@@ -231,8 +240,8 @@ double strip(std::string& out, const Bisection& b, const Strip& s, const Marks& 
       continue;
     }
     out += fmt::format("<rect id=\"site-{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"", site.index,
-                       num(s.x(site.index)), num(s.y(site.index)), num(std::max(s.cell_w - gap, 0.5)),
-                       num(k_cell_h), kind_fill(site.kind));
+                       num(s.x(site.index)), num(s.y(site.index)), num(std::max(s.cell_w - gap, 0.5)), num(k_cell_h),
+                       kind_fill(site.kind));
     out += titled ? fmt::format("><title>call site {}: {} ({})</title></rect>\n", site.index, esc(site.kernel),
                                 esc(site.kind))
                   : "/>\n";
@@ -321,8 +330,8 @@ void overview(std::string& out, const Bisection& b, const Strip& s, double y) {
 }
 
 std::string step_label(size_t i, const BisectionStep& st) {
-  std::string range = st.lo == st.hi ? fmt::format("call site {}", st.lo)
-                                     : fmt::format("call sites {}–{}", st.lo, st.hi);
+  std::string range =
+      st.lo == st.hi ? fmt::format("call site {}", st.lo) : fmt::format("call sites {}–{}", st.lo, st.hi);
   std::string runs = st.runs > 1 ? fmt::format(" ({} of {} runs agree)", st.agreeing, st.runs) : "";
   return fmt::format("{}. {} {}: {}{}", i + 1, st.purpose, range, st.verdict, runs);
 }
@@ -346,8 +355,8 @@ double steps(std::string& out, const Bisection& b, const Strip& s, double y) {
     double x0 = axis_x(s, lo);
     double x1 = axis_x(s, hi + 1);
     text(out, k_left, y + 10, step_label(i, st));
-    out += fmt::format("<rect id=\"step-{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">", i + 1,
-                       num(x0), num(y + 13), num(std::max(x1 - x0, 3.0)), num(k_bar_h), verdict_fill(st.verdict));
+    out += fmt::format("<rect id=\"step-{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">", i + 1, num(x0),
+                       num(y + 13), num(std::max(x1 - x0, 3.0)), num(k_bar_h), verdict_fill(st.verdict));
     out += fmt::format("<title>{}</title></rect>\n", esc(step_label(i, st)));
     y += 13 + k_bar_h + 6;
   }
@@ -459,8 +468,8 @@ std::string report_to_svg(const Report& r) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" role=\"img\" "
       "aria-labelledby=\"svg-title svg-desc\" font-family=\"sans-serif\" font-size=\"11\" fill=\"#222\">\n",
       k_width, height);
-  out += fmt::format("<title id=\"svg-title\">{}</title>\n<desc id=\"svg-desc\">{}</desc>\n", esc(headline(r)),
-                     esc(desc));
+  out +=
+      fmt::format("<title id=\"svg-title\">{}</title>\n<desc id=\"svg-desc\">{}</desc>\n", esc(headline(r)), esc(desc));
   rect(out, 0, 0, k_width, height, "#ffffff");
   return out + body + "</svg>\n";
 }

@@ -1,11 +1,11 @@
 #include "report/sink_text.hpp"
-#include "common/text.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "common/text.hpp"
 #include "process/process.hpp"
 
 namespace aoti_bisect::report_text {
@@ -77,7 +77,9 @@ std::string stat_string(const std::optional<double>& value) {
   return number_text(*value);
 }
 
-std::string signal_string(int sig) { return signal_name(sig); }
+std::string signal_string(int sig) {
+  return signal_name(sig);
+}
 
 std::string batch_summary(const Report& r) {
   if (r.batches.empty() || !r.failure || !r.failure->batch) {
@@ -86,8 +88,7 @@ std::string batch_summary(const Report& r) {
   const FailingBatch& b = *r.failure->batch;
   const char* unit = b.calls ? "call" : "batch";
   // Numbered from 1, like call sites (report.json's `index` is 0-based).
-  std::string out = fmt::format("{} {} of {} ({}) failed first", unit, b.index + 1, r.batches.size(),
-                                one_line(b.file));
+  std::string out = fmt::format("{} {} of {} ({}) failed first", unit, b.index + 1, r.batches.size(), one_line(b.file));
   if (b.index > 0 && r.needs_history) {
     out += *r.needs_history ? fmt::format("; it fails only after the {} before it (alone it does not)",
                                           b.calls ? "calls" : "batches")

@@ -74,6 +74,8 @@ std::string group_phrase(const std::string& group);
 std::string runs_text(const Report& report);
 
 // Whether a run's outcome counts as failed in the sinks.
-inline bool run_failed(const RunRecord& run) { return run.outcome != OutcomeKind::ok; }
+inline bool run_failed(const RunRecord& run) {
+  return run.outcome != OutcomeKind::ok;
+}
 
 }  // namespace aoti_bisect::report_text

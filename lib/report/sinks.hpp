@@ -9,9 +9,10 @@
 
 namespace aoti_bisect {
 
-std::string report_to_json(const Report& report);       // report.json (pretty, 2-space indent)
-std::string report_to_markdown(const Report& report);   // report.md for a bug report
-std::string report_to_junit(const Report& report);      // junit.xml: one testsuite, one testcase per run + one for the verdict
+std::string report_to_json(const Report& report);      // report.json (pretty, 2-space indent)
+std::string report_to_markdown(const Report& report);  // report.md for a bug report
+std::string report_to_junit(
+    const Report& report);  // junit.xml: one testsuite, one testcase per run + one for the verdict
 std::string report_to_console(const Report& report, bool color);  // the summary printed on stdout
 
 // Writes report.json, report.svg (when there are call sites to draw; an

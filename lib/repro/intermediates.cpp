@@ -20,7 +20,9 @@ namespace {
 
 using cpp_text::is_ident_char;
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // An intermediate's name: tmp7, tmp_acc0, tmp_acc0_vec.
 bool tmp_name(const std::string& s) {
@@ -93,7 +95,9 @@ std::optional<Assignment> assignment(std::string_view line) {
       continue;
     }
     char c = line[i];
-    depth += (c == '(' || c == '[' || c == '{' || c == '<') ? 1 : (c == ')' || c == ']' || c == '}' || c == '>') ? -1 : 0;
+    depth += (c == '(' || c == '[' || c == '{' || c == '<')   ? 1
+             : (c == ')' || c == ']' || c == '}' || c == '>') ? -1
+                                                              : 0;
     if (c == '=' && depth == 0 && i > 0 && i + 1 < line.size() && line[i + 1] != '=' &&
         std::string_view("=!<>+-*/%&|^").find(line[i - 1]) == std::string_view::npos) {
       eq = i;
@@ -203,8 +207,8 @@ struct Scope {
 // Words an address expression may use besides loop variables, parameters
 // and intermediates already computed.
 bool address_word(const std::string& w) {
-  static const std::set<std::string> words = {"static_cast", "int64_t", "int32_t", "c10", "std", "min", "max",
-                                              "div_floor_integer", "at", "vec", "long", "int"};
+  static const std::set<std::string> words = {"static_cast", "int64_t",           "int32_t", "c10", "std",  "min",
+                                              "max",         "div_floor_integer", "at",      "vec", "long", "int"};
   return words.count(w) > 0;
 }
 
@@ -215,10 +219,10 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
                                  const std::string& probe_header) {
   TracedKernel tk;
   size_t def = repro::kernel_definition_start(kernel_cpp, kernel);
-  size_t params_end = def == std::string::npos
-                          ? std::string::npos
-                          : cpp_text::after_closing_bracket(kernel_cpp, cpp_text::find_call(kernel_cpp, kernel, def) +
-                                                                            kernel.size());
+  size_t params_end =
+      def == std::string::npos
+          ? std::string::npos
+          : cpp_text::after_closing_bracket(kernel_cpp, cpp_text::find_call(kernel_cpp, kernel, def) + kernel.size());
   size_t open = params_end == std::string::npos ? std::string::npos : kernel_cpp.find('{', params_end);
   size_t close = open == std::string::npos ? std::string::npos : cpp_text::closing_bracket(kernel_cpp, open);
   if (close == std::string::npos) {
@@ -265,7 +269,8 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
     if (auto f = for_header(t)) {
       pending = f;
       control_pending = true;
-    } else if (std::string_view(t).starts_with("if(") || std::string_view(t).starts_with("if (") || t == "else" || std::string_view(t).starts_with("while")) {
+    } else if (std::string_view(t).starts_with("if(") || std::string_view(t).starts_with("if (") || t == "else" ||
+               std::string_view(t).starts_with("while")) {
       control_pending = t.back() != '{' && t.back() != ';' && t.back() != '}';
     } else if (control_pending && t[0] != '{') {
       unbraced[i] = true;
@@ -332,7 +337,8 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
     bool load = false;
     for (const auto& n : names_in(a->expr)) {
       load = load || is_pointer(n);
-      if (tmp_name(n) && visible(n, scope_of[i], i) && std::find(operands.begin(), operands.end(), n) == operands.end()) {
+      if (tmp_name(n) && visible(n, scope_of[i], i) &&
+          std::find(operands.begin(), operands.end(), n) == operands.end()) {
         operands.push_back(n);
       }
     }
@@ -371,9 +377,10 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
     }
     std::string loop_arg = "aoti_trace::loop()";
     if (!loops.empty()) {
-      std::string valid = vec ? fmt::format("std::min<int64_t>(static_cast<int64_t>({}), static_cast<int64_t>({}) - "
-                                            "static_cast<int64_t>({}))",
-                                            vec->step, vec->end, vec->var)
+      std::string valid = vec ? fmt::format(
+                                    "std::min<int64_t>(static_cast<int64_t>({}), static_cast<int64_t>({}) - "
+                                    "static_cast<int64_t>({}))",
+                                    vec->step, vec->end, vec->var)
                               : "-1";
       loop_arg = fmt::format("aoti_trace::loop({}, {})", valid, join(st.loops, ", "));
     }
@@ -439,16 +446,18 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
     tk.statements.push_back(std::move(st));
   }
   if (tk.statements.empty()) {
-    tk.problem = fmt::format("{} computes no intermediate in the statements Inductor's cpp backend writes "
-                             "(`auto tmpN = ...;`)",
-                             kernel);
+    tk.problem = fmt::format(
+        "{} computes no intermediate in the statements Inductor's cpp backend writes "
+        "(`auto tmpN = ...;`)",
+        kernel);
     return tk;
   }
 
   std::string table = "namespace aoti_trace {\nconst Statement k_statements[] = {\n";
   for (const auto& st : tk.statements) {
-    table += fmt::format("    {{{}, {}, {}, {}, {}}},\n", cpp_text::string_literal(st.target), cpp_text::string_literal(st.text),
-                         cpp_text::string_literal(join(st.operands, ",")), cpp_text::string_literal(join(st.loops, ",")), st.vector_loop);
+    table += fmt::format("    {{{}, {}, {}, {}, {}}},\n", cpp_text::string_literal(st.target),
+                         cpp_text::string_literal(st.text), cpp_text::string_literal(join(st.operands, ",")),
+                         cpp_text::string_literal(join(st.loops, ",")), st.vector_loop);
   }
   table += fmt::format("}};\nconst int k_statement_count = {};\nHit g_hits[{}][2];\n}}  // namespace aoti_trace\n\n",
                        tk.statements.size(), tk.statements.size());
@@ -456,9 +465,10 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
   for (size_t i = 0; i < lines.size(); ++i) {
     body += before[i] + lines[i] + "\n" + after[i];
   }
-  tk.source = "// " + kernel + " with every intermediate probed (generated by aoti-bisect; `replay --intermediates`).\n" +
-              kernel_cpp.substr(0, def) + "\n" + probe_header + "\n" + table +
-              kernel_cpp.substr(def, open + 1 - def) + body + "}\n";
+  tk.source = "// " + kernel +
+              " with every intermediate probed (generated by aoti-bisect; `replay --intermediates`).\n" +
+              kernel_cpp.substr(0, def) + "\n" + probe_header + "\n" + table + kernel_cpp.substr(def, open + 1 - def) +
+              body + "}\n";
   return tk;
 }
 

@@ -33,9 +33,9 @@ struct TracedStatement {
 };
 
 struct TracedKernel {
-  std::string source;                 // kernel.traced.cpp: the probe header, the statement table, the kernel
+  std::string source;  // kernel.traced.cpp: the probe header, the statement table, the kernel
   std::vector<TracedStatement> statements;
-  std::string problem;                // why the kernel cannot be traced; "" when it can
+  std::string problem;  // why the kernel cannot be traced; "" when it can
 };
 
 // `kernel_cpp`: the replay's kernel.cpp (replay_kernel_source: includes, then

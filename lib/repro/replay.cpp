@@ -58,11 +58,11 @@ struct Gen {
   std::map<std::string, std::string> saved;     // tensor name -> file
   std::map<std::string, std::string> expected;  // tensor name -> file of its eager value
   std::string problem;
-  std::vector<std::string> decls;    // driver lines before the call
-  std::vector<std::string> after;    // driver lines after it
+  std::vector<std::string> decls;  // driver lines before the call
+  std::vector<std::string> after;  // driver lines after it
   std::set<std::string> declared;
   std::set<std::string> files;
-  std::map<std::string, std::string> alias_of;  // a view of a live buffer -> that buffer (WrapperInfo::aliases)
+  std::map<std::string, std::string> alias_of;     // a view of a live buffer -> that buffer (WrapperInfo::aliases)
   std::vector<std::pair<std::string, int>> views;  // views the call passes, made over their buffer after the loads
 
   void need(const std::string& why) {
@@ -91,9 +91,10 @@ struct Gen {
                (st->after && (!st->after->layout.empty() || st->after->opaque)))) {
       // A oneDNN-packed constant is saved as a dense copy (or not at all):
       // not what the call takes.
-      need(fmt::format("{} is a oneDNN-layout constant (a frozen, packed weight): the replay could pass only a dense "
-                       "copy, which the call does not take",
-                       name));
+      need(
+          fmt::format("{} is a oneDNN-layout constant (a frozen, packed weight): the replay could pass only a dense "
+                      "copy, which the call does not take",
+                      name));
       return;
     }
     bool initialized = role != 2;
@@ -103,8 +104,9 @@ struct Gen {
     }
     if (auto f = saved.find(name); f != saved.end()) {
       files.insert(f->second);
-      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::load({}, {}, {}, {});", name, cpp_text::string_literal(name),
-                                  cpp_text::string_literal(f->second), role, initialized ? "true" : "false"));
+      decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::load({}, {}, {}, {});", name,
+                                  cpp_text::string_literal(name), cpp_text::string_literal(f->second), role,
+                                  initialized ? "true" : "false"));
       return;
     }
     const TensorStats* shape = st ? (st->before ? &*st->before : st->after ? &*st->after : nullptr) : nullptr;
@@ -114,7 +116,8 @@ struct Gen {
         dims.push_back(std::to_string(d));
       }
       decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::alloc({}, {{{}}}, {}, {});", name,
-                                  cpp_text::string_literal(name), join(dims, ", "), cpp_text::string_literal(shape->dtype), role));
+                                  cpp_text::string_literal(name), join(dims, ", "),
+                                  cpp_text::string_literal(shape->dtype), role));
       return;
     }
     need(fmt::format("{} was not saved by the evidence run", name));
@@ -143,14 +146,16 @@ struct Gen {
       }
       std::string rhs = d.substr(d.find('=') + 1);
       bool literal = false;
-      for (const auto& [what, table] : {std::pair{".sizes()", &spec.input_sizes}, {".strides()", &spec.input_strides}}) {
+      for (const auto& [what, table] :
+           {std::pair{".sizes()", &spec.input_sizes}, {".strides()", &spec.input_strides}}) {
         std::string input(trim(rhs.substr(0, rhs.find(what))));
         if (rhs.find(what) != std::string::npos && table->count(input)) {
           std::vector<std::string> values;
           for (auto v : table->at(input)) {
             values.push_back(fmt::format("{}L", v));
           }
-          d = fmt::format("const int64_t {}[] = {{{}}};  // {}{} as the run saw it", id, join(values, ", "), input, what);
+          d = fmt::format("const int64_t {}[] = {{{}}};  // {}{} as the run saw it", id, join(values, ", "), input,
+                          what);
           literal = true;
         }
       }
@@ -166,10 +171,9 @@ struct Gen {
   }
 
   static bool known_word(const std::string& id) {
-    static const std::set<std::string> known = {"nullptr", "true",    "false",   "float", "double", "int64_t",
-                                                "int32_t", "std",     "const",   "void",  "uint8_t", "bool",
-                                                "int",     "long",    "char",    "array", "vector",  "data",
-                                                "AtenTensorHandle", "proxy_executor",
+    static const std::set<std::string> known = {"nullptr", "true", "false", "float", "double", "int64_t", "int32_t",
+                                                "std", "const", "void", "uint8_t", "bool", "int", "long", "char",
+                                                "array", "vector", "data", "AtenTensorHandle", "proxy_executor",
                                                 // torch 2.15: static_cast<const int64_t*>(std::array<...>{...}.data())
                                                 "static_cast", "reinterpret_cast"};
     return known.count(id) > 0;
@@ -190,7 +194,8 @@ struct Gen {
         continue;
       }
       after_loads.push_back("  " + d);
-      after_loads.push_back(fmt::format("  replay::adopt({}, {}.get(), {});", cpp_text::string_literal(view), view, role));
+      after_loads.push_back(
+          fmt::format("  replay::adopt({}, {}.get(), {});", cpp_text::string_literal(view), view, role));
       std::vector<std::string> ids;
       for (const auto& id : identifiers(d.substr(d.find('=') + 1))) {
         if (id != base && !is_tensor_variable_name(id) && id != "wrap_with_raii_handle_if_needed" &&
@@ -202,7 +207,6 @@ struct Gen {
     }
   }
   std::vector<std::string> after_loads;  // driver lines after the loads, before the call
-
 };
 
 std::string call_statement(Gen& g, const std::string& call, const std::vector<std::string>& site_args,
@@ -213,8 +217,8 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
   for (size_t i = 0; i < args.size() && i < site_args.size(); ++i) {
     std::vector<std::string> tensors;
     for (const auto& id : identifiers(args[i])) {
-      if (is_tensor_variable_name(id) || (id != "std" && id.rfind("int_array_", 0) != 0 &&
-                                          id.rfind("cached_", 0) != 0 && id != "nullptr")) {
+      if (is_tensor_variable_name(id) ||
+          (id != "std" && id.rfind("int_array_", 0) != 0 && id.rfind("cached_", 0) != 0 && id != "nullptr")) {
         tensors.push_back(id);
       }
     }
@@ -245,10 +249,11 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
           scalars.insert(id);
         }
         g.decls.push_back(fmt::format("  RAIIAtenTensorHandle {} = replay::view({}, {}, {}, {}, {});", vname,
-                                      cpp_text::string_literal("view of " + base), cpp_text::string_literal(f->second), parts[1], parts[2],
-                                      parts[3]));
-        a = a.substr(0, rv) + fmt::format("reinterpret_tensor_wrapper({}, {}, {}, {}, 0L)", vname, parts[1],
-                                          parts[2], parts[3]) + a.substr(after_closing_bracket(a, rv + 26));
+                                      cpp_text::string_literal("view of " + base), cpp_text::string_literal(f->second),
+                                      parts[1], parts[2], parts[3]));
+        a = a.substr(0, rv) +
+            fmt::format("reinterpret_tensor_wrapper({}, {}, {}, {}, 0L)", vname, parts[1], parts[2], parts[3]) +
+            a.substr(after_closing_bracket(a, rv + 26));
       } else if (!base.empty()) {
         g.tensor(base, 0);
         for (const auto& id : identifiers(a)) {
@@ -260,7 +265,8 @@ std::string call_statement(Gen& g, const std::string& call, const std::vector<st
     } else if (a.rfind("&", 0) == 0 && a.size() > 8 && a.ends_with("_handle")) {
       std::string h = a.substr(1);
       g.decls.push_back(fmt::format("  AtenTensorHandle {} = nullptr;", h));
-      g.after.push_back(fmt::format("  replay::created({}, {});", cpp_text::string_literal(h.substr(0, h.size() - 7)), h));
+      g.after.push_back(
+          fmt::format("  replay::created({}, {});", cpp_text::string_literal(h.substr(0, h.size() - 7)), h));
     } else {
       for (const auto& id : identifiers(a)) {
         if (is_tensor_variable_name(id) || g.saved.count(id) || stats_of(g.c, id)) {
@@ -307,9 +313,9 @@ std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_jso
     g.tensor(flat[next], role);
     return flat[next++];
   };
-  std::string out = fmt::format(
-      "auto op = c10::Dispatcher::singleton().findSchemaOrThrow({}, {});\n    torch::jit::Stack stack;\n",
-      cpp_text::string_literal(name), cpp_text::string_literal(overload));
+  std::string out =
+      fmt::format("auto op = c10::Dispatcher::singleton().findSchemaOrThrow({}, {});\n    torch::jit::Stack stack;\n",
+                  cpp_text::string_literal(name), cpp_text::string_literal(overload));
   auto tensor_of = [](const std::string& h) {
     return fmt::format("*torch::aot_inductor::tensor_handle_to_tensor_pointer({})", h);
   };
@@ -333,12 +339,13 @@ std::string proxy_call(Gen& g, const CallSite& cs, const std::string& extern_jso
     } else if (arg.contains("as_none")) {
       value = "c10::IValue()";
     } else if (arg.contains("as_ints") && arg["as_ints"].is_array()) {
-      value = fmt::format("std::vector<int64_t>{{{}}}", arg["as_ints"].dump().substr(1, arg["as_ints"].dump().size() - 2));
+      value =
+          fmt::format("std::vector<int64_t>{{{}}}", arg["as_ints"].dump().substr(1, arg["as_ints"].dump().size() - 2));
     } else if (arg.contains("as_string") && arg["as_string"].is_string()) {
       value = fmt::format("std::string({})", cpp_text::string_literal(arg["as_string"].get<std::string>()));
     } else {
-      g.need(fmt::format("{}'s argument '{}' is of a kind the replay does not make ({})", target,
-                         in.value("name", "?"), arg.empty() ? "none" : arg.begin().key()));
+      g.need(fmt::format("{}'s argument '{}' is of a kind the replay does not make ({})", target, in.value("name", "?"),
+                         arg.empty() ? "none" : arg.begin().key()));
       return "";
     }
     out += fmt::format("    stack.emplace_back({});  // {}\n", value, in.value("name", ""));
@@ -365,11 +372,11 @@ struct ReplayCall {
   std::vector<std::string> lines;  // the wrapper's
   const CallSite* site = nullptr;  // into `wrapper`
   WrapperInfo wrapper;
-  std::string call;                // its text
-  bool proxy = false;              // through the proxy executor (a custom operator)
-  std::string kernel_cpp;          // a cpp kernel's definition, alone
-  std::vector<std::string> params; // its parameters
-  std::string statement;           // the driver's call
+  std::string call;                    // its text
+  bool proxy = false;                  // through the proxy executor (a custom operator)
+  std::string kernel_cpp;              // a cpp kernel's definition, alone
+  std::vector<std::string> params;     // its parameters
+  std::string statement;               // the driver's call
   std::vector<std::string> libraries;  // the operator libraries' file names beside the replay
 };
 
@@ -412,8 +419,8 @@ ReplayCall locate_call(Gen& g, const std::string& wrapper_source, const std::str
   } else if (rc.call.empty()) {
     g.need(fmt::format("the wrapper's call of {} was not found", c.kernel));
   } else if (rc.proxy && extern_json.empty()) {
-    g.need(fmt::format("{} runs through the proxy executor, and the package's extern-node JSON was not found",
-                       c.kernel));
+    g.need(
+        fmt::format("{} runs through the proxy executor, and the package's extern-node JSON was not found", c.kernel));
   } else if (c.kind != "extern") {
     rc.kernel_cpp = replay_kernel_source(kernel_source, c.kernel);
     if (rc.kernel_cpp.empty()) {
@@ -479,9 +486,10 @@ std::string driver_source(const Gen& g, const ReplayCall& rc, const std::string&
   std::string drv = fmt::format(
       "// One-kernel replay of {} (generated by aoti-bisect).\n// The wrapper's call:\n//   {}\n\n", what, rc.call);
   if (rc.proxy) {  // the dispatcher's call, and the handles' tensors
-    drv += "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n#include <ATen/core/stack.h>\n"
-           "#include <torch/csrc/inductor/aoti_torch/utils.h>\n"
-           "#include <dlfcn.h>\n\n";
+    drv +=
+        "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n#include <ATen/core/stack.h>\n"
+        "#include <torch/csrc/inductor/aoti_torch/utils.h>\n"
+        "#include <dlfcn.h>\n\n";
   }
   drv += "#include \"replay_host.h\"\n\nusing namespace torch::aot_inductor;\n\n";
   for (const auto& l : rc.lines) {
@@ -500,12 +508,14 @@ std::string driver_source(const Gen& g, const ReplayCall& rc, const std::string&
   if (rc.proxy) {
     // The operator's library (and Python's, for a Python extension module,
     // which the script names) before the call.
-    drv += "  if (const char* py = std::getenv(\"AOTI_BISECT_LIBPYTHON\"); py != nullptr && *py != '\\0') {\n"
-           "    ::dlopen(py, RTLD_NOW | RTLD_GLOBAL);\n  }\n";
+    drv +=
+        "  if (const char* py = std::getenv(\"AOTI_BISECT_LIBPYTHON\"); py != nullptr && *py != '\\0') {\n"
+        "    ::dlopen(py, RTLD_NOW | RTLD_GLOBAL);\n  }\n";
     for (const auto& lib : rc.libraries) {
-      drv += fmt::format("  if (::dlopen(\"./{0}\", RTLD_NOW | RTLD_GLOBAL) == nullptr) {{\n"
-                         "    replay::cannot(std::string(\"{0} cannot be loaded: \") + ::dlerror());\n  }}\n",
-                         lib);
+      drv += fmt::format(
+          "  if (::dlopen(\"./{0}\", RTLD_NOW | RTLD_GLOBAL) == nullptr) {{\n"
+          "    replay::cannot(std::string(\"{0} cannot be loaded: \") + ::dlerror());\n  }}\n",
+          lib);
     }
   }
   for (const auto& l : g.decls) {
@@ -523,21 +533,23 @@ std::string driver_source(const Gen& g, const ReplayCall& rc, const std::string&
   } else {
     drv += fmt::format("    {};\n    replay::disarm();\n", rc.statement);
   }
-  drv += "  } catch (const std::exception& e) {\n    std::string m = e.what();\n"
-         "    replay::cannot(\"the call raised: \" + m.substr(0, m.find('\\n')));\n  }\n";
+  drv +=
+      "  } catch (const std::exception& e) {\n    std::string m = e.what();\n"
+      "    replay::cannot(\"the call raised: \" + m.substr(0, m.find('\\n')));\n  }\n";
   for (const auto& l : g.after) {
     drv += l + "\n";
   }
-  drv += fmt::format("  int verdict = {};\n  replay::report_intermediates();\n  return verdict;\n}}\n\n"
-                     "int main() {{ return replay::guarded(run); }}\n",
-                     judge);
+  drv += fmt::format(
+      "  int verdict = {};\n  replay::report_intermediates();\n  return verdict;\n}}\n\n"
+      "int main() {{ return replay::guarded(run); }}\n",
+      judge);
   return drv;
 }
 
 // The `replay` script: the package's own compile flags for the kernel (a
 // portable set where it records none), the files it needs.
-std::string replay_script(const Gen& g, const ReplayCall& rc, const std::string& what,
-                          const std::string& kernel_source, const std::string& traced_problem) {
+std::string replay_script(const Gen& g, const ReplayCall& rc, const std::string& what, const std::string& kernel_source,
+                          const std::string& traced_problem) {
   std::vector<std::string> flags = portable_kernel_flags(kernel_source);
   std::string std_flag = "-std=c++17";
   for (const auto& f : flags) {
@@ -587,8 +599,8 @@ std::string replay_readme(const ReplaySpec& spec, const std::string& what, bool 
 
 }  // namespace
 
-ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
-                            const std::string& kernel_source, const std::string& extern_json) {
+ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source, const std::string& kernel_source,
+                            const std::string& extern_json) {
   ReplayFiles rf;
   const Culprit& c = *spec.culprit;
   Gen g{spec, c, {}, {}, "", {}, {}, {}, {}};

@@ -34,14 +34,14 @@
 namespace aoti_bisect {
 
 struct ReplaySpec {
-  std::filesystem::path repro_dir;       // OUT/repro, holding the saved tensors
-  std::filesystem::path model_dir;       // the model the search ran (holds data/aotinductor/)
-  std::string model_name;                // its folder under data/aotinductor/ ("model")
-  int site = 0;                          // run-time call site (the saved files' "site<K>_" prefix)
-  int wrapper_site = 0;                  // the wrapper's call site (1-based); 0: same as `site`
-  std::string predicate;                 // "fault", "nonfinite", "mismatch"
-  const Culprit* culprit = nullptr;      // kernel, kind, argument statistics, divergence
-  Events events;    // the evidence run's "saved" events (they name the files)
+  std::filesystem::path repro_dir;   // OUT/repro, holding the saved tensors
+  std::filesystem::path model_dir;   // the model the search ran (holds data/aotinductor/)
+  std::string model_name;            // its folder under data/aotinductor/ ("model")
+  int site = 0;                      // run-time call site (the saved files' "site<K>_" prefix)
+  int wrapper_site = 0;              // the wrapper's call site (1-based); 0: same as `site`
+  std::string predicate;             // "fault", "nonfinite", "mismatch"
+  const Culprit* culprit = nullptr;  // kernel, kind, argument statistics, divergence
+  Events events;                     // the evidence run's "saved" events (they name the files)
   // The user's custom operator libraries (--load-library): copied beside
   // the replay, which loads them before a proxy-executor call.
   std::vector<std::filesystem::path> libraries;
@@ -53,11 +53,11 @@ struct ReplaySpec {
 };
 
 struct ReplayResult {
-  bool written = false;                  // OUT/repro/replay exists
-  bool runnable = false;                 // it rebuilds and runs the call (false: it exits 2 saying why)
-  std::string note;                      // one line: what it checks, or why it cannot run
-  bool traced = false;                   // `replay --intermediates` can run (a cpp kernel)
-  std::string traced_problem;            // why it cannot, when not
+  bool written = false;        // OUT/repro/replay exists
+  bool runnable = false;       // it rebuilds and runs the call (false: it exits 2 saying why)
+  std::string note;            // one line: what it checks, or why it cannot run
+  bool traced = false;         // `replay --intermediates` can run (a cpp kernel)
+  std::string traced_problem;  // why it cannot, when not
 };
 
 // The generated folder's texts, by file name ("replay", "driver.cpp",
@@ -70,13 +70,13 @@ struct ReplayFiles {
   std::vector<std::pair<std::string, std::string>> files;
   std::string problem;
   std::string note;
-  bool traced = false;            // kernel.traced.cpp written: `replay --intermediates` can run
-  std::string traced_problem;     // why not, when not
+  bool traced = false;         // kernel.traced.cpp written: `replay --intermediates` can run
+  std::string traced_problem;  // why not, when not
 };
 
 // Texts only; reads nothing but the arguments.
-ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source,
-                            const std::string& kernel_source, const std::string& extern_json = "");
+ReplayFiles generate_replay(const ReplaySpec& spec, const std::string& wrapper_source, const std::string& kernel_source,
+                            const std::string& extern_json = "");
 
 // Reads the model's wrapper.cpp and kernel.cpp under spec.model_dir, then
 // writes the folder. Never throws: a failure is a note.

@@ -7,8 +7,6 @@
 // printer at level 2, filtered to the range's kernel names.
 
 #include "search/guide_mode.hpp"
-#include "search/guide_printer.hpp"
-#include "search/source_exported.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -19,18 +17,20 @@
 
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/inf_literal.hpp"
+#include "evidence/wrapper_layout.hpp"
+#include "inductor/build.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
 #include "package/rewrite.hpp"
 #include "process/process.hpp"
+#include "search/guide_printer.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
-#include "evidence/inf_literal.hpp"
-#include "evidence/wrapper_layout.hpp"
+#include "search/source_exported.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -39,7 +39,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // One printing package, ready to run: extracted, its sites checked against
 // the original wrapper's.
@@ -49,7 +51,7 @@ struct GuideBuild {
   std::string problem;                // why its printed output cannot be mapped; "" when it can
   bool rewrite = false;               // the package's own wrapper, rewritten
   bool failed_to_build = false;
-  std::string fidelity;               // its build record's text, before the outputs were compared
+  std::string fidelity;  // its build record's text, before the outputs were compared
   double seconds = 0;
 };
 
@@ -99,8 +101,7 @@ class GuideSearch {
     }
     if (m_pred == Predicate::nonfinite && !m_s.model.kernel_cpp.empty()) {
       try {
-        m_inf_by_design =
-            inf_by_design_kernels(m_s.pkg.read_entry(m_s.model.kernel_cpp), "", m_s.wrapper.call_sites);
+        m_inf_by_design = inf_by_design_kernels(m_s.pkg.read_entry(m_s.model.kernel_cpp), "", m_s.wrapper.call_sites);
       } catch (const std::exception&) {
         m_inf_by_design.clear();  // no source: every Inf counts
       }
@@ -115,8 +116,15 @@ class GuideSearch {
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
       ++m_run_no;
-      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi), m_s.variant, r, m_s.env, b->dir,
-                        std::nullopt, {}, true, m_s.batches};
+      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi),
+                        m_s.variant,
+                        r,
+                        m_s.env,
+                        b->dir,
+                        std::nullopt,
+                        {},
+                        true,
+                        m_s.batches};
       creq.group = "search";
       ChildResult res = m_job.runs.run(creq);
       if (!res.finished) {
@@ -205,9 +213,11 @@ class GuideSearch {
       g.seconds = since(t0);
       m_rewrite_seconds.push_back(g.seconds);
       m_rewrite_hits += built.cache_hit ? 1 : 0;
-      g.fidelity = fmt::format("the package's wrapper recompiled with level-2 print calls around {}", range_text(lo, hi));
-      BuildRecord record{"guide " + range_text(lo, hi), built.library.parent_path().filename().string(),
-                         built.cache_hit, g.seconds, m_s.runner_torch_version, std::string(probe_source_name(ProbeSource::guide)), g.fidelity, {}};
+      g.fidelity =
+          fmt::format("the package's wrapper recompiled with level-2 print calls around {}", range_text(lo, hi));
+      BuildRecord record{
+          "guide " + range_text(lo, hi), built.library.parent_path().filename().string(),    built.cache_hit, g.seconds,
+          m_s.runner_torch_version,      std::string(probe_source_name(ProbeSource::guide)), g.fidelity,      {}};
       record.objects_compiled = built.compiled;
       rec.build(record, true);
       rec.progress().note(built.cache_hit ? fmt::format("{}: found in the cache", record.purpose)
@@ -220,9 +230,10 @@ class GuideSearch {
       }
       g.printing = range_printing(m_s.wrapper, only);
       fs::path dir = m_job.work_dir / fmt::format("guide-{}", m_builds.size());
-      g.dir = ModelDir{copy_package_with(m_s.original.dir, m_s.model.name, built.library, m_s.model.wrapper_cpp,
-                                         wrapper, dir),
-                       write_model_facts(w, dir.string() + "-facts.json"), {}};
+      g.dir = ModelDir{
+          copy_package_with(m_s.original.dir, m_s.model.name, built.library, m_s.model.wrapper_cpp, wrapper, dir),
+          write_model_facts(w, dir.string() + "-facts.json"),
+          {}};
     } catch (const Error& e) {
       g.problem = redact_paths(e.what());
       g.failed_to_build = true;
@@ -247,7 +258,12 @@ class GuideSearch {
     }
     Recorder& rec = m_job.recorder;
     std::string purpose = "guide " + join(kernels, ",");
-    rec.build({purpose, built.key, built.cache_hit, built.seconds, built.torch_version, std::string(probe_source_name(ProbeSource::guide)),
+    rec.build({purpose,
+               built.key,
+               built.cache_hit,
+               built.seconds,
+               built.torch_version,
+               std::string(probe_source_name(ProbeSource::guide)),
                "an Inductor rebuild with the level-2 printer (the package's wrapper was not rewritten: " +
                    m_rewrite_why + ")",
                {}},
@@ -321,7 +337,7 @@ class GuideSearch {
   const BisectSetup& m_s;
   Predicate m_pred;
   int m_repeats = 1;
-  std::string m_rewrite_why;        // why the package's wrapper is not rewritten; "" while it is
+  std::string m_rewrite_why;  // why the package's wrapper is not rewritten; "" while it is
   std::optional<RebuildPlan> m_plan;
   std::vector<double> m_rewrite_seconds;
   int m_rewrite_hits = 0;
@@ -335,9 +351,10 @@ class GuideSearch {
 // "guide mode: ..., 4 builds (0 from the cache), 6.1 s first, then 3.2 s each
 // on average (...)".
 std::string rewrite_summary(const std::vector<double>& seconds, int hits) {
-  std::string out = fmt::format("guide mode: the package's wrapper with level-2 print calls per range, {} builds ({} "
-                                "from the cache)",
-                                seconds.size(), hits);
+  std::string out = fmt::format(
+      "guide mode: the package's wrapper with level-2 print calls per range, {} builds ({} "
+      "from the cache)",
+      seconds.size(), hits);
   if (!seconds.empty()) {
     out += fmt::format(", {:.1f} s first", seconds.front());
   }
@@ -370,8 +387,9 @@ BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predic
   if (s.batches.size() > 1) {
     // Printed builds print every batch the run feeds, not the failing one alone.
     bis.status = search_status_name(SearchResult::Status::error);
-    bis.message = prefix + "guide mode cannot search a failure that needs the batches before it: its print calls "
-                           "would print every batch";
+    bis.message = prefix +
+                  "guide mode cannot search a failure that needs the batches before it: its print calls "
+                  "would print every batch";
     rec.bisection(bis);
     return searched(Verdict::not_isolated, bis.message);
   }
@@ -401,13 +419,12 @@ BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predic
   }
   bis.planned_runs += planned * repeats;
   rec.bisection(bis);
-  rec.begin_phase("bisect", fmt::format("guide mode: {} call sites, {} search, up to {} level-2 {} and {} runs", n,
-                                        bis.strategy, planned,
-                                        why_not_rewrite.empty() ? "wrapper rebuilds" : "Inductor rebuilds",
-                                        planned * repeats));
+  rec.begin_phase(
+      "bisect",
+      fmt::format("guide mode: {} call sites, {} search, up to {} level-2 {} and {} runs", n, bis.strategy, planned,
+                  why_not_rewrite.empty() ? "wrapper rebuilds" : "Inductor rebuilds", planned * repeats));
   if (!why_not_rewrite.empty()) {
-    rec.progress().note("guide mode: Inductor rebuilds, the package's wrapper cannot be rewritten: " +
-                        why_not_rewrite);
+    rec.progress().note("guide mode: Inductor rebuilds, the package's wrapper cannot be rewritten: " + why_not_rewrite);
   }
 
   GuideSearch search(job, s, pred, repeats, std::move(plan));
@@ -435,10 +452,16 @@ BisectOutcome GuideSource::isolate(JobContext& job, const BisectSetup& s, Predic
   }
   int k = *sr.first;
   const RunEvidence* ev = search.evidence(k);
-  Culprit c = build_culprit({k, pred, ev ? &ev->trace : nullptr, ev ? &ev->trace : nullptr, &s.wrapper,
-                             ev && !ev->first_line.empty() ? ev->first_line : s.first_line, {}});
+  Culprit c = build_culprit({k,
+                             pred,
+                             ev ? &ev->trace : nullptr,
+                             ev ? &ev->trace : nullptr,
+                             &s.wrapper,
+                             ev && !ev->first_line.empty() ? ev->first_line : s.first_line,
+                             {}});
   rec.culprit(c, std::nullopt);
-  return searched(Verdict::isolated, fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind));
+  return searched(Verdict::isolated,
+                  fmt::format("isolated to call site {} {} ({}) in guide mode", k, c.kernel, c.kind));
 }
 
 }  // namespace aoti_bisect

@@ -78,16 +78,17 @@ std::vector<int64_t> parse_tensor_size(std::string_view text) {
 // speaks torch dtypes.
 std::string normalize_dtype(std::string_view name) {
   static const std::map<std::string, std::string, std::less<>> names = {
-      {"float", "float32"},       {"double", "float64"},         {"c10::Half", "float16"},
-      {"c10::BFloat16", "bfloat16"}, {"long int", "int64"},      {"long", "int64"},
-      {"int", "int32"},           {"short int", "int16"},        {"short", "int16"},
-      {"signed char", "int8"},    {"unsigned char", "uint8"},    {"bool", "bool"},
+      {"float", "float32"},  {"double", "float64"},   {"c10::Half", "float16"},   {"c10::BFloat16", "bfloat16"},
+      {"long int", "int64"}, {"long", "int64"},       {"int", "int32"},           {"short int", "int16"},
+      {"short", "int16"},    {"signed char", "int8"}, {"unsigned char", "uint8"}, {"bool", "bool"},
   };
   auto it = names.find(name);
   return it == names.end() ? std::string(name) : it->second;
 }
 
-bool finite_or_absent(const std::optional<double>& v) { return !v || std::isfinite(*v); }
+bool finite_or_absent(const std::optional<double>& v) {
+  return !v || std::isfinite(*v);
+}
 
 // A field line "Name: value" of the current block; others are element values.
 void apply_field(PrintedTensor& t, std::string_view line) {
@@ -112,7 +113,9 @@ void apply_field(PrintedTensor& t, std::string_view line) {
   }
 }
 
-bool is_graph_input(const std::string& tensor) { return is_graph_input_name(tensor); }
+bool is_graph_input(const std::string& tensor) {
+  return is_graph_input_name(tensor);
+}
 
 }  // namespace
 
@@ -237,7 +240,8 @@ RunTrace trace_from_printer(const SiteMapping& mapping) {
     }
     for (const auto& a : ps.after) {
       st.touched.push_back(a.tensor);
-      auto it = std::find_if(st.tensors.begin(), st.tensors.end(), [&](const ProbeStats& p) { return p.tensor == a.tensor; });
+      auto it =
+          std::find_if(st.tensors.begin(), st.tensors.end(), [&](const ProbeStats& p) { return p.tensor == a.tensor; });
       if (it == st.tensors.end()) {
         st.tensors.push_back(ProbeStats{a.tensor, false, std::nullopt, stats_of(a)});
       } else {
@@ -268,8 +272,8 @@ TensorStats stats_of(const PrintedTensor& t) {
   return s;
 }
 
-Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
-                   int lo, int hi, const std::set<std::string>& inf_by_design) {
+Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping, int lo,
+                   int hi, const std::set<std::string>& inf_by_design) {
   if (!mapping.problem.empty() && !cls.internal && !cls.cannot_test) {
     return Probe{StepVerdict::error, std::nullopt, 1, 1, mapping.problem};
   }

@@ -59,10 +59,10 @@ std::vector<std::string> range_printing(const WrapperInfo& wrapper, const std::s
 
 // The printed blocks of one call site.
 struct PrintedSite {
-  int site = 0;                        // 1-based, in the wrapper's call-site list
+  int site = 0;  // 1-based, in the wrapper's call-site list
   std::string kernel;
-  std::vector<PrintedTensor> before;   // in print order
-  std::vector<PrintedTensor> after;    // empty when the launch never returned
+  std::vector<PrintedTensor> before;  // in print order
+  std::vector<PrintedTensor> after;   // empty when the launch never returned
   // Tensors of `before` known to hold written data: graph inputs (arg*) and
   // tensors printed after an earlier site's launch. Any other before-launch
   // block may be an output buffer nothing has written yet.
@@ -89,7 +89,7 @@ TensorStats stats_of(const PrintedTensor& t);
 
 // One guide-mode run's answer to "is the first bad site in [lo, hi]?".
 // `inf_by_design`: as first_introducer's.
-Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping,
-                   int lo, int hi, const std::set<std::string>& inf_by_design = {});
+Probe guide_answer(Predicate pred, OutcomeKind expected, const Classification& cls, const SiteMapping& mapping, int lo,
+                   int hi, const std::set<std::string>& inf_by_design = {});
 
 }  // namespace aoti_bisect

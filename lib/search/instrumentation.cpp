@@ -15,15 +15,16 @@ std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const
   auto ep = probed_exported_program(job, s, pred);
   if (auto* why = std::get_if<std::string>(&ep)) {
     ProbedModel alone;
-    alone.no_node_map = "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " +
-                        *why;
+    alone.no_node_map =
+        "comparing kernels with eager needs the exported program's map from buffers to graph nodes: " + *why;
     return alone;
   }
   ProbedModel nodes = std::move(std::get<ProbedModel>(ep));
   if (auto why = call_sites_differ(s.wrapper, nodes.wrapper, "exported program's build"); !why.empty()) {
-    return fmt::format("the exported program's build launches other kernels than the package ({} call sites "
-                       "against {}; {}): its map from buffers to graph nodes does not fit the package's",
-                       nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size(), why);
+    return fmt::format(
+        "the exported program's build launches other kernels than the package ({} call sites "
+        "against {}; {}): its map from buffers to graph nodes does not fit the package's",
+        nodes.wrapper.call_sites.size(), s.wrapper.call_sites.size(), why);
   }
   return nodes;
 }

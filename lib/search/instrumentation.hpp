@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "inductor/build.hpp"
 #include "evidence/divergence.hpp"
 #include "evidence/evidence.hpp"
 #include "harness/phase.hpp"
 #include "harness/probe_source.hpp"
+#include "inductor/build.hpp"
 #include "package/package.hpp"
 
 namespace aoti_bisect {
@@ -28,10 +28,10 @@ namespace aoti_bisect {
 struct BisectSetup {
   const Package& pkg;
   const ModelFiles& model;
-  const WrapperInfo& wrapper;             // of the original package
-  std::map<std::string, std::string> env; // the reproducing variant's variables
+  const WrapperInfo& wrapper;              // of the original package
+  std::map<std::string, std::string> env;  // the reproducing variant's variables
   std::string variant;
-  OutcomeKind kind;                       // the failure to isolate
+  OutcomeKind kind;  // the failure to isolate
   std::string first_line;
   bool deterministic = false;
   double baseline_seconds = 0;
@@ -40,7 +40,7 @@ struct BisectSetup {
   // finds it): --exported-program, or the one inside the package.
   std::filesystem::path exported_program;
   std::string exported_model = "model";
-  ModelDir original;                      // the package as extracted for the baseline, with its facts
+  ModelDir original;  // the package as extracted for the baseline, with its facts
   // The inputs files every run feeds (job/batches.hpp): the failing batch,
   // after the batches before it where it needs them. Empty: the job's inputs.
   std::vector<std::filesystem::path> batches;
@@ -65,7 +65,7 @@ struct BisectOutcome {
   // takes over). `why_not` says why, for the last two.
   enum class Use { searched, passed_over, untrusted };
   Verdict verdict = Verdict::not_isolated;
-  std::string reason;        // one line, appended to the verdict reason
+  std::string reason;  // one line, appended to the verdict reason
   Use use = Use::searched;
   std::string why_not;
   // The model with run-time probes the search ran (a later check compares
@@ -122,7 +122,8 @@ using SourceFactory = std::function<std::unique_ptr<InstrumentationSource>()>;
 // nodes and their eager values, usable when it launches the same kernels in
 // the same order as the package (then its buffers have the package's
 // names); for other failures, nothing. Or why not.
-std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const BisectSetup& setup, Predicate predicate);
+std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const BisectSetup& setup,
+                                                          Predicate predicate);
 
 class RunTimeProbeSource : public InstrumentationSource {
  public:

@@ -1,18 +1,18 @@
 #include "search/library_rebuild.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <vector>
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "inductor/build.hpp"
 #include "package/elf.hpp"
 #include "package/rewrite.hpp"
 #include "process/process.hpp"
@@ -88,8 +88,9 @@ void publish(const fs::path& from, const fs::path& to) {
 
 namespace {
 
-std::string content_key(const std::string& text) { return sha256_hex(text).substr(0, 24); }
-
+std::string content_key(const std::string& text) {
+  return sha256_hex(text).substr(0, 24);
+}
 
 // Every object the link command names must be one made here: the wrapper,
 // the kernel source (when there is one) and the weights. A CUDA package built
@@ -206,8 +207,7 @@ RebuiltLibrary rebuild_library(const RebuildPlan& plan, const std::string& wrapp
   try {
     run_all(jobs, tmp, timeout_s);
     for (const auto& job : jobs) {
-      publish(tmp / (job.name + ".o"),
-              job.name == "wrapper" ? wrapper_o : job.name == "kernel" ? kernel_o : weights_o);
+      publish(tmp / (job.name + ".o"), job.name == "wrapper" ? wrapper_o : job.name == "kernel" ? kernel_o : weights_o);
     }
     std::map<std::string, std::string> linked = {{".wrapper.o", wrapper_o.string()},
                                                  {".weights.o", weights_o.string()}};

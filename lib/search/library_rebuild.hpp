@@ -16,10 +16,10 @@
 namespace aoti_bisect {
 
 struct LibrarySources {
-  std::string wrapper;           // the text to compile (rewritten)
-  std::string recorded_wrapper;  // the package's own wrapper: its `// Compile cmd` and `// Link cmd`
-  std::string kernel;            // the package's kernel.cpp; "" when it has none (no kernel object)
-  std::filesystem::path library; // the package's library (its weights blob is relinked)
+  std::string wrapper;            // the text to compile (rewritten)
+  std::string recorded_wrapper;   // the package's own wrapper: its `// Compile cmd` and `// Link cmd`
+  std::string kernel;             // the package's kernel.cpp; "" when it has none (no kernel object)
+  std::filesystem::path library;  // the package's library (its weights blob is relinked)
   // The wrapper is glue (calls, allocations, sizes): compiled at -O0 it
   // takes about half the time of the recorded -O1 on large models. The
   // kernels keep their recorded flags. The fidelity guard decides whether

@@ -7,11 +7,11 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
-#include "package/provenance.hpp"
 #include "evidence/inf_literal.hpp"
 #include "evidence/reach.hpp"
 #include "evidence/self_check.hpp"
 #include "evidence/wrapper_layout.hpp"
+#include "package/provenance.hpp"
 #include "search/search.hpp"
 
 namespace aoti_bisect {
@@ -22,8 +22,16 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
   bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
                               [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
   ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.{}", m_s.runs_before + m_run_no, purpose), m_s.variant, 0, m_s.env, m_model.model, plan,
-                   !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path(), false,
+  ChildRequest req{fmt::format("bisect.{}.{}", m_s.runs_before + m_run_no, purpose),
+                   m_s.variant,
+                   0,
+                   m_s.env,
+                   m_model.model,
+                   plan,
+                   !node_reference.empty() ? node_reference
+                   : compares              ? m_model.node_values
+                                           : fs::path(),
+                   false,
                    m_s.batches};
   req.fresh = purpose == "evidence";  // the confirmation runs in a fresh process (docs/runner.md)
   req.group = "search";
@@ -131,8 +139,9 @@ Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrac
     own = trace_from_events(res.events);
   }
   const RunTrace& trace = read != nullptr ? *read : own;
-  if (auto why = slow_not_stuck(res.cls.kind, trace, res.status.stopped_at > 0 ? res.status.stopped_at : res.cls.stopped_at,
-                                m_job.settings.timeout_s)) {
+  if (auto why =
+          slow_not_stuck(res.cls.kind, trace, res.status.stopped_at > 0 ? res.status.stopped_at : res.cls.stopped_at,
+                         m_job.settings.timeout_s)) {
     Probe p;
     p.runs = 1;
     p.note = *why;
@@ -186,10 +195,11 @@ std::optional<BisectOutcome> ProbedSearch::not_found(const SearchResult& sr, int
                                    ? ""
                                    : fmt::format(", first unmapped: call site {} {}", m_bis.unmapped.front().call_index,
                                                  m_bis.unmapped.front().kernel);
-  return searched(Verdict::not_isolated, fmt::format("no call site's output differs from eager beyond tolerance while its inputs are "
-                                   "within it ({} of {} call sites mapped to graph nodes{}); the difference starts in "
-                                   "an unmapped site or builds up below the per-kernel tolerance",
-                                   m_bis.mapped_sites.value_or(0), n, first_unmapped));
+  return searched(Verdict::not_isolated,
+                  fmt::format("no call site's output differs from eager beyond tolerance while its inputs are "
+                              "within it ({} of {} call sites mapped to graph nodes{}); the difference starts in "
+                              "an unmapped site or builds up below the per-kernel tolerance",
+                              m_bis.mapped_sites.value_or(0), n, first_unmapped));
 }
 
 // auto: where one run answers (a deterministic failure), the trace run
@@ -231,8 +241,8 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
   ChildResult trace = child("trace", plan);
   m_trace_answers = strategy == Strategy::automatic;
   if (values && trace.finished && trace.cls.kind != m_s.kind && !interrupt_requested()) {
-    m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1,
-                           trace.cls.first_line});
+    m_bis.steps.push_back(
+        {1, n_static, "trace", is_model_failure(trace.cls.kind) ? "reproduces" : "clean", 1, 1, trace.cls.first_line});
     m_job.recorder.progress().note(fmt::format(
         "with every call site probed the run ended {}, not {}: tracing again without probes, then bisecting",
         outcome_name(trace.cls.kind), outcome_name(m_s.kind)));
@@ -261,8 +271,7 @@ BisectOutcome ProbedSearch::run() {
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;
   m_job.recorder.begin_phase("bisect", fmt::format("plan: {} call sites, {} search, up to {} runs of about {:.1f} s",
-                                                   n_static, m_bis.strategy, m_bis.planned_runs,
-                                                   m_s.baseline_seconds));
+                                                   n_static, m_bis.strategy, m_bis.planned_runs, m_s.baseline_seconds));
   // Shared, not copied, with m_trace_run: a trace of 10,000 call sites is
   // a hundred megabytes of events.
   auto trace = std::make_shared<ChildResult>(trace_run(n_static, strategy));
@@ -287,8 +296,8 @@ BisectOutcome ProbedSearch::run() {
 // The trace run read: its step recorded, its call sites (report.svg's),
 // and kept where it may answer the search.
 void ProbedSearch::read_trace(const std::shared_ptr<ChildResult>& trace, int n_static) {
-  m_bis.steps.push_back({1, n_static, "trace", is_model_failure(trace->cls.kind) ? "reproduces" : "clean", 1, 1,
-                         trace->cls.first_line});
+  m_bis.steps.push_back(
+      {1, n_static, "trace", is_model_failure(trace->cls.kind) ? "reproduces" : "clean", 1, 1, trace->cls.first_line});
   m_bis.runs = m_run_no;
   m_job.recorder.bisection(m_bis);
   m_trace = trace_from_events(trace->events);
@@ -375,8 +384,9 @@ SearchResult ProbedSearch::find(Strategy strategy, bool& answered) {
     // parameter or buffer. The first site that reads one brings them in.
     record_search(m_bis, sr);
     m_constant_sources = true;
-    m_job.recorder.progress().note("no call site made NaN/Inf from finite values; looking for the first site that "
-                                   "reads a constant holding them");
+    m_job.recorder.progress().note(
+        "no call site made NaN/Inf from finite values; looking for the first site that "
+        "reads a constant holding them");
     m_trace_answer_unused = m_trace_run != nullptr;
     sr = find_first_bad(n, strategy, [&](int lo, int hi) { return ask(lo, hi); });
   }
@@ -390,7 +400,7 @@ SearchResult ProbedSearch::find(Strategy strategy, bool& answered) {
 // an inconclusive search, a site behind code without probes; nullopt when
 // it names the first bad call site.
 std::optional<BisectOutcome> ProbedSearch::read_search(const SearchResult& sr, const ChildResult& trace,
-                                                        bool answered) {
+                                                       bool answered) {
   const int n = std::max(m_trace.launched, 1);
   if (interrupt_requested()) {
     return searched(Verdict::interrupted);
@@ -441,8 +451,8 @@ void ProbedSearch::note_inf_by_design() {
       return std::string();  // no source: every Inf counts
     }
   };
-  m_inf_by_design = inf_by_design_kernels(read(m_s.model.kernel_cpp), read(m_s.model.wrapper_cpp),
-                                          m_model.wrapper.call_sites);
+  m_inf_by_design =
+      inf_by_design_kernels(read(m_s.model.kernel_cpp), read(m_s.model.wrapper_cpp), m_model.wrapper.call_sites);
   if (!m_inf_by_design.empty()) {
     m_job.recorder.progress().note(fmt::format(
         "{} writes -inf/inf from its own code (a mask): Inf it makes does not count as introduced, NaN does",

@@ -23,7 +23,9 @@
 
 namespace aoti_bisect {
 
-inline std::string site_label(int site, const std::string& kernel) { return fmt::format("call site {} {}", site, kernel); }
+inline std::string site_label(int site, const std::string& kernel) {
+  return fmt::format("call site {} {}", site, kernel);
+}
 
 inline void note_honest_error(Bisection& bis, const std::vector<SiteCompare>& sites) {
   auto h = largest_within(sites);
@@ -93,12 +95,12 @@ class ProbedSearch {
   RunTrace m_trace;  // the trace run, parsed once
   int m_run_no = 0;
   int m_repeats = 1;
-  std::map<std::string, int> m_returned_by;  // buffer -> the extern call that creates it (also reuse names)
+  std::map<std::string, int> m_returned_by;     // buffer -> the extern call that creates it (also reuse names)
   std::map<std::string, int> m_returned_value;  // ... only names whose graph node is that call's output
-  std::map<int, int> m_consumers;            // that call -> the first site that shows the buffer
-  WriteOrder m_write_order;                  // mismatch: buffers that hold several graph nodes in turn
-  bool m_constant_sources = false;           // NaN/Inf in constants count as entering at their first reader
-  std::set<std::string> m_inf_by_design;     // cpp kernels that compute with an infinity literal (masks)
+  std::map<int, int> m_consumers;               // that call -> the first site that shows the buffer
+  WriteOrder m_write_order;                     // mismatch: buffers that hold several graph nodes in turn
+  bool m_constant_sources = false;              // NaN/Inf in constants count as entering at their first reader
+  std::set<std::string> m_inf_by_design;        // cpp kernels that compute with an infinity literal (masks)
   // automatic: the trace run probed every call site (values; a CPU fault
   // needs none), so it answers the search's first question, [1, n], once
   // per pass; the evidence run confirms the site it names.

@@ -3,22 +3,21 @@
 // outputs' NaN/Inf come from, the root cause, the saved tensors and the
 // replay (probed_search.hpp).
 
-#include "search/probed_search.hpp"
-#include "evidence/producer.hpp"
-
 #include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "common/files.hpp"
 #include "classify/signature.hpp"
+#include "common/files.hpp"
 #include "common/text.hpp"
-#include "protocol/runner.hpp"
-#include "repro/replay.hpp"
+#include "evidence/producer.hpp"
 #include "evidence/reach.hpp"
 #include "evidence/root_cause.hpp"
 #include "evidence/self_check.hpp"
+#include "protocol/runner.hpp"
+#include "repro/replay.hpp"
+#include "search/probed_search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -84,21 +83,20 @@ BisectOutcome ProbedSearch::culprit_evidence(int k, const ChildResult& trace, bo
   sites.inputs = names.inputs;
   std::optional<Reach> reach;
   if (m_pred == Predicate::nonfinite && !ev.counts_are_flags) {
-    reach = trace_to_outputs({&ev, evidence.cls.outputs, &sites, m_returned_by, m_inf_by_design,
-                              evidence.cls.input_stats});
+    reach =
+        trace_to_outputs({&ev, evidence.cls.outputs, &sites, m_returned_by, m_inf_by_design, evidence.cls.input_stats});
     record_reach(m_bis, *reach);
     if (reach->followed && reach->culprit && *reach->culprit != k && !moved) {
       m_job.recorder.progress().note(fmt::format(
           "the search named call site {} (the first to make NaN or Inf its inputs did not hold), but the outputs' "
           "NaN/Inf come from call site {}: taking the evidence there",
-          k,
-          *reach->culprit));
+          k, *reach->culprit));
       m_job.recorder.bisection(m_bis);
       return culprit(*reach->culprit, trace, true, confirm);
     }
   }
   if (auto failed = self_check(m_bis, {m_pred, k, &ev, reach ? &*reach : nullptr, m_trace.launched, &m_returned_by,
-                                        m_constant_sources, &m_inf_by_design, m_job.device_key == "cpu"})) {
+                                       m_constant_sources, &m_inf_by_design, m_job.device_key == "cpu"})) {
     m_job.recorder.bisection(m_bis);
     return searched(Verdict::not_isolated, *failed);
   }
@@ -108,9 +106,9 @@ BisectOutcome ProbedSearch::culprit_evidence(int k, const ChildResult& trace, bo
     int hi = reach && reach->culprit && *reach->culprit == k ? std::max(k, m_trace.launched) : k;
     m_bis.steps.push_back({1, hi, "confirm", "reproduces", 1, 1, "the evidence run's self-check: " + m_bis.self_check});
   }
-  Culprit c = build_culprit({k, m_pred, &ev, &history, &sites,
-                             evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line,
-                             m_returned_by});
+  Culprit c =
+      build_culprit({k, m_pred, &ev, &history, &sites,
+                     evidence.cls.first_line.empty() ? m_s.first_line : evidence.cls.first_line, m_returned_by});
   explain_root_cause(c, ev);
   if (m_pred == Predicate::mismatch) {
     const ToleranceTable& tol = m_job.settings.tolerances;
@@ -146,8 +144,14 @@ BisectOutcome ProbedSearch::isolated(int k, Culprit& c, ChildResult& evidence, c
                        : reason);
   }
   const SiteTrace* at = ev.site(k);
-  ReplaySpec spec{repro_dir, m_model.model.dir, m_s.model.name, k, at ? at->wrapper_site : 0,
-                  std::string(predicate_name(m_pred)), &c, evidence.events.only({EventKind::saved}, k),
+  ReplaySpec spec{repro_dir,
+                  m_model.model.dir,
+                  m_s.model.name,
+                  k,
+                  at ? at->wrapper_site : 0,
+                  std::string(predicate_name(m_pred)),
+                  &c,
+                  evidence.events.only({EventKind::saved}, k),
                   m_job.settings.load_libraries};
   evidence.events.clear();  // read: not held through the matrix and the replay (16 MB at 10,000 call sites)
   const auto& ran = m_job.recorder.report().inputs;  // in the flat order the wrapper's inputs take
@@ -183,16 +187,17 @@ std::optional<std::string> ProbedSearch::confirm_in_evidence(int k, const ChildR
   Probe p = answer(evidence, lo, k);
   bool again = p.verdict == StepVerdict::reproduces && p.exact == k;
   std::string note = again ? "the evidence run names it again" : p.note;
-  m_bis.steps.push_back({lo, k, "confirm", std::string(step_verdict_name(again ? p.verdict : StepVerdict::inconclusive)),
-                         1, again ? 1 : 0, redact_paths(note)});
+  m_bis.steps.push_back({lo, k, "confirm",
+                         std::string(step_verdict_name(again ? p.verdict : StepVerdict::inconclusive)), 1,
+                         again ? 1 : 0, redact_paths(note)});
   if (again) {
     return std::nullopt;
   }
   std::string shown = p.exact ? fmt::format("call site {}", *p.exact)
                               : (p.note.empty() ? std::string("no bad site in 1-") + std::to_string(k) : p.note);
   m_bis.status = search_status_name(SearchResult::Status::inconclusive);
-  m_bis.message = fmt::format("the run probing every call site named call site {}, the evidence run showed {}", k,
-                              shown);
+  m_bis.message =
+      fmt::format("the run probing every call site named call site {}, the evidence run showed {}", k, shown);
   return m_bis.message;
 }
 
@@ -210,10 +215,10 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
   }
   const SiteTrace* h = m_trace.site(c.call_index);
   int at = h && h->wrapper_site > 0 ? h->wrapper_site : c.call_index;
-  const CallSite* site = at >= 1 && static_cast<size_t>(at) <= w.call_sites.size() &&
-                                 w.call_sites[at - 1].kernel == c.kernel
-                             ? &w.call_sites[at - 1]
-                             : nullptr;
+  const CallSite* site =
+      at >= 1 && static_cast<size_t>(at) <= w.call_sites.size() && w.call_sites[at - 1].kernel == c.kernel
+          ? &w.call_sites[at - 1]
+          : nullptr;
   std::string definition;
   if (c.kind == "cpp" && !m_s.model.kernel_cpp.empty()) {
     try {
@@ -224,11 +229,11 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
   }
   auto wild = wild_index(c, definition, site);
   if (wild) {  // the index it reads is the bad input, whatever else looked odd
-    c.producer = walk_producer_back(producer_of(wild->index_tensor,
-                                                fmt::format("holds {}, outside the {} rows of {}", wild->value,
-                                                            wild->bound, wild->indexed_tensor),
-                                                c.call_index, m_trace, named),
-                                    wild->bound, evidence, m_trace, named);
+    c.producer = walk_producer_back(
+        producer_of(wild->index_tensor,
+                    fmt::format("holds {}, outside the {} rows of {}", wild->value, wild->bound, wild->indexed_tensor),
+                    c.call_index, m_trace, named),
+        wild->bound, evidence, m_trace, named);
   }
   annotate_origins(c, named);
   c.root_cause = root_cause(c, m_pred, wild, named, index_bound_of(m_s.first_line));
@@ -248,9 +253,11 @@ BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
           : "the printer does not probe inside control flow such as torch.cond branches");
   m_job.recorder.bisection(m_bis);
   m_job.recorder.builds_note("unprobed call sites " + describe(spot));
-  return searched(Verdict::not_isolated, fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
-                      "{} {}); the bad values may come from there",
-                      describe(spot), k, kernel));
+  return searched(
+      Verdict::not_isolated,
+      fmt::format("not isolated: call sites without probes lie {}, before the first bad probed site (call site "
+                  "{} {}); the bad values may come from there",
+                  describe(spot), k, kernel));
 }
 
 }  // namespace aoti_bisect

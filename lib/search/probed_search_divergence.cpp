@@ -2,16 +2,15 @@
 // nondeterministic, predicate divergence): pairs of runs probing every call
 // site, compared site by site (probed_search.hpp).
 
-#include "search/probed_search.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/files.hpp"
 #include "common/scratch_dir.hpp"
 #include "common/text.hpp"
-#include "protocol/runner.hpp"
 #include "package/provenance.hpp"
+#include "protocol/runner.hpp"
+#include "search/probed_search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -19,9 +18,9 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string run_difference_text(const RunDifference& d) {
-  std::string where = d.worst_index.empty() ? ""
-                                            : fmt::format(" at [{}] ({} vs {})", fmt::join(d.worst_index, ", "),
-                                                          d.first, d.second);
+  std::string where = d.worst_index.empty()
+                          ? ""
+                          : fmt::format(" at [{}] ({} vs {})", fmt::join(d.worst_index, ", "), d.first, d.second);
   return fmt::format("{}: {} of its {} elements differ, the largest difference {}{}", d.tensor, d.differ, d.elements,
                      number_text(d.max_abs), where);
 }
@@ -84,7 +83,8 @@ bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
       d.worst_index = t.worst;
       d.first = t.expected;
       d.second = t.actual;
-      if (d.first == d.second && t.expected_value && t.actual_value) {  // alike at six digits: as many as tell them apart
+      if (d.first == d.second && t.expected_value &&
+          t.actual_value) {  // alike at six digits: as many as tell them apart
         d.first = fmt::format("{:.9g}", *t.expected_value);
         d.second = fmt::format("{:.9g}", *t.actual_value);
       }
@@ -154,9 +154,8 @@ BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTr
     const ProbeStats* q = sb->find(t);
     std::string range;
     if (p && q && p->after && q->after && p->after->min && q->after->min && p->after->max && q->after->max) {
-      range = fmt::format(" (min {} vs {}, max {} vs {})", number_text(*p->after->min),
-                          number_text(*q->after->min), number_text(*p->after->max),
-                          number_text(*q->after->max));
+      range = fmt::format(" (min {} vs {}, max {} vs {})", number_text(*p->after->min), number_text(*q->after->min),
+                          number_text(*p->after->max), number_text(*q->after->max));
     }
     what.push_back(t + range);
   }
@@ -171,9 +170,10 @@ BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTr
     for (const auto& d : c.run_to_run) {
       counts.push_back(run_difference_text(d));
     }
-    c.why = fmt::format("from inputs identical in two runs (checksums), it wrote other values; in two more runs, "
-                        "element by element: {}",
-                        join(counts, "; "));
+    c.why = fmt::format(
+        "from inputs identical in two runs (checksums), it wrote other values; in two more runs, "
+        "element by element: {}",
+        join(counts, "; "));
   }
   for (const auto& p : sa.tensors) {
     c.args.push_back(p);
@@ -187,8 +187,9 @@ BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTr
   Reproducer repro;
   repro.command = m_job.recorder.report().reproduce_command;
   m_job.recorder.culprit(c, repro);
-  return searched(Verdict::isolated, fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
-                                         site_label(k, c.kernel), c.kind));
+  return searched(Verdict::isolated,
+                  fmt::format("isolated to {} ({}): its outputs differ between runs from the same inputs",
+                              site_label(k, c.kernel), c.kind));
 }
 
 // Outputs that differ between runs: pairs of runs probing every call site
@@ -254,20 +255,20 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
       if (differs.empty() && read_differs.empty()) {
         continue;
       }
-      m_bis.steps.push_back({1, k, "compare", "reproduces", 2, 2,
-                             fmt::format("pair {}: call site {} {}: {}", pair, k, sa.kernel,
-                                         read_differs.empty() ? "the same inputs, other outputs (" +
-                                                                    join(differs, ", ") + ")"
-                                                              : "its inputs differ already (" +
-                                                                    join(read_differs, ", ") + ")")});
+      m_bis.steps.push_back(
+          {1, k, "compare", "reproduces", 2, 2,
+           fmt::format("pair {}: call site {} {}: {}", pair, k, sa.kernel,
+                       read_differs.empty() ? "the same inputs, other outputs (" + join(differs, ", ") + ")"
+                                            : "its inputs differ already (" + join(read_differs, ", ") + ")")});
       if (!read_differs.empty()) {
         // What it read differs, though no earlier site's probed outputs did:
         // written where no probe sees (memory nothing wrote, or unprobed code).
         m_bis.status = search_status_name(SearchResult::Status::not_found);
-        m_bis.message = fmt::format("call site {} {} reads {} that differ between the runs, which no earlier "
-                                    "probed call site wrote differently: memory nothing wrote, or code without "
-                                    "probes",
-                                    k, sa.kernel, join(read_differs, ", "));
+        m_bis.message = fmt::format(
+            "call site {} {} reads {} that differ between the runs, which no earlier "
+            "probed call site wrote differently: memory nothing wrote, or code without "
+            "probes",
+            k, sa.kernel, join(read_differs, ", "));
         m_job.recorder.bisection(m_bis);
         return searched(Verdict::not_isolated, m_bis.message);
       }
@@ -281,9 +282,10 @@ BisectOutcome ProbedSearch::diverge(int n_static) {
   }
   if (m_bis.message.empty()) {
     m_bis.status = search_status_name(SearchResult::Status::not_found);
-    m_bis.message = fmt::format("{} pairs of runs probing every call site wrote the same values at every site: the "
-                                "probes' synchronisation may hide what differs",
-                                k_pairs);
+    m_bis.message = fmt::format(
+        "{} pairs of runs probing every call site wrote the same values at every site: the "
+        "probes' synchronisation may hide what differs",
+        k_pairs);
   }
   m_job.recorder.bisection(m_bis);
   return searched(Verdict::not_isolated, m_bis.message);

@@ -4,8 +4,6 @@
 // intermediate, in the kernel's own order, that turned NaN (or Inf) while
 // what it read did not is the root cause (probed_search.hpp).
 
-#include "search/probed_search.hpp"
-
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -14,10 +12,11 @@
 #include "common/cpp_text.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/intermediates.hpp"
 #include "evidence/root_cause.hpp"
 #include "harness/runner_choice.hpp"
 #include "process/process.hpp"
-#include "evidence/intermediates.hpp"
+#include "search/probed_search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -65,10 +64,10 @@ void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const Re
                         (replay.traced_problem.empty() ? replay.note : replay.traced_problem);
     return;
   }
-  job.recorder.progress().note(fmt::format(
-      "call site {} {}: replaying it alone on its saved inputs with every intermediate checked "
-      "(repro/replay --intermediates; a first build takes about 20 s, then it is cached)",
-      c.call_index, c.kernel));
+  job.recorder.progress().note(
+      fmt::format("call site {} {}: replaying it alone on its saved inputs with every intermediate checked "
+                  "(repro/replay --intermediates; a first build takes about 20 s, then it is cached)",
+                  c.call_index, c.kernel));
   const double start = steady_seconds();
   SpawnSpec spec;
   spec.argv = {fs::absolute(repro_dir / "replay").string(), "--intermediates"};
@@ -114,7 +113,8 @@ void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const Re
     c.root_cause.note = fmt::format(
         "the kernel alone on its saved inputs, with its {} intermediates checked, made no new {} (replay exit {}): "
         "no intermediate is named",
-        trace.statements, nan ? "NaN" : "Inf", st.how == ExitStatus::How::exited ? std::to_string(st.exit_code) : st.describe());
+        trace.statements, nan ? "NaN" : "Inf",
+        st.how == ExitStatus::How::exited ? std::to_string(st.exit_code) : st.describe());
     return;
   }
   std::vector<const IntermediateHit*> chain = introduction(trace, nan);
@@ -126,8 +126,8 @@ void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const Re
     return;
   }
   explain_intermediate(c.root_cause, chain, c);
-  job.recorder.progress().note(fmt::format("call site {} {}: {} ({:.1f} s)", c.call_index, c.kernel,
-                                             c.root_cause.sentence, seconds));
+  job.recorder.progress().note(
+      fmt::format("call site {} {}: {} ({:.1f} s)", c.call_index, c.kernel, c.root_cause.sentence, seconds));
 }
 
 }  // namespace aoti_bisect

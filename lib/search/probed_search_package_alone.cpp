@@ -6,14 +6,13 @@
 // candidate. Otherwise nothing is named, and the report says what the run
 // measured.
 
-#include "search/probed_search.hpp"
-
 #include <set>
 
 #include <fmt/format.h>
 
 #include "common/text.hpp"
 #include "evidence/root_cause.hpp"
+#include "search/probed_search.hpp"
 
 namespace aoti_bisect {
 
@@ -45,14 +44,16 @@ std::string constant_text(const ProbeStats& p, const WrapperInfo& w) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 BisectOutcome ProbedSearch::package_alone(int n_static) {
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;
   m_bis.strategy = "all";
   m_bis.planned_runs = 1;
   m_job.recorder.plan_runs(1);
-  m_job.recorder.begin_phase("bisect", "wrong values without the exported program: one run probing every call site "
-                                       "(constants holding NaN/Inf; the call sites that ran)");
+  m_job.recorder.begin_phase("bisect",
+                             "wrong values without the exported program: one run probing every call site "
+                             "(constants holding NaN/Inf; the call sites that ran)");
   ProbePlan plan;
   plan.ranges.push_back({1, std::max(n_static, 1), ProbeMode::stats});
   ChildResult trace = child("trace", plan);
@@ -89,12 +90,12 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
         }
         continue;
       }
-      Culprit c = build_culprit({k, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line,
-                                 m_returned_by});
+      Culprit c =
+          build_culprit({k, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line, m_returned_by});
       annotate_origins(c, names);
       std::string what = constant_text(p, names);
-      c.why = fmt::format("the first call site that reads a constant holding NaN: {} holds {} before its launch",
-                          what, counts_text(*p.before));
+      c.why = fmt::format("the first call site that reads a constant holding NaN: {} holds {} before its launch", what,
+                          counts_text(*p.before));
       bool writes_finite = true;
       for (const auto& t : site.tensors) {
         writes_finite = writes_finite && (!t.after || t.after->nonfinite() == 0 || &t == &p);
@@ -103,8 +104,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
       c.root_cause.sentence = fmt::format(
           "reads {}, which holds {} before the launch{}; the model's outputs are finite and outside tolerance of the "
           "reference",
-          what, counts_text(*p.before),
-          writes_finite ? ", and what it writes holds no NaN/Inf" : "");
+          what, counts_text(*p.before), writes_finite ? ", and what it writes holds no NaN/Inf" : "");
       m_bis.status = search_status_name(SearchResult::Status::found);
       m_bis.message = fmt::format("call site {} {} is the first to read a constant holding NaN", k, site.kernel);
       m_job.recorder.bisection(m_bis);
@@ -112,20 +112,24 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
       repro.command = m_job.recorder.report().reproduce_command;
       repro.replay_note = "the culprit was named from the constant it reads, not from its output";
       m_job.recorder.culprit(c, repro);
-      return searched(Verdict::isolated, fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN ({})",
-                          site_label(k, c.kernel), c.kind, what));
+      return searched(Verdict::isolated,
+                      fmt::format("isolated to {} ({}): the first call site that reads a constant holding NaN ({})",
+                                  site_label(k, c.kernel), c.kind, what));
     }
   }
   // One call site ran: it wrote the outputs, and nothing else could have.
   if (m_trace.launched == 1 && m_trace.site(1) != nullptr) {
     const SiteTrace& only = *m_trace.site(1);
-    Culprit c = build_culprit({1, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line,
-                               m_returned_by});
+    Culprit c =
+        build_culprit({1, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line, m_returned_by});
     annotate_origins(c, names);
-    c.why = "the only call site of the run, so the only candidate: the outputs it wrote are outside tolerance of the "
-            "reference (" + m_s.first_line + ")";
-    c.root_cause.note = "without the exported program there is no eager value of its output to compare with; "
-                        "its inputs are the model's inputs and constants";
+    c.why =
+        "the only call site of the run, so the only candidate: the outputs it wrote are outside tolerance of the "
+        "reference (" +
+        m_s.first_line + ")";
+    c.root_cause.note =
+        "without the exported program there is no eager value of its output to compare with; "
+        "its inputs are the model's inputs and constants";
     m_bis.status = search_status_name(SearchResult::Status::found);
     m_bis.message = "one call site ran: the only candidate";
     m_job.recorder.bisection(m_bis);
@@ -133,16 +137,17 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
     repro.command = m_job.recorder.report().reproduce_command;
     repro.replay_note = "without the exported program there is no eager value of its output to judge it by";
     m_job.recorder.culprit(c, repro);
-    return searched(Verdict::isolated, fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
-                        site_label(1, only.kernel), c.kind));
+    return searched(Verdict::isolated,
+                    fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
+                                site_label(1, only.kernel), c.kind));
   }
   m_bis.status = search_status_name(SearchResult::Status::not_found);
-  m_bis.message = fmt::format("{} call sites ran and read {} constants, none holding NaN{}", m_trace.launched,
-                              constants_read,
-                              with_inf.empty() ? std::string()
-                                               : "; constants holding Inf but no NaN are not named (a mask "
-                                                     "holds -inf on purpose): " +
-                                                     join(with_inf, "; "));
+  m_bis.message =
+      fmt::format("{} call sites ran and read {} constants, none holding NaN{}", m_trace.launched, constants_read,
+                  with_inf.empty() ? std::string()
+                                   : "; constants holding Inf but no NaN are not named (a mask "
+                                     "holds -inf on purpose): " +
+                                         join(with_inf, "; "));
   m_job.recorder.bisection(m_bis);
   return searched(Verdict::not_isolated, fmt::format("{}; {}", m_model.no_node_map, m_bis.message));
 }

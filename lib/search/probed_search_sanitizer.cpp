@@ -4,8 +4,6 @@
 // that each address the sanitizer reports is named as the buffer it falls
 // in or next to (probed_search.hpp).
 
-#include "search/probed_search.hpp"
-
 #include <fmt/format.h>
 
 #include "classify/sanitizer.hpp"
@@ -14,6 +12,7 @@
 #include "matrix/matrix.hpp"
 #include "process/process.hpp"
 #include "protocol/runner.hpp"
+#include "search/probed_search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -24,8 +23,7 @@ namespace {
 std::vector<BufferExtent> buffers_at(const Events& events, int k) {
   std::vector<BufferExtent> out;
   for (const auto& e : events.of({EventKind::probe}, k)) {
-    if (e.value("phase", "") != "before" ||
-        !e.contains("storage")) {
+    if (e.value("phase", "") != "before" || !e.contains("storage")) {
       continue;
     }
     BufferExtent b;
@@ -63,8 +61,15 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
   plan.ranges.push_back({k, k, ProbeMode::stats});
   m_job.recorder.plan_runs(1);
   ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.sanitizer", m_s.runs_before + m_run_no), m_s.variant, 0, env,
-                   m_model.model, plan, fs::path(), false, m_s.batches};
+  ChildRequest req{fmt::format("bisect.{}.sanitizer", m_s.runs_before + m_run_no),
+                   m_s.variant,
+                   0,
+                   env,
+                   m_model.model,
+                   plan,
+                   fs::path(),
+                   false,
+                   m_s.batches};
   req.group = "search";
   ChildResult r = m_job.runs.run(req);
   m_bis.runs = m_run_no;
@@ -83,17 +88,17 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
     pass.errors.push_back(std::move(f));
   }
   if (pass.errors.empty()) {
-    pass.note = fmt::format("no error reported ({}); a fault the sanitizer does not see, such as a device-side "
-                            "assert, or one in code it was not aimed at",
-                            r.status.describe());
+    pass.note = fmt::format(
+        "no error reported ({}); a fault the sanitizer does not see, such as a device-side "
+        "assert, or one in code it was not aimed at",
+        r.status.describe());
   }
-  m_bis.steps.push_back({k, k, "sanitizer", pass.errors.empty() ? "clean" : "reproduces", 1,
-                         pass.errors.empty() ? 0 : 1,
-                         pass.errors.empty() ? pass.note
-                                             : redact_paths(pass.errors.front().what +
-                                                            (pass.errors.front().buffer.empty()
-                                                                 ? ""
-                                                                 : ": " + pass.errors.front().buffer))});
+  m_bis.steps.push_back(
+      {k, k, "sanitizer", pass.errors.empty() ? "clean" : "reproduces", 1, pass.errors.empty() ? 0 : 1,
+       pass.errors.empty()
+           ? pass.note
+           : redact_paths(pass.errors.front().what +
+                          (pass.errors.front().buffer.empty() ? "" : ": " + pass.errors.front().buffer))});
   c.sanitizer = std::move(pass);
   return true;
 }

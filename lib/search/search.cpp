@@ -15,8 +15,8 @@
 
 namespace aoti_bisect {
 
-std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg,
-                                                 const ModelFiles& model, std::string& name) {
+std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg, const ModelFiles& model,
+                                                 std::string& name) {
   name = "model";
   if (!settings.exported_program.empty()) {
     return settings.exported_program.string();
@@ -88,16 +88,19 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
   }
   Bisection bis;
   if (pred == Predicate::divergence && job.settings.rebuild_per_step) {
-    return searched(Verdict::not_isolated, "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
-            "--rebuild-per-step / --source guide)");
+    return searched(Verdict::not_isolated,
+                    "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
+                    "--rebuild-per-step / --source guide)");
   }
   if (job.settings.rebuild_per_step) {
     if (pred == Predicate::mismatch) {
       // Settings set rebuild_per_step for either spelling; name the one given.
       std::string given = job.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
-      return searched(Verdict::not_isolated, fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
-                          "one instrumented build (drop {})",
-                          given, given));
+      return searched(
+          Verdict::not_isolated,
+          fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
+                      "one instrumented build (drop {})",
+                      given, given));
     }
     bis.source = std::string(probe_source_name(ProbeSource::guide));
     return GuideSource().isolate(job, s, pred, bis);
@@ -143,8 +146,8 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
 }
 
 const RunRecord* first_run_with_outputs(const Report& report, const std::string& variant) {
-  auto base = std::find_if(report.runs.begin(), report.runs.end(),
-                           [&](const RunRecord& r) { return r.variant == variant; });
+  auto base =
+      std::find_if(report.runs.begin(), report.runs.end(), [&](const RunRecord& r) { return r.variant == variant; });
   return base == report.runs.end() || base->outputs.empty() ? nullptr : &*base;
 }
 

@@ -31,7 +31,7 @@ void record_search(Bisection& bis, const SearchResult& sr);
 
 // The exported program to rebuild from: --exported-program, else the one
 // inside the package (package_pt2); `name` is set to its model name.
-std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg,
-                                                 const ModelFiles& model, std::string& name);
+std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg, const ModelFiles& model,
+                                                 std::string& name);
 
 }  // namespace aoti_bisect

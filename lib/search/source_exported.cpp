@@ -2,21 +2,22 @@
 // its call sites compared with the package's, and for mismatch the node map
 // and one eager run of the exported program node by node.
 
+#include "search/source_exported.hpp"
+
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "search/source_exported.hpp"
-#include "search/search.hpp"
+#include "evidence/wrapper_layout.hpp"
+#include "inductor/build.hpp"
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
 #include "package/tensor_file.hpp"
 #include "search/library_rebuild.hpp"
-#include "evidence/wrapper_layout.hpp"
+#include "search/search.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -72,13 +73,14 @@ void fill_blind_spots(JobContext& job, const std::string& torch_version, const P
   Recorder& rec = job.recorder;
   std::string where = describe(spots.front());
   if (job.device_key != "cpu" || im.kernel_cpp.empty() || im.shared_object.empty()) {
-    rec.builds_note(fmt::format("the printer left {} call sites without probes ({}); they cannot be filled in for "
-                                "this build, so the search stops there",
-                                unprobed.size(), where));
+    rec.builds_note(
+        fmt::format("the printer left {} call sites without probes ({}); they cannot be filled in for "
+                    "this build, so the search stops there",
+                    unprobed.size(), where));
     return;
   }
-  rec.begin_phase("build", fmt::format("probes for the {} call sites the printer left out (inside control flow)",
-                                       unprobed.size()));
+  rec.begin_phase(
+      "build", fmt::format("probes for the {} call sites the printer left out (inside control flow)", unprobed.size()));
   try {
     fs::path model_dir = m.model.dir / "data" / "aotinductor" / im.name;
     LibrarySources src{"", inst.read_entry(im.wrapper_cpp), inst.read_entry(im.kernel_cpp),
@@ -87,14 +89,20 @@ void fill_blind_spots(JobContext& job, const std::string& torch_version, const P
     RebuiltLibrary built = rebuild_library(src, job.settings.cache_dir, job.settings.build_timeout_s);
     WrapperInfo filled = parse_wrapper(src.wrapper);
     if (!blind_spots(filled).empty() || filled.call_sites.size() != m.wrapper.call_sites.size()) {
-      rec.builds_note("probe calls inserted inside control flow did not cover every call site; the search stops at "
-                      "the blind spot " + where);
+      rec.builds_note(
+          "probe calls inserted inside control flow did not cover every call site; the search stops at "
+          "the blind spot " +
+          where);
       return;
     }
     fs::path dest = copy_package_with(m.model.dir, im.name, built.library, im.wrapper_cpp, src.wrapper,
                                       job.work_dir / "instrumented-filled");
-    rec.build({"instrumented, probes inside control flow", built.library.parent_path().filename().string(),
-               built.cache_hit, built.seconds, torch_version, std::string(probe_source_name(ProbeSource::exported_program)),
+    rec.build({"instrumented, probes inside control flow",
+               built.library.parent_path().filename().string(),
+               built.cache_hit,
+               built.seconds,
+               torch_version,
+               std::string(probe_source_name(ProbeSource::exported_program)),
                fmt::format("the instrumented build's wrapper with the printer's probe calls added at {} call sites "
                            "it left out ({}), recompiled with its recorded commands",
                            unprobed.size(), where),
@@ -105,9 +113,10 @@ void fill_blind_spots(JobContext& job, const std::string& torch_version, const P
     m.wrapper = std::move(filled);
     m.model = ModelDir{dest, write_model_facts(m.wrapper, job.work_dir / "instrumented-filled-facts.json")};
   } catch (const Error& e) {
-    rec.builds_note(fmt::format("the call sites the printer left out ({}) could not be probed: {}; the search stops "
-                                "there",
-                                where, redact_paths(e.what())));
+    rec.builds_note(
+        fmt::format("the call sites the printer left out ({}) could not be probed: {}; the search stops "
+                    "there",
+                    where, redact_paths(e.what())));
   }
 }
 
@@ -130,8 +139,9 @@ BuildResult build_from_exported_program(JobContext& job, const BisectSetup& s, i
     // AOTI packages do not record their Inductor configs; these constants
     // exist only with freezing on.
     req.inductor_configs["freezing"] = true;
-    job.recorder.builds_note("freezing=True taken for the rebuild: the package holds constants only freezing makes "
-                             "(_frozen_param*, oneDNN-packed weights)");
+    job.recorder.builds_note(
+        "freezing=True taken for the rebuild: the package holds constants only freezing makes "
+        "(_frozen_param*, oneDNN-packed weights)");
   }
   req.cache_dir = job.settings.cache_dir;
   req.timeout_s = job.settings.build_timeout_s;
@@ -163,7 +173,12 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobContext& job, 
   } catch (const Error& e) {
     return redact_paths(e.what());
   }
-  rec.build({"instrumented", built.key, built.cache_hit, built.seconds, built.torch_version, std::string(probe_source_name(ProbeSource::exported_program)),
+  rec.build({"instrumented",
+             built.key,
+             built.cache_hit,
+             built.seconds,
+             built.torch_version,
+             std::string(probe_source_name(ProbeSource::exported_program)),
              "an Inductor build of the exported program with the level-1 printer: its kernels may differ from the "
              "package's",
              {}},
@@ -173,8 +188,9 @@ std::variant<ProbedModel, std::string> probed_exported_program(JobContext& job, 
   ProbedModel m;
   if (pred == Predicate::mismatch) {
     if (built.node_map.empty()) {
-      return std::string("the instrumented build wrote no node map (which graph node each buffer holds); cannot "
-                         "compare kernels with eager");
+      return std::string(
+          "the instrumented build wrote no node map (which graph node each buffer holds); cannot "
+          "compare kernels with eager");
     }
     try {
       add_eager_values(job, s, built, m);

@@ -32,7 +32,8 @@ class ExportedProgramSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::exported_program); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup,
+                                                 Predicate predicate) override;
 };
 
 }  // namespace aoti_bisect

@@ -11,25 +11,26 @@
 // cuLaunchKernel); its cuBLAS and other extern calls are C-shim calls
 // (generated/c_shim_cuda.h) like the CPU ones.
 
+#include "search/source_interpose.hpp"
+
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 #include <sstream>
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "evidence/wrapper_layout.hpp"
+#include "inductor/build.hpp"
 #include "package/elf.hpp"
 #include "package/hooks.hpp"
 #include "package/package.hpp"
 #include "package/zip_stored.hpp"
 #include "process/process.hpp"
-#include "search/source_interpose.hpp"
-#include "evidence/wrapper_layout.hpp"
 
 #ifndef AOTI_BISECT_TORCH_INCLUDE
 #define AOTI_BISECT_TORCH_INCLUDE ""
@@ -47,7 +48,7 @@ using Clock = std::chrono::steady_clock;
 // (harness/runner_choice.hpp); empty: the one this tool was built against.
 std::string shim_header_text(const fs::path& runner_torch_dir) {
   const char* env = std::getenv("AOTI_BISECT_TORCH_INCLUDE");
-  fs::path include = env != nullptr && *env         ? fs::path(env)
+  fs::path include = env != nullptr && *env      ? fs::path(env)
                      : !runner_torch_dir.empty() ? runner_torch_dir / "include"
                                                  : fs::path(AOTI_BISECT_TORCH_INCLUDE);
   std::string text;
@@ -175,9 +176,10 @@ std::string unreachable(const WrapperInfo& wrapper, const fs::path& so, const fs
       // More PLT calls than the wrapper's are fine (inlined copies of the
       // call in unrolled code); fewer mean some calls are direct.
       if (seen < n && elf.defined.count(kernel)) {
-        return fmt::format("the model library makes {} PLT calls to {}, the wrapper {}: some calls are direct and "
-                           "the hooks would not see them",
-                           seen, kernel, n);
+        return fmt::format(
+            "the model library makes {} PLT calls to {}, the wrapper {}: some calls are direct and "
+            "the hooks would not see them",
+            seen, kernel, n);
       }
     }
   }
@@ -252,7 +254,8 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
       kernels.merge(kernel_declarations(s.pkg.read_entry(s.model.kernel_cpp)));
     }
     HookLibrary hooks =
-        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text(job.settings.runner_torch_dir)), triton_launches(wrapper_text));
+        generate_hooks(s.wrapper, kernels, shim_declarations(shim_header_text(job.settings.runner_torch_dir)),
+                       triton_launches(wrapper_text));
     if (!hooks.problems.empty()) {
       return "no hook for every call site: " + hooks.problems.front();
     }
@@ -271,15 +274,16 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
     // the hooks the probes need to follow the model's buffers.
     size_t sites = s.wrapper.call_sites.size();
     size_t others = hooks.hooked.size() - static_cast<size_t>(hooks.site_functions);
-    rec.progress().note(fmt::format("probes: interposition, {} hook{} ({} on the functions the {} call site{} call{}, "
-                                    "one per function{}) {} in {:.2f} s",
-                                    hooks.hooked.size(), hooks.hooked.size() == 1 ? "" : "s", hooks.site_functions,
-                                    sites, sites == 1 ? "" : "s", sites == 1 ? "s" : "",
-                                    others == 0 ? std::string()
-                                                : fmt::format("; {} on the C-shim or driver calls the probes follow "
-                                                              "buffers through",
-                                                              others),
-                                    hit ? "found in the cache" : "compiled", seconds));
+    rec.progress().note(
+        fmt::format("probes: interposition, {} hook{} ({} on the functions the {} call site{} call{}, "
+                    "one per function{}) {} in {:.2f} s",
+                    hooks.hooked.size(), hooks.hooked.size() == 1 ? "" : "s", hooks.site_functions, sites,
+                    sites == 1 ? "" : "s", sites == 1 ? "s" : "",
+                    others == 0 ? std::string()
+                                : fmt::format("; {} on the C-shim or driver calls the probes follow "
+                                              "buffers through",
+                                              others),
+                    hit ? "found in the cache" : "compiled", seconds));
     ProbedModel m = std::move(std::get<ProbedModel>(base));
     m.model = s.original;
     m.model.hooks = lib;

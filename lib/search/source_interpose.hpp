@@ -19,7 +19,8 @@ class InterposeSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::interpose); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup,
+                                                 Predicate predicate) override;
   bool next_may_try() const override { return true; }
 };
 

@@ -7,19 +7,20 @@
 // (hard links) with the new library and wrapper; a run of it must return the
 // package's outputs bit for bit.
 
+#include "search/source_rewrite.hpp"
+
 #include <chrono>
 
 #include <fmt/format.h>
 
-#include "inductor/build.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
+#include "inductor/build.hpp"
 #include "package/elf.hpp"
 #include "package/facts.hpp"
 #include "package/rewrite.hpp"
 #include "process/process.hpp"
-#include "search/source_rewrite.hpp"
 #include "search/library_rebuild.hpp"
 
 namespace aoti_bisect {

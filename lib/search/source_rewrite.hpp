@@ -21,7 +21,8 @@ class RewriteSource : public RunTimeProbeSource {
   std::string_view name() const override { return probe_source_name(ProbeSource::rewrite); }
 
  protected:
-  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup, Predicate predicate) override;
+  std::variant<ProbedModel, std::string> prepare(JobContext& job, const BisectSetup& setup,
+                                                 Predicate predicate) override;
   bool next_may_try() const override { return true; }
   // The wrapper at -O0 first; refused by the guard, once more as recorded.
   std::optional<std::string> retry_untrusted() override;

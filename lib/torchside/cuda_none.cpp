@@ -3,7 +3,9 @@
 
 namespace aoti_bisect::torchside {
 
-std::optional<std::string> cuda_synchronize_error() { return std::nullopt; }
+std::optional<std::string> cuda_synchronize_error() {
+  return std::nullopt;
+}
 
 void cuda_fill_versions(Versions&) {}
 

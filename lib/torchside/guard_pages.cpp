@@ -29,7 +29,9 @@ struct Region {
   size_t size;
 };
 
-size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 void release(void* ctx) {
   auto* r = static_cast<Region*>(ctx);
@@ -52,9 +54,7 @@ class GuardPageAllocator final : public c10::Allocator {
     return {data, new Region{base, total}, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 };
 
 }  // namespace

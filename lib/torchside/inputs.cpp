@@ -2,14 +2,15 @@
 // (package/call_spec.hpp), and checked against what the model takes.
 
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
-#include <torch/csrc/jit/serialization/unpickler.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/csrc/jit/serialization/unpickler.h>
+#include <torch/torch.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -78,7 +79,8 @@ void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::str
   } else if (v.kind == InputValue::Kind::scalar || v.kind == InputValue::Kind::other) {
     const std::string value = v.kind == InputValue::Kind::scalar ? v.type : "a value of type " + v.type;
     throw Error(ErrorKind::cannot_test, what + " holds " + value + " where the model takes a tensor (after " +
-                                            std::to_string(tensors_before) + " tensors); the model's inputs are "
+                                            std::to_string(tensors_before) +
+                                            " tensors); the model's inputs are "
                                             "all tensors: save a tuple of tensors in input order with torch.save");
   }
   for (const auto& c : v.children) {
@@ -254,7 +256,7 @@ LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model,
   for (size_t i = 0; i < m_impl->inputs.size(); ++i) {
     const auto& t = m_impl->inputs[i];
     TensorInfo info{"input" + std::to_string(i), dtype_name(t.scalar_type()), to_vec(t.sizes()),
-                    to_vec(t.strides()), tensor_device_str(t), tensor_sha256(t)};
+                    to_vec(t.strides()),         tensor_device_str(t),        tensor_sha256(t)};
     info.storage_offset = t.storage_offset();
     if (loaded.binding.by_call_spec) {
       info.argument = loaded.binding.names[i];
@@ -284,9 +286,8 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
   std::vector<std::string> problems;
   auto& in = m_impl->inputs;
   if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
-    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" +
-                       (in.size() == 1 ? "" : "s") + ", the model takes " + std::to_string(*wrapper.num_inputs) +
-                       inputs_taken_text(wrapper));
+    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" + (in.size() == 1 ? "" : "s") +
+                       ", the model takes " + std::to_string(*wrapper.num_inputs) + inputs_taken_text(wrapper));
     return problems;
   }
   for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
@@ -307,7 +308,8 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
           std::optional<int64_t> hi = d < spec.dim_max.size() ? spec.dim_max[d] : std::nullopt;
           if ((lo && got < *lo) || (hi && got > *hi)) {
             outside.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) + ", outside " +
-                              range_text(lo, hi) + ", the range the package was compiled for (its wrapper's input "
+                              range_text(lo, hi) +
+                              ", the range the package was compiled for (its wrapper's input "
                               "checks, which run only under AOTI_RUNTIME_CHECK_INPUTS=1)");
             continue;
           }
@@ -333,7 +335,8 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
   if (device_key == "cpu" || device_key == "cuda") {
     for (size_t i = 0; i < in.size(); ++i) {
       if (in[i].device() != target) {
-        moved.push_back("input " + std::to_string(i) + " moved from " + tensor_device_str(in[i]) + " to " + target.str());
+        moved.push_back("input " + std::to_string(i) + " moved from " + tensor_device_str(in[i]) + " to " +
+                        target.str());
         try {
           in[i] = in[i].to(target);
         } catch (const std::exception& e) {
@@ -360,7 +363,8 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
     for (size_t d = 0; d < st.size(); ++d) {
       pinned = pinned && st[d].has_value();
       // A dimension of size 0 or 1 is never stepped over: its stride does not matter.
-      same = same && (in[i].size(static_cast<int64_t>(d)) <= 1 || !st[d] || *st[d] == in[i].stride(static_cast<int64_t>(d)));
+      same = same &&
+             (in[i].size(static_cast<int64_t>(d)) <= 1 || !st[d] || *st[d] == in[i].stride(static_cast<int64_t>(d)));
     }
     if (same) {
       continue;
@@ -377,7 +381,12 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
     got << in[i].strides();
     if (!contiguous_inputs) {
       problems.push_back(who + ": strides " + got.str() + ", the package was compiled for strides " + want.str() +
-                         " (shape " + [&] { std::ostringstream o; o << in[i].sizes(); return o.str(); }() +
+                         " (shape " +
+                         [&] {
+                           std::ostringstream o;
+                           o << in[i].sizes();
+                           return o.str();
+                         }() +
                          "); the model would read its elements in the wrong order. Save the tensor with "
                          ".contiguous(), or pass --contiguous-inputs to run the package on a copy in its layout");
       continue;

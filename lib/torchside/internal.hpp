@@ -1,16 +1,15 @@
 #pragma once
 // Shared by the torchside sources only (it includes LibTorch).
 
-#include <unordered_map>
-#include <ATen/ATen.h>
-
 #include <filesystem>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
+#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
 #include "package/elf.hpp"
@@ -100,8 +99,8 @@ struct ValueDiff {
   int64_t worst_flat = -1;  // the worst element (a NaN/Inf mismatch first), row-major
   double actual = 0;
   double expected = 0;
-  int64_t outside = 0;      // with a tolerance: elements outside it (NaN/Inf mismatches included)
-  int64_t differ = 0;       // elements not equal (NaN/Inf mismatches included)
+  int64_t outside = 0;  // with a tolerance: elements outside it (NaN/Inf mismatches included)
+  int64_t differ = 0;   // elements not equal (NaN/Inf mismatches included)
 };
 ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, const Tolerance* tol = nullptr);
 
@@ -173,6 +172,5 @@ struct Session::Impl {
   // keep_buffers: each buffer (sharing the model's storage) and its copy as loaded.
   std::vector<std::pair<at::Tensor, at::Tensor>> kept_buffers;
 };
-
 
 }  // namespace aoti_bisect::torchside

@@ -3,11 +3,11 @@
 // before the model loads, so that a missing one is named with what to do
 // rather than as the loader's "Could not find schema for ..." alone.
 
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <fmt/format.h>
 
 #include "common/error.hpp"

@@ -11,10 +11,6 @@
 // external weights blob is loaded into it. Nothing is written anywhere, so
 // nothing can be leaked.
 
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
-#include <torch/csrc/inductor/aoti_runner/model_container_runner.h>
-#include <torch/version.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -23,6 +19,9 @@
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/csrc/inductor/aoti_runner/model_container_runner.h>
+#include <torch/version.h>
 
 #include "package/package.hpp"
 #include "torchside/internal.hpp"
@@ -65,7 +64,6 @@ class ContainerRunnerModel : public LoadedModel {
   std::unique_ptr<torch::inductor::AOTIModelContainerRunner> m_runner;
 };
 
-
 // Regular files under `dir` (recursively), sorted: a directory has no zip
 // order, so choices below never depend on the file system's listing order.
 std::vector<fs::path> files_under(const fs::path& dir) {
@@ -104,8 +102,8 @@ std::string model_names_in(const fs::path& dir) {
 // argument is newer than the others.
 template <typename Create>
 std::unique_ptr<torch::inductor::AOTIModelContainerRunner> create_runner(Create create, const std::string& so,
-                                                                       const std::string& device_str,
-                                                                       const std::string& cubin_dir) {
+                                                                         const std::string& device_str,
+                                                                         const std::string& cubin_dir) {
   if constexpr (std::is_invocable_v<Create, const std::string&, size_t, const std::string&, const std::string&, bool>) {
     return create(so, 1, device_str, cubin_dir, false);
   } else {

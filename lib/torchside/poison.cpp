@@ -17,13 +17,13 @@
 // one whose NaN a kernel computed. Integers get their dtype's maximum (an
 // index read from unwritten memory is out of range), bool true.
 
-#include <torch/csrc/inductor/aoti_torch/c/shim.h>
-#include <torch/csrc/inductor/aoti_torch/utils.h>
-
 #include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
 
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
@@ -78,8 +78,8 @@ void poison(AtenTensorHandle handle) {
 
 using EmptyStrided = AOTITorchError (*)(int64_t, const int64_t*, const int64_t*, int32_t, int32_t, int32_t,
                                         AtenTensorHandle*);
-using AllocFromPool = AOTITorchError (*)(AtenTensorHandle, int64_t, int32_t, int64_t, const int64_t*,
-                                         const int64_t*, AtenTensorHandle*);
+using AllocFromPool = AOTITorchError (*)(AtenTensorHandle, int64_t, int32_t, int64_t, const int64_t*, const int64_t*,
+                                         AtenTensorHandle*);
 
 void* g_empty_strided = nullptr;
 void* g_empty_strided_pinned = nullptr;
@@ -87,19 +87,18 @@ void* g_alloc_from_pool = nullptr;
 
 AOTITorchError poisoned_empty_strided(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
                                       int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
-  AOTITorchError e = reinterpret_cast<EmptyStrided>(g_empty_strided)(ndim, sizes, strides, dtype, device_type,
-                                                                    device_index, ret);
+  AOTITorchError e =
+      reinterpret_cast<EmptyStrided>(g_empty_strided)(ndim, sizes, strides, dtype, device_type, device_index, ret);
   if (e == AOTI_TORCH_SUCCESS && ret != nullptr) {
     poison(*ret);
   }
   return e;
 }
 
-AOTITorchError poisoned_empty_strided_pinned(int64_t ndim, const int64_t* sizes, const int64_t* strides,
-                                             int32_t dtype, int32_t device_type, int32_t device_index,
-                                             AtenTensorHandle* ret) {
-  AOTITorchError e = reinterpret_cast<EmptyStrided>(g_empty_strided_pinned)(ndim, sizes, strides, dtype,
-                                                                           device_type, device_index, ret);
+AOTITorchError poisoned_empty_strided_pinned(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
+                                             int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
+  AOTITorchError e = reinterpret_cast<EmptyStrided>(g_empty_strided_pinned)(ndim, sizes, strides, dtype, device_type,
+                                                                            device_index, ret);
   if (e == AOTI_TORCH_SUCCESS && ret != nullptr) {
     poison(*ret);
   }
@@ -108,8 +107,8 @@ AOTITorchError poisoned_empty_strided_pinned(int64_t ndim, const int64_t* sizes,
 
 AOTITorchError poisoned_alloc_from_pool(AtenTensorHandle pool, int64_t offset_bytes, int32_t dtype, int64_t ndim,
                                         const int64_t* sizes, const int64_t* strides, AtenTensorHandle* ret) {
-  AOTITorchError e = reinterpret_cast<AllocFromPool>(g_alloc_from_pool)(pool, offset_bytes, dtype, ndim, sizes,
-                                                                       strides, ret);
+  AOTITorchError e =
+      reinterpret_cast<AllocFromPool>(g_alloc_from_pool)(pool, offset_bytes, dtype, ndim, sizes, strides, ret);
   if (e == AOTI_TORCH_SUCCESS && ret != nullptr) {
     poison(*ret);
   }

@@ -1,29 +1,26 @@
-#include <torch/csrc/inductor/aoti_torch/utils.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/torch.h>
-
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <algorithm>
 #include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/torch.h>
 
 #include "common/error.hpp"
-
 #include "common/files.hpp"
-#include "process/process.hpp"
 #include "package/wrapper.hpp"
+#include "process/process.hpp"
 #include "protocol/values.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
 namespace aoti_bisect::torchside {
-
 
 namespace {
 
@@ -38,24 +35,24 @@ struct ProbeState {
   long calls = 0;
   int site = 0;
   std::string kernel;
-  bool launched = false;            // after_launch seen for the current site
+  bool launched = false;  // after_launch seen for the current site
   ProbeMode mode = ProbeMode::off;
-  std::vector<std::string> tensors; // names seen before launch at the current site
-  std::set<std::string> touched;    // names any earlier site touched
-  std::set<std::string> returned;   // buffers extern calls create (written before any site reads them)
+  std::vector<std::string> tensors;  // names seen before launch at the current site
+  std::set<std::string> touched;     // names any earlier site touched
+  std::set<std::string> returned;    // buffers extern calls create (written before any site reads them)
   std::map<std::string, std::vector<at::Tensor>> node_ref;  // buffer -> eager values of its candidate nodes
   // Interposition: names by call site, and where raw pointers come from.
   std::vector<ModelFacts::Site> hook_sites;
   std::set<std::string> constants;
-  std::multimap<std::string, std::string> moved_from;  // bufA -> bufB: moves that carry a value on
+  std::multimap<std::string, std::string> moved_from;   // bufA -> bufB: moves that carry a value on
   std::multimap<std::string, std::string> reused_from;  // bufA -> bufB: every `auto bufA = std::move(bufB);`
-  std::multimap<std::string, std::string> aliased;  // a view <-> its live base, both ways (ModelFacts::aliases)
-  size_t cursor = 0;                                // next static site to match
-  const ModelFacts::Site* static_site = nullptr;    // the current site's facts
-  std::vector<std::pair<void*, void*>> pending;     // (handle, pointer) since the last site began
-  std::vector<std::pair<void*, void*>> current;     // ... taken for the current site's arguments
-  std::map<uintptr_t, void*> by_pointer;            // every live handle seen, by data pointer
-  std::map<void*, uintptr_t> pointer_of;            // ... and back
+  std::multimap<std::string, std::string> aliased;      // a view <-> its live base, both ways (ModelFacts::aliases)
+  size_t cursor = 0;                                    // next static site to match
+  const ModelFacts::Site* static_site = nullptr;        // the current site's facts
+  std::vector<std::pair<void*, void*>> pending;         // (handle, pointer) since the last site began
+  std::vector<std::pair<void*, void*>> current;         // ... taken for the current site's arguments
+  std::map<uintptr_t, void*> by_pointer;                // every live handle seen, by data pointer
+  std::map<void*, uintptr_t> pointer_of;                // ... and back
   // Statistics measured in this run: a constant is measured once per run,
   // and a tensor a launch only read is not measured again after it.
   StatsCache measured;
@@ -122,7 +119,7 @@ void finish_launch(ProbeState& s, bool failed = false) {
       if (auto err = cuda_synchronize_error()) {
         s.emit(EventKind::sync_error, {{"site", s.site}, {"kernel", s.kernel}, {"message", *err}});
         persistent_run_ends(10);  // a persistent run's stand-in exits with it
-        std::_Exit(10);  // RunnerExit::model_error; the device context is unusable now
+        std::_Exit(10);           // RunnerExit::model_error; the device context is unusable now
       }
     }
   }
@@ -525,7 +522,8 @@ void load_node_reference(const std::filesystem::path& path) {
       try {
         ref[name] = {load_saved_tensor(file.is_string() ? file.get<std::string>() : std::string())};
       } catch (const std::exception&) {
-        throw Error(ErrorKind::cannot_test, "cannot read the saved value of " + name + " named by '" + path.string() + "'");
+        throw Error(ErrorKind::cannot_test,
+                    "cannot read the saved value of " + name + " named by '" + path.string() + "'");
       }
     }
     return;
@@ -555,9 +553,13 @@ void load_node_reference(const std::filesystem::path& path) {
   }
 }
 
-ProbeCounts probe_counts() { return {state().calls, state().site}; }
+ProbeCounts probe_counts() {
+  return {state().calls, state().site};
+}
 
-void keep_probe_state() { kept_state() = state(); }
+void keep_probe_state() {
+  kept_state() = state();
+}
 
 void restore_probe_state() {
   if (kept_state()) {

@@ -5,6 +5,11 @@
 
 #include "torchside/runner.hpp"
 
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -12,19 +17,15 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <unistd.h>
-#include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/utsname.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "package/facts.hpp"
+#include "package/package.hpp"
 #include "process/process.hpp"
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
-#include "package/facts.hpp"
-#include "package/package.hpp"
 #include "torchside/torchside.hpp"
 
 namespace ab = aoti_bisect;
@@ -34,8 +35,8 @@ namespace aoti_bisect::torchside {
 
 namespace {
 
-bool g_served = false;  // forked by the fork server (process.hpp), not exec'd
-int g_runs_before = 0;  // a persistent runner's runs before this one (process.hpp serve_persistent)
+bool g_served = false;        // forked by the fork server (process.hpp), not exec'd
+int g_runs_before = 0;        // a persistent runner's runs before this one (process.hpp serve_persistent)
 int g_buffers_restored = -1;  // ... and the buffers this run had put back; -1: none asked
 char g_signal_lines[32][96];
 char g_time_limit_line[160];  // the event up to its "clock" value, which the handler appends
@@ -71,8 +72,9 @@ void on_time_limit(int) {
 // Arms (seconds > 0) or disarms (0) the limit on one call of the model.
 void time_limit(double seconds) {
   if (seconds > 0) {
-    std::snprintf(g_time_limit_line, sizeof g_time_limit_line, "{\"event\":\"%s\",\"seconds\":%.17g,\"clock\":",
-                  ab::event_name(ab::EventKind::time_limit).data(), seconds);
+    std::snprintf(g_time_limit_line, sizeof g_time_limit_line,
+                  "{\"event\":\"%s\",\"seconds\":%.17g,\"clock\":", ab::event_name(ab::EventKind::time_limit).data(),
+                  seconds);
     struct sigaction sa {};
     sa.sa_handler = on_time_limit;
     sigemptyset(&sa.sa_mask);
@@ -221,16 +223,15 @@ void bind_hooks_into_model(const RunnerOptions& opt, const ab::ModelFacts& facts
     for (const auto& u : b.unbound) {
       // A Triton launch is seen through the CUDA driver's functions.
       bool driver = u == "cuLaunchKernel" || u == "cuModuleGetFunction";
-      if (std::any_of(facts.sites.begin(), facts.sites.end(), [&](const auto& s) {
-            return s.kernel == u || (driver && s.kernel.rfind("triton_", 0) == 0);
-          })) {
+      if (std::any_of(facts.sites.begin(), facts.sites.end(),
+                      [&](const auto& s) { return s.kernel == u || (driver && s.kernel.rfind("triton_", 0) == 0); })) {
         sites_unbound.push_back(u);
       }
     }
     if (!sites_unbound.empty()) {
       events.emit(ab::EventKind::probes_missing,
-                  {{"message", "the model library has no GOT slot for " + sites_unbound.front() +
-                                   " (its calls bypass the PLT)"}});
+                  {{"message",
+                    "the model library has no GOT slot for " + sites_unbound.front() + " (its calls bypass the PLT)"}});
     }
   } catch (const std::exception& e) {
     events.emit(ab::EventKind::probes_missing, {{"message", e.what()}});
@@ -329,18 +330,21 @@ bool load_checked_inputs(const RunnerOptions& opt, const ab::ModelFacts& facts, 
   auto loaded = session.load_inputs(file, facts, opt.samples.empty() ? nullptr : &take);
   const nlohmann::json binding = {{"form", loaded.binding.form}, {"by_call_spec", loaded.binding.by_call_spec}};
   if (!loaded.binding.error.empty()) {
-    events.emit(ab::EventKind::inputs, {{"tensors", nlohmann::json::array()}, {"binding", binding},
-                                        {"problems", {loaded.binding.error}}});
+    events.emit(ab::EventKind::inputs,
+                {{"tensors", nlohmann::json::array()}, {"binding", binding}, {"problems", {loaded.binding.error}}});
     events.emit(ab::EventKind::input_mismatch,
                 {{"message", loaded.binding.error}, {"problems", {loaded.binding.error}}});
     return false;
   }
   std::vector<std::string> moved, outside;
   std::vector<std::string> problems =
-      session.check_inputs(package_checks_inputs() ? without_input_checks(facts, opt.contiguous_inputs) : facts, opt.device_key,
-                           opt.contiguous_inputs, moved, outside);
-  events.emit(ab::EventKind::inputs, {{"tensors", json_array(loaded.infos)}, {"binding", binding}, {"moved", moved},
-                                      {"outside_range", outside}, {"problems", problems}});
+      session.check_inputs(package_checks_inputs() ? without_input_checks(facts, opt.contiguous_inputs) : facts,
+                           opt.device_key, opt.contiguous_inputs, moved, outside);
+  events.emit(ab::EventKind::inputs, {{"tensors", json_array(loaded.infos)},
+                                      {"binding", binding},
+                                      {"moved", moved},
+                                      {"outside_range", outside},
+                                      {"problems", problems}});
   if (!problems.empty()) {
     events.emit(ab::EventKind::input_mismatch, {{"message", problems.front()}, {"problems", problems}});
     return false;
@@ -368,9 +372,9 @@ void load_model_once(const RunnerOptions& opt, const ab::ModelFacts& facts, ab::
     session.set_output_names(ab::output_names(ab::parse_treespec(facts.out_spec)));
   }
   nlohmann::json loaded = {{"model", opt.model},
-                            {"instrumented", facts.instrumented},
-                            {"printer_level", facts.printer_level},
-                            {"preloaded", preloaded}};
+                           {"instrumented", facts.instrumented},
+                           {"printer_level", facts.printer_level},
+                           {"preloaded", preloaded}};
   if (g_buffers_restored >= 0) {
     loaded["buffers_restored"] = g_buffers_restored;
   }
@@ -538,11 +542,16 @@ int run_model(const RunnerOptions& opt, ab::EventWriter& events) {
   return static_cast<int>(RunnerExit::ran);
 }
 
+void install_fatal_signal_events() {
+  install_signal_lines();
+}
 
-void install_fatal_signal_events() { install_signal_lines(); }
+void note_forked_by_server() {
+  g_served = true;
+}
 
-void note_forked_by_server() { g_served = true; }
-
-void note_persistent_run_done() { ++g_runs_before; }
+void note_persistent_run_done() {
+  ++g_runs_before;
+}
 
 }  // namespace aoti_bisect::torchside

@@ -18,8 +18,8 @@ struct RunnerOptions {
   std::string model = "model";
   std::string device_key;
   std::string inputs;
-  std::string batch_list;  // one inputs file per line: run each in turn in this process
-  bool keep_going = false; // with a batch list: go on after a batch that fails (an error, NaN/Inf)
+  std::string batch_list;   // one inputs file per line: run each in turn in this process
+  bool keep_going = false;  // with a batch list: go on after a batch that fails (an error, NaN/Inf)
   std::string events;
   std::string outputs;
   std::string reference;

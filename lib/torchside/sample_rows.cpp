@@ -2,14 +2,13 @@
 // (job/batch_dependence.hpp): each sample's saved values alone, read when
 // their call site is probed, against its rows of this run's batch.
 
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/torch.h>
-
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/torch.h>
 
 #include "common/error.hpp"
 #include "protocol/values.hpp"

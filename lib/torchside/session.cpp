@@ -1,9 +1,3 @@
-#include <ATen/cpu/Utils.h>
-#include <ATen/detail/CUDAHooksInterface.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/torch.h>
-#include <torch/version.h>
-
 #include <link.h>
 
 #include <fstream>
@@ -13,6 +7,12 @@
 #include <sstream>
 #include <streambuf>
 #include <string_view>
+
+#include <ATen/cpu/Utils.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/torch.h>
+#include <torch/version.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -24,18 +24,29 @@ namespace fs = std::filesystem;
 
 std::string dtype_name(at::ScalarType t) {
   std::string s = c10::toString(t);  // "Float", "Long", "BFloat16"
-  static const std::map<std::string, std::string> names = {
-      {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"},
-      {"Long", "int64"},    {"Int", "int32"},      {"Short", "int16"},  {"Char", "int8"},
-      {"Byte", "uint8"},    {"Bool", "bool"},      {"ComplexFloat", "complex64"},
-      {"ComplexDouble", "complex128"}};
+  static const std::map<std::string, std::string> names = {{"Float", "float32"},
+                                                           {"Double", "float64"},
+                                                           {"Half", "float16"},
+                                                           {"BFloat16", "bfloat16"},
+                                                           {"Long", "int64"},
+                                                           {"Int", "int32"},
+                                                           {"Short", "int16"},
+                                                           {"Char", "int8"},
+                                                           {"Byte", "uint8"},
+                                                           {"Bool", "bool"},
+                                                           {"ComplexFloat", "complex64"},
+                                                           {"ComplexDouble", "complex128"}};
   auto it = names.find(s);
   return it == names.end() ? s : it->second;
 }
 
-std::vector<int64_t> to_vec(c10::IntArrayRef r) { return std::vector<int64_t>(r.begin(), r.end()); }
+std::vector<int64_t> to_vec(c10::IntArrayRef r) {
+  return std::vector<int64_t>(r.begin(), r.end());
+}
 
-std::string tensor_device_str(const at::Tensor& t) { return t.device().str(); }
+std::string tensor_device_str(const at::Tensor& t) {
+  return t.device().str();
+}
 
 namespace {
 
@@ -99,7 +110,9 @@ Versions versions(const std::string& device_key) {
 Session::Session() : m_impl(std::make_unique<Impl>()) {}
 Session::~Session() = default;
 
-void Session::set_output_names(std::vector<std::string> names) { m_impl->output_names = std::move(names); }
+void Session::set_output_names(std::vector<std::string> names) {
+  m_impl->output_names = std::move(names);
+}
 
 void Session::load_model(const fs::path& package_dir, const std::string& model, const std::string& device_key) {
   m_impl->device_key = device_key;
@@ -330,8 +343,8 @@ Comparison Session::compare(const fs::path& reference, const ToleranceTable& tol
     c.max_abs_error = std::max(c.max_abs_error, d.max_abs);
     c.max_rel_error = std::max(c.max_rel_error, d.scale > 0 ? d.max_abs / d.scale : 0.0);
     if (d.nonfinite > 0 && c.note.empty()) {
-      c.note = "NaN/Inf positions differ in output " + std::to_string(i) + " (" + std::to_string(d.nonfinite) +
-               " elements)";
+      c.note =
+          "NaN/Inf positions differ in output " + std::to_string(i) + " (" + std::to_string(d.nonfinite) + " elements)";
     }
   }
   c.within_tolerance = c.mismatched == 0;
@@ -355,8 +368,8 @@ ValueDiff diff_values(const at::Tensor& actual, const at::Tensor& expected, cons
   at::Tensor e_abs = e.abs().masked_fill(e_fin.logical_not(), 0.0);
   d.scale = e_abs.max().item<double>();
   at::Tensor diff = (a - e).abs().masked_fill(both_finite.logical_not(), 0.0);
-  int64_t worst = d.nonfinite > 0 ? nonfinite_bad.to(at::kByte).argmax().item<int64_t>()
-                                  : diff.argmax().item<int64_t>();
+  int64_t worst =
+      d.nonfinite > 0 ? nonfinite_bad.to(at::kByte).argmax().item<int64_t>() : diff.argmax().item<int64_t>();
   d.max_abs = diff.max().item<double>();
   d.differ = diff.gt(0.0).sum().item<int64_t>() + d.nonfinite;
   d.worst_flat = worst;

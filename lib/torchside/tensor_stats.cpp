@@ -19,14 +19,14 @@
 //                   m_i, xor the byte count; computed by ATen on the device.
 // Checksums are compared only within one job's runs (same device), never
 // across devices.
-#include <ATen/Parallel.h>
-#include <torch/torch.h>
-
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <sstream>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -235,7 +235,6 @@ std::string device_checksum(const at::Tensor& c) {
   return hex16(h);
 }
 
-
 void device_stats(const at::Tensor& c, TensorStats& s) {
   at::Tensor flat = c.reshape({-1});
   if (flat.scalar_type() == at::kBool) {
@@ -251,8 +250,8 @@ void device_stats(const at::Tensor& c, TensorStats& s) {
       at::Tensor lo = at::where(fin, x, inf).amin().to(at::kDouble);
       at::Tensor hi = at::where(fin, x, -inf).amax().to(at::kDouble);
       at::Tensor sum = at::where(fin, x, 0).sum(at::kDouble);
-      parts.push_back(at::stack({x.isnan().sum().to(at::kDouble), x.isinf().sum().to(at::kDouble),
-                                 fin.sum().to(at::kDouble), lo, hi, sum}));
+      parts.push_back(at::stack(
+          {x.isnan().sum().to(at::kDouble), x.isinf().sum().to(at::kDouble), fin.sum().to(at::kDouble), lo, hi, sum}));
     } else {
       at::Tensor zero = at::zeros({}, x.options().dtype(at::kDouble));
       parts.push_back(at::stack({zero, zero, zero + static_cast<double>(x.numel()), x.amin().to(at::kDouble),

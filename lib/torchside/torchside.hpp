@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "package/call_spec.hpp"
+#include "package/facts.hpp"
 #include "protocol/events.hpp"
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
-#include "package/call_spec.hpp"
-#include "package/facts.hpp"
 
 namespace aoti_bisect::torchside {
 
@@ -94,9 +94,8 @@ class Session {
   // with its own input checks off (its default), so it is run as the user
   // runs it and noted in `outside` ("input 0 (arg4_1): dimension 0 is 1,
   // outside [2, 64] ...").
-  std::vector<std::string> check_inputs(const ModelFacts& model, const std::string& device_key,
-                                        bool contiguous_inputs, std::vector<std::string>& moved,
-                                        std::vector<std::string>& outside);
+  std::vector<std::string> check_inputs(const ModelFacts& model, const std::string& device_key, bool contiguous_inputs,
+                                        std::vector<std::string>& moved, std::vector<std::string>& outside);
 
   // Loads the model from an extracted package directory (no temporary folder).
   void load_model(const std::filesystem::path& package_dir, const std::string& model, const std::string& device_key);
@@ -200,9 +199,9 @@ void hook_forget(void* handle);
 // model's own calls reach the hooks. Returns what it bound; throws
 // Error(internal) when the library cannot be used.
 struct HookBinding {
-  int hooks = 0;                       // hooks in the library
-  int slots = 0;                       // GOT slots rebound
-  std::vector<std::string> unbound;    // hooks the model has no slot for
+  int hooks = 0;                     // hooks in the library
+  int slots = 0;                     // GOT slots rebound
+  std::vector<std::string> unbound;  // hooks the model has no slot for
 };
 HookBinding bind_hooks(const std::filesystem::path& hook_library, const std::string& model_library);
 

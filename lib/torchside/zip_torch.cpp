@@ -29,8 +29,7 @@ std::string first_line(const std::string& text) {
 
 class TorchZip : public ZipEntries {
  public:
-  TorchZip(const fs::path& path, const std::string& what, const std::string& remedy)
-      : ZipEntries(path, what, remedy) {
+  TorchZip(const fs::path& path, const std::string& what, const std::string& remedy) : ZipEntries(path, what, remedy) {
     try {
       m_reader = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path.string());
       m_records = m_reader->getAllRecords();

@@ -75,11 +75,12 @@ std::vector<fs::path> paths_of(const Field& f, const fs::path& base) {
 
 const std::vector<KeyRule<CaseFields>>& case_keys() {
   static const std::vector<KeyRule<CaseFields>> rules = {
-      {"name", [](const Field& f, CaseFields& c) {
+      {"name",
+       [](const Field& f, CaseFields& c) {
          c.c.name = string_of(f);
          if (!valid_case_name(c.c.name)) {
-           fail(f, fmt::format("case name '{}' must be letters, digits, '.', '_' or '-' (it names a folder)",
-                               c.c.name));
+           fail(f,
+                fmt::format("case name '{}' must be letters, digits, '.', '_' or '-' (it names a folder)", c.c.name));
          }
        }},
       {"package", [](const Field& f, CaseFields& c) { c.c.package = path_of(f, *c.base); }},
@@ -90,7 +91,8 @@ const std::vector<KeyRule<CaseFields>>& case_keys() {
       {"load_library", [](const Field& f, CaseFields& c) { c.c.load_libraries = paths_of(f, *c.base); }},
       {"against_eager", [](const Field& f, CaseFields& c) { c.c.against_eager = boolean(f); }},
       {"model", [](const Field& f, CaseFields& c) { c.c.model = string_of(f); }},
-      {"timeout", [](const Field& f, CaseFields& c) { c.c.timeout_s = number(f, false, "positive number of seconds"); }},
+      {"timeout",
+       [](const Field& f, CaseFields& c) { c.c.timeout_s = number(f, false, "positive number of seconds"); }},
       {"repeats", [](const Field& f, CaseFields& c) { c.c.repeats = positive_int(f); }},
       {"jobs", [](const Field& f, CaseFields& c) { c.c.jobs = positive_int(f); }},
       {"options", [](const Field& f, CaseFields& c) { c.c.options = options_of(f, *c.check); }},
@@ -119,8 +121,8 @@ void read_cases(const Field& f, Root& root) {
     c.c.index = static_cast<int>(root.cases.size());
     read_map(f.source, item, nullptr, "a case", case_keys(), c);
     // No `inputs`: the package's own sample inputs (aoti-bisect run without --inputs).
-    for (auto [key, empty] : {std::pair<const char*, bool>{"name", c.c.name.empty()},
-                              {"package", c.c.package.empty()}}) {
+    for (auto [key, empty] :
+         {std::pair<const char*, bool>{"name", c.c.name.empty()}, {"package", c.c.package.empty()}}) {
       if (empty) {
         fail_at(f.source, item.Mark(), fmt::format("a case needs '{}' (it has no '{}' key)", key, key));
       }
@@ -129,8 +131,7 @@ void read_cases(const Field& f, Root& root) {
       fail_at(f.source, item["name"].Mark(), fmt::format("duplicate case name '{}'", c.c.name));
     }
     if (!c.c.reference.empty() && c.c.against_eager) {
-      fail_at(f.source, item["against_eager"].Mark(),
-              "a case has both 'reference' and 'against_eager': give one");
+      fail_at(f.source, item["against_eager"].Mark(), "a case has both 'reference' and 'against_eager': give one");
     }
     root.cases.push_back(std::move(c.c));
   }
@@ -150,8 +151,8 @@ bool valid_case_name(const std::string& name) {
     return false;
   }
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-              c == '-';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
       return false;
     }
@@ -160,9 +161,9 @@ bool valid_case_name(const std::string& name) {
 }
 
 const std::vector<std::string>& options_set_by_manifest() {
-  static const std::vector<std::string> names = {"--out",    "--inputs",           "--reference", "--exported-program",
-                                                 "--config", "--model",            "--against-eager", "--cache-dir",
-                                                 "--timeout", "--repeats",         "--jobs"};
+  static const std::vector<std::string> names = {"--out",     "--inputs",  "--reference",     "--exported-program",
+                                                 "--config",  "--model",   "--against-eager", "--cache-dir",
+                                                 "--timeout", "--repeats", "--jobs"};
   return names;
 }
 

@@ -30,19 +30,19 @@ namespace aoti_bisect {
 
 struct ManifestCase {
   std::string name;
-  int index = 0;                            // its place in the manifest, from 0 (the order summaries keep)
+  int index = 0;  // its place in the manifest, from 0 (the order summaries keep)
   std::filesystem::path package;
   std::vector<std::filesystem::path> inputs;  // one --inputs each: files, folders, globs (several: batches)
-  std::filesystem::path reference;          // empty when not given
+  std::filesystem::path reference;            // empty when not given
   std::filesystem::path exported_program;
   std::filesystem::path config;
   std::vector<std::filesystem::path> load_libraries;  // --load-library each: custom operator libraries
   std::string model;
   bool against_eager = false;
-  std::optional<double> timeout_s;          // --timeout, per child run
-  std::optional<int> repeats;               // --repeats
-  std::optional<int> jobs;                  // --jobs
-  std::vector<std::string> options;         // more `run` options, in order
+  std::optional<double> timeout_s;   // --timeout, per child run
+  std::optional<int> repeats;        // --repeats
+  std::optional<int> jobs;           // --jobs
+  std::vector<std::string> options;  // more `run` options, in order
 };
 
 // Why `options` are not options of `aoti-bisect run` (one line), or nullopt.
@@ -50,14 +50,14 @@ struct ManifestCase {
 using RunOptionCheck = std::function<std::optional<std::string>(const std::vector<std::string>& options)>;
 
 struct Manifest {
-  std::string source;                       // as given, for messages
+  std::string source;  // as given, for messages
   std::vector<ManifestCase> cases;
 };
 
 // `base` is the folder relative paths are resolved against.
 // `check` (optional) validates each case's `options`.
-Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name,
-                        const std::filesystem::path& base, const RunOptionCheck& check = {});
+Manifest parse_manifest(const std::string& yaml_text, const std::string& source_name, const std::filesystem::path& base,
+                        const RunOptionCheck& check = {});
 Manifest load_manifest(const std::filesystem::path& path, const RunOptionCheck& check = {});
 
 // The `run` options a case sets through its own keys, or triage sets for it:

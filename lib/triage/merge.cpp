@@ -20,17 +20,19 @@ namespace {
   throw Error(ErrorKind::usage, "triage-merge: " + message);
 }
 
-std::string shown(const fs::path& dir) { return display_path(dir); }
+std::string shown(const fs::path& dir) {
+  return display_path(dir);
+}
 
 // What every shard must share with the first.
 void check_same_run(const ShardInput& first, const ShardInput& other) {
   const Summary& a = first.summary;
   const Summary& b = other.summary;
   if (a.manifest_sha256 != b.manifest_sha256) {
-    refuse(fmt::format("'{}' and '{}' come from different manifests (sha256 {} and {}); merge the shards of one "
-                       "manifest",
-                       shown(first.dir), shown(other.dir), a.manifest_sha256.substr(0, 12),
-                       b.manifest_sha256.substr(0, 12)));
+    refuse(fmt::format(
+        "'{}' and '{}' come from different manifests (sha256 {} and {}); merge the shards of one "
+        "manifest",
+        shown(first.dir), shown(other.dir), a.manifest_sha256.substr(0, 12), b.manifest_sha256.substr(0, 12)));
   }
   if (a.tool_version != b.tool_version) {
     refuse(fmt::format("'{}' was written by aoti-bisect {} and '{}' by {}; run every shard with one version",
@@ -56,8 +58,8 @@ void check_shards(const std::vector<ShardInput>& shards) {
   for (const auto& in : shards) {
     Shard s = shard_of_summary(in);
     if (s.count != first.count) {
-      refuse(fmt::format("'{}' is shard {} and '{}' is shard {}: one manifest, one shard count", shown(shards.front().dir),
-                         first.text(), shown(in.dir), s.text()));
+      refuse(fmt::format("'{}' is shard {} and '{}' is shard {}: one manifest, one shard count",
+                         shown(shards.front().dir), first.text(), shown(in.dir), s.text()));
     }
     auto [it, fresh] = seen.emplace(s.index, &in);
     if (!fresh) {
@@ -75,8 +77,8 @@ void check_shards(const std::vector<ShardInput>& shards) {
     for (const auto& [k, in] : seen) {
       have.push_back(std::to_string(k));
     }
-    refuse(fmt::format("missing shard{} {} of {} (given: {}); merge every shard's folder", missing.size() == 1 ? "" : "s",
-                       join(missing, ", "), first.count, join(have, ", ")));
+    refuse(fmt::format("missing shard{} {} of {} (given: {}); merge every shard's folder",
+                       missing.size() == 1 ? "" : "s", join(missing, ", "), first.count, join(have, ", ")));
   }
 }
 
@@ -147,16 +149,17 @@ Summary merge_shards(const std::vector<ShardInput>& shards, const fs::path& out_
     }
     m.interrupted = m.interrupted || in.summary.interrupted;
     m.seconds = std::max(m.seconds, in.summary.seconds);  // shards run side by side
-    m.merged_from.push_back({report_from(out_dir, in.dir, "."), shard_of_summary(in).text(),
-                             static_cast<int>(in.summary.cases.size())});
+    m.merged_from.push_back(
+        {report_from(out_dir, in.dir, "."), shard_of_summary(in).text(), static_cast<int>(in.summary.cases.size())});
   }
   if (m.manifest_cases > 0 && static_cast<int>(m.cases.size()) != m.manifest_cases) {
     refuse(fmt::format("the shards hold {} cases, the manifest {}", m.cases.size(), m.manifest_cases));
   }
   std::stable_sort(m.cases.begin(), m.cases.end(),
                    [](const CaseResult& a, const CaseResult& b) { return a.index < b.index; });
-  std::sort(m.merged_from.begin(), m.merged_from.end(),
-            [](const MergedShard& a, const MergedShard& b) { return parse_shard(a.shard).index < parse_shard(b.shard).index; });
+  std::sort(m.merged_from.begin(), m.merged_from.end(), [](const MergedShard& a, const MergedShard& b) {
+    return parse_shard(a.shard).index < parse_shard(b.shard).index;
+  });
   m.groups = group_cases(m.cases);
   if (baseline) {
     mark_against_baseline(m, *baseline);

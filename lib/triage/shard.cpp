@@ -11,7 +11,9 @@ namespace aoti_bisect {
 
 namespace {
 
-[[noreturn]] void usage(const std::string& message) { throw Error(ErrorKind::usage, message); }
+[[noreturn]] void usage(const std::string& message) {
+  throw Error(ErrorKind::usage, message);
+}
 
 // A whole non-negative decimal number, or nullopt.
 std::optional<long long> whole_number(const std::string& text) {
@@ -46,7 +48,9 @@ Shard checked(long long index, long long count, const std::string& index_name, c
 
 }  // namespace
 
-std::string Shard::text() const { return fmt::format("{}/{}", index, count); }
+std::string Shard::text() const {
+  return fmt::format("{}/{}", index, count);
+}
 
 Shard parse_shard(const std::string& text) {
   size_t slash = text.find('/');
@@ -75,9 +79,9 @@ Shard shard_from_env(const EnvLookup& env, std::optional<int> count) {
   if (env("SLURM_ARRAY_TASK_ID")) {
     long long id = variable(env, "SLURM_ARRAY_TASK_ID", "");
     long long min = env("SLURM_ARRAY_TASK_MIN") ? variable(env, "SLURM_ARRAY_TASK_MIN", "") : 0;
-    long long n = count ? *count
-                        : variable(env, "SLURM_ARRAY_TASK_COUNT",
-                                   "Slurm sets it for job arrays; or give --shard-count N");
+    long long n =
+        count ? *count
+              : variable(env, "SLURM_ARRAY_TASK_COUNT", "Slurm sets it for job arrays; or give --shard-count N");
     if (id < min) {
       usage(fmt::format("--shard-from-env: SLURM_ARRAY_TASK_ID {} is below SLURM_ARRAY_TASK_MIN {}", id, min));
     }
@@ -87,8 +91,9 @@ Shard shard_from_env(const EnvLookup& env, std::optional<int> count) {
   bool k8s = env("JOB_COMPLETION_INDEX").has_value();
   std::string index_name = k8s ? "JOB_COMPLETION_INDEX" : "AOTI_BISECT_SHARD_INDEX";
   if (!k8s && !env("AOTI_BISECT_SHARD_INDEX")) {
-    usage("--shard-from-env: none of SLURM_ARRAY_TASK_ID (Slurm), JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) "
-          "or AOTI_BISECT_SHARD_INDEX (any other scheduler, e.g. a GitHub Actions matrix) is set");
+    usage(
+        "--shard-from-env: none of SLURM_ARRAY_TASK_ID (Slurm), JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) "
+        "or AOTI_BISECT_SHARD_INDEX (any other scheduler, e.g. a GitHub Actions matrix) is set");
   }
   long long index = variable(env, index_name, "");
   long long n = count ? *count

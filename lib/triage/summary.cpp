@@ -1,4 +1,3 @@
-#include "protocol/values.hpp"
 #include "triage/summary.hpp"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "protocol/values.hpp"
 #include "report/markdown_parts.hpp"
 
 namespace aoti_bisect {
@@ -21,7 +21,6 @@ std::string text_at(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
-
 
 template <class T>
 std::optional<T> number_at(const Json& j, const char* key) {
@@ -46,7 +45,9 @@ Json case_culprit_json(const std::optional<int>& call_index, const std::string& 
   return Json{{"call_index", call_index ? Json(*call_index) : Json(nullptr)}, {"kernel", kernel}};
 }
 
-std::string seconds_text(double s) { return fmt::format("{:.3f}", s >= 0 ? s : 0.0); }
+std::string seconds_text(double s) {
+  return fmt::format("{:.3f}", s >= 0 ? s : 0.0);
+}
 
 }  // namespace
 
@@ -119,13 +120,15 @@ void read_case_report(const Json& report, CaseResult& c) {
 std::vector<TorchGroup> group_by_torch(const std::vector<CaseResult>& cases) {
   std::vector<TorchGroup> groups;
   for (const auto& c : cases) {
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const TorchGroup& x) { return x.torch == c.package_torch; });
+    auto g =
+        std::find_if(groups.begin(), groups.end(), [&](const TorchGroup& x) { return x.torch == c.package_torch; });
     if (g == groups.end()) {
       groups.push_back(TorchGroup{c.package_torch, {}, {}});
       g = groups.end() - 1;
     }
     g->cases.push_back(c.name);
-    if (!c.runner_torch.empty() && std::find(g->runners.begin(), g->runners.end(), c.runner_torch) == g->runners.end()) {
+    if (!c.runner_torch.empty() &&
+        std::find(g->runners.begin(), g->runners.end(), c.runner_torch) == g->runners.end()) {
       g->runners.push_back(c.runner_torch);
     }
   }
@@ -151,7 +154,8 @@ std::vector<Group> group_cases(const std::vector<CaseResult>& cases) {
 std::vector<EarlierFailure> earlier_failures(const Json& doc, const std::string& source) {
   std::vector<EarlierFailure> out;
   auto bad = [&](const std::string& why) {
-    return Error(ErrorKind::usage, fmt::format("'{}' is not an aoti-bisect summary.json or report.json: {}", source, why));
+    return Error(ErrorKind::usage,
+                 fmt::format("'{}' is not an aoti-bisect summary.json or report.json: {}", source, why));
   };
   if (!doc.is_object()) {
     throw bad("not a JSON object");
@@ -353,6 +357,7 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
   return s;
 }
 
+// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
 std::string summary_to_markdown(const Summary& s) {
   using namespace report_md;
   std::map<CaseState, int> counts;
@@ -367,16 +372,17 @@ std::string summary_to_markdown(const Summary& s) {
                                 failing_groups == 1 ? "" : "s", s.cases.size(), s.cases.size() == 1 ? "" : "s",
                                 s.interrupted ? " (interrupted: partial)" : "");
   std::vector<std::string> parts;
-  for (CaseState st : {CaseState::clean, CaseState::failed, CaseState::could_not_test, CaseState::interrupted,
-                       CaseState::not_run}) {
+  for (CaseState st :
+       {CaseState::clean, CaseState::failed, CaseState::could_not_test, CaseState::interrupted, CaseState::not_run}) {
     if (counts[st] > 0) {
       parts.push_back(fmt::format("{} {}", counts[st], case_state_name(st)));
     }
   }
   out += fmt::format("- **Cases:** {}\n", parts.empty() ? "none" : join(parts, ", "));
   item(out, "Manifest", s.manifest.empty() ? "" : code(s.manifest));
-  item(out, "Shard", s.shard.empty() ? "" : fmt::format("{} ({} of the manifest's {} cases)", s.shard, s.cases.size(),
-                                                         s.manifest_cases));
+  item(out, "Shard",
+       s.shard.empty() ? ""
+                       : fmt::format("{} ({} of the manifest's {} cases)", s.shard, s.cases.size(), s.manifest_cases));
   if (!s.merged_from.empty()) {
     std::vector<std::string> from;
     for (const auto& m : s.merged_from) {
@@ -403,10 +409,10 @@ std::string summary_to_markdown(const Summary& s) {
       for (const auto& n : g.cases) {
         cases.push_back(code(n));
       }
-      std::vector<std::string> row = {code(g.signature), code(g.kind),
-                                      g.culprit_kernel.empty() ? "not isolated"
-                                                               : code(culprit_text(g.culprit_call_index, g.culprit_kernel)),
-                                      join(cases, ", ")};
+      std::vector<std::string> row = {
+          code(g.signature), code(g.kind),
+          g.culprit_kernel.empty() ? "not isolated" : code(culprit_text(g.culprit_call_index, g.culprit_kernel)),
+          join(cases, ", ")};
       if (with_status) {
         row.insert(row.begin() + 1, g.status.empty() ? "" : "**" + g.status + "**");
       }
@@ -421,8 +427,8 @@ std::string summary_to_markdown(const Summary& s) {
     for (const auto& n : t.cases) {
       cases.push_back(code(n));
     }
-    out += table_row({t.torch.empty() ? "not recorded" : plain(t.torch), plain(join(t.runners, ", ")),
-                      join(cases, ", ")});
+    out +=
+        table_row({t.torch.empty() ? "not recorded" : plain(t.torch), plain(join(t.runners, ", ")), join(cases, ", ")});
   }
   out += "\n";
   out += "## Cases\n\n";
@@ -440,8 +446,11 @@ std::string summary_to_markdown(const Summary& s) {
   for (const auto& c : s.cases) {
     std::string failure = c.failure_kind.empty() ? (c.error.empty() ? "" : plain(c.error)) : code(c.failure_kind);
     std::vector<std::string> row = {
-        code(c.name), code(c.verdict), c.exit_code >= 0 ? std::to_string(c.exit_code) : "",
-        failure, c.culprit_kernel.empty() ? "" : code(culprit_text(c.culprit_call_index, c.culprit_kernel)),
+        code(c.name),
+        code(c.verdict),
+        c.exit_code >= 0 ? std::to_string(c.exit_code) : "",
+        failure,
+        c.culprit_kernel.empty() ? "" : code(culprit_text(c.culprit_call_index, c.culprit_kernel)),
         c.signature.empty() ? "" : code(c.signature),
         c.report.empty() ? "" : fmt::format("[report]({})", c.report.substr(0, c.report.rfind('/')) + "/report.md")};
     if (with_minimal) {

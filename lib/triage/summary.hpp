@@ -40,14 +40,14 @@ struct CaseResult {
   std::string signature;
   std::optional<int> culprit_call_index;
   std::string culprit_kernel;
-  std::string report;               // report.json relative to DIR; "" when none
+  std::string report;  // report.json relative to DIR; "" when none
   double seconds = 0;
-  std::string error;                // one line: why it could not be tested
-  std::string verify;               // verify only: "clean", "reproduces", "new_failure", "could_not_test"
-  std::string package_torch;        // the torch that built the package, as far as it shows it ("" unknown)
-  std::string runner_torch;         // the LibTorch of the runner that ran it ("" when it did not run)
-  std::string minimal_inputs;       // the trigger shrunk: the report's inputs.minimal.sentence ("" when not)
-  bool batch_dependent = false;     // the report's inputs.batch_dependence.finding
+  std::string error;             // one line: why it could not be tested
+  std::string verify;            // verify only: "clean", "reproduces", "new_failure", "could_not_test"
+  std::string package_torch;     // the torch that built the package, as far as it shows it ("" unknown)
+  std::string runner_torch;      // the LibTorch of the runner that ran it ("" when it did not run)
+  std::string minimal_inputs;    // the trigger shrunk: the report's inputs.minimal.sentence ("" when not)
+  bool batch_dependent = false;  // the report's inputs.batch_dependence.finding
 };
 
 CaseState case_state(const CaseResult& c);
@@ -61,25 +61,25 @@ struct Group {
   std::optional<int> culprit_call_index;
   std::string culprit_kernel;
   std::vector<std::string> cases;
-  std::string status;               // see above; "" without a baseline
+  std::string status;  // see above; "" without a baseline
 };
 
 // A shard summary triage-merge took in.
 struct MergedShard {
-  std::string dir;                  // relative to the merged summary's folder
-  std::string shard;                // "K/N"
+  std::string dir;    // relative to the merged summary's folder
+  std::string shard;  // "K/N"
   int cases = 0;
 };
 
 struct Summary {
   std::string tool_version;
-  std::string command;              // "triage" or "verify"
-  std::string manifest;             // display path; "" for verify without one
-  std::string manifest_sha256;      // of the manifest file's bytes; "" without one
-  int manifest_cases = 0;           // cases the manifest holds (a shard runs some of them)
-  std::string shard;                // "K/N"; "" when unsharded
+  std::string command;          // "triage" or "verify"
+  std::string manifest;         // display path; "" for verify without one
+  std::string manifest_sha256;  // of the manifest file's bytes; "" without one
+  int manifest_cases = 0;       // cases the manifest holds (a shard runs some of them)
+  std::string shard;            // "K/N"; "" when unsharded
   std::vector<MergedShard> merged_from;
-  std::string baseline;             // display path; "" when none
+  std::string baseline;  // display path; "" when none
   std::vector<CaseResult> cases;
   std::vector<Group> groups;
   bool interrupted = false;
@@ -90,8 +90,8 @@ struct Summary {
 // The cases by the torch that built their package (a zoo built over several
 // releases runs each against its own torch), in case order.
 struct TorchGroup {
-  std::string torch;                // "" = not known from the package
-  std::vector<std::string> runners; // the runners' LibTorch versions that ran them
+  std::string torch;                 // "" = not known from the package
+  std::vector<std::string> runners;  // the runners' LibTorch versions that ran them
   std::vector<std::string> cases;
 };
 std::vector<TorchGroup> group_by_torch(const std::vector<CaseResult>& cases);

@@ -8,8 +8,8 @@
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
-#include "job/out_dir.hpp"
 #include "harness/recorder.hpp"
+#include "job/out_dir.hpp"
 #include "process/process.hpp"
 
 namespace aoti_bisect {
@@ -109,8 +109,7 @@ CaseResult finished_case(const ManifestCase& c, const fs::path& out_dir, const E
   }
   if (r.error.empty() && r.verdict != "clean" && r.failure_kind.empty()) {
     std::string line = error_line(st.stderr_tail);
-    r.error = st.how == ExitStatus::How::exited ? line
-                                                : st.describe() + (line.empty() ? "" : ": " + line);
+    r.error = st.how == ExitStatus::How::exited ? line : st.describe() + (line.empty() ? "" : ": " + line);
   }
   if (r.verdict == "no_report" && r.error.empty()) {
     r.error = "it ended with " + st.describe() + " and wrote no report";

@@ -18,21 +18,21 @@
 namespace aoti_bisect {
 
 struct TriageOptions {
-  std::string command = "triage";            // "triage" or "verify": names the summary
+  std::string command = "triage";  // "triage" or "verify": names the summary
   std::vector<ManifestCase> cases;
-  std::string manifest;                      // display path, "" when the cases came from the command line
-  std::string manifest_sha256;               // of the manifest file; "" without one
-  int manifest_cases = 0;                    // cases in the manifest (more than `cases` for a shard)
-  std::string shard;                         // "K/N" for `--shard`; "" when unsharded
+  std::string manifest;         // display path, "" when the cases came from the command line
+  std::string manifest_sha256;  // of the manifest file; "" without one
+  int manifest_cases = 0;       // cases in the manifest (more than `cases` for a shard)
+  std::string shard;            // "K/N" for `--shard`; "" when unsharded
   std::filesystem::path out_dir;
   int jobs = 1;
-  std::filesystem::path cache_dir;           // empty: each run's default (~/.cache/aoti-bisect/builds)
+  std::filesystem::path cache_dir;  // empty: each run's default (~/.cache/aoti-bisect/builds)
   // An earlier night's failures (load_baseline), to mark groups new, known,
   // fixed; absent: no baseline. `baseline_source` names it in the summary.
   std::optional<std::vector<EarlierFailure>> baseline;
   std::string baseline_source;
-  std::filesystem::path tool;                // the aoti-bisect to run; empty: this executable
-  double case_timeout_s = 0;                 // 0: none (each run has its own timeouts)
+  std::filesystem::path tool;  // the aoti-bisect to run; empty: this executable
+  double case_timeout_s = 0;   // 0: none (each run has its own timeouts)
 };
 
 // One line per event, for the person watching ("[2/5] nan_copy: isolated ...").

@@ -2,15 +2,17 @@
 
 #include <fstream>
 #include <list>
+#include <sstream>
 #include <stdexcept>
 
 #include <zip.h>
-#include <sstream>
 
 namespace e2e {
 namespace fs = std::filesystem;
 
-fs::path example(const std::string& file) { return fs::path(AOTI_BISECT_EXAMPLES) / file; }
+fs::path example(const std::string& file) {
+  return fs::path(AOTI_BISECT_EXAMPLES) / file;
+}
 
 nlohmann::json meta_of(const std::string& name) {
   std::ifstream in(example(name + ".json"));

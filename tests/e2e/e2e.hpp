@@ -16,9 +16,9 @@ namespace e2e {
 
 struct Result {
   aoti_bisect::ExitStatus status;
-  std::string out;           // stdout
-  std::string err;           // stderr
-  nlohmann::json report;     // report.json of --out, null when absent
+  std::string out;        // stdout
+  std::string err;        // stderr
+  nlohmann::json report;  // report.json of --out, null when absent
   int code() const { return status.exit_code; }
 };
 

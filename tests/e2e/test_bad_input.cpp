@@ -1,11 +1,10 @@
 // Bad input: one clear line on stderr naming the thing, the documented exit
 // code, and (past option parsing) a report that says could_not_test.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <tuple>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "common/files.hpp"
@@ -36,8 +35,8 @@ TEST_CASE("inputs that do not fit the model: input_mismatch named per input, exi
     std::string package_says;  // the package's own check (the check_inputs run), where it gets to look
   };
   for (const Case& c : std::vector<Case>{
-           {"healthy.bad_count.inputs.pt",
-            "the inputs file holds 2 tensors, the model takes 1: arg8_1 float32 [8, 16]", ""},
+           {"healthy.bad_count.inputs.pt", "the inputs file holds 2 tensors, the model takes 1: arg8_1 float32 [8, 16]",
+            ""},
            {"healthy.bad_dtype.inputs.pt", "input 0 (arg8_1): dtype float64, the model takes float32",
             "; the package's own check (AOTI_RUNTIME_CHECK_INPUTS=1) agrees: input_handles[0]: unmatched dtype"},
            {"healthy.bad_shape.inputs.pt", "input 0 (arg8_1): shape [3, 16], the model takes [8, 16]",
@@ -90,9 +89,10 @@ TEST_CASE("an inputs file that holds other things than tensors, or is not torch.
   aoti_bisect::write_file_atomic("garbage.pt", "not a torch file");
   auto g = run_healthy_with("garbage.pt");
   CHECK(g.code() == 4);
-  CHECK(last_tool_line(g) == "aoti-bisect: error: inputs file 'garbage.pt' is not a file of tensors aoti-bisect reads "
-                             "(torch.save's zip or legacy format, or safetensors); save it with torch.save or "
-                             "safetensors.torch.save_file");
+  CHECK(last_tool_line(g) ==
+        "aoti-bisect: error: inputs file 'garbage.pt' is not a file of tensors aoti-bisect reads "
+        "(torch.save's zip or legacy format, or safetensors); save it with torch.save or "
+        "safetensors.torch.save_file");
   CHECK(g.report["verdict"] == "could_not_test");
   auto m = run_healthy_with("missing.pt");
   CHECK(m.code() == 4);
@@ -165,13 +165,15 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   // An enum takes its names only: a number CLI11 would map is refused too.
   auto strategy = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--strategy", "2"}, "");
   CHECK(strategy.code() == 2);
-  CHECK(last_tool_line(strategy) == "aoti-bisect: error: --strategy: '2' is not a strategy; one of: all, auto, "
-                                    "bisect, linear; see 'aoti-bisect run --help'");
+  CHECK(last_tool_line(strategy) ==
+        "aoti-bisect: error: --strategy: '2' is not a strategy; one of: all, auto, "
+        "bisect, linear; see 'aoti-bisect run --help'");
 
   auto frob = run_tool({"frob"}, "");
   CHECK(frob.code() == 2);
   CHECK(last_tool_line(frob) ==
-        "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, triage-merge, verify); see 'aoti-bisect --help'");
+        "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, triage-merge, "
+        "verify); see 'aoti-bisect --help'");
 
   for (auto [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"--timeout", "0", "--timeout: must be greater than 0, got 0"},
@@ -187,7 +189,8 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   }
 
   aoti_bisect::write_file_atomic("nightly.yaml", "repeats: 2\ntmeout: 5\n");
-  auto config = run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "nightly.yaml"}, "out");
+  auto config =
+      run_tool({"run", example("healthy.pt2").string(), "--inputs", inputs, "--config", "nightly.yaml"}, "out");
   CHECK(config.code() == 2);
   CHECK(last_tool_line(config).find("aoti-bisect: nightly.yaml:2:1: error: unknown key 'tmeout'") == 0);
   CHECK_FALSE(fs::exists("out/report.json"));  // README: nothing ran, no report
@@ -209,8 +212,8 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
 }
 
 TEST_CASE("internal error: the runner cannot be started, exit 5 and a report") {
-  auto r = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string()},
-                    "out", {{"AOTI_BISECT_RUNNER", "/nonexistent/aoti-bisect-runner"}});
+  auto r = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string()}, "out",
+                    {{"AOTI_BISECT_RUNNER", "/nonexistent/aoti-bisect-runner"}});
   CHECK(r.code() == 5);
   CHECK(last_tool_line(r).find("cannot start the runner: execve '/nonexistent/aoti-bisect-runner': No such file or "
                                "directory (build it with scripts/build, or name one with AOTI_BISECT_RUNNER=PATH)") !=
@@ -228,9 +231,10 @@ TEST_CASE("NaN in the data: never clean; the input is named as where the NaN com
   CHECK(r.report["failure"]["kind"] == "nonfinite");
   std::string line = r.report["failure"]["first_line"].get<std::string>();
   CHECK(line.find("the inputs hold NaN/Inf: input0 holds 1 NaN and 0 Inf (first at [2, 5])") != std::string::npos);
-  CHECK(r.report["verdict_reason"].get<std::string>().find(
-            "no call site made the NaN/Inf: they come from the inputs (input0 holds 1 NaN and 0 Inf (first at [2, 5])); "
-            "check the data first") != std::string::npos);
+  CHECK(
+      r.report["verdict_reason"].get<std::string>().find(
+          "no call site made the NaN/Inf: they come from the inputs (input0 holds 1 NaN and 0 Inf (first at [2, 5])); "
+          "check the data first") != std::string::npos);
   CHECK(r.report["culprit"].is_null());
   const auto& in = r.report["inputs"]["tensors"][0];
   CHECK(in["nan_count"] == 1);

@@ -3,10 +3,10 @@
 // distinguishes it, run alone, and searched. Real packages exported with a
 // dynamic batch dimension (examples/make_examples.py loader_*).
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -19,7 +19,9 @@ using Json = nlohmann::json;
 
 namespace {
 
-std::string s(const fs::path& p) { return p.string(); }
+std::string s(const fs::path& p) {
+  return p.string();
+}
 
 bool has_fact(const Json& report, const std::string& fact) {
   for (const auto& f : report["failure"]["batch"]["facts"]) {
@@ -136,8 +138,8 @@ TEST_CASE("--calls N: the same batch N times in one process; the failing call's 
 }
 
 TEST_CASE("--all-batches: the loop goes on past the first failure; every failing batch, grouped by signature") {
-  std::vector<std::string> args = {"run", s(example("loader_class_index.pt2")), "--all-batches", "--repeats", "1",
-                                   "--no-bisect"};
+  std::vector<std::string> args = {
+      "run", s(example("loader_class_index.pt2")), "--all-batches", "--repeats", "1", "--no-bisect"};
   for (int i : {0, 2, 1, 2, 3}) {
     args.insert(args.end(), {"--inputs", s(example("loader_class_index.batch" + std::to_string(i) + ".pt"))});
   }
@@ -155,15 +157,15 @@ TEST_CASE("--all-batches: the loop goes on past the first failure; every failing
 }
 
 TEST_CASE("bad batches: another structure, an unreadable file, a glob matching nothing: one line, exit 4") {
-  auto other = run_tool({"run", s(example("loader_class_index.pt2")), "--inputs",
-                         s(example("loader_class_index.batch0.pt")), "--inputs",
-                         s(example("loader_partial.batch1.pt"))},
-                        "out");
+  auto other =
+      run_tool({"run", s(example("loader_class_index.pt2")), "--inputs", s(example("loader_class_index.batch0.pt")),
+                "--inputs", s(example("loader_partial.batch1.pt"))},
+               "out");
   CHECK(other.code() == 4);
   CHECK(other.report["verdict"] == "could_not_test");
   CHECK_MESSAGE(other.report["error"].get<std::string>().find("loader_partial.batch1.pt' (batch 2 of 2) does not fit "
-                                                               "model 'model': the inputs file holds 1 tensor, the "
-                                                               "model takes 2") != std::string::npos,
+                                                              "model 'model': the inputs file holds 1 tensor, the "
+                                                              "model takes 2") != std::string::npos,
                 other.report["error"]);
   std::ofstream("garbage.pt") << "not a torch.save file";
   auto garbage = run_tool({"run", s(example("loader_class_index.pt2")), "--inputs",
@@ -175,10 +177,10 @@ TEST_CASE("bad batches: another structure, an unreadable file, a glob matching n
   CHECK(none.code() == 4);
   CHECK(none.err.find("aoti-bisect: error: inputs 'nowhere/*.pt' matches no file") != std::string::npos);
   CHECK(none.report["verdict"] == "could_not_test");
-  auto mixed = run_tool({"run", s(example("loader_class_index.pt2")), "--inputs",
-                         s(example("loader_class_index.batch0.pt")), "--inputs",
-                         s(example("loader_class_index.batch1.pt")), "--calls", "2"},
-                        "out4");
+  auto mixed =
+      run_tool({"run", s(example("loader_class_index.pt2")), "--inputs", s(example("loader_class_index.batch0.pt")),
+                "--inputs", s(example("loader_class_index.batch1.pt")), "--calls", "2"},
+               "out4");
   CHECK(mixed.code() == 2);
   CHECK(mixed.err.find("--calls N runs one inputs file N times: give one --inputs with it") != std::string::npos);
 }

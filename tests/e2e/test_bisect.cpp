@@ -5,11 +5,11 @@
 // program as the source of probes; test_interpose.cpp covers the package
 // alone.
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -190,10 +190,10 @@ TEST_CASE("a late bug in a model of 30+ call sites: that kernel, not the last on
 
 TEST_CASE("the exported program inside the package (package_pt2) is found without --exported-program") {
   auto meta = meta_of("nan_midway");
-  auto r = run_tool({"run", example("nan_midway.combined.pt2").string(), "--inputs",
-                     example("nan_midway.inputs.pt").string(), "--cache-dir", fs::absolute("build-cache").string(),
-                     "--repeats", "1"},
-                    "out", warm_inductor());
+  auto r = run_tool(
+      {"run", example("nan_midway.combined.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
+       "--cache-dir", fs::absolute("build-cache").string(), "--repeats", "1"},
+      "out", warm_inductor());
   CHECK(r.code() == 1);
   CHECK(r.report["package"]["has_exported_program"] == true);
   check_culprit(r.report, meta);
@@ -235,9 +235,9 @@ TEST_SUITE_BEGIN("e2e/bisect");
 
 TEST_CASE("an exception thrown inside a kernel (relu runtime_error bug): that kernel") {
   auto meta = meta_of("relu_runtime_error");
-  auto r = run_tool(bisect_args("relu_runtime_error",
-                                {"--inductor-config", "cpp.inject_relu_bug_TESTING_ONLY=runtime_error"}),
-                    "out", warm_inductor());
+  auto r = run_tool(
+      bisect_args("relu_runtime_error", {"--inductor-config", "cpp.inject_relu_bug_TESTING_ONLY=runtime_error"}), "out",
+      warm_inductor());
   CHECK(r.code() == 1);
   check_culprit(r.report, meta);
   CHECK(r.report["culprit"]["kernel"].get<std::string>().find("relu") != std::string::npos);

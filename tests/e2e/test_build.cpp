@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "inductor/build.hpp"
+#include <doctest/doctest.h>
+
 #include "e2e/e2e.hpp"
+#include "inductor/build.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -59,8 +59,7 @@ TEST_CASE("build_instrumented: a real level-1 build of nan_midway, then a cache 
   r.expected_torch_version = python_torch_version();
 
   BuildResult first = build_instrumented(r);
-  MESSAGE("real build: ", first.seconds, " s (compile ", first.compile_seconds, " s), torch ",
-          first.torch_version);
+  MESSAGE("real build: ", first.seconds, " s (compile ", first.compile_seconds, " s), torch ", first.torch_version);
   CHECK_FALSE(first.cache_hit);
   CHECK(first.compile_seconds > 0);
 

@@ -11,14 +11,13 @@
 //   - inputs outside the compiled range, run as the package runs them;
 //   - the one call site of a package, named as the only candidate.
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "e2e/e2e.hpp"
@@ -32,9 +31,13 @@ using e2e::run_tool;
 namespace {
 
 e2e::Result run_cause_example(const std::string& name, std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"run",      example(name + ".pt2").string(),
-                                   "--inputs", example(name + ".inputs.pt").string(),
-                                   "--no-matrix", "--cache-dir", fs::absolute("build-cache").string()};
+  std::vector<std::string> args = {"run",
+                                   example(name + ".pt2").string(),
+                                   "--inputs",
+                                   example(name + ".inputs.pt").string(),
+                                   "--no-matrix",
+                                   "--cache-dir",
+                                   fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return run_tool(args, "out-cause-" + name);
 }
@@ -120,8 +123,8 @@ TEST_CASE("cause: the log of an underflowed softmax is log(0), at the row whose 
   std::string out = read_text("replay-intermediates.txt");
   MESSAGE(out);
   CHECK(st.exit_code == 1);
-  CHECK(out.find("intermediate: " + i["expression"].get<std::string>().substr(0, i["expression"].get<std::string>().find(' '))) !=
-        std::string::npos);
+  CHECK(out.find("intermediate: " + i["expression"].get<std::string>().substr(
+                                        0, i["expression"].get<std::string>().find(' '))) != std::string::npos);
   CHECK(out.find("AOTI_TRACE {\"kind\": \"inf\"") != std::string::npos);
 }
 
@@ -155,7 +158,8 @@ TEST_CASE("cause: the softmax of an all -inf row is inf - inf, in the all-paddin
   CHECK(cause_among(cause_truth("pool_all_padding")["rows"], row_of(i)));
 }
 
-TEST_CASE("never a wrong culprit under in-place reuse: the conv whose folded weights hold NaN (frozen, binary post-op)") {
+TEST_CASE(
+    "never a wrong culprit under in-place reuse: the conv whose folded weights hold NaN (frozen, binary post-op)") {
   const auto& t = cause_truth("frozen_residual_binary_nan");
   for (const auto& how : std::vector<std::vector<std::string>>{
            {"--against-eager"}, {"--reference", example("frozen_residual_binary_nan.intended.pt").string()}}) {
@@ -225,12 +229,13 @@ TEST_CASE("inputs outside the compiled range are run as the package runs them, w
 
 TEST_CASE("a wrong value in a package of one call site names it, the only candidate, from the package alone") {
   REQUIRE(cause_truth("single_kernel_log1p_bug")["call_sites"] == 1);
-  auto r = run_cause_example("single_kernel_log1p_bug", {"--reference", example("single_kernel_log1p_bug.expected.pt").string()});
+  auto r = run_cause_example("single_kernel_log1p_bug",
+                             {"--reference", example("single_kernel_log1p_bug.expected.pt").string()});
   CHECK(r.code() == 1);
   REQUIRE(r.report["culprit"].is_object());
   CHECK(r.report["culprit"]["call_index"] == 1);
-  CHECK(r.report["verdict_reason"].get<std::string>().find("the only call site of the package, so the only candidate") !=
-        std::string::npos);
+  CHECK(r.report["verdict_reason"].get<std::string>().find(
+            "the only call site of the package, so the only candidate") != std::string::npos);
 }
 
 TEST_SUITE_END();

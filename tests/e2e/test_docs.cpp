@@ -4,8 +4,6 @@
 // every phase, group and top-level field the table lists is real). The
 // tables checked against code alone are in tests/unit/test_docs_drift.cpp.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +11,8 @@
 #include <regex>
 #include <set>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "config/config.hpp"
 #include "e2e/e2e.hpp"
@@ -95,8 +95,8 @@ void check_documented(const Json& report, const std::string& label) {
       continue;
     }
     for (const auto& [field, v] : obj->items()) {
-      CHECK_MESSAGE(named.count(field) == 1, "report.json's `" << key << "` has `" << field
-                                                               << "`, which its docs/reports.md row does not name");
+      CHECK_MESSAGE(named.count(field) == 1,
+                    "report.json's `" << key << "` has `" << field << "`, which its docs/reports.md row does not name");
     }
   }
   // Every phase the job entered is one the phases[] row lists.
@@ -151,17 +151,16 @@ TEST_CASE("run --help states the defaults the settings use") {
 
 TEST_CASE("every field of a real report.json is in docs/reports.md's table, and every row is a field") {
   SUBCASE("a culprit found first, with the matrix after") {
-    auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs",
-                       example("nan_midway.inputs.pt").string()},
+    auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string()},
                       "out");
     REQUIRE(r.report.is_object());
     check_documented(r.report, "nan_midway");
   }
   SUBCASE("a loop over batches") {
     std::string glob = example("loader_class_index.batch*.pt").string();
-    auto r = run_tool({"run", example("loader_class_index.pt2").string(), "--inputs", glob, "--repeats", "1",
-                       "--no-bisect"},
-                      "out-batches");
+    auto r =
+        run_tool({"run", example("loader_class_index.pt2").string(), "--inputs", glob, "--repeats", "1", "--no-bisect"},
+                 "out-batches");
     REQUIRE(r.report.is_object());
     check_documented(r.report, "loader_class_index");
   }

@@ -5,10 +5,10 @@
 // a parameter holding Inf, a wild embedding index, and a fault inside a
 // torch.cond branch. The package alone, as a user runs it.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 

@@ -2,12 +2,12 @@
 // `findings:`), on real packages: the package's own input check, memory
 // nothing wrote, and a healthy model about which nothing is said.
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -19,8 +19,9 @@ using e2e::run_tool;
 namespace {
 
 std::vector<std::string> matrix_run_args(const std::string& package, const std::string& inputs,
-                                  std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"run", example(package + ".pt2").string(), "--inputs", example(inputs).string(),
+                                         std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"run",         example(package + ".pt2").string(),
+                                   "--inputs",    example(inputs).string(),
                                    "--cache-dir", fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
@@ -57,8 +58,9 @@ TEST_CASE("a transposed input: the package's own check (AOTI_RUNTIME_CHECK_INPUT
   CHECK(r.report["bisection"].is_null());
 }
 
-TEST_CASE("uninit_read: under the poison variant the addmm that reads rows nothing wrote is named; MALLOC_PERTURB_ "
-          "agrees as a second opinion") {
+TEST_CASE(
+    "uninit_read: under the poison variant the addmm that reads rows nothing wrote is named; MALLOC_PERTURB_ "
+    "agrees as a second opinion") {
   auto meta = e2e::meta_of("uninit_read");
   auto r = run_tool(matrix_run_args("uninit_read", "uninit_read.inputs.pt"), "out");
   INFO(r.err);
@@ -79,24 +81,25 @@ TEST_CASE("uninit_read: under the poison variant the addmm that reads rows nothi
   CHECK(r.report["culprit"]["kernel"] == "aoti_torch_cpu_addmm_out");
   CHECK(r.report["culprit"]["unwritten"].get<std::string>().rfind(
             "reads memory no kernel wrote: none of the 256 elements of ", 0) == 0);
-  CHECK(r.report["verdict_reason"].get<std::string>().find(
-            "(extern), which reads memory no kernel wrote") != std::string::npos);
+  CHECK(r.report["verdict_reason"].get<std::string>().find("(extern), which reads memory no kernel wrote") !=
+        std::string::npos);
   std::vector<std::string> sentences;
   for (const auto& f : r.report["matrix"]["findings"]) {
     sentences.push_back(f["sentence"]);
   }
-  CHECK(sentences == std::vector<std::string>{
-                         "fails only when the package's buffers start as NaN (AOTI_BISECT_POISON=1: 1/1; 0/4 "
-                         "without): a kernel reads memory no kernel wrote",
-                         "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
-                         "exactly: a kernel reads memory nothing wrote"});
+  CHECK(sentences ==
+        std::vector<std::string>{"fails only when the package's buffers start as NaN (AOTI_BISECT_POISON=1: 1/1; 0/4 "
+                                 "without): a kernel reads memory no kernel wrote",
+                                 "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
+                                 "exactly: a kernel reads memory nothing wrote"});
   std::string md = read_text("out/report.md");
   CHECK(md.find("**Root cause:** reads memory no kernel wrote: none of the 256 elements of ") != std::string::npos);
   CHECK(r.report["reproduce_command"].get<std::string>().rfind("AOTI_BISECT_POISON=1 aoti-bisect run", 0) == 0);
 }
 
-TEST_CASE("partly_written_slots: a buffer written in part and read whole is named at its reader under the poison "
-          "variant, with the kernel that wrote only part of it; also without MALLOC_PERTURB_ in the matrix") {
+TEST_CASE(
+    "partly_written_slots: a buffer written in part and read whole is named at its reader under the poison "
+    "variant, with the kernel that wrote only part of it; also without MALLOC_PERTURB_ in the matrix") {
   auto meta = e2e::meta_of("partly_written_slots");
   auto check = [&](const e2e::Result& r) {
     INFO(r.err);
@@ -113,10 +116,9 @@ TEST_CASE("partly_written_slots: a buffer written in part and read whole is name
     REQUIRE(producer.is_object());
     CHECK(producer["kernel"].get<std::string>().find("index_copy") != std::string::npos);
     CHECK(producer["why"].get<std::string>().ends_with("was left with 16384 of its 65536 elements unwritten"));
-    CHECK(r.report["culprit"]["root_cause"]["sentence"].get<std::string>().find("; call site " +
-                                                                     std::to_string(producer["call_index"].get<int>()) +
-                                                                     " " + producer["kernel"].get<std::string>() +
-                                                                     " wrote only part of buf0") != std::string::npos);
+    CHECK(r.report["culprit"]["root_cause"]["sentence"].get<std::string>().find(
+              "; call site " + std::to_string(producer["call_index"].get<int>()) + " " +
+              producer["kernel"].get<std::string>() + " wrote only part of buf0") != std::string::npos);
     CHECK(r.report["verdict_reason"].get<std::string>().find(", which reads memory no kernel wrote") !=
           std::string::npos);
   };
@@ -127,9 +129,9 @@ TEST_CASE("partly_written_slots: a buffer written in part and read whole is name
   SUBCASE("MALLOC_PERTURB_ left out of the matrix") {
     std::ofstream("no-perturb.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n  - name: poison\n"
                                         "    env:\n      AOTI_BISECT_POISON: \"1\"\n    repeats: 1\n";
-    auto r = run_tool(matrix_run_args("partly_written_slots", "partly_written_slots.inputs.pt",
-                                      {"--config", "no-perturb.yaml"}),
-                      "out-no-perturb");
+    auto r = run_tool(
+        matrix_run_args("partly_written_slots", "partly_written_slots.inputs.pt", {"--config", "no-perturb.yaml"}),
+        "out-no-perturb");
     check(r);
     for (const auto& run : r.report["runs"]) {
       CHECK(run["variant"] != "perturb");
@@ -142,8 +144,8 @@ TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and 
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
   // No false alarm: the package's buffers poisoned at allocation change nothing in a model that writes them all.
-  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3",
-                                                      "check_inputs.1", "poison.1", "perturb.1"});
+  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                                      "poison.1", "perturb.1"});
   std::set<std::string> checksums;
   for (const auto& run : r.report["runs"]) {
     CHECK(run["outcome"] == "ok");
@@ -156,8 +158,8 @@ TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and 
 
 TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it needs --against-eager") {
   auto r = run_tool(matrix_run_args("relu_accuracy", "relu_accuracy.inputs.pt",
-                             {"--no-matrix", "--no-bisect", "--against-eager", "--eager-device", "cpu",
-                              "--exported-program", example("relu_accuracy.ep.pt2").string()}),
+                                    {"--no-matrix", "--no-bisect", "--against-eager", "--eager-device", "cpu",
+                                     "--exported-program", example("relu_accuracy.ep.pt2").string()}),
                     "out");
   // The same reference as eager where the program is: the mismatch is found.
   CHECK(r.code() == 3);
@@ -169,12 +171,12 @@ TEST_CASE("--eager-device cpu: eager moved to the CPU (move_to_device_pass); it 
   CHECK(error_line(alone).find("--eager-device requires --against-eager") != std::string::npos);
 }
 
-
-TEST_CASE("atomic_scatter_nondeterministic: outputs that differ every run are a failure, named to the kernel whose "
-          "outputs first differ from the same inputs") {
+TEST_CASE(
+    "atomic_scatter_nondeterministic: outputs that differ every run are a failure, named to the kernel whose "
+    "outputs first differ from the same inputs") {
   auto meta = e2e::meta_of("atomic_scatter_nondeterministic");
-  auto r = run_tool(matrix_run_args("atomic_scatter_nondeterministic", "atomic_scatter_nondeterministic.inputs.pt"),
-                    "out");
+  auto r =
+      run_tool(matrix_run_args("atomic_scatter_nondeterministic", "atomic_scatter_nondeterministic.inputs.pt"), "out");
   INFO(r.err);
   CHECK(r.code() == 1);
   CHECK(r.report["verdict"] == "isolated");
@@ -240,8 +242,9 @@ TEST_CASE("atomic_scatter_nondeterministic: outputs that differ every run are a 
   }
 }
 
-TEST_CASE("thread_split_variance: a reduction that fails only with several threads is named, with the finding "
-          "beside the culprit") {
+TEST_CASE(
+    "thread_split_variance: a reduction that fails only with several threads is named, with the finding "
+    "beside the culprit") {
   // The example's inputs make NaN with 2 threads and none with 1, whatever
   // the machine's core count: the thread count is set, not inherited.
   auto meta = e2e::meta_of("thread_split_variance");
@@ -265,9 +268,10 @@ TEST_CASE("thread_split_variance: a reduction that fails only with several threa
   CHECK(needs_threads);
   // Beside the culprit, in the verdict: the failure needs several threads.
   const std::string reason = r.report["verdict_reason"];
-  size_t said = reason.find("with one (OMP_NUM_THREADS=1): the failure needs several threads: how a parallel kernel "
-                            "splits its work (a sum in per-thread parts), or a race between its threads; isolated to "
-                            "call site ");
+  size_t said = reason.find(
+      "with one (OMP_NUM_THREADS=1): the failure needs several threads: how a parallel kernel "
+      "splits its work (a sum in per-thread parts), or a race between its threads; isolated to "
+      "call site ");
   CHECK(said != std::string::npos);
   const std::string console = r.out + r.err;
   CHECK(console.find("verdict: isolated: nonfinite reproduced in ") != std::string::npos);
@@ -281,8 +285,9 @@ TEST_CASE("thread_split_variance: a reduction that fails only with several threa
   }
 }
 
-TEST_CASE("signed_degree_flaky: a failure in k of n runs is searched under the variant that makes it steady, and "
-          "named; never clean") {
+TEST_CASE(
+    "signed_degree_flaky: a failure in k of n runs is searched under the variant that makes it steady, and "
+    "named; never clean") {
   // NaN in about half the runs with 2 threads (the order of atomic adds),
   // in every run with 1. Twelve runs of the baseline environment make a
   // steady or an absent failure there unlikely; either is still checked.
@@ -292,8 +297,9 @@ TEST_CASE("signed_degree_flaky: a failure in k of n runs is searched under the v
   std::ofstream("k-of-n.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n    repeats: 11\n"
                                   "  - name: one_thread\n    env: {OMP_NUM_THREADS: \"1\"}\n    repeats: 5\n"
                                   "    when: failure_or_flaky\n";
-  auto r = run_tool(matrix_run_args("signed_degree_flaky", "signed_degree_flaky.inputs.pt", {"--config", "k-of-n.yaml"}),
-                    "out", {{"OMP_NUM_THREADS", "2"}});
+  auto r =
+      run_tool(matrix_run_args("signed_degree_flaky", "signed_degree_flaky.inputs.pt", {"--config", "k-of-n.yaml"}),
+               "out", {{"OMP_NUM_THREADS", "2"}});
   INFO(r.err);
   const std::string reason = r.report["verdict_reason"];
   REQUIRE(r.report["failure"].is_object());
@@ -327,16 +333,16 @@ TEST_CASE("signed_degree_flaky: a failure in k of n runs is searched under the v
     // X"), naming what it outranked last, then the counts.
     const std::string under = "; searched under one_thread (OMP_NUM_THREADS=1) because ";
     size_t searched = reason.find(under);
-    bool rule_said = searched != std::string::npos &&
-                     (reason.compare(searched + under.size(), 33, "it reproduces more reliably than ") == 0 ||
-                      reason.compare(searched + under.size(), 45, "every run of it reproduced, not every run of ") == 0);
-    bool why_there = (rule_said &&
-                      reason.find(": it reproduced in " + one + " runs there, " + std::to_string(base_k) + " of " +
+    bool rule_said =
+        searched != std::string::npos &&
+        (reason.compare(searched + under.size(), 33, "it reproduces more reliably than ") == 0 ||
+         reason.compare(searched + under.size(), 45, "every run of it reproduced, not every run of ") == 0);
+    bool why_there =
+        (rule_said && reason.find(": it reproduced in " + one + " runs there, " + std::to_string(base_k) + " of " +
                                       std::to_string(base_n) + " without",
                                   searched) != std::string::npos) ||
-                     reason.find("with one thread, " + std::to_string(base_k) + "/" + std::to_string(base_n) +
-                                 " with several: the failure depends on how the work is split between threads") !=
-                         std::string::npos;
+        reason.find("with one thread, " + std::to_string(base_k) + "/" + std::to_string(base_n) +
+                    " with several: the failure depends on how the work is split between threads") != std::string::npos;
     CHECK(why_there);
     CHECK(r.report["reproduce_command"].get<std::string>().rfind("OMP_NUM_THREADS=1 aoti-bisect run ", 0) == 0);
   } else if (base_k == 0) {

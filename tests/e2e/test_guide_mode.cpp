@@ -6,9 +6,9 @@
 // the wrapper object is compiled, a few seconds each); else the exported
 // program rebuilt by Inductor at level 2 (10-20 s per step).
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
+
+#include <doctest/doctest.h>
 
 #include "common/text.hpp"
 #include "e2e/e2e.hpp"
@@ -24,11 +24,16 @@ namespace {
 
 std::vector<std::string> nan_midway_args(const std::string& cache, std::vector<std::string> more = {},
                                          const std::string& package = example("nan_midway.pt2").string()) {
-  std::vector<std::string> args = {"run",          package,
-                                   "--inputs",     example("nan_midway.inputs.pt").string(),
-                                   "--exported-program", example("nan_midway.ep.pt2").string(),
-                                   "--cache-dir",  fs::absolute(cache).string(),
-                                   "--repeats",    "1"};
+  std::vector<std::string> args = {"run",
+                                   package,
+                                   "--inputs",
+                                   example("nan_midway.inputs.pt").string(),
+                                   "--exported-program",
+                                   example("nan_midway.ep.pt2").string(),
+                                   "--cache-dir",
+                                   fs::absolute(cache).string(),
+                                   "--repeats",
+                                   "1"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -56,8 +61,10 @@ std::string step_seconds(const nlohmann::json& report) {
 
 // The package alone, guide mode: no exported program, no config.
 std::vector<std::string> guide_package_only(const std::string& name, const std::string& cache) {
-  return {"run",        example(name + ".pt2").string(), "--inputs", example(name + ".inputs.pt").string(),
-          "--source",   "guide",                         "--repeats", "1",
+  return {"run",         example(name + ".pt2").string(),
+          "--inputs",    example(name + ".inputs.pt").string(),
+          "--source",    "guide",
+          "--repeats",   "1",
           "--cache-dir", fs::absolute(cache).string()};
 }
 
@@ -84,8 +91,8 @@ TEST_CASE("NaN midway: guide mode's Inductor rebuilds name the call site the def
     }
     return true;
   });
-  auto guide = run_tool(nan_midway_args("cache-guide", {"--rebuild-per-step"}, pkg.string()), "out", warm_inductor(),
-                        1200);
+  auto guide =
+      run_tool(nan_midway_args("cache-guide", {"--rebuild-per-step"}, pkg.string()), "out", warm_inductor(), 1200);
   CHECK(guide.code() == 1);
   REQUIRE(guide.report.is_object());
   REQUIRE(guide.report["culprit"].is_object());
@@ -103,12 +110,14 @@ TEST_CASE("NaN midway: guide mode's Inductor rebuilds name the call site the def
   for (const auto& item : guide.report["builds"]["items"]) {
     CHECK(item["purpose"].get<std::string>().rfind("guide ", 0) == 0);
     CHECK(item["source"] == "guide");
-    CHECK(item["fidelity"] == "an Inductor rebuild with the level-2 printer (the package's wrapper was not "
-                              "rewritten: " + why + ")");
+    CHECK(item["fidelity"] ==
+          "an Inductor rebuild with the level-2 printer (the package's wrapper was not "
+          "rewritten: " +
+              why + ")");
     CHECK(item["objects_compiled"].is_null());
   }
-  CHECK(guide.report["bisection"]["message"].get<std::string>().find("the package's wrapper was not rewritten (" +
-                                                                     why + ")") != std::string::npos);
+  CHECK(guide.report["bisection"]["message"].get<std::string>().find("the package's wrapper was not rewritten (" + why +
+                                                                     ")") != std::string::npos);
   // The printer wrote to each run's stdout, which the tool kept.
   CHECK(fs::file_size(fs::path("out/runs") / last_search_run(guide.report) / "stdout.txt") > 0);
   MESSAGE("default: runs ", probes.report["runs"].size(), ", builds ", probes.report["builds"]["count"], ", ",
@@ -150,8 +159,7 @@ TEST_CASE("guide mode from the package alone: its wrapper with print calls per r
       CHECK(item["objects_compiled"] == (i == 0 ? 3 : 1));
     }
     // The printer wrote to each run's stdout, which the tool kept.
-    CHECK(fs::file_size(fs::path("out-nan/runs") / last_search_run(r.report) / "stdout.txt") >
-          0);
+    CHECK(fs::file_size(fs::path("out-nan/runs") / last_search_run(r.report) / "stdout.txt") > 0);
     MESSAGE("guide via the wrapper rewrite, nan_midway: ", items.size(), " builds, seconds per step ",
             step_seconds(r.report), "; total ", r.report["total_seconds"], " s");
   }
@@ -178,8 +186,9 @@ TEST_CASE("guide mode from the package alone: its wrapper with print calls per r
     const auto& items = r.report["builds"]["items"];
     REQUIRE(items.size() >= 1);
     CHECK(items[0]["purpose"] == "guide call sites 1-9");
-    CHECK(items[0]["fidelity"] == "the package's wrapper recompiled with level-2 print calls around call sites 1-9; "
-                                  "outputs not compared (the runs returned none)");
+    CHECK(items[0]["fidelity"] ==
+          "the package's wrapper recompiled with level-2 print calls around call sites 1-9; "
+          "outputs not compared (the runs returned none)");
     CHECK(items[0]["objects_compiled"] == 3);
     for (size_t i = 1; i < items.size(); ++i) {
       CHECK(items[i]["purpose"].get<std::string>().rfind("guide call site", 0) == 0);

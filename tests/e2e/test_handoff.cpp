@@ -5,10 +5,10 @@
 // and in torch.save's legacy format, the archive's own sample inputs,
 // provenance carried by the package, and two independent origins of NaN.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -108,8 +108,7 @@ TEST_CASE("a custom C++ operator: isolated with --load-library, its call site na
 }
 
 TEST_CASE("a Python custom operator (torch.library.custom_op): named as such, with what to do, exit 4") {
-  auto r = run_tool(args_of(example("python_op_nan.pt2").string(), example("python_op_nan.inputs.pt").string()),
-                    "out");
+  auto r = run_tool(args_of(example("python_op_nan.pt2").string(), example("python_op_nan.inputs.pt").string()), "out");
   CHECK(r.code() == 4);
   CHECK(r.report["verdict"] == "could_not_test");
   CHECK(e2e::error_line(r) ==
@@ -147,13 +146,14 @@ TEST_CASE("inputs as users save them: safetensors, a tokenizer's BatchEncoding, 
   }
   SUBCASE("a BatchEncoding as the tokenizer returned it, bound by name") {
     auto meta = meta_of("batch_encoding_nan");
-    auto r = run_tool(args_of(example("batch_encoding_nan.pt2").string(), file_of(meta, "batch_encoding_inputs")),
-                      "out");
+    auto r =
+        run_tool(args_of(example("batch_encoding_nan.pt2").string(), file_of(meta, "batch_encoding_inputs")), "out");
     check_culprit(r, meta);
     CHECK(r.report["inputs"]["read_as"] ==
           nlohmann::json::array({"a transformers.tokenization_utils_base.BatchEncoding read as the dict it holds"}));
-    CHECK(read_text("out/report.md").find("A transformers.tokenization_utils_base.BatchEncoding read as the dict it "
-                                          "holds.") != std::string::npos);
+    CHECK(read_text("out/report.md")
+              .find("A transformers.tokenization_utils_base.BatchEncoding read as the dict it "
+                    "holds.") != std::string::npos);
   }
   SUBCASE("the legacy format (_use_new_zipfile_serialization=False)") {
     auto meta = meta_of("legacy_inputs_nan");
@@ -188,8 +188,8 @@ TEST_CASE("no --inputs: the archive's own sample inputs, and the line that says 
 
 TEST_CASE("provenance in the package: the culprit's Python source line and module, from the package alone") {
   auto meta = meta_of("provenance_nan");
-  auto r = run_tool(args_of(example("provenance_nan.pt2").string(), example("provenance_nan.inputs.pt").string()),
-                    "out");
+  auto r =
+      run_tool(args_of(example("provenance_nan.pt2").string(), example("provenance_nan.inputs.pt").string()), "out");
   check_culprit(r, meta);
   const auto& src = meta["culprit_source"];
   REQUIRE(r.report["culprit"]["source_lines"].is_array());
@@ -214,8 +214,8 @@ TEST_CASE("provenance in the package: the culprit's Python source line and modul
 
 TEST_CASE("two independent origins: the earliest site whose NaN reach an output, the other named") {
   auto meta = meta_of("two_origins_nan");
-  auto r = run_tool(args_of(example("two_origins_nan.pt2").string(), example("two_origins_nan.inputs.pt").string()),
-                    "out");
+  auto r =
+      run_tool(args_of(example("two_origins_nan.pt2").string(), example("two_origins_nan.inputs.pt").string()), "out");
   check_culprit(r, meta);
   const auto& other = meta["other_origins"][0];
   REQUIRE(r.report["bisection"]["other_origins"].size() == 1);

@@ -3,12 +3,12 @@
 // verdict could_not_test and a written report, with no child started for
 // what the driver can see is wrong.
 
-#include <doctest/doctest.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 #include "hand_zip.hpp"
@@ -71,8 +71,9 @@ TEST_CASE("hostile zip: package entries that clash as file and folder") {
   entries.push_back({"nan_midway/byteorder/x", "little"});
   hand_zip::write("clash.pt2", entries);
   auto r = run_tool({"run", "clash.pt2", "--inputs", example("nan_midway.inputs.pt").string()}, "out");
-  check_could_not_test(r, "package 'clash.pt2': entry 'nan_midway/byteorder' is both a file and the folder of entry "
-                          "'nan_midway/byteorder/x'; rebuild the package");
+  check_could_not_test(r,
+                       "package 'clash.pt2': entry 'nan_midway/byteorder' is both a file and the folder of entry "
+                       "'nan_midway/byteorder/x'; rebuild the package");
 }
 
 TEST_CASE("hostile zip: an inputs file whose record declares 4 GB") {
@@ -81,8 +82,9 @@ TEST_CASE("hostile zip: an inputs file whose record declares 4 GB") {
     e.deflate = true;
   });
   auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", "big.inputs.pt"}, "out");
-  check_could_not_test(r, "inputs file 'big.inputs.pt': entry 'nan_midway.inputs/data/0' declares 4294967294 bytes, "
-                          "more than a ");
+  check_could_not_test(r,
+                       "inputs file 'big.inputs.pt': entry 'nan_midway.inputs/data/0' declares 4294967294 bytes, "
+                       "more than a ");
   CHECK(last_tool_line(r).find("; save it again with torch.save") != std::string::npos);
 }
 
@@ -95,24 +97,25 @@ TEST_CASE("hostile zip: torch.save files whose pickle asks for more than the fil
       replace_once(e.data, std::string("K\x10K\x01\x86", 5), std::string("K\x00K\x00\x86", 5));
     });
     auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", "expand.inputs.pt"}, "out");
-    check_could_not_test(r, "inputs file 'expand.inputs.pt': a tensor of shape [8, 134217728] takes 4294967296 "
-                            "bytes, more than a ");
+    check_could_not_test(r,
+                         "inputs file 'expand.inputs.pt': a tensor of shape [8, 134217728] takes 4294967296 "
+                         "bytes, more than a ");
   }
   SUBCASE("a storage that claims more elements than its record (the child crashed: a 'reproduced' failure)") {
     edited_copy(src, "lie.inputs.pt", "/data.pkl", [&](hand_zip::Entry& e) {
       replace_once(e.data, "K\x80t", std::string("J\x00\x00\x10\x00t", 6));  // 128 -> 2^20 elements
     });
     auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", "lie.inputs.pt"}, "out");
-    check_could_not_test(r, "inputs file 'lie.inputs.pt': storage '0' claims 1048576 elements of 4 bytes, but its "
-                            "record holds 512 bytes; save it again with torch.save");
+    check_could_not_test(r,
+                         "inputs file 'lie.inputs.pt': storage '0' claims 1048576 elements of 4 bytes, but its "
+                         "record holds 512 bytes; save it again with torch.save");
   }
   SUBCASE("the same for a reference file") {
     edited_copy(example("nan_midway.expected.pt"), "lie.expected.pt", "/data.pkl", [&](hand_zip::Entry& e) {
       replace_once(e.data, "K t", std::string("J\x00\x00\x10\x00t", 6));  // 32 -> 2^20 elements
     });
-    auto r = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", src.string(), "--reference",
-                       "lie.expected.pt"},
-                      "out");
+    auto r = run_tool(
+        {"run", example("nan_midway.pt2").string(), "--inputs", src.string(), "--reference", "lie.expected.pt"}, "out");
     check_could_not_test(r, "reference file 'lie.expected.pt': storage '0' claims 1048576 elements");
   }
 }

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 

@@ -6,13 +6,13 @@
 // trusted only when it returns the package's outputs). Packages a source
 // cannot probe fall to the next one, which says why.
 
-#include <doctest/doctest.h>
+#include <elf.h>
 
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 
-#include <elf.h>
+#include <doctest/doctest.h>
 
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
@@ -28,8 +28,8 @@ namespace {
 
 std::vector<std::string> package_only(const std::string& package, const std::string& name,
                                       std::vector<std::string> more = {}, const std::string& cache = "build-cache") {
-  std::vector<std::string> args = {"run",     package, "--inputs", example(name + ".inputs.pt").string(),
-                                   "--repeats", "1",   "--cache-dir", fs::absolute(cache).string()};
+  std::vector<std::string> args = {"run",       package, "--inputs",    example(name + ".inputs.pt").string(),
+                                   "--repeats", "1",     "--cache-dir", fs::absolute(cache).string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -64,8 +64,8 @@ bool mark_symbolic(std::string& so) {
 TEST_SUITE_BEGIN("e2e/interpose");
 
 TEST_CASE("the package alone: every fault and NaN example isolated by interposition at the recorded call site") {
-  for (std::string name : {"nan_midway", "deep_late_nan", "extern_overflow", "wild_gather", "class_index",
-                           "relu_runtime_error"}) {
+  for (std::string name :
+       {"nan_midway", "deep_late_nan", "extern_overflow", "wild_gather", "class_index", "relu_runtime_error"}) {
     CAPTURE(name);
     auto meta = meta_of(name);
     auto r = run_tool(package_only(example(name + ".pt2").string(), name), "out-" + name);
@@ -95,8 +95,8 @@ TEST_CASE("interposition: the culprit's evidence shows what the printer never di
   CHECK(why.find("Inf") != std::string::npos);
   std::string events = e2e::read_text("out/runs/bisect.1.trace/events.jsonl");
   CHECK(events.find("\"event\":\"hooks\"") != std::string::npos);
-  auto again = run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow", {}, "hooks-cache"),
-                        "out2");
+  auto again =
+      run_tool(package_only(example("extern_overflow.pt2").string(), "extern_overflow", {}, "hooks-cache"), "out2");
   CHECK(again.code() == 1);
   CHECK(again.report["builds"]["items"][0]["cache_hit"] == true);
   CHECK(again.report["builds"]["count"] == 0);
@@ -145,8 +145,8 @@ TEST_CASE("wrong values without the package's Inductor config: the package's pro
   CHECK(r.report["builds"]["call_sites_match"] == true);
 
   more.insert(more.end(), {"--source", "exported_program"});
-  auto ep = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more), "out2",
-                     warm_inductor());
+  auto ep =
+      run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more), "out2", warm_inductor());
   CHECK(ep.code() == 3);
   CHECK(ep.report["verdict"] == "suppressed_by_instrumentation");
 }
@@ -171,13 +171,13 @@ TEST_CASE("the wrapper rewrite: fault and NaN examples isolated at the recorded 
 }
 
 TEST_CASE("the rewrite's fidelity guard: a rebuilt library with one weight byte changed is not trusted") {
-  std::vector<std::string> more = {"--reference",      example("relu_accuracy.expected.pt").string(),
+  std::vector<std::string> more = {"--reference",        example("relu_accuracy.expected.pt").string(),
                                    "--exported-program", example("relu_accuracy.ep.pt2").string(),
-                                   "--source",         "rewrite"};
+                                   "--source",           "rewrite"};
   auto meta = meta_of("relu_accuracy");
   int culprit = meta["culprit"]["call_index"].get<int>() + 1;
-  auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"),
-                    "out", warm_inductor());
+  auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more, "fidelity-cache"), "out",
+                    warm_inductor());
   CHECK(r.code() == 1);
   CHECK(r.report["bisection"]["source"] == "rewrite");
   REQUIRE(r.report["culprit"].is_object());
@@ -307,9 +307,9 @@ TEST_CASE("a package without its wrapper.cpp: both package-level sources say why
   CHECK(reason.find("--exported-program") != std::string::npos);
 
   auto meta = meta_of("nan_midway");
-  auto ep = run_tool(
-      package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}), "out2",
-      warm_inductor());
+  auto ep =
+      run_tool(package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}),
+               "out2", warm_inductor());
   CHECK(ep.code() == 1);
   CHECK(ep.report["bisection"]["source"] == "exported_program");
   CHECK(ep.report["bisection"]["sources_passed_over"].size() == 2);
@@ -354,10 +354,10 @@ TEST_CASE("torch.cond through the exported program: the printer's blind spots ar
   for (std::string name : {"cond_nan_true", "cond_nan_false", "cond_fault"}) {
     CAPTURE(name);
     auto meta = meta_of(name);
-    auto r = run_tool(package_only(example(name + ".pt2").string(), name,
-                                   {"--exported-program", example(name + ".ep.pt2").string(), "--source",
-                                    "exported_program"}),
-                      "out-" + name, warm_inductor());
+    auto r = run_tool(
+        package_only(example(name + ".pt2").string(), name,
+                     {"--exported-program", example(name + ".ep.pt2").string(), "--source", "exported_program"}),
+        "out-" + name, warm_inductor());
     CHECK(r.code() == 1);
     CHECK(r.report["bisection"]["source"] == "exported_program");
     CHECK(r.report["bisection"]["status"] == "found");
@@ -400,8 +400,7 @@ TEST_SUITE_BEGIN("e2e/interpose");
 
 TEST_CASE("a row written past a buffer's end: the guard-page variant turns the late crash into a fault in the kernel") {
   auto meta = meta_of("index_put_past_end");
-  auto r = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end"),
-                    "out-oob");
+  auto r = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end"), "out-oob");
   CHECK(r.code() == 1);
   REQUIRE(r.report["culprit"].is_object());
   CHECK(r.report["verdict"] == "isolated");
@@ -425,9 +424,9 @@ TEST_CASE("a row written past a buffer's end: the guard-page variant turns the l
   // isolated with the memory-corruption hint (the crash past the last site,
   // or at a site that moved between runs). Never a wrong kernel.
   std::ofstream("no-guard.yaml") << "variants_mode: replace\nvariants:\n  - name: repeat\n";
-  auto plain = run_tool(package_only(example("index_put_past_end.pt2").string(), "index_put_past_end",
-                                     {"--config", "no-guard.yaml"}),
-                        "out-oob2");
+  auto plain = run_tool(
+      package_only(example("index_put_past_end.pt2").string(), "index_put_past_end", {"--config", "no-guard.yaml"}),
+      "out-oob2");
   if (plain.code() == 1) {
     CHECK(plain.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
     CHECK(plain.report["culprit"]["kernel"] == meta["culprit"]["kernel"]);
@@ -438,8 +437,7 @@ TEST_CASE("a row written past a buffer's end: the guard-page variant turns the l
   }
 
   // A failure that is not a crash never runs the variant.
-  auto nan = run_tool(package_only(example("nan_midway.pt2").string(), "nan_midway", {"--no-bisect"}),
-                      "out-nan");
+  auto nan = run_tool(package_only(example("nan_midway.pt2").string(), "nan_midway", {"--no-bisect"}), "out-nan");
   for (const auto& run : nan.report["runs"]) {
     CHECK(run["variant"] != "guard_pages");
   }

@@ -6,13 +6,13 @@
 // suite runs: it must be invisible to the driver (same events, exit
 // statuses, outputs) and extract nothing anywhere.
 
-#include <doctest/doctest.h>
-
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 #include "package/package.hpp"
@@ -136,8 +136,17 @@ TEST_CASE("fallback loader: a model the directory lacks is cannot_test (status 1
   for (bool fallback : {false, true}) {
     CAPTURE(fallback);
     aoti_bisect::SpawnSpec spec;
-    spec.argv = {AOTI_BISECT_RUNNER_BIN, "--package-dir", dir.string(), "--model", "absent", "--device-key", "cpu",
-                 "--inputs", example("healthy.inputs.pt").string(), "--events", fs::absolute("absent.jsonl").string()};
+    spec.argv = {AOTI_BISECT_RUNNER_BIN,
+                 "--package-dir",
+                 dir.string(),
+                 "--model",
+                 "absent",
+                 "--device-key",
+                 "cpu",
+                 "--inputs",
+                 example("healthy.inputs.pt").string(),
+                 "--events",
+                 fs::absolute("absent.jsonl").string()};
     spec.env = aoti_bisect::current_environment();
     if (fallback) {
       spec.env["AOTI_BISECT_RUNNER_LOADER"] = "container";

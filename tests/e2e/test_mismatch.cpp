@@ -3,10 +3,10 @@
 // hold; the culprit is the first site whose output leaves the tolerance while
 // its inputs are within it. Real packages from examples/make_examples.py.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -22,12 +22,18 @@ namespace {
 // A fresh build cache per test run (builds.count is then what the test
 // expects); Inductor's own compile cache is kept across runs.
 std::vector<std::string> mismatch_args(const std::string& name, std::vector<std::string> more) {
-  std::vector<std::string> args = {"run",      example(name + ".pt2").string(),
-                                   "--inputs", example(name + ".inputs.pt").string(),
-                                   "--exported-program", example(name + ".ep.pt2").string(),
-                                   "--config", example(name + ".config.yaml").string(),
-                                   "--cache-dir", fs::absolute("build-cache").string(),
-                                   "--repeats", "1"};
+  std::vector<std::string> args = {"run",
+                                   example(name + ".pt2").string(),
+                                   "--inputs",
+                                   example(name + ".inputs.pt").string(),
+                                   "--exported-program",
+                                   example(name + ".ep.pt2").string(),
+                                   "--config",
+                                   example(name + ".config.yaml").string(),
+                                   "--cache-dir",
+                                   fs::absolute("build-cache").string(),
+                                   "--repeats",
+                                   "1"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -131,10 +137,10 @@ TEST_CASE("a bug late in 37 call sites: that kernel, not the last one nor the fi
 }
 
 TEST_CASE("float rounding only (long reductions, fused chains): clean against eager, no false alarm") {
-  auto r = run_tool({"run", example("rounding_healthy.pt2").string(), "--inputs",
-                     example("rounding_healthy.inputs.pt").string(), "--against-eager", "--exported-program",
-                     example("rounding_healthy.ep.pt2").string(), "--repeats", "1"},
-                    "out", warm_inductor());
+  auto r = run_tool(
+      {"run", example("rounding_healthy.pt2").string(), "--inputs", example("rounding_healthy.inputs.pt").string(),
+       "--against-eager", "--exported-program", example("rounding_healthy.ep.pt2").string(), "--repeats", "1"},
+      "out", warm_inductor());
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
   CHECK(r.report["culprit"].is_null());
@@ -151,9 +157,9 @@ TEST_CASE("float rounding only (long reductions, fused chains): clean against ea
 TEST_CASE("outputs off from the reference while every kernel agrees with eager: no culprit is invented") {
   // The reference moved one output value by 1%: the outputs mismatch it, but
   // each kernel's own output is within rounding of eager.
-  auto r = run_tool(mismatch_args("rounding_healthy",
-                                  {"--reference", example("rounding_healthy.off_reference.pt").string()}),
-                    "out", warm_inductor());
+  auto r = run_tool(
+      mismatch_args("rounding_healthy", {"--reference", example("rounding_healthy.off_reference.pt").string()}), "out",
+      warm_inductor());
   CHECK(r.code() == 3);
   CHECK(r.report["failure"]["kind"] == "mismatch");
   CHECK(r.report["verdict"] == "not_isolated");
@@ -175,10 +181,10 @@ TEST_CASE("a tolerance override that admits the bug: the search finds no diverge
   // admit x + 1, the relu output no longer diverges (and neither do the outputs).
   std::ofstream("loose.yaml") << "inductor_configs:\n  cpp.inject_relu_bug_TESTING_ONLY: accuracy\n"
                                  "tolerance:\n  float32: {atol: 10, rtol: 0}\n";
-  auto r = run_tool({"run", example("relu_accuracy.pt2").string(), "--inputs",
-                     example("relu_accuracy.inputs.pt").string(), "--reference",
-                     example("relu_accuracy.expected.pt").string(), "--config", "loose.yaml", "--no-matrix"},
-                    "out", warm_inductor());
+  auto r =
+      run_tool({"run", example("relu_accuracy.pt2").string(), "--inputs", example("relu_accuracy.inputs.pt").string(),
+                "--reference", example("relu_accuracy.expected.pt").string(), "--config", "loose.yaml", "--no-matrix"},
+               "out", warm_inductor());
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
   CHECK(r.report["runs"][0]["comparison"]["atol"] == 10.0);

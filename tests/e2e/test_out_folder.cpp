@@ -2,8 +2,6 @@
 // is SIGKILLed, two runs into one folder, a folder that cannot be written or
 // fills up, paths spelled to slip past redaction, the child's memory limit.
 
-#include <doctest/doctest.h>
-
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
@@ -16,6 +14,7 @@
 #include <functional>
 #include <thread>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "common/files.hpp"
@@ -29,13 +28,16 @@ using e2e::run_tool;
 namespace {
 
 std::vector<std::string> healthy_args(const std::string& out) {
-  return {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--no-matrix",
-          "--out", out};
+  return {
+      "run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--no-matrix", "--out",
+      out};
 }
 
 std::vector<std::string> with_limit(const std::string& limit) {
-  return {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--no-matrix",
-          "--memory-limit", limit};
+  return {"run",         example("healthy.pt2").string(),
+          "--inputs",    example("healthy.inputs.pt").string(),
+          "--no-matrix", "--memory-limit",
+          limit};
 }
 
 aoti_bisect::SpawnSpec tool_spec(const std::vector<std::string>& args, const std::string& tag,
@@ -146,15 +148,21 @@ TEST_CASE("interrupts in the build and eager phases: exit 130, verdict interrupt
   std::string pkg = example("nan_midway.pt2").string();
   std::string ep = example("nan_midway.ep.pt2").string();
   std::vector<Case> cases = {
-      {"build", {"run", pkg, "--inputs", example("nan_midway.inputs.pt").string(), "--no-matrix", "--source",
-                 "exported_program", "--exported-program", ep, "--exit-codes", "git-bisect"},
-       SIGINT, "build phase"},
-      {"eager", {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
-                 "--no-matrix", "--against-eager", "--exported-program", example("healthy.ep.pt2").string()},
-       SIGTERM, "reference phase"},
-      {"hangup", {"run", pkg, "--inputs", example("nan_midway.inputs.pt").string(), "--no-matrix", "--source",
-                  "exported_program", "--exported-program", ep},
-       SIGHUP, "build phase"},
+      {"build",
+       {"run", pkg, "--inputs", example("nan_midway.inputs.pt").string(), "--no-matrix", "--source", "exported_program",
+        "--exported-program", ep, "--exit-codes", "git-bisect"},
+       SIGINT,
+       "build phase"},
+      {"eager",
+       {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--no-matrix",
+        "--against-eager", "--exported-program", example("healthy.ep.pt2").string()},
+       SIGTERM,
+       "reference phase"},
+      {"hangup",
+       {"run", pkg, "--inputs", example("nan_midway.inputs.pt").string(), "--no-matrix", "--source", "exported_program",
+        "--exported-program", ep},
+       SIGHUP,
+       "build phase"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -189,8 +197,8 @@ TEST_CASE("`aoti-bisect build` interrupted: its helper is killed, its work folde
   fs::path cache = fs::absolute("cache-build-int");
   fs::remove_all(cache);
   aoti_bisect::ProcessSet set;
-  int token = set.start(tool_spec({"build", example("nan_midway.ep.pt2").string(), "--cache-dir", cache.string()},
-                                  "build-int"));
+  int token = set.start(
+      tool_spec({"build", example("nan_midway.ep.pt2").string(), "--cache-dir", cache.string()}, "build-int"));
   REQUIRE(wait_for([&] { return has_entry(cache / "tmp", "build-"); }, 120));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // The driver is the child the set started; its group is its pid.
@@ -212,8 +220,9 @@ TEST_CASE("`aoti-bisect build` interrupted: its helper is killed, its work folde
   CHECK(processes_mentioning(cache.string()) == 0);
 }
 
-TEST_CASE("a SIGKILLed driver takes its runners and their own children with it; the next run into the folder "
-          "cleans up and says so") {
+TEST_CASE(
+    "a SIGKILLed driver takes its runners and their own children with it; the next run into the folder "
+    "cleans up and says so") {
   fs::path out = fs::absolute("out-killed");
   fs::remove_all(out);
   aoti_bisect::ProcessSet set;
@@ -249,8 +258,7 @@ TEST_CASE("one run per output folder: a second run refuses at once, naming the f
   REQUIRE(pid > 0);
   auto second = run_tool(healthy_args(out.string()), "");
   CHECK(second.code() == 2);
-  CHECK(second.err.find("is in use by another aoti-bisect run (pid " + std::to_string(pid) + ")") !=
-        std::string::npos);
+  CHECK(second.err.find("is in use by another aoti-bisect run (pid " + std::to_string(pid) + ")") != std::string::npos);
   CHECK(fs::exists(out / "runs" / "baseline"));  // the first run's files are untouched
   ::kill(pid, SIGTERM);
   auto [token, first] = set.wait_any();
@@ -317,7 +325,8 @@ TEST_CASE("a read-only or full output folder that fills after the baseline: the 
                        "--out", out.string()},
                       "fills"));
   // Once the baseline has run and the report holds it, everything left is taken.
-  bool baseline = wait_for([&] { return fs::exists(out / "runs" / "baseline" / "outputs.pt") && fs::exists(out / "report.json"); }, 120);
+  bool baseline = wait_for(
+      [&] { return fs::exists(out / "runs" / "baseline" / "outputs.pt") && fs::exists(out / "report.json"); }, 120);
   if (baseline) {
     int fd = ::open((mount / "filler").c_str(), O_CREAT | O_WRONLY, 0644);
     REQUIRE(fd >= 0);

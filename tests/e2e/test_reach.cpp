@@ -3,9 +3,9 @@
 // non-finite values on purpose or by accident and heal them before the
 // outputs: the healed site is named as passed over, never as the culprit.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -19,8 +19,12 @@ using e2e::warm_inductor;
 namespace {
 
 std::vector<std::string> example_search_args(const std::string& name, std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"run",        example(name + ".pt2").string(),   "--inputs",
-                                   example(name + ".inputs.pt").string(), "--no-matrix", "--cache-dir",
+  std::vector<std::string> args = {"run",
+                                   example(name + ".pt2").string(),
+                                   "--inputs",
+                                   example(name + ".inputs.pt").string(),
+                                   "--no-matrix",
+                                   "--cache-dir",
                                    fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
@@ -76,9 +80,9 @@ TEST_CASE("NaN made by log and cleaned by nan_to_num before a later sqrt's: the 
     CHECK(h["by_design"] == false);
     CHECK(h["note"].get<std::string>().find("NaN in buf") != std::string::npos);
     // Two outputs hold NaN; both come from the sqrt.
-    CHECK(r.report["bisection"]["reach"] ==
-          "the NaN in output 0 come from call site " + std::to_string(meta["culprit"]["call_index"].get<int>() + 1) +
-              " " + meta["culprit"]["kernel"].get<std::string>() + "; output 1 shares it");
+    CHECK(r.report["bisection"]["reach"] == "the NaN in output 0 come from call site " +
+                                                std::to_string(meta["culprit"]["call_index"].get<int>() + 1) + " " +
+                                                meta["culprit"]["kernel"].get<std::string>() + "; output 1 shares it");
   }
 }
 
@@ -100,8 +104,8 @@ TEST_CASE("the same compiled under no_grad, where freezing takes effect: frozen 
 
 TEST_CASE("NaN made by log and cleaned, through the exported program's level-1 build") {
   auto meta = meta_of("healed_nan");
-  auto r = run_tool(example_search_args("healed_nan", {"--exported-program", example("healed_nan.ep.pt2").string(), "--source",
-                                            "exported_program"}),
+  auto r = run_tool(example_search_args("healed_nan", {"--exported-program", example("healed_nan.ep.pt2").string(),
+                                                       "--source", "exported_program"}),
                     "out", warm_inductor());
   check_reach(r, meta, "nan_to_num");
 }

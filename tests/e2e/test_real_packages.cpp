@@ -4,9 +4,9 @@
 // frozen oneDNN weights; an error ATen raises inside an extern call; a
 // oneDNN post-op that differs from eager.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -19,10 +19,10 @@ using e2e::run_tool;
 namespace {
 
 std::vector<std::string> search_args(const std::string& package, const std::string& inputs,
-                                  std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"run",        example(package + ".pt2").string(), "--inputs",
-                                   example(inputs).string(), "--no-matrix", "--cache-dir",
-                                   fs::absolute("build-cache").string()};
+                                     std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {
+      "run",         example(package + ".pt2").string(),  "--inputs", example(inputs).string(), "--no-matrix",
+      "--cache-dir", fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -79,12 +79,13 @@ TEST_CASE("inputs that do not fit the call spec: the argument named, exit 4") {
         std::string::npos);
 }
 
-TEST_CASE("a transposed view the package was not compiled for: input_mismatch naming both layouts, as the package's "
-          "own check does") {
+TEST_CASE(
+    "a transposed view the package was not compiled for: input_mismatch naming both layouts, as the package's "
+    "own check does") {
   auto meta = meta_of("healthy");
-  auto r = run_tool(search_args("healthy", "healthy.transposed.inputs.pt",
-                             {"--reference", example("healthy.expected.pt").string()}),
-                    "out");
+  auto r = run_tool(
+      search_args("healthy", "healthy.transposed.inputs.pt", {"--reference", example("healthy.expected.pt").string()}),
+      "out");
   CHECK(r.code() == 4);
   CHECK(error_line(r).find("does not fit model 'model': input 0 (args[0], arg8_1): strides [1, 8], the package was "
                            "compiled for strides [16, 1] (shape [8, 16])") != std::string::npos);
@@ -97,21 +98,22 @@ TEST_CASE("a transposed view the package was not compiled for: input_mismatch na
 
   // Asked for: run on a copy in the package's layout; said so.
   auto copied = run_tool(search_args("healthy", "healthy.transposed.inputs.pt",
-                                  {"--reference", example("healthy.expected.pt").string(), "--contiguous-inputs"}),
+                                     {"--reference", example("healthy.expected.pt").string(), "--contiguous-inputs"}),
                          "out-copied");
   CHECK(copied.code() == 0);
   CHECK(copied.report["verdict"] == "clean");
   bool noted = false;
   for (const auto& n : copied.report["notes"]) {
-    noted = noted || n.get<std::string>().find("copied from strides [1, 8] into the package's layout [16, 1] "
-                                               "(--contiguous-inputs)") != std::string::npos;
+    noted = noted || n.get<std::string>().find(
+                         "copied from strides [1, 8] into the package's layout [16, 1] "
+                         "(--contiguous-inputs)") != std::string::npos;
   }
   CHECK(noted);
 
   // A view at a storage offset with the strides it expects runs as saved.
-  auto offset = run_tool(search_args("healthy", "healthy.offset.inputs.pt",
-                                  {"--reference", example("healthy.expected.pt").string()}),
-                         "out-offset");
+  auto offset = run_tool(
+      search_args("healthy", "healthy.offset.inputs.pt", {"--reference", example("healthy.expected.pt").string()}),
+      "out-offset");
   CHECK(offset.code() == 0);
   CHECK(offset.report["inputs"]["tensors"][0]["storage_offset"] == 16);
 }
@@ -151,7 +153,7 @@ TEST_CASE("a oneDNN relu post-op that maps NaN to 0 where eager keeps it: the co
   auto meta = meta_of("relu_postop_nan");
   // No --config: freezing is read from the package's frozen constants.
   auto r = run_tool(search_args("relu_postop_nan", "relu_postop_nan.inputs.pt",
-                             {"--against-eager", "--exported-program", example("relu_postop_nan.ep.pt2").string()}),
+                                {"--against-eager", "--exported-program", example("relu_postop_nan.ep.pt2").string()}),
                     "out");
   check_culprit(r, meta);
   CHECK(r.report["failure"]["kind"] == "mismatch");

@@ -6,10 +6,10 @@
 // is made harmless, 2 when it cannot run; and the folder must name no
 // private path.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 #include "skip.hpp"
@@ -23,9 +23,9 @@ using e2e::warm_inductor;
 namespace {
 
 std::vector<std::string> package_only(const std::string& name, std::vector<std::string> more = {}) {
-  std::vector<std::string> args = {"run",       example(name + ".pt2").string(),
-                                   "--inputs",  example(name + ".inputs.pt").string(),
-                                   "--repeats", "1",
+  std::vector<std::string> args = {"run",         example(name + ".pt2").string(),
+                                   "--inputs",    example(name + ".inputs.pt").string(),
+                                   "--repeats",   "1",
                                    "--cache-dir", fs::absolute("build-cache").string()};
   args.insert(args.end(), more.begin(), more.end());
   return args;
@@ -65,7 +65,9 @@ void check_isolated(const e2e::Result& r) {
   CHECK(read_text("out/report.md").find("out/repro/replay") != std::string::npos);
 }
 
-bool has_example(const std::string& name) { return fs::exists(example(name + ".json")); }
+bool has_example(const std::string& name) {
+  return fs::exists(example(name + ".json"));
+}
 
 }  // namespace
 
@@ -182,8 +184,8 @@ TEST_CASE("replay: wild_gather's kernel faults alone (exit 1, the signal named)"
 }
 
 TEST_CASE("replay: relu_accuracy's kernel diverges from the saved eager value (exit 1)") {
-  auto r = run_tool(package_only("relu_accuracy", {"--against-eager", "--exported-program",
-                                                   example("relu_accuracy.ep.pt2").string()}),
+  auto r = run_tool(package_only("relu_accuracy",
+                                 {"--against-eager", "--exported-program", example("relu_accuracy.ep.pt2").string()}),
                     "out", warm_inductor());
   check_isolated(r);
   std::string kernel = r.report["culprit"]["kernel"];

@@ -2,17 +2,17 @@
 // packages made by examples/make_examples.py. Each test asserts on what the
 // tool reported (report.json, exit code, the one error line).
 
-#include <doctest/doctest.h>
-
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
-#include <atomic>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <doctest/doctest.h>
 
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
@@ -194,8 +194,9 @@ TEST_CASE("class index outside [0, C): device_assert whose first line names the 
   CHECK(r.report["failure"]["first_check"] == "inputs, targets, operator preconditions");
 }
 
-TEST_CASE("class index outside [0, C) with --against-eager: eager raises too, the run goes on without a reference "
-          "and isolates the index check") {
+TEST_CASE(
+    "class index outside [0, C) with --against-eager: eager raises too, the run goes on without a reference "
+    "and isolates the index check") {
   auto meta = e2e::meta_of("class_index");
   auto r = run_tool({"run", example("class_index.pt2").string(), "--inputs", example("class_index.inputs.pt").string(),
                      "--against-eager", "--exported-program", example("class_index.ep.pt2").string(), "--no-matrix"},
@@ -342,14 +343,16 @@ std::map<int, int> served_processes() {
   }
   return parent_of;
 }
-int runner_servers() { return static_cast<int>(served_processes().size()); }
+int runner_servers() {
+  return static_cast<int>(served_processes().size());
+}
 
 }  // namespace
 
 TEST_CASE("fork server: every CPU run its own process forked from one server; AOTI_BISECT_FORKSERVER=0 execs each") {
   auto served = run_tool(with(run_args("nan_midway", false), {"--repeats", "2"}), "served");
-  auto execd = run_tool(with(run_args("nan_midway", false), {"--repeats", "2"}), "execd",
-                        {{"AOTI_BISECT_FORKSERVER", "0"}});
+  auto execd =
+      run_tool(with(run_args("nan_midway", false), {"--repeats", "2"}), "execd", {{"AOTI_BISECT_FORKSERVER", "0"}});
   REQUIRE(served.report.is_object());
   REQUIRE(execd.report.is_object());
   CHECK(served.code() == 1);
@@ -425,7 +428,7 @@ TEST_CASE("the model loaded once per environment: every run starts from the mode
 // Each run's first events: its start (pid, persistent, runs_before) and
 // its loaded event (buffers_restored), by run id.
 std::map<std::string, std::pair<nlohmann::json, nlohmann::json>> run_beginnings(const nlohmann::json& report,
-                                                                               const std::string& out) {
+                                                                                const std::string& out) {
   std::map<std::string, std::pair<nlohmann::json, nlohmann::json>> beginnings;
   for (const auto& run : report["runs"]) {
     const std::string id = run["id"];
@@ -562,14 +565,15 @@ TEST_CASE("--no-matrix runs the baseline only") {
 TEST_CASE("--timeout is the limit on a call of the model: stated, kept, the same verdict run after run") {
   for (const auto& env : std::vector<std::map<std::string, std::string>>{{}, {{"AOTI_BISECT_FORKSERVER", "0"}}}) {
     CAPTURE(env.size());
-    auto r = run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--no-bisect", "--timeout", "0.3"}), "out",
-                      env);
+    auto r =
+        run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--no-bisect", "--timeout", "0.3"}), "out", env);
     CHECK(r.code() == 3);
     REQUIRE(r.report.is_object());
     CHECK(r.report["failure"]["kind"] == "timeout");
     const auto& run = r.report["runs"][0];
     CHECK(run["exit"] == "stopped at its 0.3 s limit (exit 14)");
-    CHECK(run["first_error_line"].get<std::string>().rfind("stopped at its 0.3 s limit on a call of the model", 0) == 0);
+    CHECK(run["first_error_line"].get<std::string>().rfind("stopped at its 0.3 s limit on a call of the model", 0) ==
+          0);
     CHECK(run["seconds"].get<double>() >= 0.3);
     CHECK(r.report["failure"]["first_line"].get<std::string>().find("0.3 s limit") != std::string::npos);
   }
@@ -581,8 +585,8 @@ TEST_CASE("--timeout is the limit on a call of the model: stated, kept, the same
     auto fast = run_tool(with(run_args("healthy"), {"--no-matrix", "--timeout", "0.15"}), "fast");
     CHECK(fast.code() == 0);
     CHECK(fast.report["verdict"] == "clean");
-    auto stuck = run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--no-bisect", "--timeout", "0.2"}),
-                          "stuck");
+    auto stuck =
+        run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--no-bisect", "--timeout", "0.2"}), "stuck");
     CHECK(stuck.code() == 3);
     CHECK(stuck.report["failure"]["kind"] == "timeout");
     CHECK(stuck.report["runs"][0]["exit"] == "stopped at its 0.2 s limit (exit 14)");
@@ -611,8 +615,15 @@ TEST_CASE("--exit-codes=git-bisect: 0 good, 1 bad, 125 cannot test") {
 
 TEST_CASE("Ctrl-C: children are killed, the partial report is written, exit 130") {
   aoti_bisect::SpawnSpec spec;
-  spec.argv = {AOTI_BISECT_BIN, "run", example("healthy.pt2").string(), "--inputs",
-               example("healthy.inputs.pt").string(), "--repeats", "200", "--out", "out-int"};
+  spec.argv = {AOTI_BISECT_BIN,
+               "run",
+               example("healthy.pt2").string(),
+               "--inputs",
+               example("healthy.inputs.pt").string(),
+               "--repeats",
+               "200",
+               "--out",
+               "out-int"};
   spec.env = aoti_bisect::current_environment();
   spec.env["AOTI_BISECT_RUNNER"] = AOTI_BISECT_RUNNER_BIN;
   aoti_bisect::ProcessSet set;
@@ -661,9 +672,9 @@ TEST_CASE("--against-eager: the exported program run eagerly is the reference") 
   CHECK(right.code() == 0);
   CHECK(right.report["runs"][0]["comparison"]["within_tolerance"] == true);
 
-  auto missing = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
-                           "--against-eager"},
-                          "out3");
+  auto missing = run_tool(
+      {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--against-eager"},
+      "out3");
   CHECK(missing.code() == 2);
   CHECK(missing.err.find("--against-eager needs the exported program") != std::string::npos);
 }
@@ -672,7 +683,9 @@ TEST_SUITE_END();
 
 namespace {
 
-std::string fmt_of(int n) { return "of the flag matrix's " + std::to_string(n) + (n == 1 ? " run" : " runs"); }
+std::string fmt_of(int n) {
+  return "of the flag matrix's " + std::to_string(n) + (n == 1 ? " run" : " runs");
+}
 
 // Every count of the job's runs, as each output prints it, against
 // report.json's runs[] (issue 51, item 1).
@@ -724,8 +737,8 @@ void check_counts_agree(const e2e::Result& r, const fs::path& out, const std::st
   // Builds: the console's words are report.json's two numbers.
   int built = r.report["builds"]["count"], hits = r.report["builds"]["cache_hits"];
   if (built + hits > 0) {
-    std::string words = built == 0 ? std::string("no build run")
-                                   : std::to_string(built) + (built == 1 ? " build run" : " builds run");
+    std::string words =
+        built == 0 ? std::string("no build run") : std::to_string(built) + (built == 1 ? " build run" : " builds run");
     CHECK(r.out.find(words) != std::string::npos);
     if (hits > 0) {
       CHECK(r.out.find(std::to_string(hits) + " from the cache") != std::string::npos);

@@ -3,10 +3,10 @@
 // tool is not installed is left out with a note. Tried here with a wrapper
 // script in place of the tool.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 

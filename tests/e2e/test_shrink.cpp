@@ -2,13 +2,12 @@
 // examples/shrink_examples.py, each asserted against the samples its
 // NAME.json["truth"] records (checked on the eager model when it was built),
 // and the minimal inputs file loaded back with torch.
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "e2e.hpp"
@@ -46,7 +45,9 @@ std::string torch_view(const fs::path& file) {
   return e2e::read_text(spec.stdout_path);
 }
 
-int log2_ceil(int n) { return static_cast<int>(std::ceil(std::log2(static_cast<double>(n)))); }
+int log2_ceil(int n) {
+  return static_cast<int>(std::ceil(std::log2(static_cast<double>(n))));
+}
 
 }  // namespace
 
@@ -143,9 +144,9 @@ TEST_CASE("shrink: keyword inputs (a tokenizer's dict) are cut together and save
 
   // The same dict as a tokenizer returns it (a BatchEncoding): read as the
   // dict it holds, cut alike, saved as that dict.
-  auto be = run_tool({"run", example("sample_mask_nan.pt2").string(), "--inputs",
-                      example("sample_mask_nan.inputs.batch.pt").string()},
-                     "be");
+  auto be = run_tool(
+      {"run", example("sample_mask_nan.pt2").string(), "--inputs", example("sample_mask_nan.inputs.batch.pt").string()},
+      "be");
   REQUIRE(be.report.is_object());
   CHECK(be.report["inputs"]["read_as"] ==
         nlohmann::json::array({"a transformers.tokenization_utils_base.BatchEncoding read as the dict it holds"}));
@@ -246,10 +247,11 @@ TEST_CASE("batch dependence: a normalization over the batch carries one row's Na
   for (const auto& c : b["samples"]) {
     CHECK_MESSAGE(c["first_site"].is_object() == (c["sample"] != 5), c.dump());
   }
-  const std::string head = "samples 1, 2, 3, 4, 6, 7 and 8 differ between the failing batch of 8 and runs of each "
-                           "alone (at batch 1, below batch 2, the smallest the package was compiled for, as the "
-                           "package runs it by default); sample 5 agrees within tolerance: sample 1 first at call "
-                           "site ";
+  const std::string head =
+      "samples 1, 2, 3, 4, 6, 7 and 8 differ between the failing batch of 8 and runs of each "
+      "alone (at batch 1, below batch 2, the smallest the package was compiled for, as the "
+      "package runs it by default); sample 5 agrees within tolerance: sample 1 first at call "
+      "site ";
   CHECK(b["sentence"].get<std::string>().rfind(head, 0) == 0);
   CHECK(b["sentence"].get<std::string>().find(fmt::format("first at call site {} ({})", site["call_index"].get<int>(),
                                                           site["kernel"].get<std::string>())) != std::string::npos);

@@ -6,10 +6,10 @@
 // torch is gone or another is asked for, says so in one line, exit 4.
 // Run by ctest e2e_torches (the suite e2e/torches), not by ctest e2e.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -20,7 +20,9 @@ using e2e::run_tool;
 
 namespace {
 
-fs::path other(const std::string& file) { return fs::path(AOTI_BISECT_OTHER_TORCH_EXAMPLES) / file; }
+fs::path other(const std::string& file) {
+  return fs::path(AOTI_BISECT_OTHER_TORCH_EXAMPLES) / file;
+}
 
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
@@ -30,7 +32,9 @@ std::string trimmed(std::string s) {
 }
 
 // "2.14.1+cu130" -> "2.14.1"
-std::string release(const std::string& v) { return v.substr(0, v.find('+')); }
+std::string release(const std::string& v) {
+  return v.substr(0, v.find('+'));
+}
 
 // The runner beside the tool, not the one the other e2e tests name outright.
 const std::map<std::string, std::string> k_pick = {{"AOTI_BISECT_RUNNER", ""}, {"AOTI_BISECT_PYTHON", ""}};
@@ -106,9 +110,9 @@ TEST_CASE("a package another torch built: the tool runs it with a runner built a
 
 TEST_CASE("the package's torch gone, or another torch asked for: one line naming both, exit 4") {
   // The runner beside this tool: which torch it is.
-  auto ours = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
-                        "--no-matrix"},
-                       "ours", k_pick);
+  auto ours = run_tool(
+      {"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(), "--no-matrix"},
+      "ours", k_pick);
   REQUIRE(ours.code() == 0);
   const std::string runner = ours.report["environment"]["torch_version"].get<std::string>();
   const std::string built_by = trimmed(read_text(other("torch-version")));
@@ -131,8 +135,9 @@ TEST_CASE("the package's torch gone, or another torch asked for: one line naming
       CHECK(line.find("(no longer installed there, it links libtorch.so") != std::string::npos);
       CHECK(line.find("and this runner's LibTorch is " + runner + ": the model cannot be loaded: ") !=
             std::string::npos);
-      CHECK(line.ends_with("install that torch again, or give --python PATH: a Python whose torch built the "
-                           "package; aoti-bisect builds a runner against it once"));
+      CHECK(
+          line.ends_with("install that torch again, or give --python PATH: a Python whose torch built the "
+                         "package; aoti-bisect builds a runner against it once"));
     } else {
       CHECK(r.code() == 1);
       CHECK(r.report["culprit"]["kernel"] == "cpp_fused_log_2");
@@ -163,8 +168,9 @@ TEST_CASE("the package's torch gone, or another torch asked for: one line naming
                        "--python", "/nonexistent/python3"},
                       "out", k_pick);
     CHECK(r.code() == 2);
-    CHECK(e2e::error_line(r) == "aoti-bisect: error: python '/nonexistent/python3' does not exist (--python): its "
-                                "torch runs the package; name a Python that has torch installed");
+    CHECK(e2e::error_line(r) ==
+          "aoti-bisect: error: python '/nonexistent/python3' does not exist (--python): its "
+          "torch runs the package; name a Python that has torch installed");
   }
 }
 

@@ -2,8 +2,6 @@
 // (signatures, groups, summaries, a bad manifest, a baseline night, Ctrl-C),
 // and `verify` on a healthy and a buggy package.
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <thread>
+
+#include <doctest/doctest.h>
 
 #include "e2e/e2e.hpp"
 
@@ -65,7 +65,9 @@ const Json* group_of(const Json& summary, const std::string& kind) {
   return nullptr;
 }
 
-std::string s(const fs::path& p) { return p.string(); }
+std::string s(const fs::path& p) {
+  return p.string();
+}
 
 }  // namespace
 
@@ -136,10 +138,9 @@ TEST_CASE("triage: two nights; a copied and a renumbered package share the signa
   // Night two, same folder: gather is fixed (its case now runs a healthy
   // package), class_index is new, nan is known. The baseline is last night's
   // summary in the very folder this run reuses.
-  manifest = write_manifest(
-      dir, {{"nan", s(example("nan_midway.pt2")), s(example("nan_midway.inputs.pt"))},
-            {"gather", s(example("healthy.pt2")), s(example("healthy.inputs.pt"))},
-            {"class_index", s(example("class_index.pt2")), s(example("class_index.inputs.pt"))}});
+  manifest = write_manifest(dir, {{"nan", s(example("nan_midway.pt2")), s(example("nan_midway.inputs.pt"))},
+                                  {"gather", s(example("healthy.pt2")), s(example("healthy.inputs.pt"))},
+                                  {"class_index", s(example("class_index.pt2")), s(example("class_index.inputs.pt"))}});
   r = run_tool({"triage", s(manifest), "--out", s(out), "--baseline", s(out / "summary.json")}, "");
   CHECK_MESSAGE(r.code() == 1, r.err);
   Json night2 = read_json(out / "summary.json");
@@ -167,8 +168,8 @@ TEST_CASE("triage: a bad manifest is exit 2 with file:line:col, and nothing runs
   struct Bad {
     std::string text, where, what;
   } cases[] = {
-      {"cases:\n  - name: a\n    package: a.pt2\n    inputs: a.pt\n    refrence: r.pt\n", ":5:5: error: ",
-       "unknown key 'refrence'"},
+      {"cases:\n  - name: a\n    package: a.pt2\n    inputs: a.pt\n    refrence: r.pt\n",
+       ":5:5: error: ", "unknown key 'refrence'"},
       {"cases:\n  - name: a\n    inputs: a.pt\n", ":2:5: error: ", "a case needs 'package'"},
       {"cases:\n  - name: a\n    package: a.pt2\n    inputs: a.pt\n  - name: a\n    package: b.pt2\n    inputs: b.pt\n",
        ":5:11: error: ", "duplicate case name 'a'"},
@@ -253,13 +254,13 @@ TEST_CASE("triage --shard: three shards as separate processes, merged, equal the
   fs::create_directories(dir);
   // Per-case overrides keep it short: one run per variant.
   std::string text = "cases:\n";
-  std::vector<Case> cases = {{"nan", s(example("nan_midway.pt2")), s(example("nan_midway.inputs.pt"))},
-                             {"nan_renumbered", s(example("nan_midway_renumbered.pt2")),
-                              s(example("nan_midway_renumbered.inputs.pt"))},
-                             {"healthy", s(example("healthy.pt2")), s(example("healthy.inputs.pt"))},
-                             {"gather", s(example("wild_gather.pt2")), s(example("wild_gather.inputs.pt"))},
-                             {"class_index", s(example("class_index.pt2")), s(example("class_index.inputs.pt"))},
-                             {"gone", "missing.pt2", s(example("healthy.inputs.pt"))}};
+  std::vector<Case> cases = {
+      {"nan", s(example("nan_midway.pt2")), s(example("nan_midway.inputs.pt"))},
+      {"nan_renumbered", s(example("nan_midway_renumbered.pt2")), s(example("nan_midway_renumbered.inputs.pt"))},
+      {"healthy", s(example("healthy.pt2")), s(example("healthy.inputs.pt"))},
+      {"gather", s(example("wild_gather.pt2")), s(example("wild_gather.inputs.pt"))},
+      {"class_index", s(example("class_index.pt2")), s(example("class_index.inputs.pt"))},
+      {"gone", "missing.pt2", s(example("healthy.inputs.pt"))}};
   for (const auto& c : cases) {
     text += "  - name: " + c.name + "\n    package: " + c.package + "\n    inputs: " + c.inputs +
             "\n    repeats: 1\n    options: [--strategy, auto]\n";
@@ -292,12 +293,12 @@ TEST_CASE("triage --shard: three shards as separate processes, merged, equal the
   CHECK(shard_of.size() == 6);  // every case in one shard
   // A baseline from the shards' own groups: the gather's signature known,
   // one signature that no case has (fixed).
-  std::string gather_sig = case_of(read_json(dir / ("shard-" + std::to_string(shard_of["gather"])) / "summary.json"),
-                                   "gather")["signature"];
-  Json baseline = {{"groups", Json::array({Json{{"signature", gather_sig}, {"kind", "crash"}, {"cases", {"gather"}}},
-                                            Json{{"signature", "mismatch/-/000000000000"},
-                                                 {"kind", "mismatch"},
-                                                 {"cases", {"healthy"}}}})}};
+  std::string gather_sig =
+      case_of(read_json(dir / ("shard-" + std::to_string(shard_of["gather"])) / "summary.json"), "gather")["signature"];
+  Json baseline = {
+      {"groups",
+       Json::array({Json{{"signature", gather_sig}, {"kind", "crash"}, {"cases", {"gather"}}},
+                    Json{{"signature", "mismatch/-/000000000000"}, {"kind", "mismatch"}, {"cases", {"healthy"}}}})}};
   std::ofstream(dir / "baseline.json") << baseline.dump();
   auto whole = run_tool({"triage", s(manifest), "--out", s(dir / "whole"), "--baseline", s(dir / "baseline.json")}, "");
   CHECK_MESSAGE(whole.code() == 1, whole.err);
@@ -341,8 +342,8 @@ TEST_CASE("triage --shard: three shards as separate processes, merged, equal the
   auto noenv = run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(dir / "x")}, "");
   CHECK(noenv.code() == 2);
   CHECK(noenv.err.find("none of SLURM_ARRAY_TASK_ID") != std::string::npos);
-  auto k8s = run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(dir / "x")}, "",
-                      {{"JOB_COMPLETION_INDEX", "1"}});
+  auto k8s =
+      run_tool({"triage", s(manifest), "--shard-from-env", "--out", s(dir / "x")}, "", {{"JOB_COMPLETION_INDEX", "1"}});
   CHECK(k8s.code() == 2);
   CHECK_MESSAGE(k8s.err.find("AOTI_BISECT_SHARD_COUNT is not set") != std::string::npos, k8s.err);
   // A case's options that `run` does not take: located, exit 2, nothing runs.
@@ -371,9 +372,9 @@ TEST_CASE("verify: 0 on a healthy package over neighbouring inputs, 1 when an ea
   CHECK(case_of(sum, "neighbour")["verify"] == "clean");
 
   // The bug's signature, from the failing run's report.
-  auto first = run_tool({"run", s(example("nan_midway.pt2")), "--inputs", s(example("nan_midway.inputs.pt")),
-                         "--no-matrix"},
-                        s(dir / "first"));
+  auto first =
+      run_tool({"run", s(example("nan_midway.pt2")), "--inputs", s(example("nan_midway.inputs.pt")), "--no-matrix"},
+               s(dir / "first"));
   REQUIRE(first.code() == 1);
   std::string sig = first.report["failure"]["signature"];
   r = run_tool({"verify", s(example("nan_midway.pt2")), "--inputs", s(example("nan_midway.inputs.pt")), "--baseline",

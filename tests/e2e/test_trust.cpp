@@ -4,17 +4,17 @@
 // a runner that cannot start is the tool's failure (exit 5), never a
 // reproduced failure of the model.
 
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "e2e/e2e.hpp"
-#include "skip.hpp"
 #include "process/process.hpp"
+#include "skip.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;
@@ -75,10 +75,10 @@ void check_refused(const e2e::Result& r, const fs::path& marker, const std::stri
 // nan_midway (NaN from its log kernel) searched with probes from a given
 // exported program.
 e2e::Result run_source_exported(const fs::path& ep) {
-  return run_tool({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
-                   "--exported-program", ep.string(), "--source", "exported_program", "--no-matrix", "--cache-dir",
-                   "cache-source"},
-                  "out", e2e::warm_inductor());
+  return run_tool(
+      {"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
+       "--exported-program", ep.string(), "--source", "exported_program", "--no-matrix", "--cache-dir", "cache-source"},
+      "out", e2e::warm_inductor());
 }
 
 fs::path fake_runner(const std::string& name, const std::string& body) {
@@ -132,9 +132,9 @@ TEST_CASE("run --against-eager: a package whose own exported program is hostile 
   fs::path marker = fs::absolute("ran.combined");
   fs::path pkg = fs::absolute("hostile_combined.pt2");
   REQUIRE(make_hostile(example("nan_midway.combined.pt2"), pkg, marker, "weight"));
-  auto r = run_tool({"run", pkg.string(), "--inputs", example("nan_midway.inputs.pt").string(), "--against-eager",
-                     "--no-matrix"},
-                    "out");
+  auto r = run_tool(
+      {"run", pkg.string(), "--inputs", example("nan_midway.inputs.pt").string(), "--against-eager", "--no-matrix"},
+      "out");
   check_refused(r, marker, pkg.filename().string(), "holds a pickled object");
   REQUIRE(r.report.is_object());
   CHECK(r.report["verdict"] == "could_not_test");

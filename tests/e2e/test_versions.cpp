@@ -3,18 +3,18 @@
 // package this runner cannot load because another torch built it gets one
 // line naming both versions and how to get a matching runner.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "common/text.hpp"
 #include "e2e/e2e.hpp"
 
 namespace fs = std::filesystem;
+using aoti_bisect::replace_all;
 using e2e::example;
 using e2e::read_text;
-using aoti_bisect::replace_all;
 using e2e::run_tool;
 
 TEST_SUITE_BEGIN("e2e/versions");
@@ -27,19 +27,20 @@ TEST_CASE("the package's torch in the report, and a package another torch built:
   fs::create_directories("other/site-packages/torch/include");
   std::ofstream("other/site-packages/torch/version.py") << "__version__ = '2.99.0+cpu'\n";
   const std::string other = fs::absolute("other/site-packages/torch").string();
-  e2e::rewrite_package(example("nan_midway.pt2"), fs::absolute("other.pt2"), [&](const std::string& name,
-                                                                                 std::string& bytes) {
-    if (name.ends_with(".wrapper.cpp") || name.ends_with(".kernel.cpp")) {
-      size_t at = bytes.rfind("// Compile cmd");
-      REQUIRE(at != std::string::npos);
-      bytes = bytes.substr(0, at) + "// Compile cmd\n// g++ x.cpp -I" + other + "/include -c -o x.o\n";
-    } else if (name.ends_with(".so")) {
-      std::string renamed = replace_all(bytes, std::string("libtorch_cpu.so\0", 16), std::string("libtorch_xpu.so\0", 16));
-      REQUIRE(renamed != bytes);
-      bytes = renamed;
-    }
-    return true;
-  });
+  e2e::rewrite_package(
+      example("nan_midway.pt2"), fs::absolute("other.pt2"), [&](const std::string& name, std::string& bytes) {
+        if (name.ends_with(".wrapper.cpp") || name.ends_with(".kernel.cpp")) {
+          size_t at = bytes.rfind("// Compile cmd");
+          REQUIRE(at != std::string::npos);
+          bytes = bytes.substr(0, at) + "// Compile cmd\n// g++ x.cpp -I" + other + "/include -c -o x.o\n";
+        } else if (name.ends_with(".so")) {
+          std::string renamed =
+              replace_all(bytes, std::string("libtorch_cpu.so\0", 16), std::string("libtorch_xpu.so\0", 16));
+          REQUIRE(renamed != bytes);
+          bytes = renamed;
+        }
+        return true;
+      });
   auto r = run_tool({"run", "other.pt2", "--inputs", example("nan_midway.inputs.pt").string(), "--no-matrix"}, "out");
   CHECK(r.code() == 4);
   CHECK(r.report["verdict"] == "could_not_test");
@@ -57,8 +58,9 @@ TEST_CASE("the package's torch in the report, and a package another torch built:
   CHECK(line.find("libtorch_xpu.so), and this runner's LibTorch is " + runner + ": the model cannot be loaded: ") !=
         std::string::npos);
   CHECK(line.find("libtorch_xpu.so") != std::string::npos);
-  CHECK(line.ends_with("; give --python PATH: a Python with torch 2.99.0; aoti-bisect builds a runner against it "
-                       "once"));
+  CHECK(
+      line.ends_with("; give --python PATH: a Python with torch 2.99.0; aoti-bisect builds a runner against it "
+                     "once"));
   CHECK(read_text("out/report.md").find("**built with torch:** 2.99.0") != std::string::npos);
 
   SUBCASE("inspect names it too") {

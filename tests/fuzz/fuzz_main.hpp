@@ -2,12 +2,13 @@
 // Shared by the libFuzzer targets: a violation of the property (targets.hpp)
 // aborts, so libFuzzer keeps the input as a crash.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <unistd.h>
 
 #include "fuzz/targets.hpp"
 

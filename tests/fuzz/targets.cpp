@@ -110,8 +110,8 @@ std::string violation(const std::function<void()>& f) {
 }
 
 std::string Mutator::mutate(const std::string& seed, const std::vector<std::string>& others) {
-  static const uint64_t interesting[] = {0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF,
-                                         0xFFFFFFFFFFFFFFFF, 0x8000000000000000};
+  static const uint64_t interesting[] = {
+      0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0x8000000000000000};
   std::string s = seed;
   const uint64_t rounds = 1 + below(4);
   for (uint64_t r = 0; r < rounds; ++r) {

@@ -1,12 +1,11 @@
 // Files of tensors as users save them, loaded the runner's way (the pickle
 // made plain torch-free, then LibTorch's unpickler): the same tensors from
 // every format (tests/data/tensor_files, tests/data/make_tensor_files.py).
-#include "torch_doctest.hpp"
-
 #include <filesystem>
 #include <string>
 
 #include "common/error.hpp"
+#include "torch_doctest.hpp"
 #include "torchside/internal.hpp"
 
 using namespace aoti_bisect;
@@ -14,7 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path data(const std::string& name) { return fs::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / name; }
+fs::path data(const std::string& name) {
+  return fs::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / name;
+}
 
 // a = arange(6, float32).reshape(2, 3), b = [1, 0, 1] (int64), in this order.
 void check_a_and_b(const std::vector<at::Tensor>& t) {
@@ -31,8 +32,8 @@ void check_a_and_b(const std::vector<at::Tensor>& t) {
 TEST_SUITE_BEGIN("torchside");
 
 TEST_CASE("load_tensors: zip, legacy, safetensors, OrderedDict, dict subclass and nn.Parameter give the same tensors") {
-  for (const char* name : {"tf_plain.pt", "tf_legacy.pt", "tf.safetensors", "tf_ordered.pt", "tf_subclass.pt",
-                           "tf_parameter.pt"}) {
+  for (const char* name :
+       {"tf_plain.pt", "tf_legacy.pt", "tf.safetensors", "tf_ordered.pt", "tf_subclass.pt", "tf_parameter.pt"}) {
     CAPTURE(name);
     check_a_and_b(torchside::load_tensors(data(name), "inputs file"));
   }

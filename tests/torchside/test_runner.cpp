@@ -1,15 +1,15 @@
 // The runner's logic (lib/torchside/runner.hpp) without a package: what it
 // refuses and reports before any model runs (the end-to-end tests run it on
 // real packages).
-#include "torch_doctest.hpp"
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "common/error.hpp"
 #include "protocol/events.hpp"
 #include "protocol/runner.hpp"
+#include "torch_doctest.hpp"
 #include "torchside/runner.hpp"
 
 using namespace aoti_bisect;
@@ -40,7 +40,8 @@ TEST_CASE("runner: a run whose inputs cannot be read reports its start, then can
     try {
       torchside::run_model(opt, events);
     } catch (const Error& e) {
-      cannot_test = e.kind() == ErrorKind::cannot_test && std::string(e.what()).find("missing.inputs.pt") != std::string::npos;
+      cannot_test =
+          e.kind() == ErrorKind::cannot_test && std::string(e.what()).find("missing.inputs.pt") != std::string::npos;
     }
   }
   CHECK(cannot_test);

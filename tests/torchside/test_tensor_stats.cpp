@@ -1,11 +1,12 @@
 // The probes' statistics and checksums (lib/torchside/tensor_stats.cpp)
 // against ATen's own reductions, on the host path and on the device path
 // (ATen's reductions, run here on CPU tensors).
-#include <ATen/Parallel.h>
-#include "torch_doctest.hpp"
-
 #include <cmath>
 #include <limits>
+
+#include <ATen/Parallel.h>
+
+#include "torch_doctest.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -101,7 +102,8 @@ TEST_CASE("the host checksum is XXH3-64 of the 1 MiB blocks' XXH3-64 hashes, wha
     }
   }
   char want[17];
-  std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(XXH3_64bits(joined.data(), joined.size())));
+  std::snprintf(want, sizeof want, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(joined.data(), joined.size())));
   CHECK(tensor_stats("x", t).checksum == want);
   CHECK(tensor_checksum(t) == want);
   int threads = at::get_num_threads();
@@ -197,12 +199,13 @@ TEST_CASE("StatsCache: the same bytes are measured once; bytes written behind th
   CHECK(cache.measured() == 4);
 }
 
-TEST_CASE("diff_values counts the elements that differ, NaN/Inf mismatches included, and finds the largest difference") {
+TEST_CASE(
+    "diff_values counts the elements that differ, NaN/Inf mismatches included, and finds the largest difference") {
   at::Tensor first = at::arange(12, at::kFloat).reshape({3, 4});
   at::Tensor second = first.clone();
-  second[0][1] = 1.0f + 1e-3f;     // a last-bits difference
-  second[2][3] = 11.25f;           // the largest
-  second[1][0] = std::nanf("");    // a NaN where the first run had 4
+  second[0][1] = 1.0f + 1e-3f;   // a last-bits difference
+  second[2][3] = 11.25f;         // the largest
+  second[1][0] = std::nanf("");  // a NaN where the first run had 4
   ValueDiff d = diff_values(second, first);
   CHECK(d.differ == 3);
   CHECK(d.nonfinite == 1);

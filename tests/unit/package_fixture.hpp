@@ -5,18 +5,19 @@
 // shared object). One copy each: unity builds put several test files in one
 // compile, where two helpers of one name collide.
 
-#include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
-#include <functional>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
-#include <unistd.h>
+
+#include <doctest/doctest.h>
 #include <zip.h>
 
 #include "common/error.hpp"

@@ -1,14 +1,14 @@
 // Comments that name a file of this repository by its path (lib/...,
 // apps/..., tests/..., scripts/..., docs/..., examples/..., configs/...)
 // name one that exists: a file moved is a comment to change (issue 42).
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 namespace fs = std::filesystem;
 

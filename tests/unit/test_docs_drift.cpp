@@ -6,8 +6,6 @@
 // git-bisect mapping. (The --help defaults and the report.json fields are
 // checked against the real binary and a real report: tests/e2e/test_docs.cpp.)
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -16,6 +14,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "config/config.hpp"
 #include "job/job.hpp"
@@ -80,8 +80,7 @@ std::map<std::string, std::vector<std::string>> variant_table(const std::string&
   return rows;
 }
 
-void check_flags_table(const std::string& text, const std::string& heading, const std::string& backend,
-                       bool device) {
+void check_flags_table(const std::string& text, const std::string& heading, const std::string& backend, bool device) {
   Profile profile = builtin_profile(backend);
   auto rows = variant_table(text, heading);
   std::set<std::string> in_profile;
@@ -92,8 +91,8 @@ void check_flags_table(const std::string& text, const std::string& heading, cons
     CHECK(rows[v.name][2] == variant_schedule(v, profile, device));
   }
   for (const auto& [name, row] : rows) {
-    CHECK_MESSAGE(in_profile.count(name) == 1, "docs/run.md lists " << name << ", which the " << backend
-                                                                    << " profile does not have");
+    CHECK_MESSAGE(in_profile.count(name) == 1,
+                  "docs/run.md lists " << name << ", which the " << backend << " profile does not have");
   }
 }
 
@@ -182,8 +181,8 @@ TEST_CASE("the README's exit-code table is exit_code_for, and its git-bisect lin
   REQUIRE(git_at != std::string::npos);
   std::string git = section.substr(git_at, section.find("\n\n", git_at) - git_at);
   std::replace(git.begin(), git.end(), '\n', ' ');  // however the paragraph is wrapped
-  for (const char* phrase : {"0 good, 1 bad (1 and 3), 125 could not test (4), 128 for usage and internal errors",
-                             "130 interrupted"}) {
+  for (const char* phrase :
+       {"0 good, 1 bad (1 and 3), 125 could not test (4), 128 for usage and internal errors", "130 interrupted"}) {
     CHECK_MESSAGE(git.find(phrase) != std::string::npos, phrase);
   }
   // docs/run.md's mentions of a verdict's exit code agree too.

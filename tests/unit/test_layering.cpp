@@ -1,14 +1,14 @@
 // The map of the code stays true (issue 28): docs/architecture.md lists every
 // module of lib/ bottom up, and no module includes one listed above it (so
 // there are no circles either).
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "common/text.hpp"
 #include "package_fixture.hpp"
@@ -119,9 +119,8 @@ TEST_CASE("search and evidence: every header has its .cpp, every .cpp its header
       }
     }
     for (const auto& c : sources) {
-      bool paired = std::any_of(headers.begin(), headers.end(), [&](const std::string& h) {
-        return c == h || c.rfind(h + "_", 0) == 0;
-      });
+      bool paired = std::any_of(headers.begin(), headers.end(),
+                                [&](const std::string& h) { return c == h || c.rfind(h + "_", 0) == 0; });
       if (!paired) {
         unpaired.push_back(std::string(module) + "/" + c + ".cpp has no header");
       }

@@ -4,23 +4,23 @@
 // the call, and prints what a kernel built with its intermediates probed saw.
 #include "replay_host.h"
 
-#include <ATen/ATen.h>
-#include <ATen/cpu/Utils.h>
-#include <torch/csrc/inductor/aoti_torch/utils.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <string>
-#include <algorithm>
 #include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/cpu/Utils.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 using namespace torch::aot_inductor;
 
@@ -90,7 +90,7 @@ RAIIAtenTensorHandle load(const std::string& name, const std::string& file, int 
 c10::ScalarType dtype_of(const std::string& name) {
   static const std::pair<const char*, c10::ScalarType> table[] = {
       {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
-      {"int64", at::kLong},    {"int32", at::kInt},      {"int16", at::kShort}, {"int8", at::kChar},
+      {"int64", at::kLong},    {"int32", at::kInt},      {"int16", at::kShort},  {"int8", at::kChar},
       {"uint8", at::kByte},    {"bool", at::kBool}};
   for (const auto& [n, t] : table) {
     if (name == n) {
@@ -266,8 +266,7 @@ int judge_nonfinite() {
   }
   std::string bad_input = nan_input.empty() ? inf_input : nan_input;
   std::cout << g_kernel << ": no new NaN/Inf after the call"
-            << (bad_input.empty() ? ", inputs finite" : " (" + bad_input + ")") << ": does not reproduce"
-            << std::endl;
+            << (bad_input.empty() ? ", inputs finite" : " (" + bad_input + ")") << ": does not reproduce" << std::endl;
   return 0;
 }
 
@@ -313,8 +312,7 @@ int resolve_address(const void* address, int element_size, char* out, int capaci
     for (int64_t d = 0; d < t.dim(); ++d) {
       span += (t.size(d) - 1) * t.stride(d);
     }
-    if (at < base || at >= base + static_cast<uintptr_t>(span) * element_size ||
-        (at - base) % element_size != 0) {
+    if (at < base || at >= base + static_cast<uintptr_t>(span) * element_size || (at - base) % element_size != 0) {
       continue;
     }
     // The index whose offset is this one, dimensions taken by falling stride

@@ -6,7 +6,10 @@
 // one aoti_bisect::Error line; no other exception, no crash, no hang, and
 // memory bounded (this process runs under an address-space limit).
 
-#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -14,12 +17,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -216,7 +216,8 @@ TEST_CASE("fuzz: the package reader (open, select_model, wrapper_info, extract)"
 }
 
 TEST_CASE("fuzz: the wrapper parser") {
-  run_mutants("wrapper", 0x5eed0002, 3000, wrapper_seeds(), [](const std::string& text) { fuzz::wrapper_parser(text); });
+  run_mutants("wrapper", 0x5eed0002, 3000, wrapper_seeds(),
+              [](const std::string& text) { fuzz::wrapper_parser(text); });
 }
 
 TEST_CASE("fuzz: the config parser (profile and user config)") {

@@ -4,22 +4,22 @@
 // end with one of its defined exit statuses (no signal), within its time
 // and memory. Built with LibTorch only (the runner and the examples).
 
-#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "common/error.hpp"

@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "bisect/bisect.hpp"
 
@@ -179,7 +179,8 @@ TEST_CASE("find_first_bad, the steps as taken") {
   }
   SUBCASE("bisect, n = 5, culprit 1: no neighbour") {
     SearchResult r = find_first_bad(5, Strategy::bisect, culprit_at(1, &calls));
-    CHECK(rows(r) == std::vector<Row>{{1, 3, "bisect", R}, {1, 2, "bisect", R}, {1, 1, "bisect", R}, {1, 1, "confirm", R}});
+    CHECK(rows(r) ==
+          std::vector<Row>{{1, 3, "bisect", R}, {1, 2, "bisect", R}, {1, 1, "bisect", R}, {1, 1, "confirm", R}});
     CHECK(r.first == 1);
   }
   SUBCASE("bisect, n = 1: confirm only") {
@@ -226,10 +227,10 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
   }
   SUBCASE("the pair's exact site is the neighbour: not the first bad site") {
     Oracle o = scripted(culprit_at(37, &calls, true), {std::nullopt, [] {
-                          Probe p = answer(R);
-                          p.exact = 36;
-                          return p;
-                        }()});
+                                                         Probe p = answer(R);
+                                                         p.exact = 36;
+                                                         return p;
+                                                       }()});
     SearchResult r = find_first_bad(64, Strategy::all, o);
     CHECK(r.status == Status::inconclusive);
     CHECK(r.message == "site 36 also reproduces alone, so site 37 is not the first bad site");
@@ -244,8 +245,8 @@ TEST_CASE("find_first_bad, an oracle that names the site") {
   SUBCASE("the pair reproduces without naming a site: each alone after all") {
     Oracle o = scripted(culprit_at(37, &calls, true), {std::nullopt, answer(R)});
     SearchResult r = find_first_bad(64, Strategy::all, o);
-    CHECK(rows(r) == std::vector<Row>{{1, 64, "all", R}, {36, 37, "confirm", R}, {37, 37, "confirm", R},
-                                      {36, 36, "neighbour", C}});
+    CHECK(rows(r) == std::vector<Row>{
+                         {1, 64, "all", R}, {36, 37, "confirm", R}, {37, 37, "confirm", R}, {36, 36, "neighbour", C}});
     CHECK(r.first == 37);
   }
   SUBCASE("automatic: one call, the site found unconfirmed for the caller's next run to confirm") {

@@ -1,8 +1,8 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <set>
+
+#include <doctest/doctest.h>
 
 #include "bisect/samples.hpp"
 
@@ -74,18 +74,22 @@ TEST_CASE("shrink_samples: three needed, and a budget that runs out says it stop
 
 TEST_CASE("shrink_samples: a run that cannot say stops it with the smallest failing set known") {
   int calls = 0;
-  SampleShrink s = shrink_samples(8, [&](const std::vector<int64_t>& set) -> std::optional<bool> {
-    if (++calls == 2) {
-      return std::nullopt;
-    }
-    return std::find(set.begin(), set.end(), 1) != set.end();
-  }, 64);
+  SampleShrink s = shrink_samples(
+      8,
+      [&](const std::vector<int64_t>& set) -> std::optional<bool> {
+        if (++calls == 2) {
+          return std::nullopt;
+        }
+        return std::find(set.begin(), set.end(), 1) != set.end();
+      },
+      64);
   CHECK(s.stopped);
   CHECK(s.samples == std::vector<int64_t>{0, 1, 2, 3});  // the first half failed, then the run could not say
 }
 
 TEST_CASE("shrink_samples: a failure every set shows needs only the first sample") {
-  SampleShrink s = shrink_samples(4, [](const std::vector<int64_t>&) -> std::optional<bool> { return true; }, 64);
+  SampleShrink s = shrink_samples(
+      4, [](const std::vector<int64_t>&) -> std::optional<bool> { return true; }, 64);
   CHECK(s.samples == std::vector<int64_t>{0});
   CHECK(s.runs == 2);
 }

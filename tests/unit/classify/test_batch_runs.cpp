@@ -10,13 +10,13 @@ using nlohmann::json;
 namespace {
 
 json info(const std::string& dtype, std::vector<int64_t> shape) {
-  return {{"name", "input"}, {"dtype", dtype}, {"shape", shape}, {"strides", json::array()}, {"device", "cpu"},
-          {"sha256", "x"}};
+  return {{"name", "input"},          {"dtype", dtype},  {"shape", shape},
+          {"strides", json::array()}, {"device", "cpu"}, {"sha256", "x"}};
 }
 
 json stats(const std::string& dtype, double min, double max, int nan = 0) {
-  return {{"name", "input"}, {"dtype", dtype}, {"shape", {8}}, {"numel", 8}, {"nan", nan}, {"inf", 0},
-          {"min", min},      {"max", max},     {"mean", 0.0},  {"checksum", "x"}};
+  return {{"name", "input"}, {"dtype", dtype}, {"shape", {8}}, {"numel", 8},  {"nan", nan},
+          {"inf", 0},        {"min", min},     {"max", max},   {"mean", 0.0}, {"checksum", "x"}};
 }
 
 // One batch's events: its frame, its inputs (x float, target int64), a run.
@@ -60,7 +60,8 @@ TEST_SUITE_BEGIN("classify/batch_runs");
 
 TEST_CASE("a batch loop's events: each batch, and the run of the last one alone") {
   auto ev = loop({batch(0, 3, 3, true), batch(1, 3, 3, true), batch(2, 3, 4, false)},
-                 {{{"event", "error"}, {"message", "index out of bounds: 0 <= tmp3 < 4"},
+                 {{{"event", "error"},
+                   {"message", "index out of bounds: 0 <= tmp3 < 4"},
                    {"first_line", "index out of bounds: 0 <= tmp3 < 4"}}});
   auto runs = batch_runs(ev);
   REQUIRE(runs.size() == 3);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <csignal>
+
+#include <doctest/doctest.h>
 
 #include "classify/classify.hpp"
 #include "protocol/runner.hpp"
@@ -18,11 +18,13 @@ ExitStatus exited(int code, const std::string& err = "") {
   return s;
 }
 
-ExitStatus exited(RunnerExit code, const std::string& err = "") { return exited(static_cast<int>(code), err); }
+ExitStatus exited(RunnerExit code, const std::string& err = "") {
+  return exited(static_cast<int>(code), err);
+}
 
 json stats(const std::string& name, int nan, int inf = 0) {
-  return {{"name", name}, {"dtype", "float32"}, {"shape", {2, 2}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
-          {"min", 0.0}, {"max", 1.0}, {"mean", 0.5}, {"checksum", "x"}};
+  return {{"name", name}, {"dtype", "float32"}, {"shape", {2, 2}}, {"numel", 4},  {"nan", nan},
+          {"inf", inf},   {"min", 0.0},         {"max", 1.0},      {"mean", 0.5}, {"checksum", "x"}};
 }
 
 std::vector<json> finished_run(int out_nan, int in_nan = 0, json comparison = nullptr) {
@@ -83,12 +85,13 @@ TEST_CASE("classify_run: NaN inputs that give NaN outputs are never ok; the line
 }
 
 TEST_CASE("classify_run: outside tolerance is a mismatch with the figures") {
-  json cmp = {{"within_tolerance", false}, {"mismatched", 4}, {"total", 4}, {"max_abs_error", 1.0},
-              {"max_rel_error", 2.0}, {"atol", 1e-5}, {"rtol", 1e-6}};
+  json cmp = {{"within_tolerance", false}, {"mismatched", 4}, {"total", 4},  {"max_abs_error", 1.0},
+              {"max_rel_error", 2.0},      {"atol", 1e-5},    {"rtol", 1e-6}};
   Classification c = classify_run(exited(RunnerExit::ran), finished_run(0, 0, cmp));
   CHECK(c.kind == OutcomeKind::mismatch);
-  CHECK(c.first_line == "4 of 4 output values outside tolerance: 4 finite values beyond it (max abs error 1, max "
-                        "rel error 2, atol 1e-05, rtol 1e-06)");
+  CHECK(c.first_line ==
+        "4 of 4 output values outside tolerance: 4 finite values beyond it (max abs error 1, max "
+        "rel error 2, atol 1e-05, rtol 1e-06)");
 }
 
 // Never an error of 0 for a failing comparison: values the reference holds
@@ -102,21 +105,24 @@ TEST_CASE("mismatch_line: NaN/Inf on one side only counted apart from the finite
   c.atol = 1e-5;
   c.rtol = 1e-4;
   c.note = "NaN/Inf positions differ in output 0 (20 elements)";
-  CHECK(mismatch_line(c) == "20 of 20 output values outside tolerance: all 20 where NaN/Inf sit on one side only "
-                            "(NaN/Inf positions differ in output 0 (20 elements))");
+  CHECK(mismatch_line(c) ==
+        "20 of 20 output values outside tolerance: all 20 where NaN/Inf sit on one side only "
+        "(NaN/Inf positions differ in output 0 (20 elements))");
   CHECK(mismatch_line(c).find("max abs error 0") == std::string::npos);
   c.mismatched = 25;
   c.total = 40;
   c.max_abs_error = 0.5;
   c.max_rel_error = 0.25;
-  CHECK(mismatch_line(c) == "25 of 40 output values outside tolerance: 20 where NaN/Inf sit on one side only "
-                            "(NaN/Inf positions differ in output 0 (20 elements)); 5 finite values beyond it (max abs "
-                            "error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001)");
+  CHECK(mismatch_line(c) ==
+        "25 of 40 output values outside tolerance: 20 where NaN/Inf sit on one side only "
+        "(NaN/Inf positions differ in output 0 (20 elements)); 5 finite values beyond it (max abs "
+        "error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001)");
   // A runner of another build that does not count them: what its note says, and the figures as what they are.
   c.nonfinite_mismatched = -1;
-  CHECK(mismatch_line(c) == "25 of 40 output values outside tolerance; NaN/Inf positions differ in output 0 (20 "
-                            "elements); max abs error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001 among the "
-                            "values finite on both sides");
+  CHECK(mismatch_line(c) ==
+        "25 of 40 output values outside tolerance; NaN/Inf positions differ in output 0 (20 "
+        "elements); max abs error 0.5, max rel error 0.25, atol 1e-05, rtol 0.0001 among the "
+        "values finite on both sides");
 }
 
 // The runner's own limit on a call of the model (--time-limit, exit 14):
@@ -146,8 +152,11 @@ TEST_CASE("classify_run: a call past the runner's time limit is a timeout with i
 }
 
 std::vector<json> started_run() {
-  return {{{"event", "start"}, {"torch", "2.13.0"}}, {{"event", "inputs"}, {"tensors", json::array()}},
-          {{"event", "input_stats"}, {"tensors", json::array()}}, {{"event", "loaded"}}, {{"event", "run_begin"}}};
+  return {{{"event", "start"}, {"torch", "2.13.0"}},
+          {{"event", "inputs"}, {"tensors", json::array()}},
+          {{"event", "input_stats"}, {"tensors", json::array()}},
+          {{"event", "loaded"}},
+          {{"event", "run_begin"}}};
 }
 
 TEST_CASE("classify_run: signals are crashes, whichever signal") {
@@ -166,8 +175,9 @@ TEST_CASE("classify_run: signals are crashes, whichever signal") {
 
 TEST_CASE("classify_run: the index check line on stderr wins over the generic exception") {
   std::string err = "Error: index out of bounds: 0 <= tmp35 < 5L\n";
-  std::vector<json> ev = {{{"event", "error"},
-                           {"message", "run_func_( container_handle_, ...) API call failed at model_container_runner.cpp, line 147"}}};
+  std::vector<json> ev = {
+      {{"event", "error"},
+       {"message", "run_func_( container_handle_, ...) API call failed at model_container_runner.cpp, line 147"}}};
   Classification c = classify_run(exited(RunnerExit::model_error, err), ev);
   CHECK(c.kind == OutcomeKind::device_assert);
   CHECK(c.first_line == "Error: index out of bounds: 0 <= tmp35 < 5L");
@@ -193,12 +203,14 @@ TEST_CASE("classify_run: error texts map to their families") {
 }
 
 TEST_CASE("classify_run: runner statuses for inputs, unreadable files and internal failures") {
-  Classification m = classify_run(exited(RunnerExit::input_mismatch),
-                                  {{{"event", "input_mismatch"}, {"message", "input 0 (arg4_1): dtype int32, the model takes float32"}}});
+  Classification m = classify_run(
+      exited(RunnerExit::input_mismatch),
+      {{{"event", "input_mismatch"}, {"message", "input 0 (arg4_1): dtype int32, the model takes float32"}}});
   CHECK(m.kind == OutcomeKind::input_mismatch);
   CHECK(m.first_line == "input 0 (arg4_1): dtype int32, the model takes float32");
 
-  Classification u = classify_run(exited(RunnerExit::cannot_test), {{{"event", "fatal"}, {"message", "inputs file 'x' is not in torch.save's format"}}});
+  Classification u = classify_run(exited(RunnerExit::cannot_test),
+                                  {{{"event", "fatal"}, {"message", "inputs file 'x' is not in torch.save's format"}}});
   REQUIRE(u.cannot_test.has_value());
   CHECK(*u.cannot_test == "inputs file 'x' is not in torch.save's format");
 
@@ -208,8 +220,9 @@ TEST_CASE("classify_run: runner statuses for inputs, unreadable files and intern
 
 TEST_CASE("classify_run: a runner that never reached its first event is the tool's failure, not the model's") {
   Classification loader = classify_run(
-      exited(127, "aoti-bisect-runner: error while loading shared libraries: libtorch_cpu.so: cannot open shared "
-                  "object file\n"),
+      exited(127,
+             "aoti-bisect-runner: error while loading shared libraries: libtorch_cpu.so: cannot open shared "
+             "object file\n"),
       {});
   REQUIRE(loader.internal.has_value());
   CHECK(*loader.internal ==
@@ -229,7 +242,8 @@ TEST_CASE("classify_run: a signal before the first event is the tool's failure")
   s.stderr_tail = "noise\nfatal error: the runtime could not start\n";
   Classification c = classify_run(s, {});
   REQUIRE(c.internal.has_value());
-  CHECK(*c.internal == "the runner was killed by SIGSEGV before its first event: fatal error: the runtime could not start");
+  CHECK(*c.internal ==
+        "the runner was killed by SIGSEGV before its first event: fatal error: the runtime could not start");
   // Once started, a signal (in the model's own loader, its kernels, an abort) stays the model's crash.
   std::vector<json> loading = {{{"event", "start"}}, {{"event", "input_stats"}, {"tensors", json::array()}}};
   Classification crash = classify_run(s, loading);
@@ -254,8 +268,9 @@ TEST_CASE("classify_run: a runner that ended without its closing events, its exi
     std::string err = "some warning\n./aoti-bisect-runner: symbol lookup error: ./libtorch_cpu.so: cannot bind\nmore\n";
     Classification c = classify_run(exited(127, err), {{{"event", "start"}}});
     REQUIRE(c.internal.has_value());
-    CHECK(*c.internal == "the runner ended without its closing events (exit 127, last event 'start'): "
-                         "./aoti-bisect-runner: symbol lookup error: ./libtorch_cpu.so: cannot bind");
+    CHECK(*c.internal ==
+          "the runner ended without its closing events (exit 127, last event 'start'): "
+          "./aoti-bisect-runner: symbol lookup error: ./libtorch_cpu.so: cannot bind");
     CHECK(classify_run(exited(126, "sh: cannot execute\n"), {{{"event", "start"}}}).internal.has_value());
   }
   SUBCASE("exit 127 while the model runs, for a symbol the model cannot bind, is the model's") {

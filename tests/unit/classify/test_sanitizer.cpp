@@ -61,7 +61,8 @@ TEST_CASE("compute-sanitizer's errors: kind, kernel, thread, block, address") {
 TEST_CASE("describe_address: a sanitizer's address named as the buffer it falls in or next to") {
   CHECK(describe_address(0x7f1200000c0c, buffers()) == "12 bytes past the end of buf7 (float32 [8, 32], 1024 bytes)");
   CHECK(describe_address(0x7f1200000828, buffers()) == "inside buf7 (float32 [8, 32], 1024 bytes) at byte 40");
-  CHECK(describe_address(0x7f12000007f0, buffers()) == "16 bytes before the start of buf7 (float32 [8, 32], 1024 bytes)");
+  CHECK(describe_address(0x7f12000007f0, buffers()) ==
+        "16 bytes before the start of buf7 (float32 [8, 32], 1024 bytes)");
   CHECK(describe_address(0x7f1200001048, buffers()) == "8 bytes past the end of arg3_1 (int64 [8], 64 bytes)");
   CHECK(describe_address(0x10, {}).empty());
 }

@@ -66,7 +66,7 @@ TEST_CASE("normalized sources of one kernel in two builds are equal; another ker
   std::string a = ab::normalize_kernel_source(ab::kernel_definition(k_kernel_a, "cpp_fused_div_log_3"));
   std::string b = ab::normalize_kernel_source(ab::kernel_definition(k_kernel_b, "cpp_fused_div_log_7"));
   CHECK(a == b);
-  CHECK(a.find("buf") == std::string::npos);  // the comment is gone
+  CHECK(a.find("buf") == std::string::npos);   // the comment is gone
   CHECK(a.find("0.5f") != std::string::npos);  // literals stay
   std::string relu = ab::normalize_kernel_source(ab::kernel_definition(k_kernel_a, "cpp_fused_relu_4"));
   CHECK(relu != a);
@@ -85,10 +85,16 @@ TEST_CASE("normalize_error_line drops paths, addresses and numbers") {
 }
 
 TEST_CASE("failure_signature: stable across rebuilds, sensitive to kind, kernel, source and flags") {
-  ab::SignatureInput a{"nonfinite", "cpp_fused_div_log_3", ab::kernel_definition(k_kernel_a, "cpp_fused_div_log_3"),
-                       {}, "output 0 has 16 NaN"};
-  ab::SignatureInput b{"nonfinite", "cpp_fused_div_log_7", ab::kernel_definition(k_kernel_b, "cpp_fused_div_log_7"),
-                       {}, "output 1 has 8 NaN"};
+  ab::SignatureInput a{"nonfinite",
+                       "cpp_fused_div_log_3",
+                       ab::kernel_definition(k_kernel_a, "cpp_fused_div_log_3"),
+                       {},
+                       "output 0 has 16 NaN"};
+  ab::SignatureInput b{"nonfinite",
+                       "cpp_fused_div_log_7",
+                       ab::kernel_definition(k_kernel_b, "cpp_fused_div_log_7"),
+                       {},
+                       "output 1 has 8 NaN"};
   std::string sa = ab::failure_signature(a);
   CHECK(sa.rfind("nonfinite/cpp_fused_div_log/", 0) == 0);
   CHECK(sa.size() == std::string("nonfinite/cpp_fused_div_log/").size() + 12);

@@ -26,7 +26,7 @@ TEST_CASE("skip_literal_or_comment: where each kind ends") {
   CHECK(skip_literal_or_comment(R"("ab\"c" x)", 0) == 7);
   CHECK(skip_literal_or_comment("'\\n' x", 0) == 4);
   CHECK(skip_literal_or_comment("'a' x", 0) == 3);
-  CHECK(skip_literal_or_comment("1'000", 1) == 1);  // a digit separator, no literal
+  CHECK(skip_literal_or_comment("1'000", 1) == 1);    // a digit separator, no literal
   CHECK(skip_literal_or_comment("// c\nx", 0) == 4);  // up to the newline, not past it
   CHECK(skip_literal_or_comment("/* c */x", 0) == 7);
   CHECK(skip_literal_or_comment("Rx", 0) == 0);

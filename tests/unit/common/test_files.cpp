@@ -1,11 +1,12 @@
-#include <doctest/doctest.h>
-#include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"

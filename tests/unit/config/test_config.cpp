@@ -1,9 +1,9 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "config/config.hpp"
@@ -13,7 +13,8 @@ using namespace aoti_bisect;
 
 namespace {
 
-const char* const k_user_keys = "env, repeats, timeout, jobs, variants, findings, variants_mode, inductor_configs, tolerance";
+const char* const k_user_keys =
+    "env, repeats, timeout, jobs, variants, findings, variants_mode, inductor_configs, tolerance";
 
 std::vector<std::string> names_of(const std::vector<Variant>& variants) {
   std::vector<std::string> names;
@@ -86,8 +87,7 @@ TEST_CASE("parse_user_config: an empty file is an empty config") {
 
 TEST_CASE("parse_user_config: scalar env values are taken as their text") {
   UserConfig c = parse_user_config("env:\n  A: 1\n  B: true\n  C: 0.50\n  D: \"\"\n  E: 'x y'\n", "c.yaml");
-  CHECK(c.env == std::map<std::string, std::string>{
-                     {"A", "1"}, {"B", "true"}, {"C", "0.50"}, {"D", ""}, {"E", "x y"}});
+  CHECK(c.env == std::map<std::string, std::string>{{"A", "1"}, {"B", "true"}, {"C", "0.50"}, {"D", ""}, {"E", "x y"}});
 }
 
 TEST_CASE("parse_user_config: a flat tolerance sets only what it names") {
@@ -129,7 +129,7 @@ TEST_CASE("tolerance: the rule judges the error against the tensor's largest mag
   Tolerance t{1e-5, 1e-4};
   CHECK(t.within(1e-5, 0.0));
   CHECK_FALSE(t.within(2e-5, 0.0));
-  CHECK(t.within(1e-3, 100.0));          // 1e-5 + 1e-2 allowed
+  CHECK(t.within(1e-3, 100.0));  // 1e-5 + 1e-2 allowed
   CHECK_FALSE(t.within(0.02, 100.0));
 }
 
@@ -146,17 +146,19 @@ TEST_CASE("parse_user_config, error handling") {
   auto parse = [](const std::string& text) { return parse_user_config(text, "c.yaml"); };
 
   SUBCASE("unknown key, with the known keys from the table") {
-    REQUIRE_THROWS_WITH(parse("repeats: 2\ntmeout: 3\n"),
-                        (std::string("c.yaml:2:1: error: unknown key 'tmeout' (known keys: ") + k_user_keys + ")")
-                            .c_str());
+    REQUIRE_THROWS_WITH(
+        parse("repeats: 2\ntmeout: 3\n"),
+        (std::string("c.yaml:2:1: error: unknown key 'tmeout' (known keys: ") + k_user_keys + ")").c_str());
   }
   SUBCASE("unknown key inside a variant") {
-    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    envv: {}\n"),
-                        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats, localizes_faults, when)");
+    REQUIRE_THROWS_WITH(
+        parse("variants:\n  - name: a\n    envv: {}\n"),
+        "c.yaml:3:5: error: unknown key 'envv' (known keys: name, description, env, repeats, localizes_faults, when)");
   }
   SUBCASE("a variant's 'when' is one of four") {
-    REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    when: sometimes\n"),
-                        "c.yaml:3:11: error: 'when' must be always, failure, fault, flaky or failure_or_flaky, got 'sometimes'");
+    REQUIRE_THROWS_WITH(
+        parse("variants:\n  - name: a\n    when: sometimes\n"),
+        "c.yaml:3:11: error: 'when' must be always, failure, fault, flaky or failure_or_flaky, got 'sometimes'");
   }
   SUBCASE("a finding with an unknown contrast, placeholder or key, or without its sentence") {
     REQUIRE_THROWS_WITH(parse("findings:\n  - variant: a\n    contrast: faster\n    says: x\n"),
@@ -173,7 +175,8 @@ TEST_CASE("parse_user_config, error handling") {
   }
   SUBCASE("unknown key inside tolerance") {
     REQUIRE_THROWS_WITH(parse("tolerance:\n  abstol: 1\n"),
-                        "c.yaml:2:3: error: unknown key 'abstol' in 'tolerance' (a dtype such as float32, bfloat16, float16, default, or atol/rtol for every dtype)");
+                        "c.yaml:2:3: error: unknown key 'abstol' in 'tolerance' (a dtype such as float32, bfloat16, "
+                        "float16, default, or atol/rtol for every dtype)");
   }
   SUBCASE("duplicate key") {
     REQUIRE_THROWS_WITH(parse("repeats: 2\nrepeats: 3\n"), "c.yaml:2:1: error: duplicate key 'repeats'");
@@ -191,7 +194,8 @@ TEST_CASE("parse_user_config, error handling") {
     REQUIRE_THROWS_WITH(parse("repeats: 1.5\n"), "c.yaml:1:10: error: 'repeats' must be a positive integer, got '1.5'");
   }
   SUBCASE("repeats empty: the message points at the key") {
-    REQUIRE_THROWS_WITH(parse("jobs: 1\nrepeats:\n"), "c.yaml:2:1: error: 'repeats' must be a positive integer, got nothing");
+    REQUIRE_THROWS_WITH(parse("jobs: 1\nrepeats:\n"),
+                        "c.yaml:2:1: error: 'repeats' must be a positive integer, got nothing");
   }
   SUBCASE("repeats in a variant") {
     REQUIRE_THROWS_WITH(parse("variants:\n  - name: a\n    repeats: [3]\n"),
@@ -201,16 +205,20 @@ TEST_CASE("parse_user_config, error handling") {
     REQUIRE_THROWS_WITH(parse("jobs: 0\n"), "c.yaml:1:7: error: 'jobs' must be a positive integer, got '0'");
   }
   SUBCASE("timeout zero") {
-    REQUIRE_THROWS_WITH(parse("timeout: 0\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '0'");
+    REQUIRE_THROWS_WITH(parse("timeout: 0\n"),
+                        "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '0'");
   }
   SUBCASE("timeout negative") {
-    REQUIRE_THROWS_WITH(parse("timeout: -1\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '-1'");
+    REQUIRE_THROWS_WITH(parse("timeout: -1\n"),
+                        "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '-1'");
   }
   SUBCASE("timeout infinite") {
-    REQUIRE_THROWS_WITH(parse("timeout: inf\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got 'inf'");
+    REQUIRE_THROWS_WITH(parse("timeout: inf\n"),
+                        "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got 'inf'");
   }
   SUBCASE("timeout a word") {
-    REQUIRE_THROWS_WITH(parse("timeout: 5m\n"), "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '5m'");
+    REQUIRE_THROWS_WITH(parse("timeout: 5m\n"),
+                        "c.yaml:1:10: error: 'timeout' must be a positive number of seconds, got '5m'");
   }
   SUBCASE("env a list") {
     REQUIRE_THROWS_WITH(parse("env: [1]\n"), "c.yaml:1:6: error: 'env' must be a map, got a list");
@@ -248,7 +256,8 @@ TEST_CASE("parse_user_config, error handling") {
                         "c.yaml:2:11: error: variant name 'Launch-Blocking' must match [a-z0-9_]+");
   }
   SUBCASE("variant name empty") {
-    REQUIRE_THROWS_WITH(parse("variants:\n  - name: ''\n"), "c.yaml:2:11: error: variant name '' must match [a-z0-9_]+");
+    REQUIRE_THROWS_WITH(parse("variants:\n  - name: ''\n"),
+                        "c.yaml:2:11: error: variant name '' must match [a-z0-9_]+");
   }
   SUBCASE("variant name reserved") {
     REQUIRE_THROWS_WITH(parse("variants:\n  - name: baseline\n"),
@@ -303,7 +312,8 @@ TEST_CASE("load_user_config") {
     std::filesystem::create_directories("cfg");
     std::ofstream("cfg/nightly.yaml") << "repeats: 4\n\nvariants:\n  - name: a\n    tmeout: 3\n";
     REQUIRE_THROWS_WITH(load_user_config("cfg/nightly.yaml"),
-                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, repeats, localizes_faults, when)");
+                        "cfg/nightly.yaml:5:5: error: unknown key 'tmeout' (known keys: name, description, env, "
+                        "repeats, localizes_faults, when)");
   }
   SUBCASE("a readable file is parsed, and remembers its path") {
     std::ofstream("ok.yaml") << "repeats: 4\n";
@@ -333,7 +343,8 @@ TEST_CASE("parse_profile") {
   }
   SUBCASE("user-only keys are unknown in a profile") {
     REQUIRE_THROWS_WITH(parse_profile("backend: xpu\njobs: 2\n", "p.yaml"),
-                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, variants, findings, tolerances)");
+                        "p.yaml:2:1: error: unknown key 'jobs' (known keys: backend, description, repeats, timeout, "
+                        "variants, findings, tolerances)");
   }
   SUBCASE("a profile needs a backend") {
     REQUIRE_THROWS_WITH(parse_profile("repeats: 2\n", "p.yaml"), "p.yaml:1:1: error: a profile needs a 'backend'");
@@ -372,8 +383,8 @@ TEST_CASE("builtin profiles") {
   }
   SUBCASE("cpu: one change per variant, each when it means something") {
     Profile p = builtin_profile("cpu");
-    REQUIRE(names_of(p.variants) ==
-            std::vector<std::string>{"repeat", "check_inputs", "poison", "perturb", "one_thread", "scalar_aten", "guard_pages"});
+    REQUIRE(names_of(p.variants) == std::vector<std::string>{"repeat", "check_inputs", "poison", "perturb",
+                                                             "one_thread", "scalar_aten", "guard_pages"});
     CHECK(p.variants[0].env.empty());
     CHECK_FALSE(p.variants[0].localizes_faults);
     CHECK(p.variants[0].when == RunWhen::always);
@@ -411,18 +422,20 @@ TEST_CASE("builtin profiles") {
     // Every variant has its finding.
     for (const Variant& v : p.variants) {
       CAPTURE(v.name);
-      CHECK(std::any_of(p.findings.begin(), p.findings.end(), [&](const FindingRule& f) { return f.variant == v.name; }));
+      CHECK(
+          std::any_of(p.findings.begin(), p.findings.end(), [&](const FindingRule& f) { return f.variant == v.name; }));
     }
-    CHECK(p.variants[0].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"},
-                                                                  {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
+    CHECK(p.variants[0].env ==
+          std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}, {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"CUDA_LAUNCH_BLOCKING", "1"}});
     CHECK(p.variants[2].env == std::map<std::string, std::string>{{"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
   }
   SUBCASE("rocm, HIP variables only") {
     Profile p = builtin_profile("rocm");
-    REQUIRE(names_of(p.variants) == std::vector<std::string>{"blocking_serialized", "launch_blocking", "serialize_kernel"});
-    CHECK(p.variants[0].env == std::map<std::string, std::string>{{"AMD_SERIALIZE_KERNEL", "3"},
-                                                                  {"HIP_LAUNCH_BLOCKING", "1"}});
+    REQUIRE(names_of(p.variants) ==
+            std::vector<std::string>{"blocking_serialized", "launch_blocking", "serialize_kernel"});
+    CHECK(p.variants[0].env ==
+          std::map<std::string, std::string>{{"AMD_SERIALIZE_KERNEL", "3"}, {"HIP_LAUNCH_BLOCKING", "1"}});
     CHECK(p.variants[1].env == std::map<std::string, std::string>{{"HIP_LAUNCH_BLOCKING", "1"}});
     CHECK(p.variants[2].env == std::map<std::string, std::string>{{"AMD_SERIALIZE_KERNEL", "3"}});
     for (const Variant& v : p.variants) {
@@ -452,7 +465,8 @@ TEST_SUITE_END();
 TEST_CASE("parse_user_config: inductor_configs become JSON scalars for the instrumented build") {
   using namespace aoti_bisect;
   UserConfig c = parse_user_config(
-      "inductor_configs:\n  assert_indirect_indexing: false\n  cpp.threads: 4\n  x: 1.5\n  cpp.inject_relu_bug_TESTING_ONLY: accuracy\n  q: '3'\n",
+      "inductor_configs:\n  assert_indirect_indexing: false\n  cpp.threads: 4\n  x: 1.5\n  "
+      "cpp.inject_relu_bug_TESTING_ONLY: accuracy\n  q: '3'\n",
       "c.yaml");
   CHECK(c.inductor_configs["assert_indirect_indexing"] == false);
   CHECK(c.inductor_configs["cpp.threads"] == 4);

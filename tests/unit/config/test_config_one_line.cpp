@@ -1,9 +1,9 @@
 // Config errors stay one line whatever the file holds (found by the fuzz
 // ctest): control characters in the text are written as escapes.
 
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "config/config.hpp"

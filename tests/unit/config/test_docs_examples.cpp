@@ -2,12 +2,12 @@
 // must parse and plan against every built-in profile, and each triage
 // manifest example must parse, as written.
 
-#include <doctest/doctest.h>
-
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "config/config.hpp"
 #include "matrix/matrix.hpp"

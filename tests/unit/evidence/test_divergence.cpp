@@ -46,10 +46,12 @@ TEST_CASE("the first site whose output leaves tolerance with inputs within it; l
       // site 1: rounding-size error, fine
       probe(1, "buf0", "after", 1e-7, 1.0),
       // site 2: reads buf0 (fine), writes buf1 with a real error: divergent
-      probe(2, "buf0", "before", 1e-7, 1.0), probe(2, "buf0", "after", 1e-7, 1.0),
+      probe(2, "buf0", "before", 1e-7, 1.0),
+      probe(2, "buf0", "after", 1e-7, 1.0),
       probe(2, "buf1", "after", 0.5, 1.0),
       // site 3: reads the wrong buf1, writes a wrong buf2: inherited
-      probe(3, "buf1", "before", 0.5, 1.0), probe(3, "buf2", "after", 0.7, 1.0),
+      probe(3, "buf1", "before", 0.5, 1.0),
+      probe(3, "buf2", "after", 0.7, 1.0),
   };
   auto sites = compare_sites(events, table());
   REQUIRE(sites.size() == 3);
@@ -214,7 +216,8 @@ TEST_CASE("computed_nodes: the graph nodes fused into the buffers a site creates
 }
 
 TEST_CASE("unmapped sites: an empty node map says why (an Inductor the helper could not read)") {
-  NodeMap map = node_map_from_json(json::parse(R"j({"buffers": {}, "notes": ["cannot hook Inductor (ImportError: x)"]})j"));
+  NodeMap map =
+      node_map_from_json(json::parse(R"j({"buffers": {}, "notes": ["cannot hook Inductor (ImportError: x)"]})j"));
   std::vector<json> trace = {{{"event", "site_end"}, {"site", 1}, {"kernel", "k"}, {"tensors", {"buf0"}}}};
   int mapped = 0;
   auto unmapped = unmapped_sites(trace, map, mapped);

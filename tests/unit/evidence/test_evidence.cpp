@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 
-#include "package/wrapper.hpp"
-#include "package_fixture.hpp"
 #include "evidence/evidence.hpp"
 #include "evidence/inf_literal.hpp"
 #include "evidence/wrapper_layout.hpp"
+#include "package/wrapper.hpp"
+#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;
@@ -12,19 +12,22 @@ using nlohmann::json;
 namespace {
 
 json stats(const std::string& name, int nan, int inf = 0, const std::string& dtype = "float32") {
-  return {{"name", name}, {"dtype", dtype}, {"shape", {4}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
-          {"min", 0.0},   {"max", 1.0},     {"mean", 0.5},  {"checksum", "x"}};
+  return {{"name", name}, {"dtype", dtype}, {"shape", {4}}, {"numel", 4},  {"nan", nan},
+          {"inf", inf},   {"min", 0.0},     {"max", 1.0},   {"mean", 0.5}, {"checksum", "x"}};
 }
 
 json probe(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan, int inf = 0) {
-  return {{"event", "probe"}, {"site", site},          {"kernel", "k" + std::to_string(site)},
-          {"phase", phase},   {"tensor", tensor},      {"initialized", initialized},
+  return {{"event", "probe"},
+          {"site", site},
+          {"kernel", "k" + std::to_string(site)},
+          {"phase", phase},
+          {"tensor", tensor},
+          {"initialized", initialized},
           {"stats", stats(tensor, nan, inf)}};
 }
 
 // A probe under the poison variant: `unwritten` elements still hold the poison.
-json poisoned(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan,
-              int unwritten) {
+json poisoned(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan, int unwritten) {
   json p = probe(site, phase, tensor, initialized, nan);
   p["stats"]["unwritten"] = unwritten;
   p["stats"]["checksum"] = "c" + std::to_string(nan) + "_" + std::to_string(unwritten);  // bytes differ with counts
@@ -35,8 +38,12 @@ json touching(int site, std::vector<std::string> tensors) {
   return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}, {"tensors", tensors}};
 }
 
-json begin(int site) { return {{"event", "site_begin"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
-json end(int site) { return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}}; }
+json begin(int site) {
+  return {{"event", "site_begin"}, {"site", site}, {"kernel", "k" + std::to_string(site)}};
+}
+json end(int site) {
+  return {{"event", "site_end"}, {"site", site}, {"kernel", "k" + std::to_string(site)}};
+}
 
 }  // namespace
 
@@ -123,8 +130,9 @@ TEST_CASE("first_introducer: the first site in range that introduces NaN, not th
   CHECK_FALSE(first_introducer(t, 4, 4).has_value());
 }
 
-TEST_CASE("first_introducer under the poison variant: the kernel that reads memory no kernel wrote, not the one "
-          "that left it unwritten") {
+TEST_CASE(
+    "first_introducer under the poison variant: the kernel that reads memory no kernel wrote, not the one "
+    "that left it unwritten") {
   std::vector<json> events = {
       // Site 1 writes 3 of buf0's 4 elements: the fourth still holds the poison (a NaN, not made by a kernel).
       begin(1), poisoned(1, "before", "buf0", false, 4, 4), touching(1, {"buf0"}),
@@ -141,8 +149,8 @@ TEST_CASE("first_introducer under the poison variant: the kernel that reads memo
   CHECK(first_introducer(t, 1, 1) == std::nullopt);
   CHECK(first_introducer(t, 3, 3) == std::nullopt);
   // Without the poison counts, site 1 would be called the introducer.
-  RunTrace plain = trace_from_events({begin(1), probe(1, "before", "buf0", false, 4), end(1),
-                                      probe(1, "after", "buf0", true, 1)});
+  RunTrace plain =
+      trace_from_events({begin(1), probe(1, "before", "buf0", false, 4), end(1), probe(1, "after", "buf0", true, 1)});
   CHECK(first_introducer(plain, 1, 1) == 1);
   WrapperInfo w;
   Culprit c = build_culprit({2, Predicate::nonfinite, &t, &t, &w, "", {}});
@@ -156,10 +164,13 @@ TEST_CASE("first_introducer under the poison variant: the kernel that reads memo
 }
 
 TEST_CASE("build_culprit under the poison variant: a kernel that writes part of a buffer and reads all of it") {
-  std::vector<json> events = {
-      begin(1), probe(1, "before", "arg0_1", true, 0), poisoned(1, "before", "buf0", false, 4, 4),
-      poisoned(1, "before", "buf1", false, 4, 4), end(1), poisoned(1, "after", "buf0", true, 2, 2),
-      poisoned(1, "after", "buf1", true, 4, 0)};
+  std::vector<json> events = {begin(1),
+                              probe(1, "before", "arg0_1", true, 0),
+                              poisoned(1, "before", "buf0", false, 4, 4),
+                              poisoned(1, "before", "buf1", false, 4, 4),
+                              end(1),
+                              poisoned(1, "after", "buf0", true, 2, 2),
+                              poisoned(1, "after", "buf1", true, 4, 0)};
   RunTrace t = trace_from_events(events);
   CHECK(first_introducer(t, 1, 1) == 1);
   WrapperInfo w;
@@ -179,45 +190,57 @@ TEST_CASE("first_introducer: an initialized tensor that gains Inf is introduced 
 TEST_CASE("first_introducer: the -inf an attention mask writes from its own literal is not introduced there") {
   // Site 3 writes the causal mask (where(le, 0, -inf)) into buf7: Inf by
   // design. Site 19 makes NaN from finite inputs (sqrt of negatives).
-  std::vector<json> events = {
-      begin(3), probe(3, "before", "buf4", true, 0), probe(3, "before", "buf7", false, 0), end(3),
-      probe(3, "after", "buf7", true, 0, 240),
-      begin(19), probe(19, "before", "buf30", true, 0), end(19), probe(19, "after", "buf30", true, 2048)};
+  std::vector<json> events = {begin(3),
+                              probe(3, "before", "buf4", true, 0),
+                              probe(3, "before", "buf7", false, 0),
+                              end(3),
+                              probe(3, "after", "buf7", true, 0, 240),
+                              begin(19),
+                              probe(19, "before", "buf30", true, 0),
+                              end(19),
+                              probe(19, "after", "buf30", true, 2048)};
   RunTrace t = trace_from_events(events);
   CHECK(first_introducer(t, 1, 19) == 3);
   std::set<std::string> masks = {"k3"};
   CHECK(first_introducer(t, 1, 19, {}, false, masks) == 19);
   CHECK_FALSE(first_introducer(t, 3, 3, {}, false, masks).has_value());
   SUBCASE("NaN from such a kernel still counts") {
-    std::vector<json> nan = {begin(3), probe(3, "before", "buf4", true, 0), end(3), probe(3, "after", "buf4", true, 5, 240)};
+    std::vector<json> nan = {begin(3), probe(3, "before", "buf4", true, 0), end(3),
+                             probe(3, "after", "buf4", true, 5, 240)};
     CHECK(first_introducer(trace_from_events(nan), 1, 3, {}, false, masks) == 3);
   }
 }
 
-TEST_CASE("writes_infinity_literal: a value computed from an infinity literal and stored, not a reduction's initial "
-          "value or an isinf test") {
-  CHECK(writes_infinity_literal("extern \"C\" void k(const float* in_ptr0, float* out_ptr0) {\n"
-                                "  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
-                                "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"
-                                "  out_ptr0[static_cast<int64_t>(x0)] = tmp9;\n}\n"));
-  CHECK(writes_infinity_literal("auto tmp3 = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
-                                "auto tmp4 = decltype(tmp3)::blendv(tmp2, tmp3, tmp1);\n"
-                                "tmp4.store(out_ptr0 + static_cast<int64_t>(x0));"));
+TEST_CASE(
+    "writes_infinity_literal: a value computed from an infinity literal and stored, not a reduction's initial "
+    "value or an isinf test") {
+  CHECK(
+      writes_infinity_literal("extern \"C\" void k(const float* in_ptr0, float* out_ptr0) {\n"
+                              "  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
+                              "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"
+                              "  out_ptr0[static_cast<int64_t>(x0)] = tmp9;\n}\n"));
+  CHECK(
+      writes_infinity_literal("auto tmp3 = at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
+                              "auto tmp4 = decltype(tmp3)::blendv(tmp2, tmp3, tmp1);\n"
+                              "tmp4.store(out_ptr0 + static_cast<int64_t>(x0));"));
   // Computed, never stored.
-  CHECK_FALSE(writes_infinity_literal("  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
-                                      "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"));
+  CHECK_FALSE(
+      writes_infinity_literal("  auto tmp8 = -std::numeric_limits<float>::infinity();\n"
+                              "  auto tmp9 = tmp7 ? tmp6 : tmp8;\n"));
   // A softmax's isinf test (torch 2.13: `abs(x) != inf`): a mask, not a value.
-  CHECK_FALSE(writes_infinity_literal("auto tmp5 = tmp3.abs();\n"
-                                      "auto tmp6 = std::numeric_limits<float>::infinity();\n"
-                                      "auto tmp7 = at::vec::Vectorized<float>(tmp6);\n"
-                                      "auto tmp8 = at::vec::VecMask<float,1>(tmp5 != tmp7);\n"
-                                      "auto tmp13 = tmp12.template cast<float,1>();\n"
-                                      "tmp_acc0_vec = any_masked_reduce(tmp_acc0_vec, tmp13, static_cast<int64_t>(8L));\n"
-                                      "tmp18.store(local_buffer_data_0 + static_cast<int64_t>(x1), static_cast<int64_t>(8L));\n"));
-  CHECK_FALSE(writes_infinity_literal("  float tmp_acc0 = -std::numeric_limits<float>::infinity();\n"
-                                      "  at::vec::Vectorized<float> tmp_acc0_vec = "
-                                      "at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
-                                      "  auto tmp1 = std::exp(tmp0);\n"));
+  CHECK_FALSE(writes_infinity_literal(
+      "auto tmp5 = tmp3.abs();\n"
+      "auto tmp6 = std::numeric_limits<float>::infinity();\n"
+      "auto tmp7 = at::vec::Vectorized<float>(tmp6);\n"
+      "auto tmp8 = at::vec::VecMask<float,1>(tmp5 != tmp7);\n"
+      "auto tmp13 = tmp12.template cast<float,1>();\n"
+      "tmp_acc0_vec = any_masked_reduce(tmp_acc0_vec, tmp13, static_cast<int64_t>(8L));\n"
+      "tmp18.store(local_buffer_data_0 + static_cast<int64_t>(x1), static_cast<int64_t>(8L));\n"));
+  CHECK_FALSE(
+      writes_infinity_literal("  float tmp_acc0 = -std::numeric_limits<float>::infinity();\n"
+                              "  at::vec::Vectorized<float> tmp_acc0_vec = "
+                              "at::vec::Vectorized<float>(-std::numeric_limits<float>::infinity());\n"
+                              "  auto tmp1 = std::exp(tmp0);\n"));
   CHECK_FALSE(writes_infinity_literal(""));
 }
 
@@ -245,8 +268,8 @@ TEST_CASE("blind_spots: unprobed call sites, by the probed site they follow") {
   WrapperInfo w;
   w.printer_level = 1;
   auto site = [](const std::string& k, bool probed) { return CallSite{0, k, KernelKind::cpp, 0, "", {}, probed}; };
-  w.call_sites = {site("a", true), site("b", true), site("c", true), site("x", false), site("y", false),
-                  site("d", true), site("z", false)};
+  w.call_sites = {site("a", true),  site("b", true), site("c", true), site("x", false),
+                  site("y", false), site("d", true), site("z", false)};
   auto spots = blind_spots(w);
   REQUIRE(spots.size() == 2);
   CHECK(spots[0].after == 3);
@@ -271,8 +294,8 @@ TEST_CASE("settle_branches: an extern call in the branch that ran is not taken f
     return c;
   };
   w.call_sites = {site(1, "aoti_torch_cpu_addmm_out", ""), site(2, "aoti_torch_cpu_addmm_out", "true_graph_0"),
-                  site(3, "cpp_a", "true_graph_0"),          site(4, "aoti_torch_cpu_addmm_out", "false_graph_0"),
-                  site(5, "cpp_b", "false_graph_0"),         site(6, "cpp_c", "")};
+                  site(3, "cpp_a", "true_graph_0"),        site(4, "aoti_torch_cpu_addmm_out", "false_graph_0"),
+                  site(5, "cpp_b", "false_graph_0"),       site(6, "cpp_c", "")};
   RunTrace t;
   auto ran = [&](int k, const std::string& kernel, int at) {
     SiteTrace s;
@@ -317,8 +340,8 @@ TEST_CASE("build_culprit: the wrapper's call site that ran gives kind and source
   }
   json b = begin(2);
   b["static"] = 4;
-  RunTrace t = trace_from_events({begin(1), end(1), b, probe(2, "before", "buf1", true, 0), end(2),
-                                  probe(2, "after", "buf1", true, 3)});
+  RunTrace t = trace_from_events(
+      {begin(1), end(1), b, probe(2, "before", "buf1", true, 0), end(2), probe(2, "after", "buf1", true, 3)});
   REQUIRE(t.site(2) != nullptr);
   CHECK(t.site(2)->wrapper_site == 4);
   Culprit c = build_culprit({2, Predicate::nonfinite, &t, &t, &w, "", {}});
@@ -334,10 +357,16 @@ TEST_SUITE_BEGIN("search/evidence");
 TEST_CASE("first_introducer: an extern call is credited with the Inf in the buffer it created") {
   // Site 4 (a convolution) creates buf7, never shown there; site 5 reads it
   // (moved to buf8) and shows Inf before its launch; site 5 only propagates.
-  std::vector<json> events = {
-      begin(4), probe(4, "before", "buf4", true, 0), end(4), probe(4, "after", "buf4", true, 0),
-      begin(5), probe(5, "before", "buf9", false, 0), probe(5, "before", "buf8", true, 0, 64), end(5),
-      probe(5, "after", "buf9", true, 0, 2), probe(5, "after", "buf8", true, 0, 64)};
+  std::vector<json> events = {begin(4),
+                              probe(4, "before", "buf4", true, 0),
+                              end(4),
+                              probe(4, "after", "buf4", true, 0),
+                              begin(5),
+                              probe(5, "before", "buf9", false, 0),
+                              probe(5, "before", "buf8", true, 0, 64),
+                              end(5),
+                              probe(5, "after", "buf9", true, 0, 2),
+                              probe(5, "after", "buf8", true, 0, 64)};
   RunTrace t = trace_from_events(events);
   ReturnedBy returned = {{"buf7", 4}, {"buf8", 4}};
   CHECK(first_introducer(t, 4, 5, returned) == 4);

@@ -1,9 +1,9 @@
 // The traced replay's report read back (lib/evidence/intermediates.hpp): the
 // `AOTI_TRACE {...}` lines the probes of repro/intermediates print.
 
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "evidence/intermediates.hpp"
 

@@ -19,9 +19,9 @@ struct Run {
   }
   void probe(int k, const std::string& phase, const std::string& tensor, bool initialized, int nan, int inf,
              const std::string& sum, bool constant = false) {
-    json st = {{"name", tensor}, {"dtype", "float32"}, {"shape", {4}}, {"numel", 4}, {"nan", nan}, {"inf", inf},
-               {"min", 0.0},     {"max", 1.0},         {"mean", 0.5},  {"checksum", sum}};
-    json e = {{"event", "probe"},     {"site", k},   {"kernel", kernels[k]}, {"phase", phase}, {"tensor", tensor},
+    json st = {{"name", tensor}, {"dtype", "float32"}, {"shape", {4}}, {"numel", 4},  {"nan", nan},
+               {"inf", inf},     {"min", 0.0},         {"max", 1.0},   {"mean", 0.5}, {"checksum", sum}};
+    json e = {{"event", "probe"},           {"site", k},  {"kernel", kernels[k]}, {"phase", phase}, {"tensor", tensor},
               {"initialized", initialized}, {"stats", st}};
     if (constant) {
       e["constant"] = true;
@@ -51,8 +51,7 @@ TensorStats output(int nan, int inf, const std::string& sum) {
   return s;
 }
 
-Reach reach(const Run& run, std::vector<TensorStats> outputs, const WrapperInfo& w,
-            std::set<std::string> design = {}) {
+Reach reach(const Run& run, std::vector<TensorStats> outputs, const WrapperInfo& w, std::set<std::string> design = {}) {
   static RunTrace t;
   t = trace_from_events(run.events);
   return trace_to_outputs({&t, std::move(outputs), &w, {}, std::move(design)});
@@ -103,8 +102,9 @@ TEST_CASE("trace_to_outputs: NaN made and healed before the outputs do not make 
   }
 }
 
-TEST_CASE("trace_to_outputs: NaN made from an overflow's Inf come from the overflow, from a mask's -inf from the "
-          "site that made them") {
+TEST_CASE(
+    "trace_to_outputs: NaN made from an overflow's Inf come from the overflow, from a mask's -inf from the "
+    "site that made them") {
   WrapperInfo w;
   w.outputs = {"buf3"};
   SUBCASE("overflow: an extern call's Inf, turned into NaN by the softmax") {
@@ -213,8 +213,9 @@ TEST_CASE("trace_to_outputs: independent origins: the earliest site whose NaN re
   CHECK(got.other_origins[0].site == 8);
   CHECK(got.other_origins[0].kernel == "cpp_fused_log_4");
   CHECK(got.other_origins[0].outputs == std::vector<int>{0});
-  CHECK(got.summary == "the NaN in output 1 come from call site 3 cpp_fused_sqrt_1; output 0's come from call site 8 "
-                       "cpp_fused_log_4");
+  CHECK(got.summary ==
+        "the NaN in output 1 come from call site 3 cpp_fused_sqrt_1; output 0's come from call site 8 "
+        "cpp_fused_log_4");
   Bisection b;
   record_reach(b, got);
   REQUIRE(b.other_origins.size() == 1);
@@ -404,8 +405,9 @@ TEST_CASE("walk_producer_back: a wild index passed on is the input's; one made f
     Producer p = walk_producer_back(first, 50, t, t, w);
     CHECK_FALSE(p.call_index.has_value());
     CHECK(p.tensor == "arg1_1");
-    CHECK(p.why == "graph input 1 (arg1_1) holds values in [0, 1099511627776], outside [0, 50) (passed on by call "
-                   "site 2 cpp_fused_add_0)");
+    CHECK(p.why ==
+          "graph input 1 (arg1_1) holds values in [0, 1099511627776], outside [0, 50) (passed on by call "
+          "site 2 cpp_fused_add_0)");
   }
   SUBCASE("a later site that only read it is not its producer") {
     RunTrace t = run(1LL << 40, 1LL << 40);

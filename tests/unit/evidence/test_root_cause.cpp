@@ -107,8 +107,8 @@ TEST_CASE("wild_index: the index compared with the rows of the tensor it indexes
 // measure does: a constant holding NaN/Inf, an extern call's Inf from
 // finite inputs (overflow), an index past its bound.
 TEST_CASE("root_cause: measured facts only, never from names") {
-  WrapperInfo w = wrapper_with({{0, "bn_running_var", "bn.running_var", "buffer", {32}},
-                                {1, "norm_weight", "norm.weight", "parameter", {32}}});
+  WrapperInfo w = wrapper_with(
+      {{0, "bn_running_var", "bn.running_var", "buffer", {32}}, {1, "norm_weight", "norm.weight", "parameter", {32}}});
   Culprit bn;
   bn.kernel = "cpp_fused__native_batch_norm_legit_no_training_mean_relu_sqrt_var_1";
   bn.kind = "cpp";
@@ -121,7 +121,8 @@ TEST_CASE("root_cause: measured facts only, never from names") {
   Culprit log;
   log.kernel = "cpp_fused_log_2";
   log.kind = "cpp";
-  log.args = {arg("buf4", st("float32", {8, 32}, -2.5, 3)), arg("buf5", std::nullopt, st("float32", {8, 32}, 0, 1, 120), false)};
+  log.args = {arg("buf4", st("float32", {8, 32}, -2.5, 3)),
+              arg("buf5", std::nullopt, st("float32", {8, 32}, 0, 1, 120), false)};
   CHECK(root_cause(log, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
 
   // A cpp kernel whose output holds Inf from finite inputs: no overflow is claimed (1/0 is not one).
@@ -147,19 +148,22 @@ TEST_CASE("root_cause: measured facts only, never from names") {
   mm.kind = "extern";
   mm.aten_ops = "[aten.view, aten.bmm]";
   mm.args = {arg("buf3", st("float16", {4, 8, 8}, -1, 1), st("float16", {4, 8, 8}, 0, 1, 0, 40)),
-             arg("view of buf1", st("float16", {4, 8, 8}, -500, 480)), arg("view of buf2", st("float16", {4, 8, 8}, -3, 3))};
+             arg("view of buf1", st("float16", {4, 8, 8}, -500, 480)),
+             arg("view of buf2", st("float16", {4, 8, 8}, -3, 3))};
   mm.args[0].initialized = false;
   c = root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt);
   CHECK(c.basis == "extern_inputs");
   CHECK(c.op == "aten.bmm");
   CHECK(c.operation == "overflow");
-  CHECK(c.sentence == "aten.bmm overflowed float16: it wrote 40 Inf into buf3 from finite inputs (view of buf1 in "
-                      "[-500, 480], view of buf2 in [-3, 3]); the largest finite float16 is 65504");
+  CHECK(c.sentence ==
+        "aten.bmm overflowed float16: it wrote 40 Inf into buf3 from finite inputs (view of buf1 in "
+        "[-500, 480], view of buf2 in [-3, 3]); the largest finite float16 is 65504");
   mm.args[0].after = st("float16", {4, 8, 8}, 0, 1, 6, 40);  // NaN too: no overflow claimed
   c = root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt);
   CHECK(c.operation.empty());
-  CHECK(c.sentence == "aten.bmm wrote 6 NaN and 40 Inf into buf3 from finite inputs (view of buf1 in [-500, 480], "
-                      "view of buf2 in [-3, 3])");
+  CHECK(c.sentence ==
+        "aten.bmm wrote 6 NaN and 40 Inf into buf3 from finite inputs (view of buf1 in [-500, 480], "
+        "view of buf2 in [-3, 3])");
   mm.args[1].before = st("float16", {4, 8, 8}, -500, 480, 0, 2);  // an input with Inf: not from finite inputs
   CHECK(root_cause(mm, Predicate::nonfinite, std::nullopt, w, std::nullopt).sentence.empty());
 
@@ -179,7 +183,8 @@ TEST_CASE("root_cause: measured facts only, never from names") {
 }
 
 namespace {
-IntermediateHit hit(const std::string& text, const std::string& kind, std::vector<std::pair<std::string, std::string>> ops) {
+IntermediateHit hit(const std::string& text, const std::string& kind,
+                    std::vector<std::pair<std::string, std::string>> ops) {
   IntermediateHit h;
   h.text = text;
   h.kind = kind;
@@ -192,7 +197,8 @@ IntermediateHit hit(const std::string& text, const std::string& kind, std::vecto
   h.count = 12;
   return h;
 }
-std::string operation(const std::string& text, const std::string& kind, std::vector<std::pair<std::string, std::string>> ops) {
+std::string operation(const std::string& text, const std::string& kind,
+                      std::vector<std::pair<std::string, std::string>> ops) {
   RootCause r;
   Culprit c;
   IntermediateHit h = hit(text, kind, std::move(ops));
@@ -213,8 +219,9 @@ TEST_CASE("explain_intermediate: the expression, the element, the operands, and 
   CHECK(r.operation == "0/0");
   CHECK(r.op == "aten.div");
   CHECK(r.intermediates[0].elements == 12);
-  CHECK(r.sentence == "`tmp9 = tmp5 / tmp8` made NaN at x0=3, x1=12 (buf7[3, 12]) from tmp5 = 0, tmp8 = 0: 0/0, in "
-                      "aten.div (12 times)");
+  CHECK(r.sentence ==
+        "`tmp9 = tmp5 / tmp8` made NaN at x0=3, x1=12 (buf7[3, 12]) from tmp5 = 0, tmp8 = 0: 0/0, in "
+        "aten.div (12 times)");
   // A fact about a constant found before is kept in front.
   r = RootCause{};
   r.basis = "constant";

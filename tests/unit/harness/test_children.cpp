@@ -1,9 +1,9 @@
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 
-#include "matrix/matrix.hpp"
+#include <doctest/doctest.h>
+
 #include "harness/children.hpp"
+#include "matrix/matrix.hpp"
 
 using namespace aoti_bisect;
 
@@ -43,7 +43,6 @@ TEST_CASE("runner_argv: a variant's run-under tool goes before the runner, found
   CHECK(argv[1] == "FOO=1");
   ::unsetenv(k_run_under_env);
 }
-
 
 TEST_CASE("persistent_runs: the persistent runner serves CUDA jobs; AOTI_BISECT_PERSISTENT overrides either way") {
   ::unsetenv("AOTI_BISECT_PERSISTENT");

@@ -1,10 +1,10 @@
 // Recorder::save with report.svg: written with the other reports, and gone
 // with them when a report cannot be written.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "harness/recorder.hpp"

@@ -2,10 +2,10 @@
 // alone, on made-up installs; the end-to-end tests build a real runner
 // against another torch (tests/e2e/test_versions.cpp).
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "harness/runner_build.hpp"
 #include "harness/runner_choice.hpp"

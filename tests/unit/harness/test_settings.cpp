@@ -1,10 +1,10 @@
-#include "harness/settings.hpp"
-
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <doctest/doctest.h>
+
+#include "harness/settings.hpp"
 
 namespace fs = std::filesystem;
 using namespace aoti_bisect;

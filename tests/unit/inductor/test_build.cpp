@@ -1,7 +1,3 @@
-#include <doctest/doctest.h>
-
-#include "inductor/build.hpp"
-
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -11,8 +7,11 @@
 #include <sstream>
 #include <string>
 
+#include <doctest/doctest.h>
+
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "inductor/build.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;
@@ -76,15 +75,11 @@ echo "MemoryError: out of memory" >&2
 echo "" >&2
 exit 1)";
       break;
-    case Helper::hang:
-      body = "sleep 30\nexit 0";
-      break;
+    case Helper::hang: body = "sleep 30\nexit 0"; break;
   }
-  std::string version_branch =
-      version.empty() ? "exit 3" : "echo '" + version + "'\n  exit 0";
-  std::string script = "#!/bin/sh\nif [ \"$1\" = \"-c\" ]; then\n  echo x >> '" +
-                       (dir / "queries").string() + "'\n  " + version_branch +
-                       "\nfi\necho \"$@\" >> '" + (dir / "runs").string() +
+  std::string version_branch = version.empty() ? "exit 3" : "echo '" + version + "'\n  exit 0";
+  std::string script = "#!/bin/sh\nif [ \"$1\" = \"-c\" ]; then\n  echo x >> '" + (dir / "queries").string() + "'\n  " +
+                       version_branch + "\nfi\necho \"$@\" >> '" + (dir / "runs").string() +
                        "'\necho \"$TORCHINDUCTOR_CACHE_DIR\" > '" + (dir / "inductor_cache").string() +
                        "'\nout=''\nresult=''\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n"
                        "    --out) out=\"$2\"; shift 2 ;;\n    --result) result=\"$2\"; shift 2 ;;\n"

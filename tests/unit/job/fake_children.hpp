@@ -26,6 +26,15 @@ inline void edit_events(aoti_bisect::Events& events, const std::function<void(st
   events = aoti_bisect::Events(all);
 }
 
+// The ids of the runs asked for, in order.
+inline std::vector<std::string> ids(const std::vector<aoti_bisect::ChildRequest>& log) {
+  std::vector<std::string> out;
+  for (const auto& r : log) {
+    out.push_back(r.id);
+  }
+  return out;
+}
+
 using nlohmann::json;
 using Script = std::function<aoti_bisect::ChildOutput(const aoti_bisect::ChildRequest&)>;
 
@@ -62,8 +71,8 @@ class FakeChildren : public aoti_bisect::ChildRunner {
 };
 
 inline json stats(const std::string& name, int nan, const std::string& dtype = "float32") {
-  return {{"name", name}, {"dtype", dtype}, {"shape", {4}}, {"numel", 4}, {"nan", nan}, {"inf", 0},
-          {"min", 0.0},   {"max", 1.0},     {"mean", 0.5},  {"checksum", "x"}};
+  return {{"name", name}, {"dtype", dtype}, {"shape", {4}}, {"numel", 4},  {"nan", nan},
+          {"inf", 0},     {"min", 0.0},     {"max", 1.0},   {"mean", 0.5}, {"checksum", "x"}};
 }
 
 inline aoti_bisect::ExitStatus exited(int code) {
@@ -190,8 +199,12 @@ struct FakeModel {
   }
 
   static json probe(int site, const std::string& phase, const std::string& tensor, bool initialized, int nan) {
-    return {{"event", "probe"}, {"site", site},     {"kernel", "k" + std::to_string(site)},
-            {"phase", phase},   {"tensor", tensor}, {"initialized", initialized},
+    return {{"event", "probe"},
+            {"site", site},
+            {"kernel", "k" + std::to_string(site)},
+            {"phase", phase},
+            {"tensor", tensor},
+            {"initialized", initialized},
             {"stats", stats(tensor, nan)}};
   }
 };

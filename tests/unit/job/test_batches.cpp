@@ -1,7 +1,7 @@
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "common/text.hpp"

@@ -2,12 +2,12 @@
 // cuda-gdb (a stand-in script printing cuda-gdb's output format), the call
 // sites and the search's culprit.
 
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "job/gpu_coredump_run.hpp"
 

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <cstdlib>
+
+#include <doctest/doctest.h>
 
 #include "job/job.hpp"
 

@@ -3,20 +3,20 @@
 // ready model. What each test asserts is what the tool reports: verdict,
 // exit code, culprit, runs, the report on disk.
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include <doctest/doctest.h>
+
 #include "common/files.hpp"
 #include "job/fake_children.hpp"
-#include "search/instrumentation.hpp"
 #include "job/job.hpp"
 #include "package_fixture.hpp"
 #include "process/process.hpp"
+#include "search/instrumentation.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -93,13 +93,7 @@ struct Harness {
 
   json report_on_disk() const { return json::parse(read_file("out/report.json", "report")); }
 
-  std::vector<std::string> ids() const {
-    std::vector<std::string> out;
-    for (const auto& r : log) {
-      out.push_back(r.id);
-    }
-    return out;
-  }
+  std::vector<std::string> ids() const { return fake::ids(log); }
 };
 
 }  // namespace
@@ -211,11 +205,10 @@ TEST_CASE("job flow: a fault isolated on a GPU gets one memcheck run aimed at th
       }
     });
     std::filesystem::create_directories("out/runs/" + req.id);
-    std::ofstream("out/runs/" + req.id + "/stderr.txt")
-        << "========= Invalid __global__ write of size 4 bytes\n"
-           "=========     at k3+0x1b0\n"
-           "=========     by thread (64,0,0) in block (12,0,0)\n"
-           "=========     Address 0x7f1200000c0c is out of bounds\n";
+    std::ofstream("out/runs/" + req.id + "/stderr.txt") << "========= Invalid __global__ write of size 4 bytes\n"
+                                                           "=========     at k3+0x1b0\n"
+                                                           "=========     by thread (64,0,0) in block (12,0,0)\n"
+                                                           "=========     Address 0x7f1200000c0c is out of bounds\n";
     return out;
   });
   ::setenv("PATH", saved.c_str(), 1);
@@ -280,7 +273,8 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   Harness h;
   FakeModel model;
   JobResult r = h.run([&](const ChildRequest& req) {
-    bool every_site = req.probe_plan && !req.probe_plan->ranges.empty() && req.probe_plan->mode_for(9) >= ProbeMode::stats &&
+    bool every_site = req.probe_plan && !req.probe_plan->ranges.empty() &&
+                      req.probe_plan->mode_for(9) >= ProbeMode::stats &&
                       req.probe_plan->mode_for(1) >= ProbeMode::stats;
     if (req.id.find("trace") != std::string::npos && every_site) {
       FakeModel healthy = model;
@@ -325,8 +319,9 @@ TEST_CASE("job flow: auto, where the evidence run does not show the trace run's 
   }
 }
 
-TEST_CASE("job flow: a CPU crash the self-check run sees only after its last site returned is not isolated, "
-          "with the memory-corruption hint") {
+TEST_CASE(
+    "job flow: a CPU crash the self-check run sees only after its last site returned is not isolated, "
+    "with the memory-corruption hint") {
   // A heap overrun shows where glibc next looks: at site 3 in the runs
   // before, but after every probed site in the evidence run.
   Harness h;
@@ -356,8 +351,9 @@ TEST_CASE("job flow: a CPU crash the self-check run sees only after its last sit
         std::string::npos);
 }
 
-TEST_CASE("job flow: a CPU crash that moves to an earlier site in the self-check run is not isolated, with the "
-          "memory-corruption hint") {
+TEST_CASE(
+    "job flow: a CPU crash that moves to an earlier site in the self-check run is not isolated, with the "
+    "memory-corruption hint") {
   // The heap overrun at site 2 shows at site 3 in the search's runs and at
   // site 2 in the evidence run: the site moved, a kernel did not fault.
   Harness h;
@@ -375,8 +371,9 @@ TEST_CASE("job flow: a CPU crash that moves to an earlier site in the self-check
   CHECK_FALSE(r.report.culprit.has_value());
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "self_check_failed");
-  CHECK(r.report.verdict_reason.find("saw call site 2 faulted first (a CPU crash that moves between runs: likely memory "
-                                     "corruption") != std::string::npos);
+  CHECK(
+      r.report.verdict_reason.find("saw call site 2 faulted first (a CPU crash that moves between runs: likely memory "
+                                   "corruption") != std::string::npos);
 }
 
 TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, three runs per step") {
@@ -420,8 +417,9 @@ TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, t
   CHECK(r.exit == ExitCode::isolated);
 }
 
-TEST_CASE("job flow: a flaky baseline whose one-thread runs all fail is searched under one_thread, one run per step "
-          "(a 1-of-1 variant is no evidence)") {
+TEST_CASE(
+    "job flow: a flaky baseline whose one-thread runs all fail is searched under one_thread, one run per step "
+    "(a 1-of-1 variant is no evidence)") {
   Harness h;
   FakeModel model;
   int matrix_run = 0;
@@ -493,7 +491,9 @@ TEST_CASE("job flow: probe calls that never reach the runner fall back to guide 
   JobResult r = h.run([&](const ChildRequest& req) {
     ChildOutput out = model.answer(req);
     if (req.probe_plan) {
-      fake::edit_events(out.events, [](auto& events) { events.insert(events.end() - 1, json{{"event", "probes_missing"}}); });
+      fake::edit_events(out.events, [](auto& events) {
+        events.insert(events.end() - 1, json{{"event", "probes_missing"}});
+      });
     }
     return out;
   });
@@ -587,9 +587,10 @@ TEST_CASE("job flow: an early answer the matrix does not bear out is set aside a
   }
   INFO(notes);
   for (const auto& n : r.report.notes) {
-    said = said || n.rfind("the first search's answer is set aside (the matrix chose one_thread to search under): "
-                           "the search runs again",
-                           0) == 0;
+    said = said || n.rfind(
+                       "the first search's answer is set aside (the matrix chose one_thread to search under): "
+                       "the search runs again",
+                       0) == 0;
   }
   CHECK(said);
   CHECK(r.exit == ExitCode::isolated);
@@ -673,8 +674,7 @@ TEST_CASE("job flow: batches: the third fails only after the two before it; they
     CAPTURE(ids[i]);
     CHECK(h.log[i].batches == std::vector<fs::path>{"a.pt", "b.pt", "c.pt"});
   }
-  CHECK(r.report.reproduce_command.find("--inputs a.pt --inputs b.pt --inputs c.pt --no-matrix") !=
-        std::string::npos);
+  CHECK(r.report.reproduce_command.find("--inputs a.pt --inputs b.pt --inputs c.pt --no-matrix") != std::string::npos);
   std::string md = read_file("out/report.md", "report");
   CHECK(md.find("batch 3 of 4 (c.pt) failed first; it fails only after the batches before it (alone it does not)") !=
         std::string::npos);
@@ -689,9 +689,7 @@ TEST_CASE("job flow: --all-batches: every failing batch, grouped by signature; t
   h.opt.all_batches = true;
   FakeModel model;
   JobResult r = h.run([&](const ChildRequest& req) {
-    return model.answer_batches(req, [](size_t, const std::string& file) {
-      return file == "b.pt" || file == "d.pt";
-    });
+    return model.answer_batches(req, [](size_t, const std::string& file) { return file == "b.pt" || file == "d.pt"; });
   });
   CHECK(r.exit == ExitCode::isolated);
   CHECK(r.report.failure->batch->index == 1);
@@ -757,7 +755,8 @@ TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
   CHECK(r.exit == ExitCode::clean);
   // Nothing was compared: the verdict says so, and how to compare.
   CHECK(r.report.verdict_reason.rfind("no failure in 7 runs (no crash, no NaN/Inf); output values were not checked "
-                                      "against a reference", 0) == 0);
+                                      "against a reference",
+                                      0) == 0);
   CHECK(r.report.verdict_reason.find("--reference EXPECTED.pt or --against-eager") != std::string::npos);
   CHECK(h.log.size() == 7);
   CHECK_FALSE(r.report.bisection.has_value());
@@ -765,7 +764,9 @@ TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
 
 namespace {
 
-bool has_env(const ChildRequest& req, const std::string& key) { return req.env.count(key) > 0; }
+bool has_env(const ChildRequest& req, const std::string& key) {
+  return req.env.count(key) > 0;
+}
 
 // The package's own input check refusing the inputs: its exception, as the
 // runner reports a model's (exit 10, event "error").
@@ -812,8 +813,9 @@ TEST_CASE("job flow, matrix reading: the package's own input check refuses the i
   CHECK(r.exit == ExitCode::cannot_test);
   CHECK(r.report.verdict == Verdict::could_not_test);
   CHECK(r.report.error ==
-        std::string("inputs file 'inputs.pt' does not fit model 'model': under check_inputs (AOTI_RUNTIME_CHECK_INPUTS=1) "
-                    "the package refuses them: ") +
+        std::string(
+            "inputs file 'inputs.pt' does not fit model 'model': under check_inputs (AOTI_RUNTIME_CHECK_INPUTS=1) "
+            "the package refuses them: ") +
             k_package_line + "; the kernels were not searched (it is the inputs)");
   for (const auto& id : h.ids()) {
     CHECK(id.rfind("bisect", 0) == std::string::npos);
@@ -872,8 +874,9 @@ TEST_CASE("job flow, matrix reading: outputs that change under MALLOC_PERTURB_ a
   CHECK(r.report.failure->reproducing_variant == "perturb");
   CHECK(r.report.failure->first_line ==
         "the outputs under MALLOC_PERTURB_=128 differ from the baseline's, which its repeats reproduce bit for bit");
-  const std::string sentence = "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
-                               "exactly: a kernel reads memory nothing wrote";
+  const std::string sentence =
+      "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
+      "exactly: a kernel reads memory nothing wrote";
   CHECK(sentences_on_disk(h.report_on_disk()) == std::vector<std::string>{sentence});
   CHECK(r.report.verdict_reason.rfind(sentence + "; the kernel search needs a failure to probe for", 0) == 0);
   CHECK(r.report.reproduce_command.rfind("MALLOC_PERTURB_=128 aoti-bisect run", 0) == 0);
@@ -958,9 +961,8 @@ TEST_CASE("job flow, matrix reading: a steady failure that needs several threads
   FakeModel nan;
   FakeModel healthy;
   healthy.bad = 0;
-  JobResult r = h.run([&](const ChildRequest& req) {
-    return has_env(req, "OMP_NUM_THREADS") ? healthy.answer(req) : nan.answer(req);
-  });
+  JobResult r = h.run(
+      [&](const ChildRequest& req) { return has_env(req, "OMP_NUM_THREADS") ? healthy.answer(req) : nan.answer(req); });
   CHECK(r.exit == ExitCode::not_isolated);
   CHECK(r.report.failure->deterministic);
   CHECK(sentences_on_disk(h.report_on_disk()) ==
@@ -980,8 +982,9 @@ TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {
   CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
 }
 
-TEST_CASE("job flow, matrix reading: inputs outside the compiled range that the package's check refuses: clean, "
-          "and the refusal said") {
+TEST_CASE(
+    "job flow, matrix reading: inputs outside the compiled range that the package's check refuses: clean, "
+    "and the refusal said") {
   Harness h;
   FakeModel healthy;
   healthy.bad = 0;

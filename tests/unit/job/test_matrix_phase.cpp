@@ -2,11 +2,11 @@
 // LibTorch): each step's Step, the order the runs are made in, and what the
 // runs showed (issue 55, item 3).
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
 
 #include "harness/recorder.hpp"
 #include "harness/runs.hpp"
@@ -60,21 +60,16 @@ struct Bench {
     return o;
   }
 
-  std::vector<std::string> ids() const {
-    std::vector<std::string> out;
-    for (const auto& r : log) {
-      out.push_back(r.id);
-    }
-    return out;
-  }
+  std::vector<std::string> ids() const { return fake::ids(log); }
 };
 
 }  // namespace
 
 TEST_SUITE_BEGIN("job/matrix_phase");
 
-TEST_CASE("MatrixPhase: a steady NaN: each step goes on, the runs that load the model again come last, the failure "
-          "deterministic") {
+TEST_CASE(
+    "MatrixPhase: a steady NaN: each step goes on, the runs that load the model again come last, the failure "
+    "deterministic") {
   clear_interrupt();
   FakeModel nan_at_5;
   Bench b([&](const ChildRequest& req) { return nan_at_5.answer(req); });

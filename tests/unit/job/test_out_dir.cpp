@@ -1,11 +1,11 @@
 // OutDir: an earlier run's reports, report.svg among them, move to previous/.
 
-#include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "job/out_dir.hpp"

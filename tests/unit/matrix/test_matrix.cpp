@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "matrix/matrix.hpp"
@@ -45,12 +45,11 @@ void add_runs(std::vector<RunOutcome>& runs, const std::string& variant, std::ve
 }
 
 const VariantResult& result_of(const MatrixSummary& s, const std::string& variant) {
-  auto it = std::find_if(s.variants.begin(), s.variants.end(),
-                         [&](const VariantResult& r) { return r.variant == variant; });
+  auto it =
+      std::find_if(s.variants.begin(), s.variants.end(), [&](const VariantResult& r) { return r.variant == variant; });
   REQUIRE_MESSAGE(it != s.variants.end(), "no result for variant " << variant);
   return *it;
 }
-
 
 }  // namespace
 
@@ -70,9 +69,8 @@ TEST_CASE("plan_matrix: baseline first, then each variant repeated") {
   CHECK(runs[1].repeat == 1);
   CHECK(runs[2].repeat == 2);
   SUBCASE("variant env goes on top of the user env and wins over it") {
-    CHECK(runs[1].env == Env{{"TORCH_LOGS", "+dynamo"},
-                             {"CUDA_LAUNCH_BLOCKING", "1"},
-                             {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
+    CHECK(runs[1].env ==
+          Env{{"TORCH_LOGS", "+dynamo"}, {"CUDA_LAUNCH_BLOCKING", "1"}, {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"}});
     CHECK(runs[3].env == Env{{"TORCH_LOGS", "+dynamo"}, {"CUDA_LAUNCH_BLOCKING", "1"}});
   }
 }
@@ -171,14 +169,16 @@ TEST_CASE("summarize_matrix: counts per variant and in total") {
   CHECK(s.failure == crash);
 }
 
-TEST_CASE("summarize_matrix: at equal rates the variant with more runs is chosen (a flaky failure's lucky run is "
-          "not evidence)") {
+TEST_CASE(
+    "summarize_matrix: at equal rates the variant with more runs is chosen (a flaky failure's lucky run is "
+    "not evidence)") {
   std::vector<RunOutcome> runs;
   add_runs(runs, "baseline", {OutcomeKind::nonfinite});
   add_runs(runs, "repeat", {ok, OutcomeKind::nonfinite, ok});
   add_runs(runs, "check_inputs", {OutcomeKind::nonfinite});  // 1 of 1 by chance
-  add_runs(runs, "one_thread", {OutcomeKind::nonfinite, OutcomeKind::nonfinite, OutcomeKind::nonfinite,
-                                OutcomeKind::nonfinite, OutcomeKind::nonfinite});
+  add_runs(runs, "one_thread",
+           {OutcomeKind::nonfinite, OutcomeKind::nonfinite, OutcomeKind::nonfinite, OutcomeKind::nonfinite,
+            OutcomeKind::nonfinite});
   MatrixSummary s = summarize_matrix(runs);
   CHECK(s.chosen == "one_thread");
   // The rule's last comparison: check_inputs' lucky 1 of 1 outranked the
@@ -280,7 +280,7 @@ TEST_CASE("summarize_matrix: the chosen variant") {
           "it localizes faults (a crash happens inside the kernel that makes it) and reproduces as often as the "
           "baseline environment");
     CHECK(summarize_matrix(runs).deterministic);  // one run, after a steady crash
-    runs.back().kind = ok;  // did not reproduce: no tie
+    runs.back().kind = ok;                        // did not reproduce: no tie
     CHECK(summarize_matrix(runs).chosen == "baseline");
   }
   SUBCASE("for another failure kind, it is an ordinary variant") {
@@ -321,8 +321,8 @@ TEST_CASE("plan_matrix: a variant run under a tool that is not installed is left
   p.variants.push_back(Variant{"memcheck", {{k_run_under_env, "no-such-sanitizer-here --tool memcheck"}}, 1, ""});
   p.variants.push_back(Variant{"under_env", {{k_run_under_env, "  env  "}}, 1, ""});
   auto runs = plan_matrix(p, UserConfig{}, std::nullopt);
-  CHECK(ids_of(runs) == std::vector<std::string>{"baseline", "both.1", "both.2", "blocking.1", "blocking.2",
-                                                 "under_env.1"});
+  CHECK(ids_of(runs) ==
+        std::vector<std::string>{"baseline", "both.1", "both.2", "blocking.1", "blocking.2", "under_env.1"});
   CHECK(unavailable_variants(p, UserConfig{}) ==
         std::vector<std::string>{"memcheck: no-such-sanitizer-here is not on PATH"});
 }

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
+
+#include <doctest/doctest.h>
 
 #include "config/config.hpp"
 #include "matrix/matrix.hpp"
@@ -11,7 +11,6 @@ using namespace aoti_bisect;
 namespace {
 
 using enum OutcomeKind;  // ok, crash, nonfinite, ...
-
 
 // Runs of one variant: the baseline and `repeat` share the base environment.
 void add(std::vector<MatrixRunFacts>& runs, const std::string& variant, std::vector<OutcomeKind> kinds,
@@ -225,8 +224,9 @@ TEST_CASE("the built-in CPU profile's findings read a race, a refusal and memory
   add(uninit, "perturb", {ok}, {"bb"});
   auto fs = read_matrix(cpu.findings, uninit, std::nullopt);
   REQUIRE(fs.size() == 1);
-  CHECK(fs[0].sentence == "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
-                          "exactly: a kernel reads memory nothing wrote");
+  CHECK(fs[0].sentence ==
+        "the outputs change under MALLOC_PERTURB_ (1 of 1 runs) while 4 runs without it agree "
+        "exactly: a kernel reads memory nothing wrote");
 }
 
 TEST_CASE("runs_at_stage: when each variant runs") {

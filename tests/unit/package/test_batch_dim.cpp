@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "package/batch_dim.hpp"
 #include "package/wrapper.hpp"
@@ -32,7 +32,9 @@ std::string run_impl(const std::string& decls) {
          decls + "}\n";
 }
 
-BatchDimension of(const std::string& src) { return batch_dimension(parse_wrapper(src), src); }
+BatchDimension of(const std::string& src) {
+  return batch_dimension(parse_wrapper(src), src);
+}
 
 }  // namespace
 
@@ -40,8 +42,8 @@ TEST_SUITE_BEGIN("package/batch_dim");
 
 TEST_CASE("batch_dimension: inputs that share one dynamic dimension 0 are the batch, with its compiled range") {
   // One symbol, declared from the first input: the second's dimension 0 is it.
-  std::string src = check(0, "arg4_1", 2, 64) + check(1, "arg5_1", 2, 64) +
-                    run_impl("    int64_t s77 = arg4_1_size[0];\n");
+  std::string src =
+      check(0, "arg4_1", 2, 64) + check(1, "arg5_1", 2, 64) + run_impl("    int64_t s77 = arg4_1_size[0];\n");
   BatchDimension b = of(src);
   REQUIRE(b.kind == BatchDimension::Kind::dynamic);
   CHECK(b.inputs == std::vector<int>{0, 1});
@@ -69,8 +71,9 @@ TEST_CASE("batch_dimension: two symbols at dimension 0, or one undeclared beside
         run_impl("    int64_t s77 = arg4_1_size[0];\n    int64_t s27 = arg4_1_size[1];\n");
   b = of(src);
   CHECK(b.kind == BatchDimension::Kind::ambiguous);
-  CHECK(b.why == "inputs 0 (arg4_1), 1 (arg5_1) have a dynamic dimension 0, and the wrapper does not say they are "
-                 "one size");
+  CHECK(b.why ==
+        "inputs 0 (arg4_1), 1 (arg5_1) have a dynamic dimension 0, and the wrapper does not say they are "
+        "one size");
 }
 
 TEST_CASE("batch_dimension: a static batch is its size; sizes that differ, or no checks, say why") {

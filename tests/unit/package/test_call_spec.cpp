@@ -99,7 +99,8 @@ TEST_CASE("parse_treespec and call_spec_text read what the wrapper records") {
 }
 
 TEST_CASE("the call spec of real wrappers (torch 2.11 CUDA, 2.13 CPU) is read, one leaf per tensor input") {
-  for (const char* name : {"cuda211_relu_accuracy.wrapper.cpp", "cuda211_cond.wrapper.cpp", "cond_level1.wrapper.cpp"}) {
+  for (const char* name :
+       {"cuda211_relu_accuracy.wrapper.cpp", "cuda211_cond.wrapper.cpp", "cond_level1.wrapper.cpp"}) {
     CAPTURE(name);
     WrapperInfo w = parse_wrapper(fixture::text(name));
     REQUIRE_FALSE(w.in_spec.empty());
@@ -107,8 +108,8 @@ TEST_CASE("the call spec of real wrappers (torch 2.11 CUDA, 2.13 CPU) is read, o
     REQUIRE(s.has_value());
     REQUIRE(w.num_inputs.has_value());
     CHECK(s->leaves() == *w.num_inputs);
-    CHECK(describe_inputs(s) == std::to_string(*w.num_inputs) + " positional argument" +
-                                    (*w.num_inputs == 1 ? "" : "s"));
+    CHECK(describe_inputs(s) ==
+          std::to_string(*w.num_inputs) + " positional argument" + (*w.num_inputs == 1 ? "" : "s"));
     CHECK(parse_treespec(w.out_spec).has_value());
   }
 }
@@ -116,7 +117,8 @@ TEST_CASE("the call spec of real wrappers (torch 2.11 CUDA, 2.13 CPU) is read, o
 TEST_CASE("a dict of keyword arguments in another order is bound by name") {
   TreeSpec s = spec(tuple_of({}), dict_of(k_keys, {k_leaf, k_leaf, k_leaf}));
   // A tokenizer's order: input_ids, token_type_ids, attention_mask.
-  auto b = bind_inputs(s, dict({"input_ids", "token_type_ids", "attention_mask"}, {tensor(0), tensor(1), tensor(2)}), 3);
+  auto b =
+      bind_inputs(s, dict({"input_ids", "token_type_ids", "attention_mask"}, {tensor(0), tensor(1), tensor(2)}), 3);
   CHECK(b.error.empty());
   CHECK(b.by_call_spec);
   CHECK(b.form == "keyword dict");
@@ -133,16 +135,20 @@ TEST_CASE("a dict of keyword arguments in another order is bound by name") {
 TEST_CASE("a missing, extra or unnamed keyword is refused with its name") {
   TreeSpec s = spec(tuple_of({}), dict_of(k_keys, {k_leaf, k_leaf, k_leaf}));
   auto missing = bind_inputs(s, dict({"input_ids", "attention_mask"}, {tensor(0), tensor(1)}), 3);
-  CHECK(missing.error == "the inputs file has no 'token_type_ids': the package takes keyword arguments input_ids, "
-                         "attention_mask, token_type_ids (its call spec)");
+  CHECK(missing.error ==
+        "the inputs file has no 'token_type_ids': the package takes keyword arguments input_ids, "
+        "attention_mask, token_type_ids (its call spec)");
   auto extra = bind_inputs(
-      s, dict({"input_ids", "attention_mask", "token_type_ids", "labels"}, {tensor(0), tensor(1), tensor(2), tensor(3)}),
+      s,
+      dict({"input_ids", "attention_mask", "token_type_ids", "labels"}, {tensor(0), tensor(1), tensor(2), tensor(3)}),
       3);
-  CHECK(extra.error == "the inputs file has 'labels', which the package does not take (its keyword arguments: "
-                       "input_ids, attention_mask, token_type_ids)");
+  CHECK(extra.error ==
+        "the inputs file has 'labels', which the package does not take (its keyword arguments: "
+        "input_ids, attention_mask, token_type_ids)");
   auto tuple = bind_inputs(s, seq({tensor(0), tensor(1), tensor(2)}), 3);
-  CHECK(tuple.error == "the package takes keyword arguments input_ids, attention_mask, token_type_ids (its call spec) "
-                       "and the inputs file holds a tuple of 3: save a dict with those keys, or (args, kwargs)");
+  CHECK(tuple.error ==
+        "the package takes keyword arguments input_ids, attention_mask, token_type_ids (its call spec) "
+        "and the inputs file holds a tuple of 3: save a dict with those keys, or (args, kwargs)");
   CHECK(tuple.order.empty());
 }
 
@@ -177,8 +183,9 @@ TEST_CASE("a dict argument is bound by its keys; a dict file for unnamed positio
 
   TreeSpec two = spec(tuple_of({k_leaf, k_leaf}), dict_of({}, {}));
   auto named = bind_inputs(two, dict({"x", "y"}, {tensor(0), tensor(1)}), 2);
-  CHECK(named.error == "the inputs file is a dict (keys x, y), but the package takes 2 positional arguments its call "
-                       "spec does not name: save a tuple in the order of forward's arguments");
+  CHECK(named.error ==
+        "the inputs file is a dict (keys x, y), but the package takes 2 positional arguments its call "
+        "spec does not name: save a tuple in the order of forward's arguments");
   auto regrouped = bind_inputs(two, seq({tensor(0), seq({tensor(1)})}), 2);
   CHECK(regrouped.form == "positional (flattened)");  // the same tensors in the same order
   auto shape = bind_inputs(two, seq({tensor(0), seq({tensor(1), tensor(2)})}), 2);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
+
+#include <doctest/doctest.h>
 
 #include "package/constants.hpp"
 #include "package/facts.hpp"
@@ -129,7 +129,8 @@ TEST_CASE("parse_wrapper: call sites inside torch.cond branches name their subgr
     seen.emplace_back(s.kernel, s.branch);
   }
   CHECK(std::count(seen.begin(), seen.end(),
-                   std::make_pair(std::string("cpp_fused_gt_log_mul_relu_sub_sum_2"), std::string("true_graph_0"))) == 1);
+                   std::make_pair(std::string("cpp_fused_gt_log_mul_relu_sub_sum_2"), std::string("true_graph_0"))) ==
+        1);
   CHECK(std::count(seen.begin(), seen.end(),
                    std::make_pair(std::string("cpp_fused_add_gt_relu_sum_tanh_3"), std::string("false_graph_0"))) == 1);
   int top = 0, inside = 0;
@@ -176,8 +177,8 @@ TEST_CASE("missing_weights: constants declared, none embedded and no weights fil
         "weights file is packaged (a build with aot_inductor.package_constants_in_so=False; also set "
         "aot_inductor.package_constants_on_disk_format, or package them with the model), so every run would read "
         "uninitialized memory as weights");
-  CHECK(missing_weights(constants, 1, true).empty());         // a .blob beside it
-  CHECK(missing_weights(constants, 1792, false).empty());     // embedded (with padding)
+  CHECK(missing_weights(constants, 1, true).empty());              // a .blob beside it
+  CHECK(missing_weights(constants, 1792, false).empty());          // embedded (with padding)
   CHECK(missing_weights(constants, std::nullopt, false).empty());  // no blob symbols: nothing known
 }
 

@@ -9,8 +9,6 @@
 // untouched; only the machine's paths in comments and loadKernel differ from
 // a GPU machine's.
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +16,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "package/hooks.hpp"
 #include "package/rewrite.hpp"
@@ -33,7 +33,9 @@ using fixture::write;
 
 namespace {
 
-std::string real(const std::string& name) { return fixture::text("cuda211_" + name + ".wrapper.cpp"); }
+std::string real(const std::string& name) {
+  return fixture::text("cuda211_" + name + ".wrapper.cpp");
+}
 
 // "triton:triton_poi_fused_addmm_gelu_0", "extern:aoti_torch_cuda_mm_out", in order.
 std::vector<std::string> site_list(const WrapperInfo& w) {
@@ -68,7 +70,7 @@ AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out,
 AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 )";
 
-const std::vector<std::string> k_all = {"gather_oob",    "gather_assert",  "nan_triton",
+const std::vector<std::string> k_all = {"gather_oob",    "gather_assert", "nan_triton",
                                         "fp16_overflow", "relu_accuracy", "cond"};
 
 }  // namespace
@@ -82,11 +84,13 @@ TEST_CASE("parse_wrapper on torch 2.11 CUDA wrappers: every call site of run_imp
                                  "triton:triton_poi_fused_2",  // fc[2].bias (4 values) inlined as constants
                                  "extern:aoti_torch_cuda_addmm_out",
                                  "triton:triton_poi_fused__softmax_exp_prepare_softmax_online_sub_3"});
-  const std::vector<std::string> gather = {
-      "extern:aoti_torch_cuda_mm_out",   "triton:triton_poi_fused_addmm_gelu_0",
-      "extern:aoti_torch_cuda_mm_out",   "triton:triton_poi_fused_add_addmm_embedding_tanh_1",
-      "triton:triton_poi_fused_2",       "extern:aoti_torch_cuda_addmm_out",
-      "triton:triton_poi_fused__softmax_exp_prepare_softmax_online_sub_3"};
+  const std::vector<std::string> gather = {"extern:aoti_torch_cuda_mm_out",
+                                           "triton:triton_poi_fused_addmm_gelu_0",
+                                           "extern:aoti_torch_cuda_mm_out",
+                                           "triton:triton_poi_fused_add_addmm_embedding_tanh_1",
+                                           "triton:triton_poi_fused_2",
+                                           "extern:aoti_torch_cuda_addmm_out",
+                                           "triton:triton_poi_fused__softmax_exp_prepare_softmax_online_sub_3"};
   CHECK(site_list(parse_wrapper(real("gather_oob"))) == gather);
   CHECK(site_list(parse_wrapper(real("gather_assert"))) == gather);
   CHECK(site_list(parse_wrapper(real("fp16_overflow"))) ==
@@ -108,8 +112,8 @@ TEST_CASE("parse_wrapper on torch 2.11 CUDA wrappers: every call site of run_imp
   for (const auto& s : cond.call_sites) {
     branches.push_back(s.branch);
   }
-  CHECK(branches == std::vector<std::string>{"", "", "true_graph_0", "true_graph_0", "false_graph_0", "false_graph_0",
-                                             "", "", ""});
+  CHECK(branches ==
+        std::vector<std::string>{"", "", "true_graph_0", "true_graph_0", "false_graph_0", "false_graph_0", "", "", ""});
   for (const auto& name : k_all) {
     CAPTURE(name);
     WrapperInfo w = parse_wrapper(real(name));
@@ -129,8 +133,7 @@ TEST_CASE("parse_wrapper on torch 2.11 CUDA wrappers: arguments, in-place parame
   CHECK(w.call_sites[3].source_nodes == "[linear_1, embedding, add, tanh]");
   CHECK(first_args(w.call_sites[4], 2) == std::vector<std::string>{"buf4", ""});
   // addmm_out(out, self, mat1, mat2, beta, alpha): the bias buffer, the activation, a view of the weight.
-  CHECK(w.call_sites[5].args ==
-        std::vector<std::string>{"buf5", "buf4", "buf3", "view of fc_2_weight", "", ""});
+  CHECK(w.call_sites[5].args == std::vector<std::string>{"buf5", "buf4", "buf3", "view of fc_2_weight", "", ""});
   CHECK(first_args(w.call_sites[6], 3) == std::vector<std::string>{"buf5", "buf6", ""});
   CHECK(w.call_sites[6].in_out.empty());
   CHECK(w.constants ==
@@ -161,14 +164,15 @@ TEST_CASE("parse_wrapper on torch 2.11 CUDA wrappers: arguments, in-place parame
   WrapperInfo c = parse_wrapper(real("cond"));
   REQUIRE(c.call_sites.size() == 9);
   CHECK(first_args(c.call_sites[1], 6) == std::vector<std::string>{"fc_0_bias", "buf0", "buf3", "buf2", "", ""});
-  CHECK(c.call_sites[2].args == std::vector<std::string>{"true_graph_0_buf0", "true_graph_0_arg2_1",
-                                                         "view of true_graph_0_arg1_1"});
+  CHECK(c.call_sites[2].args ==
+        std::vector<std::string>{"true_graph_0_buf0", "true_graph_0_arg2_1", "view of true_graph_0_arg1_1"});
   // What each branch's inputs hold, and the branch result moved out.
-  for (const auto& m : {std::make_pair("true_graph_0_arg2_1", "buf3"), std::make_pair("false_graph_0_arg0_1", "fc_1_bias"),
-                        std::make_pair("buf5", "true_graph_0_buf1"), std::make_pair("buf5", "false_graph_0_buf1")}) {
+  for (const auto& m :
+       {std::make_pair("true_graph_0_arg2_1", "buf3"), std::make_pair("false_graph_0_arg0_1", "fc_1_bias"),
+        std::make_pair("buf5", "true_graph_0_buf1"), std::make_pair("buf5", "false_graph_0_buf1")}) {
     CAPTURE(m.first);
-    CHECK(std::count(c.value_moves.begin(), c.value_moves.end(), std::make_pair(std::string(m.first), std::string(m.second))) ==
-          1);
+    CHECK(std::count(c.value_moves.begin(), c.value_moves.end(),
+                     std::make_pair(std::string(m.first), std::string(m.second))) == 1);
   }
 }
 
@@ -198,8 +202,9 @@ TEST_CASE("parse_wrapper: a CUDA wrapper's copy of a misaligned input is not a b
                        {"arg7_1", "inputs"}, {"arg8_1", "inputs"}, {"buf1", "buf0"}, {"buf3", "buf2"}});
 }
 
-TEST_CASE("triton_launches on torch 2.11 CUDA wrappers: the cubin entry point and which kernelParams are whose "
-          "device pointers (scalars, constexpr numels and both scratch pointers: -1)") {
+TEST_CASE(
+    "triton_launches on torch 2.11 CUDA wrappers: the cubin entry point and which kernelParams are whose "
+    "device pointers (scalars, constexpr numels and both scratch pointers: -1)") {
   auto g = triton_launches(real("gather_oob"));
   REQUIRE(g.size() == 4);
   const TritonLaunch& emb = g.at("triton_poi_fused_add_addmm_embedding_tanh_1");
@@ -250,14 +255,16 @@ TEST_CASE("triton_launches on torch 2.11 CUDA wrappers: the cubin entry point an
   }
 }
 
-TEST_CASE("generate_hooks on torch 2.11 CUDA wrappers: every call site hooked, and the hook source compiles "
-          "without CUDA or torch headers") {
+TEST_CASE(
+    "generate_hooks on torch 2.11 CUDA wrappers: every call site hooked, and the hook source compiles "
+    "without CUDA or torch headers") {
   fs::path dir = scratch_dir("cuda211-hooks");
   for (const auto& name : k_all) {
     CAPTURE(name);
     std::string text = real(name);
     WrapperInfo w = parse_wrapper(text);
-    HookLibrary lib = generate_hooks(w, kernel_declarations(text), shim_declarations(k_shims_211), triton_launches(text));
+    HookLibrary lib =
+        generate_hooks(w, kernel_declarations(text), shim_declarations(k_shims_211), triton_launches(text));
     REQUIRE(lib.problems.empty());
     CHECK(std::count(lib.hooked.begin(), lib.hooked.end(), "cuLaunchKernel") == 1);
     CHECK(std::count(lib.hooked.begin(), lib.hooked.end(), "cuModuleGetFunction") == 1);
@@ -265,21 +272,21 @@ TEST_CASE("generate_hooks on torch 2.11 CUDA wrappers: every call site hooked, a
     fs::path src = dir / (name + ".hooks.cpp");
     write(src, lib.source);
     // The flags lib/search/source_interpose.cpp compiles the hooks with, syntax only.
-    int rc = std::system((compiler() + " -std=c++17 -fsyntax-only -w " + src.string() + " 2> " +
-                          (dir / "hooks.log").string())
-                             .c_str());
+    int rc = std::system(
+        (compiler() + " -std=c++17 -fsyntax-only -w " + src.string() + " 2> " + (dir / "hooks.log").string()).c_str());
     INFO(read(dir / "hooks.log"));
     CHECK(rc == 0);
   }
   std::string text = real("gather_oob");
-  HookLibrary lib =
-      generate_hooks(parse_wrapper(text), kernel_declarations(text), shim_declarations(k_shims_211), triton_launches(text));
+  HookLibrary lib = generate_hooks(parse_wrapper(text), kernel_declarations(text), shim_declarations(k_shims_211),
+                                   triton_launches(text));
   CHECK(lib.source.find("{\"triton_poi_fused_add_addmm_embedding_tanh_1\", "
                         "\"triton_poi_fused_add_addmm_embedding_tanh_1\", 7, aoti_bisect_args_") != std::string::npos);
   fs::remove_all(dir);
 }
 
-TEST_CASE("insert_probes on torch 2.11 CUDA wrappers: the plain build becomes what Inductor writes at printer level 1") {
+TEST_CASE(
+    "insert_probes on torch 2.11 CUDA wrappers: the plain build becomes what Inductor writes at printer level 1") {
   for (const auto& name : {"nan_triton", "fp16_overflow"}) {
     CAPTURE(name);
     std::string plain = real(name);
@@ -345,8 +352,9 @@ TEST_CASE("recorded commands of a torch 2.11 CUDA package: wrapper and kernel co
   CHECK(has(*kcompile, "-O3"));
 }
 
-TEST_CASE("the torch 2.11 CUDA wrappers, rewritten, compile against torch 2.11's headers and the CUDA toolkit's "
-          "(skipped unless AOTI_BISECT_TORCH211_INCLUDE names them)") {
+TEST_CASE(
+    "the torch 2.11 CUDA wrappers, rewritten, compile against torch 2.11's headers and the CUDA toolkit's "
+    "(skipped unless AOTI_BISECT_TORCH211_INCLUDE names them)") {
   // AOTI_BISECT_TORCH211_INCLUDE=<venv>/lib/python3.X/site-packages/torch/include; the CUDA
   // toolkit's headers from $CUDA_HOME or /usr/local/cuda.
   const char* inc = std::getenv("AOTI_BISECT_TORCH211_INCLUDE");

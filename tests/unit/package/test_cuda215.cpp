@@ -22,8 +22,6 @@
 // true_graph_0 }`), so the false branch's kernel is numbered first; the
 // recorded commands are -std=c++20 with -D TORCH_INDUCTOR_PRECOMPILE_HEADERS.
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +29,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "package/hooks.hpp"
 #include "package/rewrite.hpp"
@@ -46,7 +46,9 @@ using fixture::write;
 
 namespace {
 
-std::string real215(const std::string& name) { return fixture::text("cuda215_" + name + ".wrapper.cpp"); }
+std::string real215(const std::string& name) {
+  return fixture::text("cuda215_" + name + ".wrapper.cpp");
+}
 
 // "triton:triton_poi_fused_addmm_gelu_0", "extern:aoti_torch_cuda_mm_out", in order.
 std::vector<std::string> sites215(const WrapperInfo& w) {
@@ -84,8 +86,8 @@ const std::vector<std::string> k_plain215 = {"nan_triton", "gather_assert", "con
 const std::vector<std::string> k_all215 = {"nan_triton", "gather_assert", "cond", "nan_triton_level1"};
 
 const std::vector<std::string> k_nan215 = {
-    "extern:aoti_torch_cuda_mm_out",   "triton:triton_poi_fused_addmm_gelu_0",
-    "extern:aoti_torch_cuda_mm_out",   "triton:triton_poi_fused_addmm_log_tanh_1",
+    "extern:aoti_torch_cuda_mm_out",    "triton:triton_poi_fused_addmm_gelu_0",
+    "extern:aoti_torch_cuda_mm_out",    "triton:triton_poi_fused_addmm_log_tanh_1",
     "triton:triton_poi_fused_2",  // fc[2].bias (4 values) inlined as constants
     "extern:aoti_torch_cuda_addmm_out", "triton:triton_poi_fused__softmax_prepare_softmax_online_3"};
 
@@ -93,8 +95,9 @@ const std::vector<std::string> k_nan215 = {
 
 TEST_SUITE_BEGIN("package/cuda215");
 
-TEST_CASE("the torch 2.15 CUDA fixtures are 2.15's codegen: noinline launch functions, loadKernel with the loaded "
-          "modules, launchKernel with launchPdl") {
+TEST_CASE(
+    "the torch 2.15 CUDA fixtures are 2.15's codegen: noinline launch functions, loadKernel with the loaded "
+    "modules, launchKernel with launchPdl") {
   for (const auto& name : k_all215) {
     CAPTURE(name);
     std::string text = real215(name);
@@ -108,12 +111,14 @@ TEST_CASE("the torch 2.15 CUDA fixtures are 2.15's codegen: noinline launch func
   CHECK(cond.find("AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_item_int64(buf2, &buf2_scalar));") != std::string::npos);
   CHECK(cond.find("if (buf2_scalar == 0) {\n        // subgraph: false_graph_0") != std::string::npos);
   // The gather kernel keeps its bounds check: the device-side assert of cuda_gather_assert.
-  CHECK(real215("gather_assert").find("tl.device_assert(((0 <= tmp3) & (tmp3 < 50)) | ~(xmask), \"index out of "
-                                      "bounds: 0 <= tmp3 < 50\")") != std::string::npos);
+  CHECK(real215("gather_assert")
+            .find("tl.device_assert(((0 <= tmp3) & (tmp3 < 50)) | ~(xmask), \"index out of "
+                  "bounds: 0 <= tmp3 < 50\")") != std::string::npos);
 }
 
-TEST_CASE("parse_wrapper on torch 2.15 CUDA wrappers: every call site of run_impl, in order, with its kind and "
-          "branch") {
+TEST_CASE(
+    "parse_wrapper on torch 2.15 CUDA wrappers: every call site of run_impl, in order, with its kind and "
+    "branch") {
   CHECK(sites215(parse_wrapper(real215("nan_triton"))) == k_nan215);
   CHECK(sites215(parse_wrapper(real215("gather_assert"))) ==
         std::vector<std::string>{"extern:aoti_torch_cuda_mm_out", "triton:triton_poi_fused_addmm_gelu_0",
@@ -132,8 +137,8 @@ TEST_CASE("parse_wrapper on torch 2.15 CUDA wrappers: every call site of run_imp
   for (const auto& s : cond.call_sites) {
     branches.push_back(s.branch);
   }
-  CHECK(branches == std::vector<std::string>{"", "", "false_graph_0", "false_graph_0", "true_graph_0", "true_graph_0",
-                                             "", "", ""});
+  CHECK(branches ==
+        std::vector<std::string>{"", "", "false_graph_0", "false_graph_0", "true_graph_0", "true_graph_0", "", "", ""});
   for (const auto& name : k_plain215) {
     CAPTURE(name);
     WrapperInfo w = parse_wrapper(real215(name));
@@ -172,8 +177,7 @@ TEST_CASE("parse_wrapper on torch 2.15 CUDA wrappers: arguments, in-place parame
   CHECK(first_args215(w.call_sites[1], 3) == std::vector<std::string>{"buf1", "fc_0_bias", ""});
   CHECK(w.call_sites[1].in_out == std::vector<int>{0});
   // call_triton_<kernel>(tensors..., numels..., this->device_idx_, stream, kernels, this->cubin_dir_)
-  CHECK(first_args215(w.call_sites[3], 5) ==
-        std::vector<std::string>{"buf3", "fc_1_bias", "arg8_1", "emb_weight", ""});
+  CHECK(first_args215(w.call_sites[3], 5) == std::vector<std::string>{"buf3", "fc_1_bias", "arg8_1", "emb_weight", ""});
   CHECK(w.call_sites[3].in_out == std::vector<int>{0});
   CHECK(w.call_sites[3].source_nodes == "[linear_1, embedding, add, tanh]");
   CHECK(first_args215(w.call_sites[4], 2) == std::vector<std::string>{"buf4", ""});
@@ -213,23 +217,22 @@ TEST_CASE("parse_wrapper on torch 2.15 CUDA wrappers: arguments, in-place parame
   WrapperInfo c = parse_wrapper(real215("cond"));
   REQUIRE(c.call_sites.size() == 9);
   CHECK(first_args215(c.call_sites[1], 6) == std::vector<std::string>{"fc_0_bias", "buf0", "buf3", "buf2", "", ""});
-  CHECK(c.call_sites[2].args == std::vector<std::string>{"false_graph_0_buf0", "false_graph_0_arg2_1",
-                                                         "view of false_graph_0_arg1_1"});
+  CHECK(c.call_sites[2].args ==
+        std::vector<std::string>{"false_graph_0_buf0", "false_graph_0_arg2_1", "view of false_graph_0_arg1_1"});
   CHECK(c.call_sites[4].args ==
         std::vector<std::string>{"true_graph_0_buf0", "true_graph_0_arg2_1", "view of true_graph_0_arg1_1"});
   CHECK(first_args215(c.call_sites[5], 2) == std::vector<std::string>{"true_graph_0_buf1", "true_graph_0_arg0_1"});
   CHECK(c.call_sites[5].in_out == std::vector<int>{0});
   CHECK(c.call_sites[5].source_nodes == "[cond, gt, relu, linear, log]");
   // What each branch's inputs hold, and the branch result moved out, false branch first.
-  CHECK(c.value_moves == std::vector<std::pair<std::string, std::string>>{
-                             {"false_graph_0_arg0_1", "fc_1_bias"},
-                             {"false_graph_0_arg1_1", "fc_1_weight"},
-                             {"false_graph_0_arg2_1", "buf3"},
-                             {"buf5", "false_graph_0_buf1"},
-                             {"true_graph_0_arg0_1", "fc_1_bias"},
-                             {"true_graph_0_arg1_1", "fc_1_weight"},
-                             {"true_graph_0_arg2_1", "buf3"},
-                             {"buf5", "true_graph_0_buf1"}});
+  CHECK(c.value_moves == std::vector<std::pair<std::string, std::string>>{{"false_graph_0_arg0_1", "fc_1_bias"},
+                                                                          {"false_graph_0_arg1_1", "fc_1_weight"},
+                                                                          {"false_graph_0_arg2_1", "buf3"},
+                                                                          {"buf5", "false_graph_0_buf1"},
+                                                                          {"true_graph_0_arg0_1", "fc_1_bias"},
+                                                                          {"true_graph_0_arg1_1", "fc_1_weight"},
+                                                                          {"true_graph_0_arg2_1", "buf3"},
+                                                                          {"buf5", "true_graph_0_buf1"}});
   CHECK(c.outputs == std::vector<std::string>{"buf8"});
 }
 
@@ -251,8 +254,9 @@ TEST_CASE("parse_wrapper: a torch 2.15 CUDA wrapper's checked copy of a misalign
   }
 }
 
-TEST_CASE("triton_launches on torch 2.15 CUDA wrappers: the cubin entry point and which kernelParams are whose "
-          "device pointers") {
+TEST_CASE(
+    "triton_launches on torch 2.15 CUDA wrappers: the cubin entry point and which kernelParams are whose "
+    "device pointers") {
   auto g = triton_launches(real215("gather_assert"));
   REQUIRE(g.size() == 4);
   const TritonLaunch& emb = g.at("triton_poi_fused_add_addmm_embedding_tanh_1");
@@ -266,15 +270,15 @@ TEST_CASE("triton_launches on torch 2.15 CUDA wrappers: the cubin entry point an
         std::vector<std::string>{"out_ptr0", "xnumel", "device_idx_", "stream_", "kernels_", "cubin_dir_"});
   CHECK(g.at("triton_poi_fused_2").tensor_of == std::vector<int>{0, -1, -1, -1});
   const TritonLaunch& softmax = g.at("triton_poi_fused__softmax_prepare_softmax_online_3");
-  CHECK(softmax.params == std::vector<std::string>{"in_ptr0", "out_ptr0", "xnumel", "device_idx_", "stream_",
-                                                   "kernels_", "cubin_dir_"});
+  CHECK(softmax.params ==
+        std::vector<std::string>{"in_ptr0", "out_ptr0", "xnumel", "device_idx_", "stream_", "kernels_", "cubin_dir_"});
   CHECK(softmax.tensor_of == std::vector<int>{0, 1, -1, -1, -1});
 
   auto n = triton_launches(real215("nan_triton"));
   REQUIRE(n.size() == 4);
-  CHECK(n.at("triton_poi_fused_addmm_log_tanh_1").params ==
-        std::vector<std::string>{"in_out_ptr0", "in_ptr0", "xnumel", "device_idx_", "stream_", "kernels_",
-                                 "cubin_dir_"});
+  CHECK(n.at("triton_poi_fused_addmm_log_tanh_1").params == std::vector<std::string>{"in_out_ptr0", "in_ptr0", "xnumel",
+                                                                                     "device_idx_", "stream_",
+                                                                                     "kernels_", "cubin_dir_"});
   CHECK(n.at("triton_poi_fused_addmm_log_tanh_1").tensor_of == std::vector<int>{0, 1, -1, -1, -1});
 
   auto c = triton_launches(real215("cond"));
@@ -307,14 +311,16 @@ TEST_CASE("triton_launches on torch 2.15 CUDA wrappers: the cubin entry point an
   }
 }
 
-TEST_CASE("generate_hooks on torch 2.15 CUDA wrappers: every call site hooked, and the hook source compiles "
-          "without CUDA or torch headers") {
+TEST_CASE(
+    "generate_hooks on torch 2.15 CUDA wrappers: every call site hooked, and the hook source compiles "
+    "without CUDA or torch headers") {
   fs::path dir = scratch_dir("cuda215-hooks");
   for (const auto& name : k_all215) {
     CAPTURE(name);
     std::string text = real215(name);
     WrapperInfo w = parse_wrapper(text);
-    HookLibrary lib = generate_hooks(w, kernel_declarations(text), shim_declarations(k_shims_215), triton_launches(text));
+    HookLibrary lib =
+        generate_hooks(w, kernel_declarations(text), shim_declarations(k_shims_215), triton_launches(text));
     REQUIRE(lib.problems.empty());
     CHECK(std::count(lib.hooked.begin(), lib.hooked.end(), "cuLaunchKernel") == 1);
     CHECK(std::count(lib.hooked.begin(), lib.hooked.end(), "cuModuleGetFunction") == 1);
@@ -325,15 +331,14 @@ TEST_CASE("generate_hooks on torch 2.15 CUDA wrappers: every call site hooked, a
     fs::path src = dir / (name + ".hooks.cpp");
     write(src, lib.source);
     // The flags lib/search/source_interpose.cpp compiles the hooks with, syntax only.
-    int rc = std::system((compiler() + " -std=c++17 -fsyntax-only -w " + src.string() + " 2> " +
-                          (dir / "hooks.log").string())
-                             .c_str());
+    int rc = std::system(
+        (compiler() + " -std=c++17 -fsyntax-only -w " + src.string() + " 2> " + (dir / "hooks.log").string()).c_str());
     INFO(read(dir / "hooks.log"));
     CHECK(rc == 0);
   }
   std::string text = real215("gather_assert");
-  HookLibrary lib =
-      generate_hooks(parse_wrapper(text), kernel_declarations(text), shim_declarations(k_shims_215), triton_launches(text));
+  HookLibrary lib = generate_hooks(parse_wrapper(text), kernel_declarations(text), shim_declarations(k_shims_215),
+                                   triton_launches(text));
   CHECK(lib.source.find("{\"triton_poi_fused_add_addmm_embedding_tanh_1\", "
                         "\"triton_poi_fused_add_addmm_embedding_tanh_1\", 7, aoti_bisect_args_") != std::string::npos);
   CHECK(lib.source.find("[] = {0, 1, 2, 3, -1, -1, -1};") != std::string::npos);
@@ -344,8 +349,9 @@ TEST_CASE("generate_hooks on torch 2.15 CUDA wrappers: every call site hooked, a
   fs::remove_all(dir);
 }
 
-TEST_CASE("insert_probes on a torch 2.15 CUDA wrapper: the plain build becomes what Inductor writes at printer "
-          "level 1") {
+TEST_CASE(
+    "insert_probes on a torch 2.15 CUDA wrapper: the plain build becomes what Inductor writes at printer "
+    "level 1") {
   std::string plain = real215("nan_triton");
   std::string rewritten = insert_probes(plain, parse_wrapper(plain));
   CHECK(without_commands215(rewritten) == without_commands215(real215("nan_triton_level1")));
@@ -401,8 +407,9 @@ TEST_CASE("recorded commands of a torch 2.15 CUDA package: wrapper and kernel co
   CHECK(has(*kcompile, "-std=c++20"));
 }
 
-TEST_CASE("the torch 2.15 CUDA wrappers, rewritten, compile against torch 2.15's headers and the CUDA toolkit's "
-          "(skipped unless AOTI_BISECT_TORCH215_INCLUDE names them)") {
+TEST_CASE(
+    "the torch 2.15 CUDA wrappers, rewritten, compile against torch 2.15's headers and the CUDA toolkit's "
+    "(skipped unless AOTI_BISECT_TORCH215_INCLUDE names them)") {
   // AOTI_BISECT_TORCH215_INCLUDE=<venv>/lib/python3.X/site-packages/torch/include; the CUDA
   // toolkit's headers from $CUDA_HOME or /usr/local/cuda.
   const char* inc = std::getenv("AOTI_BISECT_TORCH215_INCLUDE");

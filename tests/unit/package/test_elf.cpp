@@ -1,9 +1,9 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "package/elf.hpp"

@@ -44,7 +44,8 @@ TEST_CASE("kernel_declarations: multi-line extern \"C\" declarations and definit
   CHECK(p[1].type == "const float*");
   CHECK(p[2].type == "const int64_t");
   CHECK(k.at("cpp_fused_tanh_1").size() == 1);
-  auto def = kernel_declarations("extern \"C\" void cpp_fused_x(const bfloat16* in_ptr0,\n  bfloat16* out_ptr0)\n{\n}\n");
+  auto def =
+      kernel_declarations("extern \"C\" void cpp_fused_x(const bfloat16* in_ptr0,\n  bfloat16* out_ptr0)\n{\n}\n");
   REQUIRE(def.count("cpp_fused_x"));
   CHECK(def.at("cpp_fused_x")[0].type == "const bfloat16*");
 }
@@ -97,7 +98,8 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
 )");
   HookLibrary lib = generate_hooks(w, {}, shim_declarations(k_shims));
   REQUIRE(lib.problems.empty());
-  CHECK(lib.source.find("for (int64_t i = 0; a0 && i < (int64_t)a1; ++i) if (a0[i]) aoti_bisect_tensor_at(a0[i], 0, (int)i, 0);") !=
+  CHECK(lib.source.find(
+            "for (int64_t i = 0; a0 && i < (int64_t)a1; ++i) if (a0[i]) aoti_bisect_tensor_at(a0[i], 0, (int)i, 0);") !=
         std::string::npos);
   CHECK(lib.source.find("typedef struct AtenGeneratorHandle_opaque* AtenGeneratorHandle;") != std::string::npos);
 }
@@ -116,10 +118,12 @@ void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {
   CHECK(lib.problems[0].find("Triton") != std::string::npos);
   CHECK(lib.problems[1].find("aoti_torch_cpu_unknown_op: no declaration") != std::string::npos);
 
-  WrapperInfo k = parse_wrapper("extern \"C\" void cpp_fused_q_0(float* out_ptr0, const at::Half ks0);\n"
-                                "void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {\n"
-                                "    cpp_fused_q_0((float*)(buf0.data_ptr()), h);\n}\n");
-  HookLibrary kl = generate_hooks(k, kernel_declarations("extern \"C\" void cpp_fused_q_0(float* out_ptr0, const at::Half ks0);"), {});
+  WrapperInfo k = parse_wrapper(
+      "extern \"C\" void cpp_fused_q_0(float* out_ptr0, const at::Half ks0);\n"
+      "void AOTInductorModel::run_impl(AtenTensorHandle* input_handles) {\n"
+      "    cpp_fused_q_0((float*)(buf0.data_ptr()), h);\n}\n");
+  HookLibrary kl = generate_hooks(
+      k, kernel_declarations("extern \"C\" void cpp_fused_q_0(float* out_ptr0, const at::Half ks0);"), {});
   REQUIRE(kl.problems.size() == 1);
   CHECK(kl.problems[0].find("cannot declare") != std::string::npos);
 }
@@ -143,9 +147,12 @@ AOTI_TORCH_EXPORT AOTITorchError aoti_torch_proxy_executor_call_function(AOTIPro
   REQUIRE(lib.problems.empty());
   CHECK(lib.hooked == std::vector<std::string>{"aoti_torch_proxy_executor_call_function", "aoti_torch_get_data_ptr",
                                                "aoti_torch_delete_tensor_object"});
-  CHECK(lib.source.find(R"(static const char* const aoti_bisect_proxy_ops[] = {"myops::scaled_log", "myops::clamp_all.out"};)") !=
+  CHECK(lib.source.find(
+            R"(static const char* const aoti_bisect_proxy_ops[] = {"myops::scaled_log", "myops::clamp_all.out"};)") !=
         std::string::npos);
-  CHECK(lib.source.find(R"(aoti_bisect_enter((a1 >= 0 && a1 < 2 ? aoti_bisect_proxy_ops[a1] : "aoti_torch_proxy_executor_call_function")))") !=
-        std::string::npos);
+  CHECK(
+      lib.source.find(
+          R"(aoti_bisect_enter((a1 >= 0 && a1 < 2 ? aoti_bisect_proxy_ops[a1] : "aoti_torch_proxy_executor_call_function")))") !=
+      std::string::npos);
   CHECK(lib.source.find("aoti_bisect_tensor_at(a5[i], 5, (int)i, 1);") != std::string::npos);
 }

@@ -2,8 +2,6 @@
 // cuda_plain.wrapper.cpp, written after torch 2.13's codegen; see its top).
 // Tested on wrapper text and with a fake CUDA driver only: no GPU ran them.
 
-#include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "package/hooks.hpp"
 #include "package/rewrite.hpp"
@@ -26,7 +26,9 @@ using fixture::write;
 
 namespace {
 
-std::string cuda_fixture() { return fixture::text("cuda_plain.wrapper.cpp"); }
+std::string cuda_fixture() {
+  return fixture::text("cuda_plain.wrapper.cpp");
+}
 
 const char* k_cuda_shims = R"(
 AOTI_TORCH_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
@@ -143,8 +145,9 @@ TEST_CASE("parse_wrapper: a CUDA wrapper's Triton call sites and their tensor ar
   CHECK(std::count(w.moves.begin(), w.moves.end(), std::make_pair(std::string("buf3"), std::string("buf2"))) == 1);
 }
 
-TEST_CASE("triton_launches: each call_triton_<kernel> definition gives its entry point and which kernelParams are "
-          "whose device pointers") {
+TEST_CASE(
+    "triton_launches: each call_triton_<kernel> definition gives its entry point and which kernelParams are "
+    "whose device pointers") {
   auto launches = triton_launches(cuda_fixture());
   REQUIRE(launches.size() == 2);
   const TritonLaunch& relu = launches.at("triton_poi_fused_add_log_relu_0");
@@ -161,11 +164,13 @@ TEST_CASE("triton_launches: each call_triton_<kernel> definition gives its entry
   CHECK(triton_launches("static void call_triton_y(int a);\nvoid f() { call_triton_y(1); }\n").empty());
 }
 
-TEST_CASE("generate_hooks on a CUDA wrapper: driver hooks that name each Triton kernel's pointer arguments in order; "
-          "cuBLAS calls hooked as C-shim calls") {
+TEST_CASE(
+    "generate_hooks on a CUDA wrapper: driver hooks that name each Triton kernel's pointer arguments in order; "
+    "cuBLAS calls hooked as C-shim calls") {
   std::string text = cuda_fixture();
   WrapperInfo w = parse_wrapper(text);
-  HookLibrary lib = generate_hooks(w, kernel_declarations(text), shim_declarations(k_cuda_shims), triton_launches(text));
+  HookLibrary lib =
+      generate_hooks(w, kernel_declarations(text), shim_declarations(k_cuda_shims), triton_launches(text));
   REQUIRE(lib.problems.empty());
   CHECK(lib.hooked == std::vector<std::string>{"aoti_torch_cuda_mm_out", "cuModuleGetFunction", "cuLaunchKernel",
                                                "aoti_torch_get_data_ptr", "aoti_torch_delete_tensor_object"});
@@ -190,11 +195,11 @@ TEST_CASE("generate_hooks on a CUDA wrapper: driver hooks that name each Triton 
   CHECK(none.problems[0].find("triton_poi_fused_add_log_relu_0: a Triton launch") == 0);
 }
 
-TEST_CASE("the CUDA hook library compiles without CUDA headers, and its launch hook shows each launch's pointers "
-          "(fake driver)") {
+TEST_CASE(
+    "the CUDA hook library compiles without CUDA headers, and its launch hook shows each launch's pointers "
+    "(fake driver)") {
   std::string text = cuda_fixture();
-  HookLibrary lib =
-      generate_hooks(parse_wrapper(text), {}, shim_declarations(k_cuda_shims), triton_launches(text));
+  HookLibrary lib = generate_hooks(parse_wrapper(text), {}, shim_declarations(k_cuda_shims), triton_launches(text));
   REQUIRE(lib.problems.empty());
   fs::path dir = scratch_dir("hooks-cuda");
   write(dir / "hooks.cpp", lib.source);
@@ -211,8 +216,8 @@ TEST_CASE("the CUDA hook library compiles without CUDA headers, and its launch h
                        .c_str());
   INFO(read(dir / "driver.log"));
   REQUIRE(rc == 0);
-  rc = std::system(((dir / "driver").string() + " " + (dir / "hooks.so").string() + " > " + (dir / "out.txt").string())
-                       .c_str());
+  rc = std::system(
+      ((dir / "driver").string() + " " + (dir / "hooks.so").string() + " > " + (dir / "out.txt").string()).c_str());
   std::string out = read(dir / "out.txt");
   INFO(out);
   REQUIRE(rc == 0);
@@ -242,8 +247,9 @@ TEST_CASE("the CUDA hook library compiles without CUDA headers, and its launch h
   fs::remove_all(dir);
 }
 
-TEST_CASE("insert_probes on a CUDA wrapper: the printer's level-1 lines around Triton launches (every tensor "
-          "argument as written, constants included) and around the cuBLAS call") {
+TEST_CASE(
+    "insert_probes on a CUDA wrapper: the printer's level-1 lines around Triton launches (every tensor "
+    "argument as written, constants included) and around the cuBLAS call") {
   std::string plain = cuda_fixture();
   std::string out = insert_probes(plain, parse_wrapper(plain));
   // The expected text: the fixture with these lines around each call.
@@ -283,8 +289,9 @@ TEST_CASE("insert_probes on a CUDA wrapper: the printer's level-1 lines around T
   }
 }
 
-TEST_CASE("the rewritten CUDA fixture compiles against the installed torch 2.13's AOTI headers and the CUDA toolkit's "
-          "(skipped without them)") {
+TEST_CASE(
+    "the rewritten CUDA fixture compiles against the installed torch 2.13's AOTI headers and the CUDA toolkit's "
+    "(skipped without them)") {
   // Where python3 has torch and /usr/local/cuda (or $CUDA_HOME) has cuda.h:
   // the fixture's shape and the probe lines (a ConstantHandle passed to
   // aoti_torch_save_tensor_handle included) are what those headers accept.
@@ -292,9 +299,9 @@ TEST_CASE("the rewritten CUDA fixture compiles against the installed torch 2.13'
   const char* cuda_home = std::getenv("CUDA_HOME");
   fs::path cuda = cuda_home != nullptr && *cuda_home ? fs::path(cuda_home) : fs::path("/usr/local/cuda");
   int has_torch = std::system(("python3 -c 'import os, torch; print(os.path.dirname(torch.__file__)); "
-                                "print(torch.__version__)' > " +
-                                (dir / "torch.txt").string() + " 2>/dev/null")
-                                   .c_str());
+                               "print(torch.__version__)' > " +
+                               (dir / "torch.txt").string() + " 2>/dev/null")
+                                  .c_str());
   std::string torch_txt = read(dir / "torch.txt");
   std::string torch_dir = torch_txt.substr(0, torch_txt.find('\n'));
   std::string torch_version = torch_txt.substr(std::min(torch_txt.size(), torch_dir.size() + 1));
@@ -311,11 +318,11 @@ TEST_CASE("the rewritten CUDA fixture compiles against the installed torch 2.13'
   std::string plain = cuda_fixture();
   write(dir / "wrapper.cpp", insert_probes(plain, parse_wrapper(plain)));
   std::string inc = fs::path(torch_dir).string() + "/include";
-  int rc = std::system((compiler() + " -std=c++20 -fsyntax-only -D TORCH_INDUCTOR_CPP_WRAPPER -D STANDALONE_TORCH_HEADER" +
-                        " -D C10_USING_CUSTOM_GENERATED_MACROS -D USE_CUDA -I" + inc + " -I" + inc +
-                        "/torch/csrc/api/include -I" + (cuda / "include").string() + " " +
-                        (dir / "wrapper.cpp").string() + " 2> " + (dir / "compile.log").string())
-                           .c_str());
+  int rc = std::system(
+      (compiler() + " -std=c++20 -fsyntax-only -D TORCH_INDUCTOR_CPP_WRAPPER -D STANDALONE_TORCH_HEADER" +
+       " -D C10_USING_CUSTOM_GENERATED_MACROS -D USE_CUDA -I" + inc + " -I" + inc + "/torch/csrc/api/include -I" +
+       (cuda / "include").string() + " " + (dir / "wrapper.cpp").string() + " 2> " + (dir / "compile.log").string())
+          .c_str());
   INFO(read(dir / "compile.log").substr(0, 4000));
   CHECK(rc == 0);
   fs::remove_all(dir);

@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
+
+#include <doctest/doctest.h>
 #include <zip.h>
 
 #include "common/error.hpp"
@@ -66,7 +66,8 @@ TEST_CASE("Package::open: bad packages get one clear line and exit code 4") {
   }
   SUBCASE("not a zip") {
     write_file_atomic("text.pt2", "hello, this is not a zip archive at all");
-    CHECK(error_of([] { Package::open("text.pt2"); }) == "package 'text.pt2' is not a zip archive (a .pt2 package is one)");
+    CHECK(error_of([] { Package::open("text.pt2"); }) ==
+          "package 'text.pt2' is not a zip archive (a .pt2 package is one)");
   }
   SUBCASE("truncated") {
     make_package("full.pt2");

@@ -15,7 +15,8 @@ using namespace aoti_bisect;
 
 TEST_SUITE_BEGIN("package/provenance");
 
-TEST_CASE("parse_wrapper: KernelContextGuard blocks give each call site its stacks; the call sites are the plain build's") {
+TEST_CASE(
+    "parse_wrapper: KernelContextGuard blocks give each call site its stacks; the call sites are the plain build's") {
   WrapperInfo w = parse_wrapper(fixture::text("provenance_both.wrapper.cpp"));
   REQUIRE(w.call_sites.size() == 9);  // as the default build of the same model
   CHECK(w.call_sites[1].kernel == "cpp_fused_relu_0");
@@ -75,12 +76,14 @@ TEST_CASE("source_lines: several fused nodes, library frames, submodule lists") 
   REQUIRE(lines.size() == 2);  // the same frame twice is one line
   CHECK(lines[0].text() == "model.py:12 in layers.2: return torch.sigmoid(c) * 2.0");
   CHECK(lines[1].text() == "model.py:41 in norm: out = self.norm(h)");
-  CHECK(source_text(lines) == "model.py:12 in layers.2: return torch.sigmoid(c) * 2.0; model.py:41 in norm: out = "
-                              "self.norm(h)");
+  CHECK(source_text(lines) ==
+        "model.py:12 in layers.2: return torch.sigmoid(c) * 2.0; model.py:41 in norm: out = "
+        "self.norm(h)");
   CHECK(source_lines({"no frames here"}).empty());
   // A line that calls two submodules does not say which one the next frame is in: no module past it.
-  auto nested = source_lines({"File \"/p/m.py\", line 53, in forward\n    return self.head(self.encoder(h))\n  File "
-                              "\"/p/m.py\", line 34, in forward\n    return torch.log(self.lin(x))"});
+  auto nested =
+      source_lines({"File \"/p/m.py\", line 53, in forward\n    return self.head(self.encoder(h))\n  File "
+                    "\"/p/m.py\", line 34, in forward\n    return torch.log(self.lin(x))"});
   REQUIRE(nested.size() == 1);
   CHECK(nested[0].text() == "m.py:34: return torch.log(self.lin(x))");
 }

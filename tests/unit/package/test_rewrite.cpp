@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
-
 #include <fstream>
 #include <sstream>
 
-#include "package/rewrite.hpp"
+#include <doctest/doctest.h>
+
 #include "evidence/evidence.hpp"
 #include "evidence/wrapper_layout.hpp"
+#include "package/rewrite.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;
@@ -116,9 +116,10 @@ TEST_CASE("insert_probes: a torch.cond wrapper is probed inside its branches, wh
 }
 
 TEST_CASE("recorded commands, adapted to this machine") {
-  std::string src = "int x;\n// Compile cmd\n// g++ /b/x/abc.wrapper.cpp -D A -O1 -include /tmp/pch/h.h -I/t/include "
-                    "-c -o /b/x/abc.wrapper.o\n// Link cmd\n// g++ /b/x/abc.wrapper.o /b/x/k.kernel.o "
-                    "/b/x/abc/w.weights.o -O3 -shared -o /b/x/abc.wrapper.so -ltorch\n";
+  std::string src =
+      "int x;\n// Compile cmd\n// g++ /b/x/abc.wrapper.cpp -D A -O1 -include /tmp/pch/h.h -I/t/include "
+      "-c -o /b/x/abc.wrapper.o\n// Link cmd\n// g++ /b/x/abc.wrapper.o /b/x/k.kernel.o "
+      "/b/x/abc/w.weights.o -O3 -shared -o /b/x/abc.wrapper.so -ltorch\n";
   auto compile = recorded_command(src, "Compile cmd");
   REQUIRE(compile.has_value());
   CHECK(adapt_compile(*compile, "wrapper.cpp", "wrapper.o") ==

@@ -2,11 +2,11 @@
 // tests/data/make_tensor_files.py with torch, safetensors and transformers):
 // which are read, as what, and the one line for those that are not.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "package/pickle_graph.hpp"
@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path data(const std::string& name) { return fs::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / name; }
+fs::path data(const std::string& name) {
+  return fs::path(AOTI_BISECT_TEST_DATA) / "tensor_files" / name;
+}
 
 std::string refusal(const fs::path& path) {
   try {
@@ -94,7 +96,11 @@ TEST_CASE("read_tensor_file: safetensors, its keys as a dict of tensors") {
   CHECK(f.records.at("1").size == 24);
   CHECK(globals_of(f.pickle) == std::vector<std::string>{"torch._utils _rebuild_tensor_v2", "torch FloatStorage",
                                                          "torch._utils _rebuild_tensor_v2", "torch LongStorage"});
-  CHECK(f.pickle.find(std::string("X\x01\x00\x00\x00" "a", 6)) < f.pickle.find(std::string("X\x01\x00\x00\x00" "b", 6)));
+  CHECK(f.pickle.find(std::string("X\x01\x00\x00\x00"
+                                  "a",
+                                  6)) < f.pickle.find(std::string("X\x01\x00\x00\x00"
+                                                                  "b",
+                                                                  6)));
   CHECK_NOTHROW(check_tensor_file(data("tf.safetensors"), "inputs file"));
 }
 
@@ -120,7 +126,9 @@ TEST_CASE("read_safetensors: a header that lies is refused in one line") {
                     "inputs file 'x.safetensors' has a safetensors header that is not a JSON object; save it again "
                     "with safetensors.torch.save_file");
   CHECK_NOTHROW(read_safetensors(file(R"({"__metadata__":{"format":"pt"},"x":{"dtype":"F32","shape":[2,2],)"
-                                      R"("data_offsets":[0,16]}})", 16), who));
+                                      R"("data_offsets":[0,16]}})",
+                                      16),
+                                 who));
 }
 
 TEST_CASE("read_tensor_file: a tokenizer's BatchEncoding is read as the dict it holds, its encodings left out") {
@@ -163,9 +171,10 @@ TEST_CASE("read_tensor_file: a pickle that would run code, or holds an object, i
 
 TEST_CASE("read_tensor_file: none of the formats") {
   std::ofstream("junk.bin") << "\x80\x02junk that is no pickle";
-  CHECK(refusal("junk.bin") == "inputs file 'junk.bin' is not a file of tensors aoti-bisect reads (torch.save's zip "
-                               "or legacy format, or safetensors); save it with torch.save or "
-                               "safetensors.torch.save_file");
+  CHECK(refusal("junk.bin") ==
+        "inputs file 'junk.bin' is not a file of tensors aoti-bisect reads (torch.save's zip "
+        "or legacy format, or safetensors); save it with torch.save or "
+        "safetensors.torch.save_file");
   CHECK(refusal("absent.pt") == "inputs file 'absent.pt' does not exist");
 }
 
@@ -176,7 +185,11 @@ TEST_CASE("pickle::emit: shared values are written once, a container holding its
   std::vector<std::string> notes;
   std::string out = pickle::emit(g, {"inputs file 'x'", {}}, notes);
   // (7,) once, then two BINGETs of its memo slot.
-  CHECK(out == std::string("\x80\x02(" "(J\x07\x00\x00\x00tq\x00" "h\x00h\x00" "tq\x01.", 20));
+  CHECK(out == std::string("\x80\x02("
+                           "(J\x07\x00\x00\x00tq\x00"
+                           "h\x00h\x00"
+                           "tq\x01.",
+                           20));
   pickle::Graph loop;
   pickle::Node list;
   list.kind = pickle::Node::Kind::list;
@@ -184,5 +197,7 @@ TEST_CASE("pickle::emit: shared values are written once, a container holding its
   loop.nodes[l].items.push_back(l);
   loop.root = l;
   // A list that holds itself is written as Python does (memo first): no refusal, no recursion.
-  CHECK(pickle::emit(loop, {"inputs file 'x'", {}}, notes) == std::string("\x80\x02]q\x00(h\x00" "e.", 10));
+  CHECK(pickle::emit(loop, {"inputs file 'x'", {}}, notes) == std::string("\x80\x02]q\x00(h\x00"
+                                                                          "e.",
+                                                                          10));
 }

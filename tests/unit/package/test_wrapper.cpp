@@ -1,13 +1,12 @@
-#include <doctest/doctest.h>
-
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "package/wrapper.hpp"
 #include "package_fixture.hpp"
 
 using namespace aoti_bisect;
-
 
 TEST_SUITE_BEGIN("package/wrapper");
 
@@ -161,7 +160,8 @@ void AOTInductorModel::run_impl(
 )";
   WrapperInfo w = parse_wrapper(src);
   REQUIRE(w.call_sites.size() == 1);
-  CHECK(w.moves == std::vector<std::pair<std::string, std::string>>{{"buf8", "buf7"}, {"buf9", "buf8"}, {"buf2", "buf1"}});
+  CHECK(w.moves ==
+        std::vector<std::pair<std::string, std::string>>{{"buf8", "buf7"}, {"buf9", "buf8"}, {"buf2", "buf1"}});
   CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf9", 1}});
 }
 
@@ -183,8 +183,8 @@ void AOTInductorModel::run_impl(
 } // AOTInductorModel::run_impl
 )";
   WrapperInfo w = parse_wrapper(src);
-  CHECK(w.moves == std::vector<std::pair<std::string, std::string>>{
-                       {"buf8", "buf7"}, {"buf37", "buf36"}, {"buf40", "buf8"}});
+  CHECK(w.moves ==
+        std::vector<std::pair<std::string, std::string>>{{"buf8", "buf7"}, {"buf37", "buf36"}, {"buf40", "buf8"}});
   CHECK(w.value_moves.empty());
   // Through reuse: what an in-place kernel reads under buf8 is the call's output.
   CHECK(returned_buffers(w) == std::map<std::string, int>{{"buf7", 1}, {"buf8", 1}, {"buf40", 1}});
@@ -360,8 +360,8 @@ TEST_CASE("parse_wrapper: torch 2.15's torch.cond (false branch first, an int64 
   for (const auto& s : w.call_sites) {
     branches.push_back(s.branch);
   }
-  CHECK(branches == std::vector<std::string>{"", "", "false_graph_0", "false_graph_0", "true_graph_0", "true_graph_0",
-                                             "", "", ""});
+  CHECK(branches ==
+        std::vector<std::string>{"", "", "false_graph_0", "false_graph_0", "true_graph_0", "true_graph_0", "", "", ""});
   CHECK(w.call_sites[5].kernel == "cpp_fused_gt_log_relu_sub_2");
   CHECK(w.call_sites[2].kernel == "aoti_torch_cpu_addmm_out");
   CHECK(w.call_sites[2].args[0] == "false_graph_0_buf0");
@@ -376,7 +376,8 @@ TEST_CASE("parse_wrapper: torch 2.15's kernel profiling declares `aoti_torch_cpu
     kernels.push_back(s.kernel);
   }
   CHECK(kernels == std::vector<std::string>{"aoti_torch_cpu_addmm_out", "cpp_fused_gelu_0", "aoti_torch_cpu_addmm_out",
-                                            "cpp_fused_log_tanh_1", "aoti_torch_cpu_addmm_out", "cpp_fused__softmax_2"});
+                                            "cpp_fused_log_tanh_1", "aoti_torch_cpu_addmm_out",
+                                            "cpp_fused__softmax_2"});
   // 2.15 puts no KernelContextGuard around a cpp kernel's launch: its stacks come from kernel_information.json.
   attach_kernel_information(w, fixture::text("torch215_provenance.kernel_information.json"));
   REQUIRE(!w.call_sites[3].python_stacks.empty());

@@ -2,14 +2,13 @@
 // entries that clash as file and folder. Each gets one line, cannot_test,
 // and memory that follows the archive's real content.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -126,8 +125,8 @@ TEST_CASE("extract with `unchecked`: the large stored entries copied unread, che
   }
   entries.back().data = so;
   hand_zip::write("later.pt2", entries);
-  const std::string damaged_line =
-      fmt::format("package 'later_bad.pt2': entry '{}' is damaged (truncated or bad checksum); rebuild the package", k_so);
+  const std::string damaged_line = fmt::format(
+      "package 'later_bad.pt2': entry '{}' is damaged (truncated or bad checksum); rebuild the package", k_so);
 
   std::vector<UncheckedCopy> unchecked;
   fs::path root = Package::open("later.pt2").extract("later_out", nullptr, &unchecked);
@@ -231,8 +230,9 @@ TEST_CASE("declared sizes that disagree with the bytes read are refused, reading
   SUBCASE("an entry read by name") {
     std::string f = lying_package("wrapper_short.pt2", "pkg/data/aotinductor/model/def.kernel.cpp", 3);
     Package p = Package::open(f);
-    CHECK(error_of([&] { p.read_entry("pkg/data/aotinductor/model/def.kernel.cpp"); }).find(
-              "holds more bytes than the 3 it declares; rebuild the package") != std::string::npos);
+    CHECK(error_of([&] {
+            p.read_entry("pkg/data/aotinductor/model/def.kernel.cpp");
+          }).find("holds more bytes than the 3 it declares; rebuild the package") != std::string::npos);
   }
 }
 

@@ -1,8 +1,3 @@
-#include <doctest/doctest.h>
-
-#include "process/process.hpp"
-#include "process/group_guard.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,7 +12,11 @@
 #include <string>
 #include <thread>
 
+#include <doctest/doctest.h>
+
 #include "package_fixture.hpp"
+#include "process/group_guard.hpp"
+#include "process/process.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -291,8 +290,7 @@ TEST_CASE("output files are truncated, created 0644, and their tails kept") {
   CHECK(st.stdout_tail == "short");
   CHECK(st.stderr_tail == "fghij");
   CHECK((fs::status("err.txt").permissions() & fs::perms::all) ==
-        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-         fs::perms::others_read));
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
 
   SUBCASE("tail larger than the stream keeps it all") {
     spec.tail_bytes = 8192;
@@ -376,8 +374,8 @@ TEST_CASE("the group guard runs in its own session once a child has started") {
   CHECK(run_process(shell("true")).ok());
   pid_t guard = group_guard_pid();
   REQUIRE(guard > 0);
-  CHECK(::kill(guard, 0) == 0);      // alive while this process lives
-  CHECK(::getsid(guard) == guard);   // outside our session: a Ctrl-C or group kill leaves it be
+  CHECK(::kill(guard, 0) == 0);     // alive while this process lives
+  CHECK(::getsid(guard) == guard);  // outside our session: a Ctrl-C or group kill leaves it be
   CHECK(::getpgid(guard) != ::getpgid(0));
   // Nothing that looks for this process by its command line takes the guard for it.
   std::ifstream in("/proc/" + std::to_string(guard) + "/cmdline", std::ios::binary);

@@ -3,15 +3,16 @@
 // is not a well-formed event is rejected; probe plans and the values the
 // events carry round-trip, and malformed ones are refused with one line.
 
-#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <csignal>
-#include <sys/wait.h>
-#include <unistd.h>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "protocol/events.hpp"
@@ -79,14 +80,19 @@ TEST_CASE("protocol: malformed lines are rejected, a torn last line is skipped, 
   fs::path file = dir / "events.jsonl";
   {
     std::ofstream out(file);
-    out << R"({"event": "start", "t": 0})" << "\n"
-        << "not json at all\n"
-        << R"(["event", "outputs"])" << "\n"           // not an object
-        << R"({"kind": "outputs"})" << "\n"            // no "event"
-        << R"({"event":"probe","t":0.5,"site":3,"tensor":)" << "\n"  // the probes' form, cut short
+    out << R"({"event": "start", "t": 0})"
         << "\n"
-        << R"({"event": "outputs", "tensors": []})" << "\n"
-        << R"({"event": "done", "t": 0.)";             // torn by a crash mid-write
+        << "not json at all\n"
+        << R"(["event", "outputs"])"
+        << "\n"  // not an object
+        << R"({"kind": "outputs"})"
+        << "\n"  // no "event"
+        << R"({"event":"probe","t":0.5,"site":3,"tensor":)"
+        << "\n"  // the probes' form, cut short
+        << "\n"
+        << R"({"event": "outputs", "tensors": []})"
+        << "\n"
+        << R"({"event": "done", "t": 0.)";  // torn by a crash mid-write
   }
   auto events = Events::read(file);
   REQUIRE(events.size() == 2);
@@ -181,7 +187,8 @@ TEST_CASE("protocol: a call site's event read without JSON objects holds what th
       CHECK(e.stats.numel == want.numel);
       CHECK(e.stats.nan_count == want.nan_count);
       CHECK(e.stats.inf_count == want.inf_count);
-      for (auto [got, expected] : {std::pair{e.stats.min, want.min}, {e.stats.max, want.max}, {e.stats.mean, want.mean}}) {
+      for (auto [got, expected] :
+           {std::pair{e.stats.min, want.min}, {e.stats.max, want.max}, {e.stats.mean, want.mean}}) {
         REQUIRE(got.has_value() == expected.has_value());
         if (got) {
           CHECK((std::isnan(*got) ? std::isnan(*expected) : *got == *expected));
@@ -226,10 +233,21 @@ TEST_CASE("protocol: fields written as text read back as the json objects they s
   }
   JsonFields f;
   f.num("site", int64_t{3}).str("kernel", "k\t\x01").num("clock", 1.0).num("x", 0.1).flag("on", false).null("n");
-  f.ints("shape", {}).strs("tensors", {"buf1", "a\\b"}).raw("stats", "{\"a\":1}").num("neg", -std::numeric_limits<double>::infinity());
+  f.ints("shape", {})
+      .strs("tensors", {"buf1", "a\\b"})
+      .raw("stats", "{\"a\":1}")
+      .num("neg", -std::numeric_limits<double>::infinity());
   json j = json::parse("{" + f.text() + "}");
-  CHECK(j == json{{"site", 3}, {"kernel", "k\t\x01"}, {"clock", 1.0}, {"x", 0.1}, {"on", false}, {"n", nullptr},
-                  {"shape", json::array()}, {"tensors", {"buf1", "a\\b"}}, {"stats", {{"a", 1}}}, {"neg", "-inf"}});
+  CHECK(j == json{{"site", 3},
+                  {"kernel", "k\t\x01"},
+                  {"clock", 1.0},
+                  {"x", 0.1},
+                  {"on", false},
+                  {"n", nullptr},
+                  {"shape", json::array()},
+                  {"tensors", {"buf1", "a\\b"}},
+                  {"stats", {{"a", 1}}},
+                  {"neg", "-inf"}});
   CHECK(j["clock"].is_number_float());
 }
 

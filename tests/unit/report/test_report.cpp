@@ -1,5 +1,3 @@
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -7,14 +5,15 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "package_fixture.hpp"
 #include "report/report.hpp"
 #include "report/sink_text.hpp"
 #include "report/sinks.hpp"
-#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
@@ -42,8 +41,10 @@ Report crash_report() {
   Report r;
   r.tool_version = "0.1.0";
   r.command_line = {"aoti-bisect", "run", "model.pt2", "--inputs", "batch.pt"};
-  r.environment = {"0.1.0", "2.5.1", "3.11.2", "12.4", "", "cuda:0", "NVIDIA H200", "550.54.15",
-                   "Linux 6.1.0 x86_64 (Debian 12.11)", "abc1234"};
+  r.environment = {"0.1.0",       "2.5.1",     "3.11.2",
+                   "12.4",        "",          "cuda:0",
+                   "NVIDIA H200", "550.54.15", "Linux 6.1.0 x86_64 (Debian 12.11)",
+                   "abc1234"};
   r.package.path = "model.pt2";
   r.package.sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
   r.package.models = {"model"};
@@ -172,7 +173,8 @@ Report culprit_report() {
   r.builds.items = {{"instrumented", "3f2a9c", true, 0.0, "2.5.1"}};
   r.builds.call_sites_match = true;
 
-  r.repro = Reproducer{"out/repro", {"arg11_1.pt", "buf3.pt"},
+  r.repro = Reproducer{"out/repro",
+                       {"arg11_1.pt", "buf3.pt"},
                        "aoti-bisect-runner --package out/repro/model.pt2 --inputs out/repro/inputs.pt"};
   return r;
 }
@@ -387,8 +389,7 @@ TEST_CASE("report_to_junit: one testcase per run plus the verdict, counts and es
     CHECK(xml.find("<testsuite name=\"aoti-bisect: verdict\" tests=\"1\" failures=\"1\" errors=\"0\"") !=
           std::string::npos);
     CHECK(fixture::count(xml, "<failure ") == 4);
-    CHECK(xml.find("classname=\"aoti-bisect.model\" name=\"launch_blocking.2\" time=\"1.250\"/>") !=
-          std::string::npos);
+    CHECK(xml.find("classname=\"aoti-bisect.model\" name=\"launch_blocking.2\" time=\"1.250\"/>") != std::string::npos);
     CHECK(xml.find("message=\"index &lt;0 &amp; &quot;x&quot; &apos;y&apos; \\x01\"") != std::string::npos);
     CHECK(xml.find("<failure type=\"not_isolated\"") != std::string::npos);
   }
@@ -558,8 +559,7 @@ TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
   CHECK(md.find("**Call site 5** `cpp_fused_log_2` (cpp), graph nodes `log_1, mul_3`; "
                 "bad values after its launch  \n") != std::string::npos);
   CHECK(md.find("**Why:** introduced 151 NaN in buf7  \n") != std::string::npos);
-  CHECK(md.find("**Bad input from:** graph input 1 (arg11_1) holds -2, log of a negative") !=
-        std::string::npos);
+  CHECK(md.find("**Bad input from:** graph input 1 (arg11_1) holds -2, log of a negative") != std::string::npos);
   CHECK(md.find("| `arg11_1` | yes | 0 / 0 / -2 / 7 | 0 / 0 / -2 / 7 |\n") != std::string::npos);
   CHECK(md.find("| `buf7` | **no** | — | 151 / 2 / nan / inf |\n") != std::string::npos);
 
@@ -567,8 +567,8 @@ TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
                 "4 runs of 6 planned\n") != std::string::npos);
   CHECK(md.find("| 1–3 | bisect | clean | 1 |\n") != std::string::npos);
   CHECK(md.find("| 5 | confirm | reproduces | 1 |\n") != std::string::npos);
-  CHECK(md.find("- **Builds:** no build run, 1 from the cache (instrumented: from the cache); call sites match the original\n") !=
-        std::string::npos);
+  CHECK(md.find("- **Builds:** no build run, 1 from the cache (instrumented: from the cache); call sites match the "
+                "original\n") != std::string::npos);
   CHECK(md.find("- **Reproducer:** `out/repro`: `arg11_1.pt`, `buf3.pt`\n") != std::string::npos);
   CHECK(md.find("```sh\naoti-bisect-runner --package out/repro/model.pt2") != std::string::npos);
 }
@@ -641,7 +641,8 @@ TEST_CASE("report_to_console: culprit and bisection lines") {
   r.culprit.reset();
   std::string other = report_to_console(r, false);
   CHECK(other.find("culprit:") == std::string::npos);
-  CHECK(other.find("  bisection:   bisect, inconclusive, 4 runs of 6 planned, 2 builds run, 30.1 s, 1 from the cache\n") !=
+  CHECK(other.find(
+            "  bisection:   bisect, inconclusive, 4 runs of 6 planned, 2 builds run, 30.1 s, 1 from the cache\n") !=
         std::string::npos);
   CHECK(report_to_console(crash_report(), false).find("bisection:") == std::string::npos);
 }
@@ -655,7 +656,8 @@ TEST_CASE("the runs are counted by the part of the job that ran them, the same i
     run.group = id[0] == 'b' && id[1] == 'i' ? "search" : id[0] == 'c' ? "compare" : "matrix";
     r.runs.push_back(run);
   }
-  CHECK(aoti_bisect::report_text::runs_text(r) == "5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs)");
+  CHECK(aoti_bisect::report_text::runs_text(r) ==
+        "5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs)");
   std::string xml = report_to_junit(r);
   CHECK(xml_problem(xml) == "");
   CHECK(xml.find("<testsuite name=\"aoti-bisect: flag matrix\" tests=\"2\"") != std::string::npos);
@@ -664,8 +666,8 @@ TEST_CASE("the runs are counted by the part of the job that ran them, the same i
   CHECK(xml.find("<testsuite name=\"aoti-bisect: verdict\" tests=\"1\"") != std::string::npos);
   CHECK(report_to_markdown(r).find("_5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs) in ") !=
         std::string::npos);
-  CHECK(report_to_console(r, false).find("\nran: 5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs) in ") !=
-        std::string::npos);
+  CHECK(report_to_console(r, false).find(
+            "\nran: 5 runs (2 of the flag matrix, 2 of the search, 1 to compare outputs) in ") != std::string::npos);
   auto j = nlohmann::json::parse(report_to_json(r));
   CHECK(j["run_counts"]["matrix"] == 2);
   CHECK(j["run_counts"]["search"] == 2);

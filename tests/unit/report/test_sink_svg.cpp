@@ -2,8 +2,6 @@
 // marked on their cells, every text escaped, a sane size for large runs; and
 // how report.md, report.json and write_reports carry it.
 
-#include <doctest/doctest.h>
-
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -11,20 +9,23 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "common/files.hpp"
+#include "package_fixture.hpp"
 #include "report/report.hpp"
 #include "report/sink_svg.hpp"
 #include "report/sinks.hpp"
-#include "package_fixture.hpp"
 
 using namespace aoti_bisect;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string kind_at(int k) { return k % 3 == 0 ? "extern" : k % 3 == 1 ? "cpp" : "triton"; }
+std::string kind_at(int k) {
+  return k % 3 == 0 ? "extern" : k % 3 == 1 ? "cpp" : "triton";
+}
 
 std::string kernel_at(int k) {
   if (kind_at(k) == "extern") {
@@ -345,8 +346,8 @@ TEST_CASE("report.md links report.svg and report.json lists the call sites, when
   CHECK(md.find("](report.svg)") != std::string::npos);
   auto j = nlohmann::json::parse(report_to_json(r));
   REQUIRE(j["bisection"]["sites"].size() == 4);
-  CHECK(j["bisection"]["sites"][2] == nlohmann::json{{"index", 3}, {"kernel", "aoti_torch_cpu_addmm_out"},
-                                                      {"kind", "extern"}});
+  CHECK(j["bisection"]["sites"][2] ==
+        nlohmann::json{{"index", 3}, {"kernel", "aoti_torch_cpu_addmm_out"}, {"kind", "extern"}});
   r.bisection->sites.clear();
   CHECK(report_to_markdown(r).find("report.svg") == std::string::npos);
   CHECK(nlohmann::json::parse(report_to_json(r))["bisection"]["sites"] == nlohmann::json::array());

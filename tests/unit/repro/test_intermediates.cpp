@@ -3,9 +3,9 @@
 // and store. The end-to-end tests (tests/e2e/test_cause.cpp) build and run
 // it on real packages.
 
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "repro/intermediates.hpp"
 
@@ -204,8 +204,9 @@ TEST_CASE("trace_intermediates: a probe after each computed intermediate, none a
 TEST_CASE("trace_intermediates: what it cannot trace, it says") {
   CHECK(trace_intermediates(k_layer_norm, "cpp_fused_nope", "").problem ==
         "the definition of cpp_fused_nope was not found in the kernel source");
-  std::string copy = "#include <x.h>\nextern \"C\" void cpp_fused_copy_0(const float* in_ptr0, float* out_ptr0)\n{\n"
-                     "    out_ptr0[0] = in_ptr0[0];\n}\n";
+  std::string copy =
+      "#include <x.h>\nextern \"C\" void cpp_fused_copy_0(const float* in_ptr0, float* out_ptr0)\n{\n"
+      "    out_ptr0[0] = in_ptr0[0];\n}\n";
   CHECK(trace_intermediates(copy, "cpp_fused_copy_0", "").problem.find("computes no intermediate") !=
         std::string::npos);
 }
@@ -235,7 +236,8 @@ extern "C"  void  cpp_fused_div_0(const float* in_ptr0, float* out_ptr0, const i
   REQUIRE(tk.statements.size() == 2);  // tmp2 (inside the lambda) and tmp3; not the lambda, not the unbraced update
   CHECK(tk.statements[0].text == "tmp2 = tmp0 * tmp0");
   CHECK(tk.statements[1].text == "tmp3 = tmp0 / tmp1()");
-  CHECK(tk.statements[1].operands == std::vector<std::string>{"tmp0", "tmp1"});  // the lambda: an operand of unknown value
+  CHECK(tk.statements[1].operands ==
+        std::vector<std::string>{"tmp0", "tmp1"});  // the lambda: an operand of unknown value
   // The tail: lanes past the loop's end are not elements.
   CHECK(tk.source.find("aoti_trace::loop(std::min<int64_t>(static_cast<int64_t>(16), "
                        "static_cast<int64_t>(static_cast<int64_t>(ks0)) - static_cast<int64_t>(x0)), x0)") !=

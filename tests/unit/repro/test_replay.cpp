@@ -3,9 +3,9 @@
 // on saved tensors, and a script that says why when it cannot run. The
 // end-to-end tests (tests/e2e/test_replay.cpp) build and run it.
 
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "repro/replay.hpp"
 
@@ -80,8 +80,14 @@ TEST_CASE("replay_kernel_source: the culprit alone with its include, no comment 
 
 TEST_CASE("portable_kernel_flags: the recorded flags without any path") {
   auto flags = portable_kernel_flags(k_kernel_cpp);
-  std::vector<std::string> expected = {"-DTORCH_INDUCTOR_CPP_WRAPPER", "-DC10_USING_CUSTOM_GENERATED_MACROS", "-O3",
-                                       "-DNDEBUG", "-march=native", "-std=c++20", "-fopenmp", "-mavx512f"};
+  std::vector<std::string> expected = {"-DTORCH_INDUCTOR_CPP_WRAPPER",
+                                       "-DC10_USING_CUSTOM_GENERATED_MACROS",
+                                       "-O3",
+                                       "-DNDEBUG",
+                                       "-march=native",
+                                       "-std=c++20",
+                                       "-fopenmp",
+                                       "-mavx512f"};
   CHECK(flags == expected);
   CHECK(portable_kernel_flags("no command here").empty());
 }
@@ -102,15 +108,17 @@ TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on th
   Culprit c;
   c.kernel = "cpp_fused_log_2";
   c.kind = "cpp";
-  ReplaySpec spec{"out/repro", "x", "model", 2, 2, "nonfinite", &c,
-                  {saved(2, "buf1", "site2_buf1.pt"), saved(2, "buf2", "site2_buf2.pt"), saved(1, "buf0", "x.pt")}};
+  ReplaySpec spec{
+      "out/repro", "x",
+      "model",     2,
+      2,           "nonfinite",
+      &c,          {saved(2, "buf1", "site2_buf1.pt"), saved(2, "buf2", "site2_buf2.pt"), saved(1, "buf0", "x.pt")}};
   ReplayFiles rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
   CHECK(rf.problem.empty());
   const std::string& drv = text_of(rf, "driver.cpp");
   CHECK(drv.find("replay::load(\"buf1\", \"site2_buf1.pt\", 1, true)") != std::string::npos);
   CHECK(drv.find("replay::load(\"buf2\", \"site2_buf2.pt\", 2, false)") != std::string::npos);
-  CHECK(drv.find("cpp_fused_log_2((const float*)(buf1.data_ptr()), (float*)(buf2.data_ptr()));") !=
-        std::string::npos);
+  CHECK(drv.find("cpp_fused_log_2((const float*)(buf1.data_ptr()), (float*)(buf2.data_ptr()));") != std::string::npos);
   CHECK(drv.find("int verdict = replay::judge_nonfinite();\n  replay::report_intermediates();\n  return verdict;") !=
         std::string::npos);
   // The driver includes only the host's header (LibTorch's heavy headers are in the host, built once).
@@ -121,8 +129,9 @@ TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on th
   // This kernel computes no intermediate (`out_ptr0[0] = std::log(in_ptr0[0]);`):
   // `replay --intermediates` says so and exits 2.
   CHECK_FALSE(rf.traced);
-  CHECK(rf.traced_problem == "cpp_fused_log_2 computes no intermediate in the statements Inductor's cpp backend "
-                             "writes (`auto tmpN = ...;`)");
+  CHECK(rf.traced_problem ==
+        "cpp_fused_log_2 computes no intermediate in the statements Inductor's cpp backend "
+        "writes (`auto tmpN = ...;`)");
   CHECK(text_of(rf, "kernel.traced.cpp").empty());
   CHECK(!text_of(rf, "kernel.cpp").empty());
   const std::string& script = text_of(rf, "replay");
@@ -142,7 +151,13 @@ TEST_CASE("generate_replay: an extern call on a view of a constant, its layout f
   c.kernel = "aoti_torch_cpu_addmm_out";
   c.kind = "extern";
   c.args = {ProbeStats{"buf1", false, std::nullopt, std::nullopt}};
-  ReplaySpec spec{"out/repro", "x", "model", 1, 1, "nonfinite", &c,
+  ReplaySpec spec{"out/repro",
+                  "x",
+                  "model",
+                  1,
+                  1,
+                  "nonfinite",
+                  &c,
                   {saved(1, "buf1", "site1_buf1.pt"), saved(1, "buf0", "site1_buf0.pt"),
                    saved(1, "arg4_1", "site1_arg4_1.pt"), saved(1, "view of fc_weight", "site1_view_of_fc_weight.pt")}};
   ReplayFiles rf = generate_replay(spec, k_wrapper_cpp, k_kernel_cpp);
@@ -194,7 +209,8 @@ void AOTInductorModel::run_impl(
     AOTI_TORCH_ERROR_CODE_CHECK(aoti_torch_proxy_executor_call_function(proxy_executor, 0, 0, std::array<int64_t, 0>{}.data(), 2, std::array<AtenTensorHandle, 2>{buf2, buf4}.data()));
 } // AOTInductorModel::run_impl
 )";
-  const std::string nodes = R"({"nodes": [{"name": "buf3", "node": {"target": "myops::scaled_log", "inputs": [{"name": "x", "arg": {"as_tensor": {"name": "buf2"}}, "kind": 1}, {"name": "s", "arg": {"as_float": 2.0}, "kind": 1}], "outputs": [{"as_tensor": {"name": "buf4"}}]}}]})";
+  const std::string nodes =
+      R"({"nodes": [{"name": "buf3", "node": {"target": "myops::scaled_log", "inputs": [{"name": "x", "arg": {"as_tensor": {"name": "buf2"}}, "kind": 1}, {"name": "s", "arg": {"as_float": 2.0}, "kind": 1}], "outputs": [{"as_tensor": {"name": "buf4"}}]}}]})";
   Culprit c;
   c.kernel = "myops::scaled_log";
   c.kind = "extern";
@@ -206,7 +222,14 @@ void AOTInductorModel::run_impl(
   after.shape = {4, 8};
   out.after = after;
   c.args = {out};
-  ReplaySpec spec{"out/repro", "x", "model", 1, 1, "nonfinite", &c, {saved(1, "buf2", "site1_buf2.pt")},
+  ReplaySpec spec{"out/repro",
+                  "x",
+                  "model",
+                  1,
+                  1,
+                  "nonfinite",
+                  &c,
+                  {saved(1, "buf2", "site1_buf2.pt")},
                   {"/home/me/ops/libmyops.so"}};
   ReplayFiles rf = generate_replay(spec, wrapper, "", nodes);
   CHECK(rf.problem.empty());

@@ -1,11 +1,11 @@
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "search/guide_printer.hpp"
+#include <doctest/doctest.h>
+
 #include "package_fixture.hpp"
+#include "search/guide_printer.hpp"
 
 using namespace aoti_bisect;
 
@@ -23,7 +23,9 @@ const std::string k_nll = "cpp_fused__log_softmax_mul_nll_loss_forward_2";
 
 // nan_midway launches 9 sites; with the filter above, sites 2, 4, 6, 8
 // (addmm) and 5 (log) print.
-std::vector<std::string> nan_printing() { return {"", k_addmm, "", k_addmm, k_log, k_addmm, "", k_addmm, ""}; }
+std::vector<std::string> nan_printing() {
+  return {"", k_addmm, "", k_addmm, k_log, k_addmm, "", k_addmm, ""};
+}
 
 SiteMapping nan_mapping() {
   return map_printed_sites(parse_printer_output(fixture::text("nan_level2_filtered.stdout.txt")), nan_printing());
@@ -222,7 +224,8 @@ TEST_CASE("guide_answer, NaN/Inf: exact site, clean, or an error that is not cle
 TEST_CASE("guide_answer, fault: the site printed before launch and never after") {
   std::vector<std::string> printing(9, "");
   printing[4] = k_nll;
-  SiteMapping m = map_printed_sites(parse_printer_output(fixture::text("class_index_level2_fault.stdout.txt")), printing);
+  SiteMapping m =
+      map_printed_sites(parse_printer_output(fixture::text("class_index_level2_fault.stdout.txt")), printing);
   REQUIRE(m.problem == "");
   CHECK(trace_from_printer(m).unfinished == 5);
   Classification assert_ = outcome(OutcomeKind::device_assert, "index out of bounds: 0 <= tmp21 < 5L");
@@ -234,8 +237,8 @@ TEST_CASE("guide_answer, fault: the site printed before launch and never after")
   // Nothing unfinished among the printed sites: it stopped at an unprinted one.
   SiteMapping none;
   CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, assert_, none, 1, 4).verdict == StepVerdict::clean);
-  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, outcome(OutcomeKind::crash, "SIGSEGV"), none, 1, 4).verdict ==
-        StepVerdict::error);
+  CHECK(guide_answer(Predicate::fault, OutcomeKind::device_assert, outcome(OutcomeKind::crash, "SIGSEGV"), none, 1, 4)
+            .verdict == StepVerdict::error);
 }
 
 TEST_SUITE_END();

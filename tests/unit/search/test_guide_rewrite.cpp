@@ -3,11 +3,11 @@
 // blocks of such a build mapped to that range's sites (sites outside it
 // print nothing, whatever kernel they launch).
 
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "package/rewrite.hpp"
 #include "package_fixture.hpp"
@@ -102,12 +102,16 @@ TEST_CASE("range printing: blocks map to the range's sites, not to an earlier si
   std::vector<std::string> printing = range_printing(w, only);
   // What the rewritten build of sites 2-3 prints: site 2 turns buf2 into
   // NaN, site 3 (the second addmm) reads it.
-  std::vector<PrintedTensor> printed = {
-      printed_tensor("before_launch", k_log_relu, "buf1", 1),    printed_tensor("before_launch", k_log_relu, "buf2", 0),
-      printed_tensor("after_launch", k_log_relu, "buf1", 1),     printed_tensor("after_launch", k_log_relu, "buf2", NAN),
-      printed_tensor("before_launch", k_addmm_out, "buf3", 0),  printed_tensor("before_launch", k_addmm_out, "buf2", NAN),
-      printed_tensor("before_launch", k_addmm_out, "buf1", 1),  printed_tensor("after_launch", k_addmm_out, "buf3", NAN),
-      printed_tensor("after_launch", k_addmm_out, "buf2", NAN), printed_tensor("after_launch", k_addmm_out, "buf1", 1)};
+  std::vector<PrintedTensor> printed = {printed_tensor("before_launch", k_log_relu, "buf1", 1),
+                                        printed_tensor("before_launch", k_log_relu, "buf2", 0),
+                                        printed_tensor("after_launch", k_log_relu, "buf1", 1),
+                                        printed_tensor("after_launch", k_log_relu, "buf2", NAN),
+                                        printed_tensor("before_launch", k_addmm_out, "buf3", 0),
+                                        printed_tensor("before_launch", k_addmm_out, "buf2", NAN),
+                                        printed_tensor("before_launch", k_addmm_out, "buf1", 1),
+                                        printed_tensor("after_launch", k_addmm_out, "buf3", NAN),
+                                        printed_tensor("after_launch", k_addmm_out, "buf2", NAN),
+                                        printed_tensor("after_launch", k_addmm_out, "buf1", 1)};
   SiteMapping m = map_printed_sites(printed, printing);
   CHECK(m.problem == "");
   REQUIRE(m.sites.size() == 2);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <string>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "search/library_rebuild.hpp"
@@ -32,8 +32,9 @@ TEST_SUITE_BEGIN("search/library_rebuild");
 
 TEST_CASE("rebuild_library: an object the package does not hold is named, with why (CUDA embed_kernel_binary)") {
   std::string kernel = "// Compile cmd\n// g++ /tmp/a/k.kernel.cpp -O3 -fPIC -c -o /tmp/a/k.kernel.o\n";
-  LibrarySources embedded{"", wrapper_with_link("/tmp/a/c.wrapper.o /tmp/a/k.kernel.o /tmp/a/w.weights.o "
-                                                "/tmp/a/cubins_combined.o"),
+  LibrarySources embedded{"",
+                          wrapper_with_link("/tmp/a/c.wrapper.o /tmp/a/k.kernel.o /tmp/a/w.weights.o "
+                                            "/tmp/a/cubins_combined.o"),
                           kernel, "/nonexistent/c.so"};
   embedded.wrapper = embedded.recorded_wrapper;
   std::string why = refusal(embedded);
@@ -48,8 +49,7 @@ TEST_CASE("rebuild_library: an object the package does not hold is named, with w
 
   // No kernel source and no kernel object to link: the objects are fine; it
   // goes on to the library (missing here).
-  LibrarySources wrapper_only{"", wrapper_with_link("/tmp/a/c.wrapper.o /tmp/a/w.weights.o"), "",
-                              "/nonexistent/c.so"};
+  LibrarySources wrapper_only{"", wrapper_with_link("/tmp/a/c.wrapper.o /tmp/a/w.weights.o"), "", "/nonexistent/c.so"};
   wrapper_only.wrapper = wrapper_only.recorded_wrapper;
   std::string later = refusal(wrapper_only);
   CHECK(later.find("object") == std::string::npos);

@@ -1,6 +1,6 @@
-#include <doctest/doctest.h>
-
 #include <filesystem>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
@@ -31,9 +31,12 @@ ab::CaseResult case_of(const std::string& name, int index, const std::string& ve
 
 // The manifest's cases as an unsharded triage would report them.
 std::vector<ab::CaseResult> all_cases() {
-  return {case_of("nan_a", 0, "isolated", "nonfinite/log/abc"), case_of("ok_b", 1, "clean"),
-          case_of("nan_c", 2, "isolated", "nonfinite/log/abc"), case_of("crash_d", 3, "isolated", "crash/gather/def"),
-          case_of("bad_e", 4, "could_not_test"),                 case_of("ok_f", 5, "clean")};
+  return {case_of("nan_a", 0, "isolated", "nonfinite/log/abc"),
+          case_of("ok_b", 1, "clean"),
+          case_of("nan_c", 2, "isolated", "nonfinite/log/abc"),
+          case_of("crash_d", 3, "isolated", "crash/gather/def"),
+          case_of("bad_e", 4, "could_not_test"),
+          case_of("ok_f", 5, "clean")};
 }
 
 ab::Summary summary_for(const std::vector<ab::CaseResult>& cases, const std::string& shard,
@@ -134,15 +137,18 @@ TEST_CASE("triage-merge refuses, in one line: other manifests, other versions, a
     write_shard("ok/s" + std::to_string(k), k, 3);
   }
   write_shard("other/s1", 1, 3, "bbbb");
-  CHECK(merge_error({"ok/s0", "other/s1", "ok/s2"}) ==
-        "triage-merge: 'ok/s0' and 'other/s1' come from different manifests (sha256 aaaa and bbbb); merge the shards of "
-        "one manifest");
+  CHECK(
+      merge_error({"ok/s0", "other/s1", "ok/s2"}) ==
+      "triage-merge: 'ok/s0' and 'other/s1' come from different manifests (sha256 aaaa and bbbb); merge the shards of "
+      "one manifest");
   write_shard("newer/s1", 1, 3, "aaaa", "1.0.0");
   CHECK(merge_error({"ok/s0", "newer/s1", "ok/s2"}) ==
         "triage-merge: 'ok/s0' was written by aoti-bisect 0.9.0 and 'newer/s1' by 1.0.0; run every shard with one "
         "version");
-  CHECK(merge_error({"ok/s0", "ok/s2"}) == "triage-merge: missing shard 1 of 3 (given: 0, 2); merge every shard's folder");
-  CHECK(merge_error({"ok/s0", "ok/s1", "ok/s1", "ok/s2"}) == "triage-merge: shard 1/3 is given twice ('ok/s1' and 'ok/s1')");
+  CHECK(merge_error({"ok/s0", "ok/s2"}) ==
+        "triage-merge: missing shard 1 of 3 (given: 0, 2); merge every shard's folder");
+  CHECK(merge_error({"ok/s0", "ok/s1", "ok/s1", "ok/s2"}) ==
+        "triage-merge: shard 1/3 is given twice ('ok/s1' and 'ok/s1')");
   write_shard("four/s1", 1, 4);
   CHECK(merge_error({"ok/s0", "four/s1"}) ==
         "triage-merge: 'ok/s0' is shard 0/3 and 'four/s1' is shard 1/4: one manifest, one shard count");

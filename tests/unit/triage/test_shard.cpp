@@ -1,7 +1,7 @@
-#include <doctest/doctest.h>
-
 #include <map>
 #include <set>
+
+#include <doctest/doctest.h>
 
 #include "common/error.hpp"
 #include "triage/manifest.hpp"
@@ -107,10 +107,9 @@ TEST_CASE("--shard-from-env: Slurm, a Kubernetes Indexed Job, any other schedule
   SUBCASE("Slurm arrays, 0-based and 1-based") {
     CHECK(ab::shard_from_env(env_of({{"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "16"}}), std::nullopt) ==
           ab::Shard{3, 16});
-    CHECK(ab::shard_from_env(env_of({{"SLURM_ARRAY_TASK_ID", "16"},
-                                     {"SLURM_ARRAY_TASK_MIN", "1"},
-                                     {"SLURM_ARRAY_TASK_COUNT", "16"}}),
-                             std::nullopt) == ab::Shard{15, 16});
+    CHECK(ab::shard_from_env(
+              env_of({{"SLURM_ARRAY_TASK_ID", "16"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_COUNT", "16"}}),
+              std::nullopt) == ab::Shard{15, 16});
     CHECK_THROWS_WITH_AS(ab::shard_from_env(env_of({{"SLURM_ARRAY_TASK_ID", "3"}}), std::nullopt),
                          "--shard-from-env: SLURM_ARRAY_TASK_COUNT is not set (Slurm sets it for job arrays; or give "
                          "--shard-count N)",
@@ -123,8 +122,8 @@ TEST_CASE("--shard-from-env: Slurm, a Kubernetes Indexed Job, any other schedule
   }
   SUBCASE("Kubernetes: the index from JOB_COMPLETION_INDEX, the count given") {
     CHECK(ab::shard_from_env(env_of({{"JOB_COMPLETION_INDEX", "2"}}), 4) == ab::Shard{2, 4});
-    CHECK(ab::shard_from_env(env_of({{"JOB_COMPLETION_INDEX", "2"}, {"AOTI_BISECT_SHARD_COUNT", "5"}}),
-                             std::nullopt) == ab::Shard{2, 5});
+    CHECK(ab::shard_from_env(env_of({{"JOB_COMPLETION_INDEX", "2"}, {"AOTI_BISECT_SHARD_COUNT", "5"}}), std::nullopt) ==
+          ab::Shard{2, 5});
     CHECK_THROWS_WITH_AS(ab::shard_from_env(env_of({{"JOB_COMPLETION_INDEX", "2"}}), std::nullopt),
                          doctest::Contains("AOTI_BISECT_SHARD_COUNT is not set (an Indexed Job does not say how many "
                                            "completions it has: give --shard-count N"),
@@ -135,10 +134,9 @@ TEST_CASE("--shard-from-env: Slurm, a Kubernetes Indexed Job, any other schedule
   SUBCASE("a CI matrix: AOTI_BISECT_SHARD_INDEX and _COUNT") {
     CHECK(ab::shard_from_env(env_of({{"AOTI_BISECT_SHARD_INDEX", "0"}, {"AOTI_BISECT_SHARD_COUNT", "3"}}),
                              std::nullopt) == ab::Shard{0, 3});
-    CHECK_THROWS_WITH_AS(ab::shard_from_env(env_of({{"AOTI_BISECT_SHARD_INDEX", "1"}, {"AOTI_BISECT_SHARD_COUNT", "0"}}),
-                                            std::nullopt),
-                         "--shard-from-env: AOTI_BISECT_SHARD_COUNT is 0: the shard count must be at least 1",
-                         ab::Error);
+    CHECK_THROWS_WITH_AS(
+        ab::shard_from_env(env_of({{"AOTI_BISECT_SHARD_INDEX", "1"}, {"AOTI_BISECT_SHARD_COUNT", "0"}}), std::nullopt),
+        "--shard-from-env: AOTI_BISECT_SHARD_COUNT is 0: the shard count must be at least 1", ab::Error);
   }
   SUBCASE("nothing set") {
     CHECK_THROWS_WITH_AS(ab::shard_from_env(env_of({}), 3),
@@ -190,10 +188,11 @@ TEST_CASE("manifest: per-case timeout, repeats, jobs and run options, validated 
     return std::string("no error");
   };
   std::string head = "cases:\n  - name: a\n    package: p\n    inputs: i\n";
-  CHECK(error_of(head + "    timeout: -3\n") == "m.yaml:5:14: error: 'timeout' must be a positive number of seconds, got '-3'");
+  CHECK(error_of(head + "    timeout: -3\n") ==
+        "m.yaml:5:14: error: 'timeout' must be a positive number of seconds, got '-3'");
   CHECK(error_of(head + "    repeats: 0\n") == "m.yaml:5:14: error: 'repeats' must be a positive integer, got '0'");
-  CHECK(error_of(head + "    tmeout: 3\n").rfind("m.yaml:5:5: error: unknown key 'tmeout' (known keys: name, package", 0) ==
-        0);
+  CHECK(error_of(head + "    tmeout: 3\n")
+            .rfind("m.yaml:5:5: error: unknown key 'tmeout' (known keys: name, package", 0) == 0);
   CHECK(error_of(head + "    options: --strategy bisect\n") ==
         "m.yaml:5:14: error: 'options' must be a list of `aoti-bisect run` options, e.g. [--strategy, bisect]; got "
         "'--strategy bisect'");

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
+#include "common/error.hpp"
 #include "triage/manifest.hpp"
 #include "triage/summary.hpp"
-#include "common/error.hpp"
 
 namespace ab = aoti_bisect;
 using Json = nlohmann::json;
@@ -131,8 +131,7 @@ TEST_CASE("earlier failures come from a report.json too; anything else is a usag
   REQUIRE(e.size() == 1);
   CHECK(e[0].signature == "crash/k/abc");
   CHECK(e[0].culprit_call_index == 2);
-  CHECK_THROWS_WITH_AS(ab::earlier_failures(Json::parse("[1]"), "x.json"), doctest::Contains("'x.json'"),
-                       ab::Error);
+  CHECK_THROWS_WITH_AS(ab::earlier_failures(Json::parse("[1]"), "x.json"), doctest::Contains("'x.json'"), ab::Error);
   CHECK_THROWS_WITH_AS(ab::earlier_failures(Json::parse(R"({"a": 1})"), "x.json"),
                        doctest::Contains("neither 'groups' nor 'failure'"), ab::Error);
 }
@@ -169,8 +168,9 @@ TEST_CASE("manifest: paths resolve against its folder; mistakes are located") {
   CHECK(m.cases[0].package == "/nightly/p.pt2");
   CHECK(m.cases[0].inputs == std::vector<std::filesystem::path>{"/abs/i.pt"});
   // Several inputs: the batches of a loop, each resolved against the manifest's folder.
-  ab::Manifest batches = ab::parse_manifest(
-      "cases:\n  - name: loop\n    package: p.pt2\n    inputs: [b0.pt, epoch3/, 'epoch4/*.pt']\n", "m.yaml", "/nightly");
+  ab::Manifest batches =
+      ab::parse_manifest("cases:\n  - name: loop\n    package: p.pt2\n    inputs: [b0.pt, epoch3/, 'epoch4/*.pt']\n",
+                         "m.yaml", "/nightly");
   CHECK(batches.cases[0].inputs ==
         std::vector<std::filesystem::path>{"/nightly/b0.pt", "/nightly/epoch3/", "/nightly/epoch4/*.pt"});
   CHECK_THROWS_WITH_AS(ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: []\n", "m.yaml", "."),
@@ -182,12 +182,12 @@ TEST_CASE("manifest: paths resolve against its folder; mistakes are located") {
   ab::Manifest ops = ab::parse_manifest(
       "cases:\n  - name: op\n    package: p.pt2\n    load_library: [lib/libops.so, /opt/libmore.so]\n", "m.yaml",
       "/nightly");
-  CHECK(ops.cases[0].load_libraries ==
-        std::vector<std::filesystem::path>{"/nightly/lib/libops.so", "/opt/libmore.so"});
+  CHECK(ops.cases[0].load_libraries == std::vector<std::filesystem::path>{"/nightly/lib/libops.so", "/opt/libmore.so"});
   CHECK(ops.cases[0].inputs.empty());
-  CHECK_THROWS_WITH_AS(ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: i\n    against_eager: yes!\n",
-                                          "m.yaml", "."),
-                       doctest::Contains("m.yaml:5:20: error: 'against_eager' must be true or false"), ab::Error);
+  CHECK_THROWS_WITH_AS(
+      ab::parse_manifest("cases:\n  - name: a\n    package: p\n    inputs: i\n    against_eager: yes!\n", "m.yaml",
+                         "."),
+      doctest::Contains("m.yaml:5:20: error: 'against_eager' must be true or false"), ab::Error);
   CHECK_THROWS_WITH_AS(ab::parse_manifest("casez: []\n", "m.yaml", "."),
                        doctest::Contains("m.yaml:1:1: error: unknown key 'casez'"), ab::Error);
   CHECK_THROWS_WITH_AS(ab::parse_manifest("", "m.yaml", "."), doctest::Contains("needs 'cases:'"), ab::Error);
@@ -201,10 +201,10 @@ TEST_CASE("the trigger shrunk and a batch-dependent finding: read from each repo
             {"inputs",
              {{"minimal", {{"sentence", "sample 5 of 8 fails alone"}}},
               {"batch_dependence", {{"finding", "batch_dependent"}}}}}};
-  Json plain = {{"verdict", "isolated"},
-                {"inputs",
-                 {{"minimal", {{"sentence", "sample 9 of 12 fails alone"}}},
-                  {"batch_dependence", {{"finding", nullptr}}}}}};
+  Json plain = {
+      {"verdict", "isolated"},
+      {"inputs",
+       {{"minimal", {{"sentence", "sample 9 of 12 fails alone"}}}, {"batch_dependence", {{"finding", nullptr}}}}}};
   ab::CaseResult a = failed("norm", "S1");
   ab::CaseResult b = failed("rowlog", "S2");
   ab::read_case_report(r, a);
