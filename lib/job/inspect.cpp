@@ -1,3 +1,4 @@
+// The inspect phase: the package opened, its model chosen, the inputs checked.
 #include "job/inspect.hpp"
 
 #include <algorithm>

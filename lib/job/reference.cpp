@@ -1,3 +1,4 @@
+// The reference phase: the exported program run eagerly on the inputs (--against-eager).
 #include "job/reference.hpp"
 
 #include <fmt/format.h>

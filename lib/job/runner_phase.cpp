@@ -1,3 +1,4 @@
+// The runner phase: the runner chosen, the package extracted for it, the runner's fit checked.
 #include "job/runner_phase.hpp"
 
 #include <cstdlib>

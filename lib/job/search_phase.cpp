@@ -1,3 +1,4 @@
+// The search phase: the answer first, then the search for the matrix's failure.
 #include "job/search_phase.hpp"
 
 #include <fmt/format.h>

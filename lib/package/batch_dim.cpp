@@ -1,3 +1,4 @@
+// Which dimension of the inputs is the batch, from the package's own dynamic dimensions.
 #include "package/batch_dim.hpp"
 
 #include <map>

@@ -1,3 +1,4 @@
+// The package's call spec: how torch.export flattened the model's inputs, and the inputs bound to it.
 #include "package/call_spec.hpp"
 
 #include <algorithm>

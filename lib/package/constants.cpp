@@ -1,3 +1,4 @@
+// The model's constants as the wrapper's constructor declares them, by their names in its code.
 #include "package/constants.hpp"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// What a model library's ELF file says about how it calls functions (DT_SYMBOLIC, GOT slots).
 #include "package/elf.hpp"
 
 #include <elf.h>

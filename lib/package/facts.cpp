@@ -1,3 +1,4 @@
+// The model facts the runner reads (model-facts.json), parsed once from the wrapper by the driver.
 #include "package/facts.hpp"
 
 #include <algorithm>

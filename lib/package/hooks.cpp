@@ -1,3 +1,4 @@
+// The interposition hook library's C++ source, generated from the package's own text.
 #include "package/hooks.hpp"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// The CUDA part of the hook library: the driver calls a CUDA model's Triton launches go through.
 #include "package/hooks_cuda.hpp"
 
 #include <fmt/format.h>

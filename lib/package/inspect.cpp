@@ -1,3 +1,4 @@
+// `aoti-bisect inspect`: what a package holds, as a table and as JSON.
 #include "package/inspect.hpp"
 
 #include <set>

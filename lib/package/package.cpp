@@ -1,3 +1,4 @@
+// Reading an AOTI package: its models, their files and metadata, and extracting it once.
 #include "package/package.hpp"
 
 #include <algorithm>

@@ -1,14 +1,12 @@
-#include "package/package.hpp"
-
 // What the runner needs of a package's files, already extracted (the
 // driver extracts them, lib/package/package.cpp): no zip reading here.
-
 #include <fmt/format.h>
 
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "package/constants.hpp"
 #include "package/elf.hpp"
+#include "package/package.hpp"
 
 namespace aoti_bisect {
 

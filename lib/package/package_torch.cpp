@@ -1,3 +1,4 @@
+// Which torch built a package, from its recorded compile command and the libraries it needs.
 #include "package/package_torch.hpp"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// A pickle read as data, never run: its opcodes as a graph of values, written back as protocol 2.
 #include "package/pickle_graph.hpp"
 
 #include <cstring>

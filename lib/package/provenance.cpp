@@ -1,3 +1,4 @@
+// Where a call site comes from in the model's Python source, from the stack traces a package carries.
 #include "package/provenance.hpp"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// The wrapper rewrite: the package's wrapper.cpp with probe calls around every call site.
 #include "package/rewrite.hpp"
 
 #include <set>

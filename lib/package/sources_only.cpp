@@ -1,3 +1,4 @@
+// A package_cpp_only package's library, built once from its own sources and flags.
 #include "package/sources_only.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// A file of tensors as users save them (torch.save, its legacy format, safetensors), read torch-free.
 #include "package/tensor_file.hpp"
 
 #include <algorithm>

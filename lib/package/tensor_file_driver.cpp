@@ -1,15 +1,13 @@
-#include "package/tensor_file.hpp"
-
 // The driver's side of tensor files: its check before any child loads one,
 // and the plain copy for the eager helper. Read and written with libzip,
 // which the runner does not link.
-
 #include <vector>
 
 #include <fmt/format.h>
 #include <zip.h>
 
 #include "common/error.hpp"
+#include "package/tensor_file.hpp"
 #include "package/torch_save.hpp"
 #include "package/zip_libzip.hpp"
 

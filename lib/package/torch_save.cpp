@@ -1,3 +1,4 @@
+// A torch-free check of a torch.save file before any child loads it.
 #include "package/torch_save.hpp"
 
 #include <map>

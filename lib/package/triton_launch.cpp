@@ -1,3 +1,4 @@
+// What a CUDA wrapper's call_triton_<kernel> definitions say about each Triton launch.
 #include "package/triton_launch.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// What the generated wrapper source tells without running it: call sites, inputs, printer probes.
 #include "package/wrapper.hpp"
 
 #include <algorithm>

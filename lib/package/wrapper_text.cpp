@@ -1,3 +1,4 @@
+// Text helpers of the wrapper parser, and the parser of the generated input checks.
 #include "package/wrapper_text.hpp"
 
 #include <algorithm>

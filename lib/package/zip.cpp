@@ -1,3 +1,4 @@
+// Reading zip archives with memory that follows their real content, under a cap.
 #include "package/zip.hpp"
 
 #include <vector>

@@ -1,3 +1,4 @@
+// libzip's reader of zip archives: the driver's, for packages and inputs.
 #include "package/zip_libzip.hpp"
 
 #include <vector>

@@ -1,3 +1,4 @@
+// A stored zip entry copied out by the kernel (copy_file_range), its CRC-32 read back.
 #include "package/zip_stored.hpp"
 
 #include <fcntl.h>
