@@ -188,7 +188,7 @@ BUILDERS = {
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 # --------------------------------------------------------------------------------------
-# The wrapper's call sites, as aoti-bisect numbers them (lib/package/wrapper.cpp).
+# The wrapper's call sites, as aoti-bisect numbers them (lib/wrapper/wrapper.cpp).
 # --------------------------------------------------------------------------------------
 
 _CALL_RES = (

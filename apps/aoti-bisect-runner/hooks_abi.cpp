@@ -1,4 +1,4 @@
-// The callbacks the generated interposition hooks call (package/hooks.hpp).
+// The callbacks the generated interposition hooks call (codegen/hooks.hpp).
 // Exported from the runner executable (ENABLE_EXPORTS), so the hook
 // library, loaded RTLD_LOCAL, resolves them here.
 

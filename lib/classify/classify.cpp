@@ -261,47 +261,166 @@ std::string most_useful_line(const std::string& stderr_tail, const std::string& 
   return "";
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
+namespace {
+
+// What classify_run reads of one run: its exit status, its events, and the
+// error event with its message.
+struct ClassifyInput {
+  const ExitStatus& status;
+  const Events& events;
+  const LastEvents& find_event;
+  const nlohmann::json* error;
+  std::string message;
+  bool started;
+};
+
+// A runner killed by a signal: before its first event the tool's failure,
+// after it a crash (or a device assert that aborted the process).
+void classify_signaled_run(const ClassifyInput& run, Classification& c) {
+  const ExitStatus& status = run.status;
+  if (!run.started) {
+    // Killed before its first event: the model was not even loaded.
+    c.internal = fmt::format("the runner was killed by {} before its first event{}", signal_name(status.signal),
+                             with_line(first_error_line(status.stderr_tail)));
+    return;
+  }
+  c.kind = OutcomeKind::crash;
+  c.signal = status.signal;
+  std::string line = most_useful_line(status.stderr_tail, run.message);
+  c.first_line = line.empty() ? fmt::format("killed by {}", signal_name(status.signal))
+                              : fmt::format("killed by {}: {}", signal_name(status.signal), line);
+  if (auto k = kind_from_error_text(line); k && *k == OutcomeKind::device_assert) {
+    c.kind = OutcomeKind::device_assert;  // an assert that aborted the process
+  }
+}
+
+// A runner that did not exit on its own (timed out, interrupted, never
+// started, killed): classifies it and says true; false for one that exited.
+bool classify_unexited_run(const ClassifyInput& run, Classification& c) {
+  const ExitStatus& status = run.status;
+  switch (status.how) {
+    case ExitStatus::How::timed_out:
+      c.kind = OutcomeKind::timeout;
+      c.first_line = status.describe() +
+                     (run.find_event(EventKind::run_begin) ? "" : ", before the model ran (its start and load)");
+      c.stopped_at = status.stopped_at;
+      return true;
+    case ExitStatus::How::interrupted:
+      c.kind = OutcomeKind::error;
+      c.first_line = "interrupted";
+      return true;
+    case ExitStatus::How::spawn_failed:
+      c.internal = "cannot start the runner: " + status.spawn_error +
+                   " (build it with scripts/build, or name one with AOTI_BISECT_RUNNER=PATH)";
+      return true;
+    case ExitStatus::How::signaled: classify_signaled_run(run, c); return true;
+    case ExitStatus::How::exited: break;
+  }
+  return false;
+}
+
+// Exit 0: a finished run by its outputs and comparison, or one that lost its
+// closing events.
+void classify_ran_exit(const ClassifyInput& run, Classification& c) {
+  const ExitStatus& status = run.status;
+  if (!run.find_event(EventKind::done)) {
+    if (run.error) {
+      // The model's exception was reported; only the exit status is wrong.
+      c.first_line = most_useful_line(status.stderr_tail, run.message);
+      c.kind = kind_from_error_text(c.first_line).value_or(OutcomeKind::error);
+      return;
+    }
+    c.internal = fmt::format("the runner exited 0 without its closing events (last event '{}'){}",
+                             last_event_name(run.events), with_line(first_error_line(status.stderr_tail)));
+    return;
+  }
+  classify_finished(c);
+}
+
+// The runner stopped a call of the model at its own time limit.
+void classify_time_limit_exit(const ClassifyInput& run, Classification& c) {
+  const nlohmann::json* e = run.find_event(EventKind::time_limit);
+  c.kind = OutcomeKind::timeout;
+  c.stopped_at = e ? e->value("clock", 0.0) : 0.0;
+  if (e != nullptr && e->value("seconds", 0.0) > 0) {
+    c.time_limit_s = e->value("seconds", 0.0);
+    c.first_line = fmt::format("stopped at its {:g} s limit on a call of the model{}", *c.time_limit_s,
+                               running_site_text(run.events));
+  } else {  // its event lost: the exit says the limit was reached, not which
+    c.first_line = fmt::format("stopped at its time limit on a call of the model{}", running_site_text(run.events));
+  }
+}
+
+// An exit status the runner uses (RunnerExit): classifies it and says true;
+// false for any other status.
+bool classify_runner_exit(const ClassifyInput& run, Classification& c) {
+  const ExitStatus& status = run.status;
+  switch (static_cast<RunnerExit>(status.exit_code)) {
+    case RunnerExit::ran: classify_ran_exit(run, c); return true;
+    case RunnerExit::model_error:
+      c.first_line = most_useful_line(status.stderr_tail, run.message);
+      c.kind =
+          kind_from_error_text(c.first_line).value_or(kind_from_error_text(run.message).value_or(OutcomeKind::error));
+      return true;
+    case RunnerExit::input_mismatch: {
+      const nlohmann::json* e = run.find_event(EventKind::input_mismatch);
+      c.kind = OutcomeKind::input_mismatch;
+      c.first_line = e ? e->value("message", "") : "the inputs do not fit the model";
+      return true;
+    }
+    case RunnerExit::cannot_test: {
+      const nlohmann::json* e = run.find_event(EventKind::fatal);
+      c.cannot_test = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
+      return true;
+    }
+    case RunnerExit::time_limit: classify_time_limit_exit(run, c); return true;
+    case RunnerExit::usage:
+    case RunnerExit::internal: {
+      const nlohmann::json* e = run.find_event(EventKind::fatal);
+      std::string line = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
+      c.internal = fmt::format("the runner failed ({}): {}", status.describe(), line);
+      return true;
+    }
+  }
+  return false;
+}
+
+// An exit status the runner never uses: the loader's (126, 127) before the
+// model's closing events, or the model's own exit().
+void classify_foreign_exit(const ClassifyInput& run, Classification& c) {
+  const ExitStatus& status = run.status;
+  if (is_loader_exit(status.exit_code) && !run.find_event(EventKind::done)) {
+    // The dynamic loader's (or exec's) status. Only once the model runs can
+    // it be the model's: a symbol of the model's own that cannot be bound.
+    std::string line = first_error_line(status.stderr_tail);
+    auto kind = kind_from_error_text(line);
+    if (!run.find_event(EventKind::run_begin) || !kind) {
+      c.internal = fmt::format("the runner ended without its closing events ({}, last event '{}'){}", status.describe(),
+                               last_event_name(run.events), with_line(line));
+      return;
+    }
+    c.kind = *kind;
+    c.first_line = line;
+    return;
+  }
+  // An exit status the runner never uses: something in the model ended the
+  // process (exit() from a kernel or an extension).
+  c.kind = OutcomeKind::error;
+  std::string line = most_useful_line(status.stderr_tail, run.message);
+  c.first_line = line.empty() ? fmt::format("the model ended the process with {}", status.describe()) : line;
+}
+
+}  // namespace
+
 Classification classify_run(const ExitStatus& status, const Events& events) {
   Classification c;
   const LastEvents find_event(events);
   read_tensor_events(find_event, c);
   const bool started = !events.empty();  // "start" is always the first event
   const nlohmann::json* error = find_event(EventKind::error);
-  std::string message = error ? error->value("message", "") : "";
-  switch (status.how) {
-    case ExitStatus::How::timed_out:
-      c.kind = OutcomeKind::timeout;
-      c.first_line =
-          status.describe() + (find_event(EventKind::run_begin) ? "" : ", before the model ran (its start and load)");
-      c.stopped_at = status.stopped_at;
-      return c;
-    case ExitStatus::How::interrupted:
-      c.kind = OutcomeKind::error;
-      c.first_line = "interrupted";
-      return c;
-    case ExitStatus::How::spawn_failed:
-      c.internal = "cannot start the runner: " + status.spawn_error +
-                   " (build it with scripts/build, or name one with AOTI_BISECT_RUNNER=PATH)";
-      return c;
-    case ExitStatus::How::signaled: {
-      if (!started) {
-        // Killed before its first event: the model was not even loaded.
-        c.internal = fmt::format("the runner was killed by {} before its first event{}", signal_name(status.signal),
-                                 with_line(first_error_line(status.stderr_tail)));
-        return c;
-      }
-      c.kind = OutcomeKind::crash;
-      c.signal = status.signal;
-      std::string line = most_useful_line(status.stderr_tail, message);
-      c.first_line = line.empty() ? fmt::format("killed by {}", signal_name(status.signal))
-                                  : fmt::format("killed by {}: {}", signal_name(status.signal), line);
-      if (auto k = kind_from_error_text(line); k && *k == OutcomeKind::device_assert) {
-        c.kind = OutcomeKind::device_assert;  // an assert that aborted the process
-      }
-      return c;
-    }
-    case ExitStatus::How::exited: break;
+  const ClassifyInput run{status, events, find_event, error, error ? error->value("message", "") : "", started};
+  if (classify_unexited_run(run, c)) {
+    return c;
   }
   if (!started && status.exit_code != static_cast<int>(RunnerExit::cannot_test)) {
     // The runner never reached its first event (a library it cannot load,
@@ -310,76 +429,10 @@ Classification classify_run(const ExitStatus& status, const Events& events) {
                              with_line(first_error_line(status.stderr_tail)));
     return c;
   }
-  switch (static_cast<RunnerExit>(status.exit_code)) {
-    case RunnerExit::ran:
-      if (!find_event(EventKind::done)) {
-        if (error) {
-          // The model's exception was reported; only the exit status is wrong.
-          c.first_line = most_useful_line(status.stderr_tail, message);
-          c.kind = kind_from_error_text(c.first_line).value_or(OutcomeKind::error);
-          return c;
-        }
-        c.internal = fmt::format("the runner exited 0 without its closing events (last event '{}'){}",
-                                 last_event_name(events), with_line(first_error_line(status.stderr_tail)));
-        return c;
-      }
-      classify_finished(c);
-      return c;
-    case RunnerExit::model_error:
-      c.first_line = most_useful_line(status.stderr_tail, message);
-      c.kind = kind_from_error_text(c.first_line).value_or(kind_from_error_text(message).value_or(OutcomeKind::error));
-      return c;
-    case RunnerExit::input_mismatch: {
-      const nlohmann::json* e = find_event(EventKind::input_mismatch);
-      c.kind = OutcomeKind::input_mismatch;
-      c.first_line = e ? e->value("message", "") : "the inputs do not fit the model";
-      return c;
-    }
-    case RunnerExit::cannot_test: {
-      const nlohmann::json* e = find_event(EventKind::fatal);
-      c.cannot_test = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
-      return c;
-    }
-    case RunnerExit::time_limit: {
-      const nlohmann::json* e = find_event(EventKind::time_limit);
-      c.kind = OutcomeKind::timeout;
-      c.stopped_at = e ? e->value("clock", 0.0) : 0.0;
-      if (e != nullptr && e->value("seconds", 0.0) > 0) {
-        c.time_limit_s = e->value("seconds", 0.0);
-        c.first_line = fmt::format("stopped at its {:g} s limit on a call of the model{}", *c.time_limit_s,
-                                   running_site_text(events));
-      } else {  // its event lost: the exit says the limit was reached, not which
-        c.first_line = fmt::format("stopped at its time limit on a call of the model{}", running_site_text(events));
-      }
-      return c;
-    }
-    case RunnerExit::usage:
-    case RunnerExit::internal: {
-      const nlohmann::json* e = find_event(EventKind::fatal);
-      std::string line = e ? e->value("message", "") : most_useful_line(status.stderr_tail, "");
-      c.internal = fmt::format("the runner failed ({}): {}", status.describe(), line);
-      return c;
-    }
-  }
-  if (is_loader_exit(status.exit_code) && !find_event(EventKind::done)) {
-    // The dynamic loader's (or exec's) status. Only once the model runs can
-    // it be the model's: a symbol of the model's own that cannot be bound.
-    std::string line = first_error_line(status.stderr_tail);
-    auto kind = kind_from_error_text(line);
-    if (!find_event(EventKind::run_begin) || !kind) {
-      c.internal = fmt::format("the runner ended without its closing events ({}, last event '{}'){}", status.describe(),
-                               last_event_name(events), with_line(line));
-      return c;
-    }
-    c.kind = *kind;
-    c.first_line = line;
+  if (classify_runner_exit(run, c)) {
     return c;
   }
-  // An exit status the runner never uses: something in the model ended the
-  // process (exit() from a kernel or an extension).
-  c.kind = OutcomeKind::error;
-  std::string line = most_useful_line(status.stderr_tail, message);
-  c.first_line = line.empty() ? fmt::format("the model ended the process with {}", status.describe()) : line;
+  classify_foreign_exit(run, c);
   return c;
 }
 

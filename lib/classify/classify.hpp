@@ -20,7 +20,7 @@ struct Classification {
   std::string first_line;  // the most useful error line, "" when ok
   std::optional<int> signal;
   std::vector<TensorInfo> inputs;  // from the "inputs" event
-  std::string binding_form;        // how the file was bound (package/call_spec.hpp InputBinding::form)
+  std::string binding_form;        // how the file was bound (inputs/call_spec.hpp InputBinding::form)
   bool by_call_spec = false;
   std::vector<std::string> inputs_changed;  // what the runner did to them (moved to the device, copied into a layout)
   // Dynamic dimensions outside the range the package was compiled for, run

@@ -13,10 +13,10 @@
 
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
-#include "package/wrapper.hpp"
 #include "protocol/events.hpp"
 #include "protocol/values.hpp"
 #include "report/report.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 
@@ -97,7 +97,7 @@ struct WriteOrder {
   std::map<std::string, std::vector<At>> writes;  // buffer -> its writes by other ops, in site order
   std::map<std::string, int> own;                 // buffer -> how many of its nodes are its own value's
 };
-// `returned_by`: buffer -> the call site returning it (package/wrapper.hpp returned_buffers).
+// `returned_by`: buffer -> the call site returning it (wrapper/wrapper.hpp returned_buffers).
 WriteOrder write_order(const NodeMap& map, const std::map<std::string, int>& returned_by);
 
 // Per site, in site order, from one run's probe events. `returned_by` maps

@@ -13,11 +13,11 @@
 #include "common/text.hpp"
 #include "evidence/producer.hpp"
 #include "evidence/unwritten.hpp"
-#include "package/provenance.hpp"
-#include "package/wrapper_text.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/site_event.hpp"
 #include "protocol/values.hpp"
+#include "wrapper/provenance.hpp"
+#include "wrapper/wrapper_text.hpp"
 
 namespace aoti_bisect {
 

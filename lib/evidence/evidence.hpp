@@ -17,9 +17,9 @@
 
 #include "bisect/bisect.hpp"
 #include "classify/classify.hpp"
-#include "package/wrapper.hpp"
 #include "protocol/events.hpp"
 #include "report/report.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

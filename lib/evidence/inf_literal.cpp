@@ -5,7 +5,7 @@
 #include "classify/signature.hpp"
 #include "common/cpp_text.hpp"
 #include "common/text.hpp"
-#include "package/wrapper_text.hpp"
+#include "wrapper/wrapper_text.hpp"
 
 namespace aoti_bisect {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

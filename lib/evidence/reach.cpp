@@ -11,7 +11,7 @@
 #include "common/text.hpp"
 #include "evidence/reach_args.hpp"
 #include "evidence/unwritten.hpp"
-#include "package/provenance.hpp"
+#include "wrapper/provenance.hpp"
 
 namespace aoti_bisect {
 
@@ -46,6 +46,15 @@ class ReachWalk {
 
  private:
   void visit(const SiteTrace& s);
+  // visit's steps, in order.
+  void read_unseen_buffers(const SiteTrace& s, Taint& in);
+  void read_unprobed_inputs(const SiteTrace& s, Taint& in);
+  std::set<const ProbeStats*> reads_in_place(const SiteTrace& s) const;
+  void read_probed_inputs(const SiteTrace& s, const std::set<const ProbeStats*>& read_in_place, Taint& in);
+  std::set<int> write_site_outputs(const SiteTrace& s, const std::set<const ProbeStats*>& read_in_place,
+                                   const Taint& in);
+  void spread_to_aliases(const std::string& tensor, const Taint& w);
+  void note_last_readers(const SiteTrace& s, const Taint& in, const std::set<int>& carried);
   Taint input_taint(const SiteTrace& s, const ProbeStats& p);
   std::optional<Taint> lookup(const std::string& name, const TensorStats& seen, int site);
   std::optional<Taint> by_name(const std::string& name, const std::string& checksum, bool& same_bytes);
@@ -213,12 +222,10 @@ Taint ReachWalk::input_taint(const SiteTrace& s, const ProbeStats& p) {
   return t;
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
-void ReachWalk::visit(const SiteTrace& s) {
-  Taint in;
-  // What an unseen buffer held is its last write by name; one no probed site
-  // was seen writing makes what this site writes of unknown origin, never
-  // its own (it may have read NaN made earlier).
+// What an unseen buffer held is its last write by name; one no probed site
+// was seen writing makes what this site writes of unknown origin, never
+// its own (it may have read NaN made earlier).
+void ReachWalk::read_unseen_buffers(const SiteTrace& s, Taint& in) {
   for (const auto& name : unseen_buffers(s, *m_in.wrapper)) {
     bool same_bytes = false;
     if (auto t = by_name(name, "", same_bytes)) {
@@ -235,6 +242,11 @@ void ReachWalk::visit(const SiteTrace& s) {
           s.site, name);
     }
   }
+}
+
+// The graph inputs holding NaN/Inf that the site reads without a probe of
+// them: their NaN/Inf come from those inputs.
+void ReachWalk::read_unprobed_inputs(const SiteTrace& s, Taint& in) {
   for (const auto& [name, st] : unprobed_bad_inputs(s, m_in)) {
     int origin = input_origin(name);
     if (st->nan_count > 0) {
@@ -244,11 +256,14 @@ void ReachWalk::visit(const SiteTrace& s) {
       in.inf.insert(origin);
     }
   }
+}
+
+// An in_out_ptr argument the probe did not call written (a level-1 build's
+// probe calls do not say which arguments are in place) is read when its
+// bytes are a value written before; otherwise it is scratch the kernel
+// writes first (a mean reduced in place).
+std::set<const ProbeStats*> ReachWalk::reads_in_place(const SiteTrace& s) const {
   std::set<std::string> in_place = in_place_names(s, *m_in.wrapper);
-  // An in_out_ptr argument the probe did not call written (a level-1 build's
-  // probe calls do not say which arguments are in place) is read when its
-  // bytes are a value written before; otherwise it is scratch the kernel
-  // writes first (a mean reduced in place).
   std::set<const ProbeStats*> read_in_place;
   for (const auto& p : s.tensors) {
     auto returned = m_in.returned_by.find(base_tensor_name(p.tensor));
@@ -259,6 +274,11 @@ void ReachWalk::visit(const SiteTrace& s) {
       read_in_place.insert(&p);
     }
   }
+  return read_in_place;
+}
+
+// The origins of the NaN/Inf the site read through its probed arguments.
+void ReachWalk::read_probed_inputs(const SiteTrace& s, const std::set<const ProbeStats*>& read_in_place, Taint& in) {
   for (const auto& p : s.tensors) {
     bool read = p.initialized || read_in_place.count(&p) > 0;
     if (!read || !p.before || p.before->nonfinite() == 0) {
@@ -275,7 +295,12 @@ void ReachWalk::visit(const SiteTrace& s) {
       in.inf.insert(t.inf.begin(), t.inf.end());
     }
   }
-  m_site_inputs[s.site] = in;
+}
+
+// Records what the site wrote, tainted from `in`, under its names and
+// checksums; returns the origins it carried on.
+std::set<int> ReachWalk::write_site_outputs(const SiteTrace& s, const std::set<const ProbeStats*>& read_in_place,
+                                            const Taint& in) {
   std::set<int> carried;
   for (const auto& p : s.tensors) {
     bool read = p.initialized || read_in_place.count(&p) > 0;
@@ -291,20 +316,30 @@ void ReachWalk::visit(const SiteTrace& s) {
     if (!p.after->checksum.empty()) {
       m_by_checksum[p.after->checksum] = w;
     }
-    // Written through a view of a live buffer (or into the buffer a view
-    // shows): the other name's bytes hold these values too, beside what
-    // was written there before.
-    for (const auto& [view, base] : m_in.wrapper->aliases) {
-      const std::string name = base_tensor_name(p.tensor);
-      if (view != name && base != name) {
-        continue;
-      }
-      Written& other = m_by_name[view == name ? base : view];
-      other.checksum.clear();
-      other.taint.nan.insert(w.nan.begin(), w.nan.end());
-      other.taint.inf.insert(w.inf.begin(), w.inf.end());
-    }
+    spread_to_aliases(p.tensor, w);
   }
+  return carried;
+}
+
+// Written through a view of a live buffer (or into the buffer a view
+// shows): the other name's bytes hold these values too, beside what
+// was written there before.
+void ReachWalk::spread_to_aliases(const std::string& tensor, const Taint& w) {
+  for (const auto& [view, base] : m_in.wrapper->aliases) {
+    const std::string name = base_tensor_name(tensor);
+    if (view != name && base != name) {
+      continue;
+    }
+    Written& other = m_by_name[view == name ? base : view];
+    other.checksum.clear();
+    other.taint.nan.insert(w.nan.begin(), w.nan.end());
+    other.taint.inf.insert(w.inf.begin(), w.inf.end());
+  }
+}
+
+// The site is the last reader of each origin it read, and carried those it
+// wrote on.
+void ReachWalk::note_last_readers(const SiteTrace& s, const Taint& in, const std::set<int>& carried) {
   for (const auto& set : {&in.nan, &in.inf}) {
     for (int o : *set) {
       if (o > 0) {
@@ -315,6 +350,17 @@ void ReachWalk::visit(const SiteTrace& s) {
       }
     }
   }
+}
+
+void ReachWalk::visit(const SiteTrace& s) {
+  Taint in;
+  read_unseen_buffers(s, in);
+  read_unprobed_inputs(s, in);
+  std::set<const ProbeStats*> read_in_place = reads_in_place(s);
+  read_probed_inputs(s, read_in_place, in);
+  m_site_inputs[s.site] = in;
+  std::set<int> carried = write_site_outputs(s, read_in_place, in);
+  note_last_readers(s, in, carried);
 }
 
 void ReachWalk::note_healed(Reach& r, const std::set<int>& reached) const {

@@ -30,7 +30,7 @@
 
 #include "bisect/bisect.hpp"
 #include "evidence/evidence.hpp"
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 #include "report/report.hpp"
 
 namespace aoti_bisect {

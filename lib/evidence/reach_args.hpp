@@ -10,7 +10,7 @@
 
 #include "evidence/evidence.hpp"
 #include "evidence/reach.hpp"
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

@@ -11,11 +11,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "evidence/evidence.hpp"
 #include "evidence/intermediates.hpp"
-#include "package/wrapper.hpp"
 #include "report/report.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 
@@ -45,7 +46,15 @@ RootCause root_cause(const Culprit& c, Predicate predicate, const std::optional<
 // values, what they make of its operation where that is plain arithmetic
 // (0/0, log of a negative value), and the graph op where the kernel's ATen
 // ops name one; the NaN it then made of that Inf, after it. A constant's
-// fact found before is kept in front.
+// fact found before is kept in front (root_cause_intermediate.cpp).
 void explain_intermediate(RootCause& cause, const std::vector<const IntermediateHit*>& chain, const Culprit& c);
+
+// Shared by root_cause.cpp and root_cause_intermediate.cpp only.
+namespace root_cause_detail {
+
+// A kernel's listed ATen ops: "[aten.addmm]" -> {"aten.addmm"}.
+std::vector<std::string> bracketed_list(std::string text);
+
+}  // namespace root_cause_detail
 
 }  // namespace aoti_bisect

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "evidence/evidence.hpp"
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

@@ -28,7 +28,7 @@ namespace aoti_bisect {
 struct ModelDir {
   std::filesystem::path dir;    // holds data/aotinductor/
   std::filesystem::path facts;  // model-facts.json; empty: none
-  std::filesystem::path hooks;  // interposition hook library to bind (package/hooks.hpp); empty: none
+  std::filesystem::path hooks;  // interposition hook library to bind (codegen/hooks.hpp); empty: none
 };
 
 // One child run of the runner.

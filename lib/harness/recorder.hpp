@@ -51,7 +51,7 @@ class Recorder {
   // Inputs outside the range the package was compiled for, run as given:
   // Report::inputs_outside_range, and a line for the person watching.
   void inputs_outside_range(std::vector<std::string> lines);
-  // What the inputs file is (package/tensor_file.hpp) and where it came from
+  // What the inputs file is (inputs/tensor_file.hpp) and where it came from
   // when the user gave none ("" for the user's own file).
   void inputs_format(const std::string& format, std::vector<std::string> read_as, const std::string& origin = "");
   // The trigger shrunk: the smallest failing set of samples, a line for the

@@ -50,8 +50,8 @@ fs::path vendor_include(const fs::path& src) {
 std::string sources_digest(const fs::path& src) {
   std::vector<fs::path> files = {src / "CMakeLists.txt", src / "lib" / "CMakeLists.txt",
                                  src / "apps" / "CMakeLists.txt"};
-  for (const char* sub :
-       {"apps/aoti-bisect-runner", "lib/common", "lib/protocol", "lib/process", "lib/package", "lib/torchside"}) {
+  for (const char* sub : {"apps/aoti-bisect-runner", "lib/common", "lib/protocol", "lib/process", "lib/archive",
+                          "lib/inputs", "lib/wrapper", "lib/package", "lib/codegen", "lib/torchside"}) {
     std::error_code ec;
     for (fs::recursive_directory_iterator it(src / sub, ec), end; !ec && it != end; it.increment(ec)) {
       if (it->is_regular_file(ec)) {

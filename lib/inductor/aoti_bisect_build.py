@@ -476,7 +476,7 @@ def _conform(value, spec):
 
 def bind_inputs(torch, value, in_spec):
     """(args, kwargs) for the exported module from what an inputs file holds, bound the way the runner binds
-    it (lib/package/call_spec.hpp): (args, kwargs); a dict of the keyword arguments; a tuple of the positional
+    it (lib/inputs/call_spec.hpp): (args, kwargs); a dict of the keyword arguments; a tuple of the positional
     arguments; the one positional argument itself; else every tensor in file order."""
     import torch.utils._pytree as pytree
 

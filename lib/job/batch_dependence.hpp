@@ -20,7 +20,7 @@
 #include "harness/phase.hpp"
 #include "harness/runs.hpp"
 #include "job/matrix_phase.hpp"
-#include "package/batch_dim.hpp"
+#include "wrapper/batch_dim.hpp"
 
 namespace aoti_bisect {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "package/wrapper.hpp"
 #include "report/report.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

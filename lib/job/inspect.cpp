@@ -5,11 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "archive/elf.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "inductor/build.hpp"
-#include "package/elf.hpp"
-#include "package/tensor_file.hpp"
+#include "inputs/tensor_file.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

@@ -21,7 +21,7 @@ namespace aoti_bisect {
 struct Inspected {
   std::optional<Package> pkg;
   const ModelFiles* model = nullptr;
-  // A package_cpp_only model once its library is built (package/sources_only.hpp):
+  // A package_cpp_only model once its library is built (codegen/sources_only.hpp):
   // the model's files with that library; `model` then points here.
   ModelFiles built;
   WrapperInfo wrapper;

@@ -5,7 +5,7 @@
 
 #include "common/files.hpp"
 #include "inductor/build.hpp"
-#include "package/tensor_file.hpp"
+#include "inputs/tensor_file.hpp"
 #include "search/search.hpp"
 
 namespace aoti_bisect {

@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "codegen/sources_only.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "harness/runner_build.hpp"
 #include "inductor/build.hpp"
 #include "job/matrix_phase.hpp"
 #include "package/facts.hpp"
-#include "package/sources_only.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

@@ -17,8 +17,8 @@
 #include "job/inspect.hpp"
 #include "job/matrix_phase.hpp"
 #include "job/step.hpp"
-#include "package/batch_dim.hpp"
 #include "search/instrumentation.hpp"
+#include "wrapper/batch_dim.hpp"
 
 namespace aoti_bisect {
 

@@ -5,7 +5,7 @@
 // then delta debugging) in the environment the failure reproduces in,
 // through the fork server like every run (group "shrink"). The samples are
 // the rows of dimension 0 of the inputs the package's dynamic dimensions
-// make the batch (package/batch_dim.hpp); every input of that batch is cut
+// make the batch (wrapper/batch_dim.hpp); every input of that batch is cut
 // alike, the others are left whole. The smallest set's inputs are saved in
 // the user's form as OUT/repro/minimal.inputs.pt, and the reproduce command
 // uses them. Never ends the job: where it cannot shrink it says why (a
@@ -14,7 +14,7 @@
 #include "harness/phase.hpp"
 #include "harness/runs.hpp"
 #include "job/matrix_phase.hpp"
-#include "package/batch_dim.hpp"
+#include "wrapper/batch_dim.hpp"
 
 namespace aoti_bisect {
 

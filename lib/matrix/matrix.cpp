@@ -160,9 +160,11 @@ std::string matrix_plan_text(const std::vector<PlannedRun>& plan, MatrixStage st
   return text;
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
-MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
-  MatrixSummary summary;
+namespace {
+
+// The failure kind (the first failing run's), then each variant's runs,
+// reproductions and outcomes, in plan order.
+void tally_matrix_runs(const std::vector<RunOutcome>& runs, MatrixSummary& summary) {
   for (const RunOutcome& run : runs) {
     if (is_model_failure(run.kind)) {
       summary.failure = run.kind;
@@ -187,34 +189,44 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
     summary.total_runs += 1;
     summary.total_reproduced += reproduced ? 1 : 0;
   }
-  // Each variant is judged by every run of its environment (the baseline
-  // and `repeat` share one), so a flaky baseline's lucky first run is not a
-  // rate of 1. The baseline environment is kept when every run of it
-  // reproduced; otherwise the rate with one run more of each outcome
-  // ((k + 1) / (n + 2)) decides, so that 5 of 5 outranks 1 of 1; a tie goes
-  // to the variant whose runs all reproduced (5 of 5 over 11 of 12), else
-  // stays with the earlier one. For a crash, a variant that localizes faults
-  // wins its ties.
-  auto pooled = [&](const VariantResult& v) {
-    std::pair<int, int> n{0, 0};  // reproduced, runs
-    for (const VariantResult& r : summary.variants) {
-      if (r.env == v.env) {
-        n.first += r.reproduced;
-        n.second += r.runs;
-      }
+}
+
+// The runs of a variant's environment, pooled over every variant that shares
+// it: (reproduced, runs).
+std::pair<int, int> pooled_env_runs(const MatrixSummary& summary, const VariantResult& v) {
+  std::pair<int, int> n{0, 0};  // reproduced, runs
+  for (const VariantResult& r : summary.variants) {
+    if (r.env == v.env) {
+      n.first += r.reproduced;
+      n.second += r.runs;
     }
-    return n;
-  };
-  auto rate = [&](const VariantResult& v) {
-    auto [k, n] = pooled(v);
-    return n > 0 ? static_cast<double>(k) / n : 0.0;
-  };
-  auto smoothed = [&](const VariantResult& v) {
-    auto [k, n] = pooled(v);
-    return static_cast<double>(k + 1) / (n + 2);
-  };
-  const std::map<std::string, std::string>* base_env =
-      summary.variants.empty() ? nullptr : &summary.variants.front().env;
+  }
+  return n;
+}
+
+// The pooled rate of a variant's environment, and the same with one run more
+// of each outcome ((k + 1) / (n + 2)).
+double pooled_env_rate(const MatrixSummary& summary, const VariantResult& v) {
+  auto [k, n] = pooled_env_runs(summary, v);
+  return n > 0 ? static_cast<double>(k) / n : 0.0;
+}
+double smoothed_env_rate(const MatrixSummary& summary, const VariantResult& v) {
+  auto [k, n] = pooled_env_runs(summary, v);
+  return static_cast<double>(k + 1) / (n + 2);
+}
+
+// Each variant is judged by every run of its environment (the baseline
+// and `repeat` share one), so a flaky baseline's lucky first run is not a
+// rate of 1. The baseline environment is kept when every run of it
+// reproduced; otherwise the rate with one run more of each outcome
+// ((k + 1) / (n + 2)) decides, so that 5 of 5 outranks 1 of 1; a tie goes
+// to the variant whose runs all reproduced (5 of 5 over 11 of 12), else
+// stays with the earlier one. For a crash, a variant that localizes faults
+// wins its ties. Sets chosen_because; nullptr when none reproduced.
+const VariantResult* choose_reproducing_variant(MatrixSummary& summary,
+                                                const std::map<std::string, std::string>* base_env) {
+  auto rate = [&](const VariantResult& v) { return pooled_env_rate(summary, v); };
+  auto smoothed = [&](const VariantResult& v) { return smoothed_env_rate(summary, v); };
   const VariantResult* best = nullptr;
   // What a variant was compared with, as the verdict names it: the runs of
   // the baseline's environment are pooled (baseline and repeat).
@@ -245,24 +257,42 @@ MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
       best = &r;
     }
   }
+  return best;
+}
+
+// Whether every run of the chosen variant's environment reproduced, with
+// enough runs to say so.
+bool chosen_env_deterministic(const MatrixSummary& summary, const VariantResult& best,
+                              const std::map<std::string, std::string>* base_env) {
+  // Over every run of the same environment: a 1-of-1 baseline is no
+  // evidence of determinism when identical repeats did not reproduce.
+  int runs_same = 0;
+  int reproduced_same = 0;
+  for (const VariantResult& r : summary.variants) {
+    if (r.env == best.env) {
+      runs_same += r.runs;
+      reproduced_same += r.reproduced;
+    }
+  }
+  // One run is evidence only where the baseline environment's runs did
+  // not disagree (guard pages after a steady crash: yes; check_inputs'
+  // one run beside a flaky baseline: no).
+  bool base_steady = base_env != nullptr && pooled_env_runs(summary, summary.variants.front()).first ==
+                                                pooled_env_runs(summary, summary.variants.front()).second;
+  return runs_same > 0 && reproduced_same == runs_same && (runs_same >= 2 || base_steady);
+}
+
+}  // namespace
+
+MatrixSummary summarize_matrix(const std::vector<RunOutcome>& runs) {
+  MatrixSummary summary;
+  tally_matrix_runs(runs, summary);
+  const std::map<std::string, std::string>* base_env =
+      summary.variants.empty() ? nullptr : &summary.variants.front().env;
+  const VariantResult* best = choose_reproducing_variant(summary, base_env);
   if (best != nullptr) {
     summary.chosen = best->variant;
-    // Over every run of the same environment: a 1-of-1 baseline is no
-    // evidence of determinism when identical repeats did not reproduce.
-    int runs_same = 0;
-    int reproduced_same = 0;
-    for (const VariantResult& r : summary.variants) {
-      if (r.env == best->env) {
-        runs_same += r.runs;
-        reproduced_same += r.reproduced;
-      }
-    }
-    // One run is evidence only where the baseline environment's runs did
-    // not disagree (guard pages after a steady crash: yes; check_inputs'
-    // one run beside a flaky baseline: no).
-    bool base_steady =
-        base_env != nullptr && pooled(summary.variants.front()).first == pooled(summary.variants.front()).second;
-    summary.deterministic = runs_same > 0 && reproduced_same == runs_same && (runs_same >= 2 || base_steady);
+    summary.deterministic = chosen_env_deterministic(summary, *best, base_env);
   }
   return summary;
 }

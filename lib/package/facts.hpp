@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/files.hpp"
-#include "package/call_spec.hpp"
+#include "inputs/call_spec.hpp"
 #include "package/package_torch.hpp"
 
 namespace aoti_bisect {

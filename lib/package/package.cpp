@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 #include <zip.h>
 
+#include "archive/elf.hpp"
+#include "archive/zip_libzip.hpp"
+#include "archive/zip_stored.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "package/constants.hpp"
-#include "package/elf.hpp"
-#include "package/zip_libzip.hpp"
-#include "package/zip_stored.hpp"
+#include "wrapper/constants.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "package/wrapper.hpp"
-#include "package/zip_stored.hpp"
+#include "archive/zip_stored.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

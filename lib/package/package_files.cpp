@@ -2,11 +2,11 @@
 // driver extracts them, lib/package/package.cpp): no zip reading here.
 #include <fmt/format.h>
 
+#include "archive/elf.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "package/constants.hpp"
-#include "package/elf.hpp"
 #include "package/package.hpp"
+#include "wrapper/constants.hpp"
 
 namespace aoti_bisect {
 

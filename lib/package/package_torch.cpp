@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "archive/elf.hpp"
 #include "common/error.hpp"
 #include "common/text.hpp"
-#include "package/elf.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

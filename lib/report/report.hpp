@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "classify/outcome.hpp"
-#include "package/provenance.hpp"
 #include "protocol/values.hpp"
+#include "wrapper/provenance.hpp"
 
 namespace aoti_bisect {
 
@@ -282,7 +282,7 @@ struct Culprit {
   std::optional<SanitizerPass> sanitizer;  // a fault on a GPU: the aimed memcheck pass
   std::vector<GraphNodeRef> graph_nodes;   // mismatch: the exported-program nodes it computes (fused in)
   // Its lines of the model's Python source, where the package carries them
-  // (package/provenance.hpp): from the package alone.
+  // (wrapper/provenance.hpp): from the package alone.
   std::vector<SourceLine> source_lines;
 };
 

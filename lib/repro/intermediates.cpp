@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "codegen/hooks.hpp"
 #include "common/cpp_text.hpp"
 #include "common/text.hpp"
-#include "package/hooks.hpp"
 #include "repro/source_text.hpp"
 
 namespace aoti_bisect {
@@ -212,33 +212,42 @@ bool address_word(const std::string& w) {
   return words.count(w) > 0;
 }
 
-}  // namespace
+// Where the kernel's definition is in `kernel_cpp`: `def` where it starts,
+// `open` and `close` its body's braces (`close` npos when not found).
+struct KernelSpan {
+  size_t def = std::string::npos;
+  size_t open = std::string::npos;
+  size_t close = std::string::npos;
+};
+KernelSpan find_kernel_span(const std::string& kernel_cpp, const std::string& kernel) {
+  KernelSpan span;
+  span.def = repro::kernel_definition_start(kernel_cpp, kernel);
+  size_t params_end = span.def == std::string::npos
+                          ? std::string::npos
+                          : cpp_text::after_closing_bracket(
+                                kernel_cpp, cpp_text::find_call(kernel_cpp, kernel, span.def) + kernel.size());
+  span.open = params_end == std::string::npos ? std::string::npos : kernel_cpp.find('{', params_end);
+  span.close = span.open == std::string::npos ? std::string::npos : cpp_text::closing_bracket(kernel_cpp, span.open);
+  return span;
+}
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
-TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::string& kernel,
-                                 const std::string& probe_header) {
-  TracedKernel tk;
-  size_t def = repro::kernel_definition_start(kernel_cpp, kernel);
-  size_t params_end =
-      def == std::string::npos
-          ? std::string::npos
-          : cpp_text::after_closing_bracket(kernel_cpp, cpp_text::find_call(kernel_cpp, kernel, def) + kernel.size());
-  size_t open = params_end == std::string::npos ? std::string::npos : kernel_cpp.find('{', params_end);
-  size_t close = open == std::string::npos ? std::string::npos : cpp_text::closing_bracket(kernel_cpp, open);
-  if (close == std::string::npos) {
-    tk.problem = fmt::format("the definition of {} was not found in the kernel source", kernel);
-    return tk;
-  }
+// The kernel's parameters, and the pointers it loads from: its pointer
+// parameters and the pointers its body declares.
+struct KernelNames {
   std::set<std::string> params, pointers;
-  auto declared_params = kernel_declarations(kernel_cpp.substr(def, open - def) + ";");
+  bool is_pointer(const std::string& n) const { return pointers.count(n) > 0 || pointer_name(n); }
+};
+KernelNames kernel_names(const std::string& kernel_cpp, const std::string& kernel, const KernelSpan& span) {
+  KernelNames names;
+  auto declared_params = kernel_declarations(kernel_cpp.substr(span.def, span.open - span.def) + ";");
   for (const auto& p : declared_params[kernel]) {
-    params.insert(p.name);
+    names.params.insert(p.name);
     if (p.type.find('*') != std::string::npos) {
-      pointers.insert(p.name);
+      names.pointers.insert(p.name);
     }
   }
   // Pointers the body declares (`float* local_buffer_data_0 = ...;`) are loaded from too.
-  for (auto line : cpp_text::split_lines(std::string_view(kernel_cpp).substr(open, close - open))) {
+  for (auto line : cpp_text::split_lines(std::string_view(kernel_cpp).substr(span.open, span.close - span.open))) {
     std::string_view t = trim(line);
     size_t star = t.find("* ");
     size_t eq = t.find(" = ");
@@ -246,22 +255,47 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
         t.substr(0, star).find_first_of("=(") == std::string_view::npos) {
       std::string name(trim(t.substr(star + 2, eq - star - 2)));
       if (!name.empty() && std::all_of(name.begin(), name.end(), [](char ch) { return is_ident_char(ch); })) {
-        pointers.insert(name);
+        names.pointers.insert(name);
       }
     }
   }
-  auto is_pointer = [&](const std::string& n) { return pointers.count(n) > 0 || pointer_name(n); };
+  return names;
+}
 
-  // Lines of the body, each with the scope it starts in.
-  auto lines = cpp_text::split_lines_copy(std::string_view(kernel_cpp).substr(open + 1, close - open - 1));
-  std::vector<Scope> scopes(1);
-  std::vector<int> scope_of(lines.size(), 0);
-  std::vector<bool> unbraced(lines.size(), false);  // the one statement of a for/if without braces
+// The body's blocks: the scope each line starts in, the loop each scope is
+// the body of, and the one statement of a for/if without braces.
+struct BodyScopes {
+  std::vector<Scope> scopes = std::vector<Scope>(1);
+  std::vector<int> scope_of;
+  std::vector<bool> unbraced;
+
+  bool within(int inner, int outer) const {
+    for (int s = inner; s >= 0; s = scopes[s].parent) {
+      if (s == outer) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<const ForLoop*> loops_at(int scope) const {
+    std::vector<const ForLoop*> out;
+    for (int s = scope; s >= 0; s = scopes[s].parent) {
+      if (scopes[s].loop) {
+        out.insert(out.begin(), &*scopes[s].loop);
+      }
+    }
+    return out;
+  }
+};
+BodyScopes body_scopes(const std::vector<std::string>& lines) {
+  BodyScopes b;
+  b.scope_of.assign(lines.size(), 0);
+  b.unbraced.assign(lines.size(), false);
   int current = 0;
   std::optional<ForLoop> pending;
   bool control_pending = false;
   for (size_t i = 0; i < lines.size(); ++i) {
-    scope_of[i] = current;
+    b.scope_of[i] = current;
     std::string_view t = trim(lines[i]);
     if (t.empty() || t[0] == '#') {
       continue;
@@ -273,7 +307,7 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
                std::string_view(t).starts_with("while")) {
       control_pending = t.back() != '{' && t.back() != ';' && t.back() != '}';
     } else if (control_pending && t[0] != '{') {
-      unbraced[i] = true;
+      b.unbraced[i] = true;
       pending.reset();
       control_pending = false;
     }
@@ -283,75 +317,105 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
         continue;
       }
       if (t[k] == '{') {
-        scopes.push_back({current, pending});
+        b.scopes.push_back({current, pending});
         pending.reset();
         control_pending = false;
-        current = static_cast<int>(scopes.size()) - 1;
+        current = static_cast<int>(b.scopes.size()) - 1;
       } else if (t[k] == '}' && current > 0) {
-        current = scopes[current].parent;
+        current = b.scopes[current].parent;
       }
     }
   }
-  auto within = [&](int inner, int outer) {
-    for (int s = inner; s >= 0; s = scopes[s].parent) {
-      if (s == outer) {
-        return true;
-      }
-    }
-    return false;
-  };
-  auto loops_at = [&](int scope) {
-    std::vector<const ForLoop*> out;
-    for (int s = scope; s >= 0; s = scopes[s].parent) {
-      if (scopes[s].loop) {
-        out.insert(out.begin(), &*scopes[s].loop);
-      }
-    }
-    return out;
-  };
+  return b;
+}
 
+// A store in one line: `tmpN.store(ADDRESS...)` (per lane) or
+// `ptr[INDEX] = VALUE;`; `address` "" when the line stores nothing.
+struct LineStore {
+  std::string address, value;
+  bool per_lane = false;
+};
+LineStore store_in_line(std::string_view u, const KernelNames& names) {
+  LineStore store;
+  size_t dot = u.find(".store(");
+  if (dot != std::string_view::npos && tmp_name(std::string(u.substr(0, dot)))) {
+    std::string call(u.substr(dot + 6));
+    auto args = split_call_arguments(call.substr(0, cpp_text::after_closing_bracket(call, 0)));
+    store.address = args.empty() ? "" : args[0];
+    store.value = std::string(u.substr(0, dot));
+    store.per_lane = true;
+  } else if (size_t br = u.find('['); br != std::string_view::npos && names.is_pointer(std::string(u.substr(0, br)))) {
+    size_t rb = cpp_text::closing_bracket(u, br);
+    size_t eq = rb == std::string_view::npos ? rb : u.find('=', rb);
+    if (eq != std::string_view::npos && eq + 1 < u.size() && u[eq + 1] != '=') {
+      store.address = fmt::format("{} + ({})", u.substr(0, br), u.substr(br + 1, rb - br - 1));
+      store.value = std::string(u.substr(eq + 1));
+    }
+  }
+  return store;
+}
+
+// The pass over the body's lines: the intermediates declared so far (and
+// where), the probe code to put before and after each line, and the
+// statements probed.
+struct StatementTracer {
+  const std::vector<std::string>& lines;
+  const BodyScopes& body;
+  const KernelNames& names;
+  std::vector<TracedStatement>& statements;
   std::map<std::string, std::pair<int, size_t>> declared;  // name -> (scope, line)
-  auto visible = [&](const std::string& name, int scope, size_t line) {
+  std::vector<std::string> before = std::vector<std::string>(lines.size());
+  std::vector<std::string> after = std::vector<std::string>(lines.size());
+
+  bool visible(const std::string& name, int scope, size_t line) const {
     auto d = declared.find(name);
-    return d != declared.end() && d->second.second < line && within(scope, d->second.first);
-  };
-  std::vector<std::string> before(lines.size()), after(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i) {
+    return d != declared.end() && d->second.second < line && body.within(scope, d->second.first);
+  }
+
+  // Line `i`: a declaration noted; an assignment probed, where it computes
+  // from intermediates (not a load) in its own braces.
+  void trace_line(size_t i) {
     std::string_view t = trim(lines[i]);
     auto a = assignment(t);
     if (!a) {
       // A statement over several lines (`auto tmp3 = [&]` and a lambda's body):
       // its name is known from here on, its value is not probed.
       if (auto open_ended = assignment(std::string(t) + ";"); open_ended && open_ended->declares) {
-        declared[open_ended->target] = {scope_of[i], i};
+        declared[open_ended->target] = {body.scope_of[i], i};
       }
-      continue;
+      return;
     }
     if (a->declares) {
-      declared[a->target] = {scope_of[i], i};
+      declared[a->target] = {body.scope_of[i], i};
     }
-    if (a->typed || unbraced[i] || !visible(a->target, scope_of[i], i + 1)) {
-      continue;
+    if (a->typed || body.unbraced[i] || !visible(a->target, body.scope_of[i], i + 1)) {
+      return;
     }
     std::vector<std::string> operands;
     bool load = false;
     for (const auto& n : names_in(a->expr)) {
-      load = load || is_pointer(n);
-      if (tmp_name(n) && visible(n, scope_of[i], i) &&
+      load = load || names.is_pointer(n);
+      if (tmp_name(n) && visible(n, body.scope_of[i], i) &&
           std::find(operands.begin(), operands.end(), n) == operands.end()) {
         operands.push_back(n);
       }
     }
     load = load || a->expr.find("loadu(") != std::string::npos || a->expr.find("masked_load(") != std::string::npos;
     if (load || operands.size() > 12) {
-      continue;
+      return;
     }
+    probe_statement(i, *a, operands);
+  }
+
+  // The probe of assignment `a` on line `i`, reading `operands`: its entry
+  // in `statements`, and the lines around it that call aoti_trace::probe.
+  void probe_statement(size_t i, const Assignment& a, const std::vector<std::string>& operands) {
     TracedStatement st;
-    st.id = static_cast<int>(tk.statements.size());
-    st.target = a->target;
-    st.text = a->target + " = " + a->expr;
+    st.id = static_cast<int>(statements.size());
+    st.target = a.target;
+    st.text = a.target + " = " + a.expr;
     st.operands = operands;
-    auto loops = loops_at(scope_of[i]);
+    auto loops = body.loops_at(body.scope_of[i]);
     const ForLoop* vec = nullptr;
     for (const auto* l : loops) {
       st.loops.push_back(l->var);
@@ -361,13 +425,13 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
       }
     }
     if (st.loops.size() > 12) {
-      continue;
+      return;
     }
     // The operands as passed: an accumulator's own value from before the statement.
     std::vector<std::string> passed;
     std::string indent(lines[i].substr(0, lines[i].find_first_not_of(" \t")));
     for (const auto& o : operands) {
-      if (o == a->target) {
+      if (o == a.target) {
         std::string old = fmt::format("aoti_trace_old_{}", st.id);
         before[i] += fmt::format("{}auto {} = {};\n", indent, old, o);
         passed.push_back(old);
@@ -384,11 +448,21 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
                               : "-1";
       loop_arg = fmt::format("aoti_trace::loop({}, {})", valid, join(st.loops, ", "));
     }
-    // The store in the same loop body of what follows from this value, when
-    // its address can be computed here.
+    std::string store_arg = store_argument(i, a.target, st);
+    std::string args = fmt::format("{}, {}, {}, {}", st.id, loop_arg, store_arg, a.target);
+    for (const auto& p : passed) {
+      args += ", " + p;
+    }
+    after[i] = fmt::format("{}aoti_trace::probe({});\n", indent, args);
+    statements.push_back(std::move(st));
+  }
+
+  // The store in the same loop body of what follows from this value, when
+  // its address can be computed here.
+  std::string store_argument(size_t i, const std::string& target, TracedStatement& st) const {
     std::string store_arg = "aoti_trace::no_store()";
-    std::set<std::string> follows = {a->target};
-    for (size_t j = i + 1; j < lines.size() && within(scope_of[j], scope_of[i]); ++j) {
+    std::set<std::string> follows = {target};
+    for (size_t j = i + 1; j < lines.size() && body.within(body.scope_of[j], body.scope_of[i]); ++j) {
       std::string_view u = trim(lines[j]);
       if (auto later = assignment(u)) {
         for (const auto& n : names_in(later->expr)) {
@@ -398,52 +472,69 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
         }
         continue;
       }
-      std::string address, value;
-      bool per_lane = false;
-      size_t dot = u.find(".store(");
-      if (dot != std::string_view::npos && tmp_name(std::string(u.substr(0, dot)))) {
-        std::string call(u.substr(dot + 6));
-        auto args = split_call_arguments(call.substr(0, cpp_text::after_closing_bracket(call, 0)));
-        address = args.empty() ? "" : args[0];
-        value = std::string(u.substr(0, dot));
-        per_lane = true;
-      } else if (size_t br = u.find('['); br != std::string_view::npos && is_pointer(std::string(u.substr(0, br)))) {
-        size_t rb = cpp_text::closing_bracket(u, br);
-        size_t eq = rb == std::string_view::npos ? rb : u.find('=', rb);
-        if (eq != std::string_view::npos && eq + 1 < u.size() && u[eq + 1] != '=') {
-          address = fmt::format("{} + ({})", u.substr(0, br), u.substr(br + 1, rb - br - 1));
-          value = std::string(u.substr(eq + 1));
-        }
-      }
-      if (address.empty()) {
+      LineStore store = store_in_line(u, names);
+      if (store.address.empty()) {
         continue;
       }
       bool from_here = false;
-      for (const auto& n : names_in(value)) {
+      for (const auto& n : names_in(store.value)) {
         from_here = from_here || follows.count(n) > 0;
       }
       if (!from_here) {
         continue;
       }
       bool computable = true;
-      for (const auto& n : names_in(address)) {
+      for (const auto& n : names_in(store.address)) {
         bool loop_var = std::find(st.loops.begin(), st.loops.end(), n) != st.loops.end();
-        if (!loop_var && !params.count(n) && !is_pointer(n) && !address_word(n) && !visible(n, scope_of[i], i + 1)) {
+        if (!loop_var && !names.params.count(n) && !names.is_pointer(n) && !address_word(n) &&
+            !visible(n, body.scope_of[i], i + 1)) {
           computable = false;
         }
       }
       if (computable) {
-        store_arg = fmt::format("aoti_trace::store({}, {})", address, per_lane ? "true" : "false");
+        store_arg = fmt::format("aoti_trace::store({}, {})", store.address, store.per_lane ? "true" : "false");
         st.stored = true;
       }
       break;
     }
-    std::string args = fmt::format("{}, {}, {}, {}", st.id, loop_arg, store_arg, a->target);
-    for (const auto& p : passed) {
-      args += ", " + p;
-    }
-    after[i] = fmt::format("{}aoti_trace::probe({});\n", indent, args);
-    tk.statements.push_back(std::move(st));
+    return store_arg;
+  }
+};
+
+// The traced kernel's table of its statements (aoti_trace::k_statements) and
+// the hits the probes record.
+std::string statement_table(const std::vector<TracedStatement>& statements) {
+  std::string table = "namespace aoti_trace {\nconst Statement k_statements[] = {\n";
+  for (const auto& st : statements) {
+    table += fmt::format("    {{{}, {}, {}, {}, {}}},\n", cpp_text::string_literal(st.target),
+                         cpp_text::string_literal(st.text), cpp_text::string_literal(join(st.operands, ",")),
+                         cpp_text::string_literal(join(st.loops, ",")), st.vector_loop);
+  }
+  table += fmt::format("}};\nconst int k_statement_count = {};\nHit g_hits[{}][2];\n}}  // namespace aoti_trace\n\n",
+                       statements.size(), statements.size());
+  return table;
+}
+
+}  // namespace
+
+TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::string& kernel,
+                                 const std::string& probe_header) {
+  TracedKernel tk;
+  const KernelSpan span = find_kernel_span(kernel_cpp, kernel);
+  if (span.close == std::string::npos) {
+    tk.problem = fmt::format("the definition of {} was not found in the kernel source", kernel);
+    return tk;
+  }
+  const KernelNames names = kernel_names(kernel_cpp, kernel, span);
+
+  // Lines of the body, each with the scope it starts in.
+  auto lines =
+      cpp_text::split_lines_copy(std::string_view(kernel_cpp).substr(span.open + 1, span.close - span.open - 1));
+  const BodyScopes scopes = body_scopes(lines);
+
+  StatementTracer tracer{lines, scopes, names, tk.statements};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    tracer.trace_line(i);
   }
   if (tk.statements.empty()) {
     tk.problem = fmt::format(
@@ -453,22 +544,15 @@ TracedKernel trace_intermediates(const std::string& kernel_cpp, const std::strin
     return tk;
   }
 
-  std::string table = "namespace aoti_trace {\nconst Statement k_statements[] = {\n";
-  for (const auto& st : tk.statements) {
-    table += fmt::format("    {{{}, {}, {}, {}, {}}},\n", cpp_text::string_literal(st.target),
-                         cpp_text::string_literal(st.text), cpp_text::string_literal(join(st.operands, ",")),
-                         cpp_text::string_literal(join(st.loops, ",")), st.vector_loop);
-  }
-  table += fmt::format("}};\nconst int k_statement_count = {};\nHit g_hits[{}][2];\n}}  // namespace aoti_trace\n\n",
-                       tk.statements.size(), tk.statements.size());
+  std::string table = statement_table(tk.statements);
   std::string body;
   for (size_t i = 0; i < lines.size(); ++i) {
-    body += before[i] + lines[i] + "\n" + after[i];
+    body += tracer.before[i] + lines[i] + "\n" + tracer.after[i];
   }
   tk.source = "// " + kernel +
               " with every intermediate probed (generated by aoti-bisect; `replay --intermediates`).\n" +
-              kernel_cpp.substr(0, def) + "\n" + probe_header + "\n" + table + kernel_cpp.substr(def, open + 1 - def) +
-              body + "}\n";
+              kernel_cpp.substr(0, span.def) + "\n" + probe_header + "\n" + table +
+              kernel_cpp.substr(span.def, span.open + 1 - span.def) + body + "}\n";
   return tk;
 }
 

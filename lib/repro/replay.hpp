@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 #include "protocol/events.hpp"
 #include "report/report.hpp"
 

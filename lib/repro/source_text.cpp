@@ -4,10 +4,10 @@
 #include <cctype>
 #include <regex>
 
+#include "codegen/rewrite.hpp"
 #include "common/text.hpp"
-#include "package/rewrite.hpp"
-#include "package/wrapper.hpp"
 #include "repro/replay.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 namespace repro {

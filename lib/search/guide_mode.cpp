@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/rewrite.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
@@ -25,7 +26,6 @@
 #include "inductor/build.hpp"
 #include "package/facts.hpp"
 #include "package/package.hpp"
-#include "package/rewrite.hpp"
 #include "process/process.hpp"
 #include "search/guide_printer.hpp"
 #include "search/library_rebuild.hpp"

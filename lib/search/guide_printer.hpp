@@ -12,7 +12,7 @@
 
 #include "bisect/bisect.hpp"
 #include "evidence/evidence.hpp"
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect {
 

@@ -9,12 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "archive/elf.hpp"
+#include "codegen/rewrite.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "inductor/build.hpp"
-#include "package/elf.hpp"
-#include "package/rewrite.hpp"
 #include "process/process.hpp"
 
 namespace aoti_bisect {

@@ -11,8 +11,8 @@
 #include "evidence/reach.hpp"
 #include "evidence/self_check.hpp"
 #include "evidence/wrapper_layout.hpp"
-#include "package/provenance.hpp"
 #include "search/search.hpp"
+#include "wrapper/provenance.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

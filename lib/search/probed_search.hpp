@@ -48,6 +48,10 @@ class ProbedSearch {
   // Wrong values without the exported program: a constant holding NaN/Inf,
   // or the only call site (probed_search_package_alone.cpp).
   BisectOutcome package_alone(int n_static);
+  // package_alone's two culprits: call site k, the first to read a constant
+  // holding NaN (its probe `p`); the run's only call site.
+  BisectOutcome package_nan_constant(int k, const SiteTrace& site, const ProbeStats& p, const WrapperInfo& names);
+  BisectOutcome package_only_site(const WrapperInfo& names);
   bool measure_run_to_run(int k, Culprit& c);
   // A fault isolated on a GPU: one memcheck run aimed at the culprit
   // (probed_search_sanitizer.cpp). False when interrupted.

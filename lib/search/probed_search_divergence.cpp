@@ -8,9 +8,9 @@
 #include "common/files.hpp"
 #include "common/scratch_dir.hpp"
 #include "common/text.hpp"
-#include "package/provenance.hpp"
 #include "protocol/runner.hpp"
 #include "search/probed_search.hpp"
+#include "wrapper/provenance.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;

@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "codegen/rewrite.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "evidence/wrapper_layout.hpp"
 #include "inductor/build.hpp"
+#include "inputs/tensor_file.hpp"
 #include "package/facts.hpp"
-#include "package/rewrite.hpp"
-#include "package/tensor_file.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
 

@@ -21,15 +21,15 @@
 
 #include <fmt/format.h>
 
+#include "archive/elf.hpp"
+#include "archive/zip_stored.hpp"
+#include "codegen/hooks.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "evidence/wrapper_layout.hpp"
 #include "inductor/build.hpp"
-#include "package/elf.hpp"
-#include "package/hooks.hpp"
 #include "package/package.hpp"
-#include "package/zip_stored.hpp"
 #include "process/process.hpp"
 
 #ifndef AOTI_BISECT_TORCH_INCLUDE

@@ -12,7 +12,7 @@
 namespace aoti_bisect {
 
 // Interposition, the package alone: a hook library generated from the
-// package's text (package/hooks.hpp), bound by the runner into the model's
+// package's text (codegen/hooks.hpp), bound by the runner into the model's
 // own GOT slots. No rebuild of the model; its library runs unchanged.
 class InterposeSource : public RunTimeProbeSource {
  public:

@@ -1,5 +1,5 @@
 // The wrapper rewrite: the package's wrapper.cpp with probe calls inserted
-// (package/rewrite.hpp), compiled with the command the package recorded, its
+// (codegen/rewrite.hpp), compiled with the command the package recorded, its
 // kernel.cpp compiled as recorded (in parallel), its weights cut out of its
 // library and relinked as the same blob. For a CUDA package, the cubins stay
 // in the package (loaded at run time) and probes go around Triton launches.
@@ -13,13 +13,13 @@
 
 #include <fmt/format.h>
 
+#include "archive/elf.hpp"
+#include "codegen/rewrite.hpp"
 #include "common/error.hpp"
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "inductor/build.hpp"
-#include "package/elf.hpp"
 #include "package/facts.hpp"
-#include "package/rewrite.hpp"
 #include "process/process.hpp"
 #include "search/library_rebuild.hpp"
 

@@ -1,4 +1,4 @@
-// Binding the interposition hooks (package/hooks.hpp) into the model: the
+// Binding the interposition hooks (codegen/hooks.hpp) into the model: the
 // hook library is loaded RTLD_LOCAL (nothing it defines enters the global
 // scope, and no child inherits it, unlike LD_PRELOAD), then each GOT slot of
 // the model library whose symbol has a hook is pointed at the hook, and the
@@ -17,9 +17,9 @@
 #include <cstring>
 #include <map>
 
+#include "archive/elf.hpp"
+#include "codegen/hooks.hpp"
 #include "common/error.hpp"
-#include "package/elf.hpp"
-#include "package/hooks.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 

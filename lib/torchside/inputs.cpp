@@ -1,5 +1,5 @@
 // The inputs file: read, bound to the model's flat inputs by its call spec
-// (package/call_spec.hpp), and checked against what the model takes.
+// (inputs/call_spec.hpp), and checked against what the model takes.
 
 #include <caffe2/serialize/inline_container.h>
 
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include <c10/core/CPUAllocator.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
@@ -14,8 +15,8 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "package/call_spec.hpp"
-#include "package/tensor_file.hpp"
+#include "inputs/call_spec.hpp"
+#include "inputs/tensor_file.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
 
@@ -24,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The file's value as a tree for binding (package/call_spec.hpp); its
+// The file's value as a tree for binding (inputs/call_spec.hpp); its
 // tensors in file order go to `tensors`.
 InputValue to_input_value(const c10::IValue& v, std::vector<at::Tensor>& tensors) {
   InputValue out;
@@ -88,7 +89,7 @@ void refuse_non_tensors(const InputValue& v, int& tensors_before, const std::str
   }
 }
 
-// Any file of tensors users save (package/tensor_file.hpp): its pickle, made
+// Any file of tensors users save (inputs/tensor_file.hpp): its pickle, made
 // plain torch-free, read by LibTorch's unpickler, each storage read from
 // where the file holds it. `notes` gets what was read as something else.
 c10::IValue load_ivalue(const fs::path& path, const std::string& what, std::vector<std::string>* notes = nullptr,
@@ -277,60 +278,65 @@ std::string range_text(const std::optional<int64_t>& lo, const std::optional<int
   return lo ? "at least " + std::to_string(*lo) : "at most " + std::to_string(*hi);
 }
 
-}  // namespace
+// "[2, ?, 64]": sizes or strides as the wrapper's checks pin them, "?" for
+// one they leave free.
+std::string pinned_dims_text(const std::vector<std::optional<int64_t>>& dims) {
+  std::ostringstream want;
+  want << "[";
+  for (size_t k = 0; k < dims.size(); ++k) {
+    want << (k ? ", " : "") << (dims[k] ? std::to_string(*dims[k]) : std::string("?"));
+  }
+  want << "]";
+  return want.str();
+}
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
-std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
-                                               bool contiguous_inputs, std::vector<std::string>& moved,
-                                               std::vector<std::string>& outside) {
-  std::vector<std::string> problems;
-  auto& in = m_impl->inputs;
-  if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
-    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" + (in.size() == 1 ? "" : "s") +
-                       ", the model takes " + std::to_string(*wrapper.num_inputs) + inputs_taken_text(wrapper));
-    return problems;
+// Input `who`'s sizes against the shape the model takes: a dimension outside
+// its compiled range goes to `outside`, the first size that differs to `problems`.
+void check_input_shape(const std::string& who, const InputSpec& spec, const at::Tensor& t,
+                       std::vector<std::string>& problems, std::vector<std::string>& outside) {
+  if (static_cast<size_t>(t.dim()) != spec.shape.size()) {
+    problems.push_back(who + ": " + std::to_string(t.dim()) + " dimensions, the model takes " +
+                       std::to_string(spec.shape.size()));
+    return;
   }
-  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
-    const InputSpec& spec = wrapper.inputs[i];
-    const at::Tensor& t = in[i];
-    std::string who = "input " + std::to_string(i) + (spec.name.empty() ? "" : " (" + spec.name + ")");
-    if (!spec.dtype.empty() && spec.dtype != dtype_name(t.scalar_type())) {
-      problems.push_back(who + ": dtype " + dtype_name(t.scalar_type()) + ", the model takes " + spec.dtype);
+  for (size_t d = 0; d < spec.shape.size(); ++d) {
+    int64_t got = t.size(static_cast<int64_t>(d));
+    std::optional<int64_t> lo = d < spec.dim_min.size() ? spec.dim_min[d] : std::nullopt;
+    std::optional<int64_t> hi = d < spec.dim_max.size() ? spec.dim_max[d] : std::nullopt;
+    if ((lo && got < *lo) || (hi && got > *hi)) {
+      outside.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) + ", outside " +
+                        range_text(lo, hi) +
+                        ", the range the package was compiled for (its wrapper's input "
+                        "checks, which run only under AOTI_RUNTIME_CHECK_INPUTS=1)");
+      continue;
     }
-    if (!spec.shape.empty()) {
-      if (static_cast<size_t>(t.dim()) != spec.shape.size()) {
-        problems.push_back(who + ": " + std::to_string(t.dim()) + " dimensions, the model takes " +
-                           std::to_string(spec.shape.size()));
-      } else {
-        for (size_t d = 0; d < spec.shape.size(); ++d) {
-          int64_t got = t.size(static_cast<int64_t>(d));
-          std::optional<int64_t> lo = d < spec.dim_min.size() ? spec.dim_min[d] : std::nullopt;
-          std::optional<int64_t> hi = d < spec.dim_max.size() ? spec.dim_max[d] : std::nullopt;
-          if ((lo && got < *lo) || (hi && got > *hi)) {
-            outside.push_back(who + ": dimension " + std::to_string(d) + " is " + std::to_string(got) + ", outside " +
-                              range_text(lo, hi) +
-                              ", the range the package was compiled for (its wrapper's input "
-                              "checks, which run only under AOTI_RUNTIME_CHECK_INPUTS=1)");
-            continue;
-          }
-          if (spec.shape[d] && *spec.shape[d] != got) {
-            std::ostringstream want, got;
-            want << "[";
-            for (size_t k = 0; k < spec.shape.size(); ++k) {
-              want << (k ? ", " : "") << (spec.shape[k] ? std::to_string(*spec.shape[k]) : std::string("?"));
-            }
-            want << "]";
-            got << t.sizes();
-            problems.push_back(who + ": shape " + got.str() + ", the model takes " + want.str());
-            break;
-          }
-        }
-      }
+    if (spec.shape[d] && *spec.shape[d] != got) {
+      std::ostringstream sizes;
+      sizes << t.sizes();
+      problems.push_back(who + ": shape " + sizes.str() + ", the model takes " + pinned_dims_text(spec.shape));
+      break;
     }
   }
-  if (!problems.empty()) {
-    return problems;
+}
+
+// Input `i`'s dtype and shape against what the model takes (its wrapper's
+// `spec`).
+void check_input_against_spec(size_t i, const InputSpec& spec, const at::Tensor& t, std::vector<std::string>& problems,
+                              std::vector<std::string>& outside) {
+  std::string who = "input " + std::to_string(i) + (spec.name.empty() ? "" : " (" + spec.name + ")");
+  if (!spec.dtype.empty() && spec.dtype != dtype_name(t.scalar_type())) {
+    problems.push_back(who + ": dtype " + dtype_name(t.scalar_type()) + ", the model takes " + spec.dtype);
   }
+  if (!spec.shape.empty()) {
+    check_input_shape(who, spec, t, problems, outside);
+  }
+}
+
+// Moves the inputs to the device `device_key` names ("cpu" or "cuda"; any
+// other leaves them), noting each in `moved`; false, with the reason in
+// `problems`, when one cannot be moved.
+bool move_inputs_to_device(std::vector<at::Tensor>& in, const std::string& device_key, std::vector<std::string>& moved,
+                           std::vector<std::string>& problems) {
   at::Device target = device_key == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
   if (device_key == "cpu" || device_key == "cuda") {
     for (size_t i = 0; i < in.size(); ++i) {
@@ -343,69 +349,106 @@ std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const 
           std::string msg = e.what();
           problems.push_back("input " + std::to_string(i) + " is on " + tensor_device_str(in[i]) +
                              " and cannot be moved to " + target.str() + ": " + msg.substr(0, msg.find('\n')));
-          return problems;
+          return false;
         }
       }
     }
   }
-  // Strides: the model's generated checks pin them, and the model reads its
-  // inputs by them without looking (unless AOTI_RUNTIME_CHECK_INPUTS is set
-  // where it runs). A layout it was not compiled for is what the user's
-  // program passes too: refused, naming both, unless `contiguous_inputs`
-  // (then copied into the layout the model expects, and noted).
+  return true;
+}
+
+// Whether `t` has the strides `st` pins, where it pins them.
+bool input_strides_match(const std::vector<std::optional<int64_t>>& st, const at::Tensor& t) {
+  bool same = true;
+  for (size_t d = 0; d < st.size(); ++d) {
+    // A dimension of size 0 or 1 is never stepped over: its stride does not matter.
+    same = same && (t.size(static_cast<int64_t>(d)) <= 1 || !st[d] || *st[d] == t.stride(static_cast<int64_t>(d)));
+  }
+  return same;
+}
+
+// Input `who`, whose strides are not `st`: refused in `problems`, or with
+// `contiguous_inputs` copied into that layout (contiguous where `st` leaves
+// a stride free) and noted in `moved`.
+void refuse_or_copy_layout(const std::string& who, const std::vector<std::optional<int64_t>>& st, at::Tensor& t,
+                           bool contiguous_inputs, std::vector<std::string>& problems,
+                           std::vector<std::string>& moved) {
+  const std::string want = pinned_dims_text(st);
+  std::ostringstream got;
+  got << t.strides();
+  if (!contiguous_inputs) {
+    problems.push_back(who + ": strides " + got.str() + ", the package was compiled for strides " + want + " (shape " +
+                       [&] {
+                         std::ostringstream o;
+                         o << t.sizes();
+                         return o.str();
+                       }() +
+                       "); the model would read its elements in the wrong order. Save the tensor with "
+                       ".contiguous(), or pass --contiguous-inputs to run the package on a copy in its layout");
+    return;
+  }
+  bool pinned = true;
+  for (const auto& s : st) {
+    pinned = pinned && s.has_value();
+  }
+  if (pinned) {
+    std::vector<int64_t> strides;
+    for (const auto& s : st) {
+      strides.push_back(*s);
+    }
+    at::Tensor copy = at::empty_strided(t.sizes(), strides, t.options());
+    copy.copy_(t);
+    t = copy;
+  } else {
+    t = t.contiguous();
+  }
+  moved.push_back(who + " copied from strides " + got.str() + " into the package's layout " + want +
+                  " (--contiguous-inputs): the runs are not what a program passing the saved tensor gets");
+}
+
+// Strides: the model's generated checks pin them, and the model reads its
+// inputs by them without looking (unless AOTI_RUNTIME_CHECK_INPUTS is set
+// where it runs). A layout it was not compiled for is what the user's
+// program passes too: refused, naming both, unless `contiguous_inputs`
+// (then copied into the layout the model expects, and noted).
+void check_input_layouts(const ModelFacts& wrapper, std::vector<at::Tensor>& in, const std::vector<std::string>& names,
+                         bool contiguous_inputs, std::vector<std::string>& problems, std::vector<std::string>& moved) {
   for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
     const auto& st = wrapper.inputs[i].strides;
     if (st.empty() || static_cast<size_t>(in[i].dim()) != st.size()) {
       continue;
     }
-    bool same = true;
-    bool pinned = true;
-    for (size_t d = 0; d < st.size(); ++d) {
-      pinned = pinned && st[d].has_value();
-      // A dimension of size 0 or 1 is never stepped over: its stride does not matter.
-      same = same &&
-             (in[i].size(static_cast<int64_t>(d)) <= 1 || !st[d] || *st[d] == in[i].stride(static_cast<int64_t>(d)));
-    }
-    if (same) {
+    if (input_strides_match(st, in[i])) {
       continue;
     }
     std::string who = "input " + std::to_string(i) + " (" +
-                      (i < m_impl->names.size() && !m_impl->names[i].empty() ? m_impl->names[i] + ", " : "") +
-                      wrapper.inputs[i].name + ")";
-    std::ostringstream want, got;
-    want << "[";
-    for (size_t d = 0; d < st.size(); ++d) {
-      want << (d ? ", " : "") << (st[d] ? std::to_string(*st[d]) : std::string("?"));
-    }
-    want << "]";
-    got << in[i].strides();
-    if (!contiguous_inputs) {
-      problems.push_back(who + ": strides " + got.str() + ", the package was compiled for strides " + want.str() +
-                         " (shape " +
-                         [&] {
-                           std::ostringstream o;
-                           o << in[i].sizes();
-                           return o.str();
-                         }() +
-                         "); the model would read its elements in the wrong order. Save the tensor with "
-                         ".contiguous(), or pass --contiguous-inputs to run the package on a copy in its layout");
-      continue;
-    }
-    if (pinned) {
-      std::vector<int64_t> strides;
-      for (const auto& s : st) {
-        strides.push_back(*s);
-      }
-      at::Tensor copy = at::empty_strided(in[i].sizes(), strides, in[i].options());
-      copy.copy_(in[i]);
-      in[i] = copy;
-    } else {
-      in[i] = in[i].contiguous();
-    }
-    moved.push_back(who + " copied from strides " + got.str() + " into the package's layout " + want.str() +
-                    " (--contiguous-inputs): the runs are not what a program passing the saved tensor gets");
+                      (i < names.size() && !names[i].empty() ? names[i] + ", " : "") + wrapper.inputs[i].name + ")";
+    refuse_or_copy_layout(who, st, in[i], contiguous_inputs, problems, moved);
   }
+}
 
+}  // namespace
+
+std::vector<std::string> Session::check_inputs(const ModelFacts& wrapper, const std::string& device_key,
+                                               bool contiguous_inputs, std::vector<std::string>& moved,
+                                               std::vector<std::string>& outside) {
+  std::vector<std::string> problems;
+  auto& in = m_impl->inputs;
+  if (wrapper.num_inputs && static_cast<size_t>(*wrapper.num_inputs) != in.size()) {
+    problems.push_back("the inputs file holds " + std::to_string(in.size()) + " tensor" + (in.size() == 1 ? "" : "s") +
+                       ", the model takes " + std::to_string(*wrapper.num_inputs) + inputs_taken_text(wrapper));
+    return problems;
+  }
+  for (size_t i = 0; i < in.size() && i < wrapper.inputs.size(); ++i) {
+    check_input_against_spec(i, wrapper.inputs[i], in[i], problems, outside);
+  }
+  if (!problems.empty()) {
+    return problems;
+  }
+  if (!move_inputs_to_device(in, device_key, moved, problems)) {
+    return problems;
+  }
+  check_input_layouts(wrapper, in, m_impl->names, contiguous_inputs, problems, moved);
   return problems;
 }
 

@@ -12,8 +12,8 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "package/elf.hpp"
-#include "package/zip.hpp"
+#include "archive/elf.hpp"
+#include "archive/zip.hpp"
 #include "protocol/values.hpp"
 
 namespace aoti_bisect::torchside {

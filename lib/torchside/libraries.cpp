@@ -12,8 +12,8 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
-#include "package/wrapper.hpp"
 #include "torchside/torchside.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect::torchside {
 

@@ -14,11 +14,11 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
-#include "package/wrapper.hpp"
 #include "process/process.hpp"
 #include "protocol/values.hpp"
 #include "torchside/internal.hpp"
 #include "torchside/torchside.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace aoti_bisect::torchside {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "package/call_spec.hpp"
+#include "inputs/call_spec.hpp"
 #include "package/facts.hpp"
 #include "protocol/events.hpp"
 #include "protocol/probe_plan.hpp"
@@ -72,7 +72,7 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Loads a torch.save file and binds what it holds to the model's flat
-  // inputs by the model's call spec (package/call_spec.hpp bind_inputs:
+  // inputs by the model's call spec (inputs/call_spec.hpp bind_inputs:
   // keys by argument name, nesting by position; every tensor in file order
   // where the package has no call spec). The bound inputs are what later
   // calls use. A file that does not fit the spec returns its one-line reason
@@ -100,7 +100,7 @@ class Session {
   // Loads the model from an extracted package directory (no temporary folder).
   void load_model(const std::filesystem::path& package_dir, const std::string& model, const std::string& device_key);
 
-  // Output names from the call spec's out_spec (package/call_spec.hpp
+  // Output names from the call spec's out_spec (inputs/call_spec.hpp
   // output_names): statistics call output i "output0 (logits)".
   void set_output_names(std::vector<std::string> names);
 
@@ -166,7 +166,7 @@ ProbeCounts probe_counts();
 void keep_probe_state();
 void restore_probe_state();
 
-// Interposition (package/hooks.hpp): the generated hooks report each call
+// Interposition (codegen/hooks.hpp): the generated hooks report each call
 // site through these. hook_enter begins a site and returns its probe mode
 // (0 off); hook_tensor / hook_pointer show one argument (by position; its
 // name comes from the call site's facts) before or after the launch;
@@ -174,7 +174,7 @@ void restore_probe_state();
 // from raw pointers to the tensor handles the wrapper took them from.
 void set_hook_names(std::vector<ModelFacts::Site> sites, std::vector<std::string> constants);
 // Moves that carry a value on (a torch.cond branch's result, a subgraph's
-// inputs; package/wrapper.hpp value_moves, as (bufA, bufB)): a tensor probed
+// inputs; wrapper/wrapper.hpp value_moves, as (bufA, bufB)): a tensor probed
 // under the new name is initialized when its earlier name was. Reuse of a
 // dead buffer's memory is not followed: what it holds is stale.
 // Constants (by the wrapper's names) are initialized, and probes say so.

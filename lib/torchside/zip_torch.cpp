@@ -2,7 +2,7 @@
 // LibTorch's own (caffe2::serialize::PyTorchStreamReader, miniz inside
 // libtorch), so that a runner built on a user's machine links no zip
 // library. It reads the inputs files the driver has already checked with
-// libzip under the expansion cap (package/tensor_file.hpp check_tensor_file).
+// libzip under the expansion cap (inputs/tensor_file.hpp check_tensor_file).
 
 #include <caffe2/serialize/inline_container.h>
 

@@ -357,8 +357,11 @@ Summary summary_from_json(const Json& doc, const std::string& source) {
   return s;
 }
 
-// NOLINTNEXTLINE(readability-function-size): over 100 lines, to split into named pieces (issue 55)
-std::string summary_to_markdown(const Summary& s) {
+namespace {
+
+// The summary's title (failure groups in cases) and its list of facts: the
+// cases by state, manifest, shard, merged directories, baseline, exit code.
+void summary_md_heading(const Summary& s, std::string& out) {
   using namespace report_md;
   std::map<CaseState, int> counts;
   for (const auto& c : s.cases) {
@@ -368,9 +371,9 @@ std::string summary_to_markdown(const Summary& s) {
   for (const auto& g : s.groups) {
     failing_groups += g.status != "fixed" && g.status != "untested" ? 1 : 0;
   }
-  std::string out = fmt::format("# aoti-bisect {}: {} failure group{} in {} case{}{}\n\n", s.command, failing_groups,
-                                failing_groups == 1 ? "" : "s", s.cases.size(), s.cases.size() == 1 ? "" : "s",
-                                s.interrupted ? " (interrupted: partial)" : "");
+  out += fmt::format("# aoti-bisect {}: {} failure group{} in {} case{}{}\n\n", s.command, failing_groups,
+                     failing_groups == 1 ? "" : "s", s.cases.size(), s.cases.size() == 1 ? "" : "s",
+                     s.interrupted ? " (interrupted: partial)" : "");
   std::vector<std::string> parts;
   for (CaseState st :
        {CaseState::clean, CaseState::failed, CaseState::could_not_test, CaseState::interrupted, CaseState::not_run}) {
@@ -392,34 +395,45 @@ std::string summary_to_markdown(const Summary& s) {
   }
   item(out, "Baseline", s.baseline.empty() ? "" : code(s.baseline));
   out += fmt::format("- **Exit code:** {}\n\n", s.exit_code);
+}
 
+// "## Failures by signature": one row per group, with a Status column when
+// there is a baseline or any group has a status.
+void summary_md_failure_groups(const Summary& s, std::string& out) {
+  using namespace report_md;
   out += "## Failures by signature\n\n";
   if (s.groups.empty()) {
     out += "No case failed.\n\n";
-  } else {
-    bool with_status = !s.baseline.empty() ||
-                       std::any_of(s.groups.begin(), s.groups.end(), [](const Group& g) { return !g.status.empty(); });
-    std::vector<std::string> head = {"Signature", "Kind", "Culprit", "Cases"};
-    if (with_status) {
-      head.insert(head.begin() + 1, "Status");
-    }
-    out += table_head(head);
-    for (const auto& g : s.groups) {
-      std::vector<std::string> cases;
-      for (const auto& n : g.cases) {
-        cases.push_back(code(n));
-      }
-      std::vector<std::string> row = {
-          code(g.signature), code(g.kind),
-          g.culprit_kernel.empty() ? "not isolated" : code(culprit_text(g.culprit_call_index, g.culprit_kernel)),
-          join(cases, ", ")};
-      if (with_status) {
-        row.insert(row.begin() + 1, g.status.empty() ? "" : "**" + g.status + "**");
-      }
-      out += table_row(row);
-    }
-    out += "\n";
+    return;
   }
+  bool with_status = !s.baseline.empty() ||
+                     std::any_of(s.groups.begin(), s.groups.end(), [](const Group& g) { return !g.status.empty(); });
+  std::vector<std::string> head = {"Signature", "Kind", "Culprit", "Cases"};
+  if (with_status) {
+    head.insert(head.begin() + 1, "Status");
+  }
+  out += table_head(head);
+  for (const auto& g : s.groups) {
+    std::vector<std::string> cases;
+    for (const auto& n : g.cases) {
+      cases.push_back(code(n));
+    }
+    std::vector<std::string> row = {
+        code(g.signature), code(g.kind),
+        g.culprit_kernel.empty() ? "not isolated" : code(culprit_text(g.culprit_call_index, g.culprit_kernel)),
+        join(cases, ", ")};
+    if (with_status) {
+      row.insert(row.begin() + 1, g.status.empty() ? "" : "**" + g.status + "**");
+    }
+    out += table_row(row);
+  }
+  out += "\n";
+}
+
+// "## Cases by torch": the torch each case was built with and the LibTorch
+// that ran it.
+void summary_md_torches(const Summary& s, std::string& out) {
+  using namespace report_md;
   out += "## Cases by torch\n\n";
   out += table_head({"Built with torch", "Run by LibTorch", "Cases"});
   for (const auto& t : group_by_torch(s.cases)) {
@@ -431,6 +445,12 @@ std::string summary_to_markdown(const Summary& s) {
         table_row({t.torch.empty() ? "not recorded" : plain(t.torch), plain(join(t.runners, ", ")), join(cases, ", ")});
   }
   out += "\n";
+}
+
+// "## Cases": one row per case, with Verify and Trigger columns when any case
+// has them.
+void summary_md_cases(const Summary& s, std::string& out) {
+  using namespace report_md;
   out += "## Cases\n\n";
   bool with_verify = std::any_of(s.cases.begin(), s.cases.end(), [](const CaseResult& c) { return !c.verify.empty(); });
   bool with_minimal =
@@ -461,6 +481,16 @@ std::string summary_to_markdown(const Summary& s) {
     }
     out += table_row(row);
   }
+}
+
+}  // namespace
+
+std::string summary_to_markdown(const Summary& s) {
+  std::string out;
+  summary_md_heading(s, out);
+  summary_md_failure_groups(s, out);
+  summary_md_torches(s, out);
+  summary_md_cases(s, out);
   return out;
 }
 

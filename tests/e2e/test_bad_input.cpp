@@ -7,10 +7,10 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "archive/zip_stored.hpp"
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
 #include "package/package.hpp"
-#include "package/zip_stored.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;

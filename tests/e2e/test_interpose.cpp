@@ -14,9 +14,9 @@
 
 #include <doctest/doctest.h>
 
+#include "archive/elf.hpp"
 #include "common/files.hpp"
 #include "e2e/e2e.hpp"
-#include "package/elf.hpp"
 
 namespace fs = std::filesystem;
 using e2e::example;

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <new>
 
+#include "codegen/hooks.hpp"
 #include "common/error.hpp"
 #include "config/config.hpp"
-#include "package/hooks.hpp"
+#include "inputs/tensor_file.hpp"
 #include "package/package.hpp"
-#include "package/tensor_file.hpp"
-#include "package/wrapper.hpp"
+#include "wrapper/wrapper.hpp"
 
 namespace fuzz {
 namespace fs = std::filesystem;

@@ -25,8 +25,8 @@
 #include "common/error.hpp"
 #include "fuzz/targets.hpp"
 #include "hand_zip.hpp"
+#include "inputs/torch_save.hpp"
 #include "package/package.hpp"
-#include "package/torch_save.hpp"
 #include "package_fixture.hpp"
 
 namespace fs = std::filesystem;

@@ -25,8 +25,8 @@
 #include "common/error.hpp"
 #include "fuzz/targets.hpp"
 #include "hand_zip.hpp"
+#include "inputs/tensor_file.hpp"
 #include "package/package.hpp"
-#include "package/tensor_file.hpp"
 #include "package_fixture.hpp"
 
 namespace fs = std::filesystem;

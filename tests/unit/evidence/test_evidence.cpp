@@ -3,8 +3,8 @@
 #include "evidence/evidence.hpp"
 #include "evidence/inf_literal.hpp"
 #include "evidence/wrapper_layout.hpp"
-#include "package/wrapper.hpp"
 #include "package_fixture.hpp"
+#include "wrapper/wrapper.hpp"
 
 using namespace aoti_bisect;
 using nlohmann::json;

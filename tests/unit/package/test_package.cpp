@@ -25,7 +25,7 @@ using fixture::make_zip;
 
 }  // namespace
 
-TEST_SUITE_BEGIN("package");
+TEST_SUITE_BEGIN("package/package");
 
 TEST_CASE("source_role: which generated source a file is, by its name") {
   CHECK(source_role("cxyz.wrapper.cpp") == SourceRole::wrapper);

@@ -9,7 +9,7 @@
 
 #include <doctest/doctest.h>
 
-#include "package/rewrite.hpp"
+#include "codegen/rewrite.hpp"
 #include "package_fixture.hpp"
 #include "search/guide_printer.hpp"
 

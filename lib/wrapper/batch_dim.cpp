@@ -1,0 +1,124 @@
+// Which dimension of the inputs is the batch, from the package's own dynamic dimensions.
+#include "wrapper/batch_dim.hpp"
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/text.hpp"
+
+namespace aoti_bisect {
+
+namespace {
+
+struct Declared {
+  std::string symbol;
+  std::string input;  // "arg4_1"
+  int dim = 0;
+};
+
+// `int64_t s77 = arg4_1_size[0];` (also `const int64_t`, `auto`).
+std::vector<Declared> size_symbols(const std::string& source) {
+  static const std::regex decl(R"((?:int64_t|auto)\s+(s\d+)\s*=\s*(\w+)_size\[(\d+)\]\s*;)");
+  std::vector<Declared> out;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), decl); it != std::sregex_iterator(); ++it) {
+    out.push_back({(*it)[1].str(), (*it)[2].str(), std::stoi((*it)[3].str())});
+  }
+  return out;
+}
+
+}  // namespace
+
+BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wrapper_source) {
+  BatchDimension out;
+  std::vector<int> dynamic0;
+  std::vector<int64_t> fixed0;
+  bool any_shape = false;
+  for (size_t i = 0; i < wrapper.inputs.size(); ++i) {
+    const InputSpec& in = wrapper.inputs[i];
+    if (in.shape.empty()) {
+      continue;
+    }
+    any_shape = true;
+    if (!in.shape[0]) {
+      dynamic0.push_back(static_cast<int>(i));
+    } else {
+      fixed0.push_back(*in.shape[0]);
+    }
+  }
+  if (!any_shape) {
+    out.why = "the package's input checks give no input's shape";
+    return out;
+  }
+  if (dynamic0.empty()) {
+    std::set<int64_t> sizes(fixed0.begin(), fixed0.end());
+    if (sizes.size() == 1) {
+      out.kind = BatchDimension::Kind::fixed;
+      out.size = *sizes.begin();
+      return out;
+    }
+    std::vector<std::string> texts;
+    for (int64_t n : sizes) {
+      texts.push_back(std::to_string(n));
+    }
+    out.why = fmt::format("no input's dimension 0 is dynamic, and their sizes differ ({})", join(texts, ", "));
+    return out;
+  }
+  // Which symbol each dynamic dimension 0 is, where run_impl declares it.
+  std::map<std::string, int> index_of;
+  for (size_t i = 0; i < wrapper.inputs.size(); ++i) {
+    index_of[wrapper.inputs[i].name] = static_cast<int>(i);
+  }
+  std::set<std::string> all_symbols, dim0_symbols;
+  std::map<int, std::string> symbol_of;
+  for (const Declared& d : size_symbols(wrapper_source)) {
+    all_symbols.insert(d.symbol);
+    auto it = index_of.find(d.input);
+    if (d.dim == 0 && it != index_of.end()) {
+      symbol_of[it->second] = d.symbol;
+      dim0_symbols.insert(d.symbol);
+    }
+  }
+  auto names = [&](const std::vector<int>& ids) {
+    std::vector<std::string> t;
+    for (int i : ids) {
+      t.push_back(std::to_string(i) + (wrapper.inputs[static_cast<size_t>(i)].name.empty()
+                                           ? ""
+                                           : " (" + wrapper.inputs[static_cast<size_t>(i)].name + ")"));
+    }
+    return join(t, ", ");
+  };
+  if (dim0_symbols.size() > 1) {
+    out.kind = BatchDimension::Kind::ambiguous;
+    std::vector<std::string> syms(dim0_symbols.begin(), dim0_symbols.end());
+    out.why = fmt::format(
+        "the dynamic dimensions 0 of inputs {} are {} different sizes ({}): which is the batch is not "
+        "known",
+        names(dynamic0), syms.size(), join(syms, ", "));
+    return out;
+  }
+  if (dim0_symbols.empty() ? all_symbols.size() != 1 && dynamic0.size() > 1
+                           : symbol_of.size() < dynamic0.size() && all_symbols.size() > 1) {
+    out.kind = BatchDimension::Kind::ambiguous;
+    out.why = fmt::format("inputs {} have a dynamic dimension 0, and the wrapper does not say they are one size",
+                          names(dynamic0));
+    return out;
+  }
+  out.kind = BatchDimension::Kind::dynamic;
+  out.inputs = dynamic0;
+  out.symbol = !dim0_symbols.empty() ? *dim0_symbols.begin() : all_symbols.size() == 1 ? *all_symbols.begin() : "";
+  for (int i : dynamic0) {
+    const InputSpec& in = wrapper.inputs[static_cast<size_t>(i)];
+    if (!in.dim_min.empty() && in.dim_min[0] && (!out.min || *in.dim_min[0] > *out.min)) {
+      out.min = in.dim_min[0];
+    }
+    if (!in.dim_max.empty() && in.dim_max[0] && (!out.max || *in.dim_max[0] < *out.max)) {
+      out.max = in.dim_max[0];
+    }
+  }
+  return out;
+}
+
+}  // namespace aoti_bisect
