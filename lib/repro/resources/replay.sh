@@ -45,7 +45,7 @@ inc=(-I"$here" -I"$torch_dir/include" -I"$torch_dir/include/torch/csrc/api/inclu
 cache="${AOTI_BISECT_REPLAY_CACHE:-${TMPDIR:-/tmp}}"
 mkdir -p "$cache" 2>/dev/null || fail "cannot make the build cache $cache"
 uid="$(id -u)"
-tool="$(echo "$torch_dir $abi $CXX" | cksum | cut -d' ' -f1)"
+tool="$(echo "$torch_dir $abi $CXX @DRIVER_STD@" | cksum | cut -d' ' -f1)"
 host="$cache/aoti-bisect-replay-host-$uid-$(cat replay_host.h replay_host.cpp | cksum | cut -d' ' -f1)-$tool.o"
 key="$(cat $sources replay_host.h replay_host.cpp | cksum | cut -d' ' -f1)-$(echo "$tool ${kernel_flags[*]}" | cksum | cut -d' ' -f1)"
 build="$cache/aoti-bisect-replay-$uid-$key"
@@ -57,7 +57,8 @@ compile() {  # source, output, flags...
 }
 if [ ! -f "$host" ]; then
   echo "replay: building the replay host for this torch (once per torch and compiler)" >&2
-  compile replay_host.cpp "$host.$$" -std=c++17 -O1 -fPIC
+  # The package's own C++ standard, as the driver's: torch 2.14's headers need C++20.
+  compile replay_host.cpp "$host.$$" @DRIVER_STD@ -O1 -fPIC
   mv -f "$host.$$" "$host" && rm -f "$host.$$.log"
 fi
 if [ ! -x "$build/replay-driver" ]; then

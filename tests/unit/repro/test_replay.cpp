@@ -141,6 +141,11 @@ TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on th
         std::string::npos);
   CHECK(script.find("traced_problem='cpp_fused_log_2 computes no intermediate") != std::string::npos);
   CHECK(script.find("problem=''") != std::string::npos);
+  // The host and the driver are compiled with the package's own standard
+  // (its recorded -std=c++20: torch 2.14's headers refuse C++17).
+  CHECK(script.find("compile replay_host.cpp \"$host.$$\" -std=c++20 -O1 -fPIC") != std::string::npos);
+  CHECK(script.find("compile driver.cpp \"$tmp/driver.o\" -std=c++20 -O1") != std::string::npos);
+  CHECK(script.find("c++17") == std::string::npos);
   for (const auto& [name, text] : rf.files) {
     CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);
   }
