@@ -21,8 +21,9 @@ namespace aoti_bisect::torchside {
 // Statistics of `t` on its own device in its own dtype (tensor_stats.cpp):
 // host tensors in one parallel pass over 1 MiB blocks, device tensors by
 // ATen's reductions there, only the scalars copied back. `device_ops` takes
-// the device path for a host tensor too (tests compare the two).
-enum class StatsPath { automatic, device_ops };
+// the device path for a host tensor too, `narrow_lanes` the host path's
+// 128-bit float32 loop where the CPU has AVX2 (tests compare them).
+enum class StatsPath { automatic, device_ops, narrow_lanes };
 TensorStats tensor_stats(const std::string& name, const at::Tensor& t, StatsPath path = StatsPath::automatic);
 // TensorStats::checksum alone: one pass over the bytes (tensor_stats.cpp
 // documents the hash).

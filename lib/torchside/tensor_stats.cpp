@@ -19,6 +19,7 @@
 //                   m_i, xor the byte count; computed by ATen on the device.
 // Checksums are compared only within one job's runs (same device), never
 // across devices.
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -97,6 +98,129 @@ Partial floating_partial(const T* p, int64_t n) {
   return r;
 }
 
+// float32, the common case: the loop above is bound by its one chain of
+// double additions (about 2.8 GB/s a thread here). This form keeps every
+// statistic in vector lanes (GCC's vector extensions: 128-bit lanes
+// anywhere, 256-bit with AVX2 where the CPU has it) and sums the finite
+// values in double lanes, 2.5x and 5x the loop's speed on this project's
+// machine. The same statistics; the sum adds in another order (its last
+// bits may differ from the loop above, never between runs on one machine).
+#if defined(__GNUC__)
+#define AOTI_BISECT_FLOAT_LANES 1
+struct Lanes4 {  // 128-bit: SSE2, NEON
+  typedef float Floats __attribute__((vector_size(16)));
+  typedef int32_t Ints __attribute__((vector_size(16)));
+  typedef float Half __attribute__((vector_size(8)));
+  typedef double Doubles __attribute__((vector_size(16)));
+  static constexpr int k_lanes = 4;
+};
+struct Lanes8 {  // 256-bit: AVX2
+  typedef float Floats __attribute__((vector_size(32)));
+  typedef int32_t Ints __attribute__((vector_size(32)));
+  typedef float Half __attribute__((vector_size(16)));
+  typedef double Doubles __attribute__((vector_size(32)));
+  static constexpr int k_lanes = 8;
+};
+
+template <class L>
+__attribute__((always_inline)) inline Partial float_lanes(const float* p, int64_t n) {
+  using Floats = typename L::Floats;
+  using Ints = typename L::Ints;
+  using Half = typename L::Half;
+  using Doubles = typename L::Doubles;
+  constexpr int k_lanes = L::k_lanes;
+  constexpr float k_inf = std::numeric_limits<float>::infinity();
+  Floats inf;
+  Ints magnitude;
+  for (int j = 0; j < k_lanes; ++j) {
+    inf[j] = k_inf;
+    magnitude[j] = 0x7fffffff;
+  }
+  const Floats zero = {};
+  Floats lo = inf;
+  Floats hi = -inf;
+  Ints bad = {};  // NaN or Inf, per lane (a block has at most 2^18 floats)
+  Ints nans = {};
+  Doubles sum_lo = {};
+  Doubles sum_hi = {};
+  const int64_t whole = n - n % k_lanes;
+  for (int64_t i = 0; i < whole; i += k_lanes) {
+    Floats v;
+    std::memcpy(&v, p + i, sizeof v);
+    Floats a = reinterpret_cast<Floats>(reinterpret_cast<Ints>(v) & magnitude);
+    Ints fin = a < inf;  // -1 where finite (false for NaN and Inf)
+    bad -= ~fin;
+    nans -= (a != a);
+    lo = (fin & (v < lo)) ? v : lo;
+    hi = (fin & (v > hi)) ? v : hi;
+    Floats f = fin ? v : zero;
+    Half h0;
+    Half h1;
+    std::memcpy(&h0, &f, sizeof h0);
+    std::memcpy(&h1, reinterpret_cast<const char*>(&f) + sizeof h0, sizeof h1);
+    sum_lo += __builtin_convertvector(h0, Doubles);
+    sum_hi += __builtin_convertvector(h1, Doubles);
+  }
+  int64_t nan = 0;
+  int64_t nonfinite = 0;
+  float l = k_inf;
+  float h = -k_inf;
+  double sum = 0;
+  for (int j = 0; j < k_lanes; ++j) {
+    nan += nans[j];
+    nonfinite += bad[j];
+    l = std::min(l, lo[j]);
+    h = std::max(h, hi[j]);
+  }
+  for (int j = 0; j < k_lanes / 2; ++j) {
+    sum += sum_lo[j] + sum_hi[j];
+  }
+  for (int64_t i = whole; i < n; ++i) {
+    float v = p[i];
+    bool fin = std::fabs(v) < k_inf;
+    nan += static_cast<int64_t>(v != v);
+    nonfinite += static_cast<int64_t>(!fin);
+    if (fin) {
+      sum += static_cast<double>(v);
+      l = std::min(l, v);
+      h = std::max(h, v);
+    }
+  }
+  Partial r;
+  r.nan = nan;
+  r.inf = nonfinite - nan;
+  r.finite = n - nonfinite;
+  r.sum = sum;
+  if (r.finite > 0) {
+    r.min = l;
+    r.max = h;
+  }
+  return r;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) Partial float_partial_avx2(const float* p, int64_t n) {
+  return float_lanes<Lanes8>(p, n);
+}
+#endif
+#endif
+
+// `narrow`: the 128-bit lanes even where AVX2 is present (tests compare the two).
+Partial float_partial(const float* p, int64_t n, bool narrow) {
+#if defined(AOTI_BISECT_FLOAT_LANES) && defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  if (avx2 && !narrow) {
+    return float_partial_avx2(p, n);
+  }
+#endif
+#if defined(AOTI_BISECT_FLOAT_LANES)
+  return float_lanes<Lanes4>(p, n);
+#else
+  (void)narrow;
+  return floating_partial(p, n);
+#endif
+}
+
 template <>
 Partial floating_partial<double>(const double* p, int64_t n) {
   Partial r;
@@ -139,9 +263,9 @@ Partial integral_partial(const T* p, int64_t n) {
 
 // The statistics of `n` elements of dtype `type` at `p`; false when the
 // dtype has none here (complex, quantized, float8).
-bool partial_of(at::ScalarType type, const void* p, int64_t n, Partial& out) {
+bool partial_of(at::ScalarType type, const void* p, int64_t n, Partial& out, bool narrow) {
   switch (type) {
-    case at::kFloat: out = floating_partial(static_cast<const float*>(p), n); return true;
+    case at::kFloat: out = float_partial(static_cast<const float*>(p), n, narrow); return true;
     case at::kDouble: out = floating_partial(static_cast<const double*>(p), n); return true;
     case at::kHalf: out = floating_partial(static_cast<const at::Half*>(p), n); return true;
     case at::kBFloat16: out = floating_partial(static_cast<const at::BFloat16*>(p), n); return true;
@@ -171,7 +295,7 @@ void device_stats_or_none(const at::Tensor& c, TensorStats& s);
 
 // Host: blocks of 1 MiB in parallel, each hashed and summarized while it is
 // in cache; the statistics only when `with_stats`.
-void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s) {
+void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s, bool narrow = false) {
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   const int64_t nbytes = static_cast<int64_t>(c.nbytes());
   const int64_t esize = static_cast<int64_t>(c.element_size());
@@ -184,7 +308,7 @@ void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s) {
       int64_t off = b * k_block_bytes;
       int64_t len = std::min(k_block_bytes, nbytes - off);
       hashes[b] = XXH3_64bits(bytes + off, static_cast<size_t>(len));
-      if (with_stats && !partial_of(c.scalar_type(), bytes + off, len / esize, partials[b])) {
+      if (with_stats && !partial_of(c.scalar_type(), bytes + off, len / esize, partials[b], narrow)) {
         known = false;
       }
     }
@@ -378,7 +502,7 @@ TensorStats measured_stats(const std::string& name, const at::Tensor& t0, StatsP
   }
   bool host = c.device().is_cpu() && path != StatsPath::device_ops;
   if (host) {
-    host_pass(c, true, s);
+    host_pass(c, true, s, path == StatsPath::narrow_lanes);
     return s;
   }
   s.checksum = device_checksum(c);

@@ -80,6 +80,33 @@ TEST_CASE("tensor_stats counts NaN and Inf and takes min, max and mean of the fi
   }
 }
 
+TEST_CASE("float32's statistics in vector lanes, both widths: lengths that end inside a lane, NaN or Inf anywhere") {
+  // float32 is read in vector lanes (4 or, with AVX2, 8) with a scalar
+  // tail (tensor_stats.cpp float_lanes): lengths up to 48, and non-finite
+  // values in the first lane, the middle and the tail, against ATen in
+  // float64, on the wide and the narrow lanes.
+  at::manual_seed(2);
+  for (auto path : {StatsPath::automatic, StatsPath::narrow_lanes}) {
+    for (int64_t n = 1; n <= 48; ++n) {
+      at::Tensor base = at::randn({n});
+      check_against_reference(base, path);
+      for (int64_t at : {int64_t{0}, n / 2, n - 1}) {
+        for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity()}) {
+          CAPTURE(n);
+          CAPTURE(at);
+          at::Tensor t = base.clone();
+          t[at] = bad;
+          check_against_reference(t, path);
+          TensorStats s = tensor_stats("x", t, path);
+          CHECK(s.nan_count + s.inf_count == 1);
+        }
+      }
+    }
+    check_against_reference(with_nonfinite(at::kFloat), path);  // several blocks
+  }
+}
+
 TEST_CASE("tensor_stats of a tensor with no finite value has counts and no min, max or mean") {
   at::Tensor t = at::full({10}, std::numeric_limits<float>::quiet_NaN());
   for (auto path : {StatsPath::automatic, StatsPath::device_ops}) {
