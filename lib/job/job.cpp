@@ -329,6 +329,16 @@ JobResult Job::phases(const UserConfig& user) {
   for (const auto& why : s.unavailable_variants) {
     m_rec.note("variant " + why + ": left out of the flag matrix");
   }
+  use_fork_servers(s.runner, device_key);
+  if (device_key == "cpu" && !s.plan.empty()) {
+    // The baseline's server starts now: LibTorch's start overlaps the
+    // extraction and the reference.
+    std::map<std::string, std::string> env = current_environment();
+    for (const auto& [k, v] : s.plan[0].env) {
+      env[k] = v;
+    }
+    forkserver_prestart(env);
+  }
   ScratchDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
   auto model = m_runner.extract(in, work.path(), s);
   if (model.stopped()) {
@@ -338,7 +348,6 @@ JobResult Job::phases(const UserConfig& user) {
   if (reference.stopped()) {
     return end(reference.stop());
   }
-  use_fork_servers(s.runner, device_key);
   auto children = make_children(child_setup(s, in, *reference, m_rec));
   Runs runs(*children, m_rec);
   JobContext job{s, m_rec, runs, device_key, work.path()};

@@ -119,6 +119,9 @@ pid_t start_run(const server::Request& req, pid_t driver, int (*run_once)(int, c
 // older on a tie) is stopped, and started again if its environment is asked
 // for later. Two keep the baseline environment's and the last variant's.
 constexpr size_t k_live_servers = 2;
+// The key of a server started ahead of its first run (forkserver_prestart),
+// before the model it will hold is known; no SpawnSpec::server_key is one.
+const char* const k_spare_key = "\nstarted ahead";
 
 struct Server {
   pid_t pid = -1;
@@ -346,6 +349,25 @@ void use_forkserver(const fs::path& program, bool forked_runs) {
   registry().forked_runs = forked_runs;
 }
 
+void forkserver_prestart(const std::map<std::string, std::string>& env) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.program.empty() || !r.forked_runs) {
+    return;
+  }
+  std::map<std::string, std::string> server_env;
+  for (const auto& [k, v] : env) {
+    if (!applied_in_the_run(k)) {
+      server_env.emplace(k, v);
+    }
+  }
+  Server& spare = r.servers[{server_env, k_spare_key}];
+  if (spare.pid < 0) {
+    make_room(r);
+    spare = start_server(r.program, server_env, false);
+  }
+}
+
 int forkserver_spawn(const SpawnSpec& spec) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -365,6 +387,15 @@ int forkserver_spawn(const SpawnSpec& spec) {
   Server& s = r.servers[{server_env, spec.server_key + (spec.persistent ? "\npersistent" : "")}];
   if (s.dead) {
     return -1;
+  }
+  if (s.pid < 0 && !spec.persistent) {
+    // A server started ahead for this environment (forkserver_prestart)
+    // serves it: LibTorch's start was paid while the driver worked.
+    auto spare = r.servers.find({server_env, k_spare_key});
+    if (spare != r.servers.end() && spare->second.pid > 0) {
+      s = spare->second;
+      r.servers.erase(spare);
+    }
   }
   if (s.pid > 0) {
     // A persistent runner ends itself after a run that failed (and dies

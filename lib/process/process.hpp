@@ -98,6 +98,11 @@ class ProcessSet {
 void use_forkserver(const std::filesystem::path& program, bool forked_runs = true);
 // -1 where the spec is not served (another program, no server, a failure).
 int forkserver_spawn(const SpawnSpec& spec);
+// Starts a server for a run of `env` (the whole environment) now, so that
+// LibTorch's start overlaps the driver's work until that run (extraction,
+// the inputs); the first forked spawn of that environment, whatever its
+// model, takes it. No effect before use_forkserver, or for persistent runs.
+void forkserver_prestart(const std::map<std::string, std::string>& env);
 // Stops every server and the model it holds (a job's runs are done); a
 // later spawn starts a new one.
 void forkserver_stop_all();

@@ -165,6 +165,10 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
     CHECK(start["server_runs_before"].get<int>() >= 4);  // the baseline, the search's two runs, the repeats
   }
   CHECK(start_of("scalar_aten.1")["server_runs_before"] == 0);
+  // The baseline is the first run of its server (started ahead, while the
+  // driver extracted the package: docs/runner.md), forked, not exec'd.
+  CHECK(start_of("baseline")["forked_by_server"] == true);
+  CHECK(start_of("baseline")["server_runs_before"] == 0);
   std::vector<std::string> order;
   for (const auto& run : r.report["runs"]) {
     order.push_back(run.value("id", ""));
