@@ -105,7 +105,7 @@ Partial floating_partial(const T* p, int64_t n) {
 // values in double lanes, 2.5x and 5x the loop's speed on this project's
 // machine. The same statistics; the sum adds in another order (its last
 // bits may differ from the loop above, never between runs on one machine).
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)  // GCC's vector extensions; Clang takes the loop above (untested there)
 #define AOTI_BISECT_FLOAT_LANES 1
 struct Lanes4 {  // 128-bit: SSE2, NEON
   typedef float Floats __attribute__((vector_size(16)));
