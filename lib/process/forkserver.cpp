@@ -349,18 +349,29 @@ void use_forkserver(const fs::path& program, bool forked_runs) {
   registry().forked_runs = forked_runs;
 }
 
+namespace {
+
+// A server's environment: a run's, less the variables a forked run applies
+// itself (a persistent runner applies none: it keeps them all).
+std::map<std::string, std::string> server_env_of(const std::map<std::string, std::string>& env, bool persistent) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : env) {
+    if (persistent || !applied_in_the_run(k)) {
+      out.emplace(k, v);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void forkserver_prestart(const std::map<std::string, std::string>& env) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   if (r.program.empty() || !r.forked_runs) {
     return;
   }
-  std::map<std::string, std::string> server_env;
-  for (const auto& [k, v] : env) {
-    if (!applied_in_the_run(k)) {
-      server_env.emplace(k, v);
-    }
-  }
+  const std::map<std::string, std::string> server_env = server_env_of(env, false);
   Server& spare = r.servers[{server_env, k_spare_key}];
   if (spare.pid < 0) {
     make_room(r);
@@ -378,12 +389,7 @@ int forkserver_spawn(const SpawnSpec& spec) {
   // A forked run takes the variables a run reads only once it starts from
   // its request: the server of the environment without them serves it
   // (the matrix's variants share the baseline's loaded model).
-  std::map<std::string, std::string> server_env;
-  for (const auto& [k, v] : spec.env) {
-    if (spec.persistent || !applied_in_the_run(k)) {
-      server_env.emplace(k, v);
-    }
-  }
+  const std::map<std::string, std::string> server_env = server_env_of(spec.env, spec.persistent);
   Server& s = r.servers[{server_env, spec.server_key + (spec.persistent ? "\npersistent" : "")}];
   if (s.dead) {
     return -1;
