@@ -272,6 +272,9 @@ Action add_run_command(CLI::App& app, const std::vector<std::string>& argv) {
   cmd->add_flag("--no-bisect", o->run.no_bisect, "stop after the flag matrix");
   cmd->add_flag("--no-shrink", o->run.no_shrink,
                 "keep the failing batch whole: no runs of its samples to find the smallest set that still fails");
+  cmd->add_flag("--check-masked", o->run.check_masked,
+                "after a clean run, one more run probing every call site: report call sites that make NaN/Inf a "
+                "later one cleans (report.json masked[]); the verdict stays clean");
   cmd->add_flag("--matrix-first", o->run.matrix_first,
                 "run the whole flag matrix before the kernel search (default: a NaN/Inf or wrong-values failure is "
                 "searched right after the baseline, and the matrix runs after the answer)");

@@ -453,6 +453,7 @@ Reach ReachWalk::run() {
   }
   if (r.origins.empty()) {
     r.why_not = "no output holds NaN/Inf in this run";
+    note_healed(r, reached);  // a mask leaves the outputs clean (search/mask_scan.hpp)
     return r;
   }
   r.followed = true;

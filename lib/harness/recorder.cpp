@@ -128,6 +128,12 @@ void Recorder::minimal_inputs(MinimalInputs minimal, const std::string& reproduc
   save();
 }
 
+void Recorder::masks(std::optional<std::vector<HealedSite>> masked, const std::string& note) {
+  m_report.masked = std::move(masked);
+  m_report.masked_note = note;
+  save();
+}
+
 void Recorder::shrink_note(const std::string& note) {
   m_progress.note(note);
   m_report.shrink_note = note;

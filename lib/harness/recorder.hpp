@@ -60,6 +60,8 @@ class Recorder {
   // Why the batch was not shrunk, or what it allows: Report::shrink_note,
   // and a line for the person watching.
   void shrink_note(const std::string& note);
+  // Report::masked and masked_note (search/mask_scan.hpp).
+  void masks(std::optional<std::vector<HealedSite>> masked, const std::string& note);
   // One sample in the batch against it alone (job/batch_dependence.hpp), or
   // why it was not compared; each also a line for the person watching.
   void batch_dependence(BatchDependence found);

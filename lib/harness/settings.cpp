@@ -138,6 +138,8 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
 
   s.bisect = !opt.no_bisect;
   s.shrink = !opt.no_shrink;
+  s.check_masked = opt.check_masked;
+  s.replay = !opt.no_replay;
   s.answer_first = !opt.matrix_first;
   s.strategy = opt.strategy;
   s.bisect_repeats = opt.bisect_repeats;

@@ -49,6 +49,16 @@ struct RunOptions {
   bool no_bisect = false;                                      // stop after the matrix
   bool no_shrink = false;                                      // no smallest failing set of samples (job/shrink.hpp)
   bool matrix_first = false;                                   // the whole matrix before the search (no early answer)
+  // --check-masked: after a clean run, one run probing every call site;
+  // sites that make NaN/Inf which a later site cleans are reported (masked[]).
+  bool check_masked = false;
+  // Skip the culprit's one-kernel replay (its cause): verify's neighbours
+  // need the culprit's call site, not its cause.
+  bool no_replay = false;
+  // A folder the job extracts the package into and keeps (several jobs of
+  // one verify share it, and the fork server holding its model); empty:
+  // OUT/.work-PID, removed at the job's end.
+  std::filesystem::path shared_work;
   std::filesystem::path exported_program;                      // empty: the one inside the package, if any
   nlohmann::json inductor_configs = nlohmann::json::object();  // --inductor-config key=value
   std::filesystem::path cache_dir;                             // empty: default build cache
@@ -106,6 +116,8 @@ struct Settings {
   // The kernel search.
   bool bisect = true;
   bool shrink = true;  // the failing batch shrunk to its smallest failing set of samples
+  bool check_masked = false;  // RunOptions::check_masked
+  bool replay = true;         // the culprit's one-kernel replay
   // A NaN/Inf or wrong-values failure is searched right after the baseline,
   // in its environment; the matrix runs after the answer and keeps it where
   // it finds the failure steady there (--matrix-first: the old order).

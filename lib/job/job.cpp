@@ -97,11 +97,16 @@ class Job {
       : m_opt(opt), m_rec(opt.out_dir, opt.junit, progress), m_seams(seams) {}
 
   JobResult run();
+  // What it ran with, once it knows (JobResult).
+  const fs::path& runner() const { return m_runner_path; }
+  const fs::path& model_facts() const { return m_model_facts; }
 
  private:
+  fs::path m_runner_path;
+  fs::path m_model_facts;
   JobResult finish(Verdict verdict, const std::string& reason) {
     settle_host();
-    if (verdict == Verdict::isolated && m_explain_later && !interrupt_requested()) {
+    if (verdict == Verdict::isolated && m_explain_later && !m_opt.no_replay && !interrupt_requested()) {
       // The culprit's replay, once the runs are done: with the fork servers
       // and the model they hold stopped, its process never runs beside them.
       forkserver_stop_all();
@@ -330,7 +335,10 @@ JobResult Job::phases(const UserConfig& user) {
     m_rec.note("variant " + why + ": left out of the flag matrix");
   }
   use_fork_servers(s.runner, device_key);
-  if (device_key == "cpu" && !s.plan.empty()) {
+  // Not for a later job of a verify over the same extraction: its model's
+  // server already runs, and a spare one would take its place.
+  const bool extracted_before = !m_opt.shared_work.empty() && fs::exists(m_opt.shared_work / "extracted-from");
+  if (device_key == "cpu" && !s.plan.empty() && !extracted_before) {
     // The baseline's server starts now: LibTorch's start overlaps the
     // extraction and the reference.
     std::map<std::string, std::string> env = current_environment();
@@ -339,18 +347,25 @@ JobResult Job::phases(const UserConfig& user) {
     }
     forkserver_prestart(env);
   }
-  ScratchDir work(s.out_dir / fmt::format(".work-{}", ::getpid()));
-  auto model = m_runner.extract(in, work.path(), s);
+  // verify's jobs share one extraction (and the fork server holding it).
+  std::optional<ScratchDir> own_work;
+  if (m_opt.shared_work.empty()) {
+    own_work.emplace(s.out_dir / fmt::format(".work-{}", ::getpid()));
+  }
+  const fs::path work_dir = own_work ? own_work->path() : m_opt.shared_work;
+  auto model = m_runner.extract(in, work_dir, s);
   if (model.stopped()) {
     return end(model.stop());
   }
-  auto reference = reference_phase(s, in, work.path(), m_rec);
+  m_runner_path = s.runner;
+  m_model_facts = model->facts;
+  auto reference = reference_phase(s, in, work_dir, m_rec);
   if (reference.stopped()) {
     return end(reference.stop());
   }
   auto children = make_children(child_setup(s, in, *reference, m_rec));
   Runs runs(*children, m_rec);
-  JobContext job{s, m_rec, runs, device_key, work.path()};
+  JobContext job{s, m_rec, runs, device_key, work_dir};
   MatrixPhase matrix(job, *model, in.model->name);
   auto baseline = matrix.run_baseline();
   if (auto damaged = m_runner.settle_copies(); damaged.stopped()) {
@@ -379,7 +394,7 @@ JobResult Job::phases(const UserConfig& user) {
     return end(read.stop());
   }
   if (auto clean = matrix.without_failure(); clean.stopped()) {
-    return end(clean.stop());
+    return end(search.masks(matrix, clean.stop()));
   }
   const BatchDimension dim =
       batch_dimension(in.wrapper, in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp));
@@ -425,7 +440,11 @@ int git_bisect_exit_code(ExitCode code) {
 }
 
 JobResult run_job(const RunOptions& options, Progress& progress, const JobSeams& seams) {
-  return Job(options, progress, seams).run();
+  Job job(options, progress, seams);
+  JobResult result = job.run();
+  result.runner = job.runner();
+  result.model_facts = job.model_facts();
+  return result;
 }
 
 }  // namespace aoti_bisect

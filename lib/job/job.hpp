@@ -20,6 +20,11 @@ namespace aoti_bisect {
 struct JobResult {
   Report report;
   ExitCode exit = ExitCode::internal;
+  // What the job ran the package with, once it got that far (empty
+  // otherwise): the runner, and the model's facts (package/facts.hpp) in
+  // its work folder, which outlives the job only as RunOptions::shared_work.
+  std::filesystem::path runner;
+  std::filesystem::path model_facts;
 };
 
 // Makes the job's child runner once the shared child setup is known.

@@ -29,11 +29,37 @@ Step<> RunnerPhase::choose(const Inspected& in) {
   return Go{};
 }
 
+namespace {
+
+// What a shared work folder's extraction was made from: the package (its
+// path, size and time) and the model. A later job of the same verify finds
+// it there and extracts nothing: the fork server holding that model serves it.
+std::string extraction_stamp(const Inspected& in) {
+  std::error_code ec;
+  const auto size = fs::file_size(in.pkg->path(), ec);
+  const auto time = fs::last_write_time(in.pkg->path(), ec).time_since_epoch().count();
+  return fmt::format("{}\n{}\n{}\n{}\n", fs::absolute(in.pkg->path()).string(), size, time, in.model->name);
+}
+
+}  // namespace
+
 Step<ModelDir> RunnerPhase::extract(Inspected& in, const fs::path& work, const Settings& s) {
   ModelDir model;
   try {
     std::vector<UncheckedCopy> unchecked;
-    model.dir = in.pkg->extract(work / "package", in.model, &unchecked);
+    const fs::path stamp = work / "extracted-from";
+    std::error_code ec;
+    const std::string made = fs::is_regular_file(stamp, ec) ? read_file(stamp, "extraction stamp") : "";
+    const std::string from = extraction_stamp(in);
+    if (!m_opt.shared_work.empty() && made.size() > from.size() && made.compare(0, from.size(), from) == 0) {
+      model.dir = made.substr(from.size());  // the folder the extraction gave the runner
+    } else {
+      fs::remove(stamp, ec);
+      model.dir = in.pkg->extract(work / "package", in.model, &unchecked);
+      if (!m_opt.shared_work.empty()) {
+        write_file_atomic(stamp, from + model.dir.string());
+      }
+    }
     if (!unchecked.empty()) {
       m_copies = std::async(std::launch::async, [path = in.pkg->path(), unchecked = std::move(unchecked)] {
         check_copies(path, unchecked);

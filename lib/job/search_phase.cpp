@@ -8,6 +8,7 @@
 #include "matrix/matrix.hpp"
 #include "process/process.hpp"
 #include "repro/replay.hpp"
+#include "search/mask_scan.hpp"
 #include "search/search.hpp"
 
 namespace aoti_bisect {
@@ -102,6 +103,40 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
     return searched.stop();
   }
   return answer(*searched);
+}
+
+Stop SearchPhase::masks(const MatrixPhase& matrix, Stop clean) {
+  if (!m_job.settings.check_masked || clean.verdict != Verdict::clean || clean.how != Stop::How::finish) {
+    return clean;
+  }
+  Recorder& rec = m_job.recorder;
+  const ChildResult& base = matrix.baseline();
+  BisectSetup setup{.pkg = *m_in.pkg,
+                    .model = *m_in.model,
+                    .wrapper = m_in.wrapper,
+                    .env = matrix.baseline_run().env,
+                    .variant = matrix.baseline_run().variant,
+                    .kind = OutcomeKind::nonfinite,
+                    .first_line = "",
+                    .deterministic = true,
+                    .baseline_seconds = base.status.seconds,
+                    .runner_torch_version = rec.report().environment.torch_version,
+                    .original = m_model,
+                    .batches = matrix.run_list()};
+  MaskScan scan = scan_for_masks(m_job, setup);
+  if (interrupt_requested()) {
+    return interrupted_during("while looking for masked NaN/Inf");
+  }
+  rec.masks(scan.scanned ? std::optional<std::vector<HealedSite>>(scan.masked) : std::nullopt, scan.note);
+  if (scan.masked.empty()) {
+    return clean;
+  }
+  rec.progress().note("masked: " + mask_sentence(scan.masked.front()));
+  clean.message += fmt::format("; but the outputs are clean only because of a mask: {}", mask_sentence(scan.masked.front()));
+  if (scan.masked.size() > 1) {
+    clean.message += fmt::format(" ({} sites make NaN/Inf no output holds)", scan.masked.size());
+  }
+  return clean;
 }
 
 }  // namespace aoti_bisect

@@ -42,6 +42,10 @@ class SearchPhase {
   // The search for the matrix's failure, or the first answer where the
   // matrix found the same failure steady where it was searched.
   Step<SearchAnswer> failure(const MatrixPhase& matrix, const BatchDimension& dim);
+  // A clean run under --check-masked: one probed run for NaN/Inf a later
+  // site cleans (search/mask_scan.hpp), recorded; the clean stop comes
+  // back with what it found in its reason, or the interrupt.
+  Stop masks(const MatrixPhase& matrix, Stop clean);
 
  private:
   // A refused exported program or an interrupt ends the job.

@@ -497,6 +497,11 @@ struct Report {
   std::optional<BatchDependence> batch_dependence;  // one sample in the batch against it alone
   std::string batch_dependence_note;                // why it was not compared
   std::string shrink_note;     // why it was not, or what the batch allows ("the package takes only batch 8: ...")
+  // --check-masked, after a clean run (search/mask_scan.hpp): the sites
+  // that make NaN/Inf no output holds (not by design); nullopt when not
+  // looked for; `masked_note` says why not, where it was asked for.
+  std::optional<std::vector<HealedSite>> masked;
+  std::string masked_note;
   std::string reference_path;  // display path, "" when none
   std::vector<RunRecord> runs;
   std::vector<BatchRecord> batches;      // a run over several batches; empty for one

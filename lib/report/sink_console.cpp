@@ -147,6 +147,13 @@ std::string report_to_console(const Report& r, bool color) {
       out += fmt::format("  passed over: {}\n", one_line(h.note));
     }
   }
+  if (r.masked) {
+    for (const auto& h : *r.masked) {
+      out += fmt::format("  masked:      {}\n", one_line(h.note));
+    }
+  } else if (!r.masked_note.empty()) {
+    out += fmt::format("  masked:      {}\n", one_line(r.masked_note));
+  }
   if (r.coredump) {
     out += fmt::format("  core dump:   {}\n", one_line(coredump_summary(*r.coredump)));
   }

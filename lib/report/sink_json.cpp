@@ -360,6 +360,8 @@ std::string report_to_json(const Report& r) {
   j["failure"] = failure_json(r.failure);
   j["culprit"] = culprit_json(r.culprit);
   j["bisection"] = bisection_json(r.bisection);
+  j["masked"] = masked_json(r.masked);
+  j["masked_note"] = text_or_null<Json>(r.masked_note);
   j["coredump"] = coredump_json(r.coredump);
   j["builds"] = builds_json(r.builds);
   j["phases"] = Json::array();

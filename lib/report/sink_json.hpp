@@ -30,5 +30,6 @@ Json stats_json(const TensorStats& s);
 Json culprit_json(const std::optional<Culprit>& c);
 Json passed_over_json(const std::vector<PassedOver>& items);
 Json bisection_json(const std::optional<Bisection>& b);
+Json masked_json(const std::optional<std::vector<HealedSite>>& masked);  // --check-masked; null when not looked
 
 }  // namespace aoti_bisect::report_json

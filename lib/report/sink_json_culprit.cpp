@@ -170,6 +170,10 @@ Json other_origins_json(const std::vector<OtherOrigin>& others) {
 
 }  // namespace
 
+Json masked_json(const std::optional<std::vector<HealedSite>>& masked) {
+  return masked ? healed_json(*masked) : Json(nullptr);
+}
+
 Json culprit_json(const std::optional<Culprit>& c) {
   if (!c) {
     return nullptr;

@@ -255,6 +255,13 @@ std::string inputs(const Report& r) {
   } else if (!r.shrink_note.empty()) {
     out += "**The trigger:** " + plain(r.shrink_note) + ".\n\n";
   }
+  if (r.masked) {
+    for (const auto& h : *r.masked) {
+      out += "**Masked:** " + plain(h.note) + ": the outputs are clean, the NaN/Inf are still made.\n\n";
+    }
+  } else if (!r.masked_note.empty()) {
+    out += "**Masked NaN/Inf:** " + plain(r.masked_note) + ".\n\n";
+  }
   if (r.batch_dependence) {
     out += std::string(r.batch_dependence->dependent ? "**Batch dependent:** " : "**In company:** ") +
            plain(r.batch_dependence->sentence) + ".\n\n";

@@ -203,6 +203,9 @@ std::string group_phrase(const std::string& group) {
   if (group == "batch") {
     return "to compare samples in company and alone";
   }
+  if (group == "masks") {
+    return "to look for masked NaN/Inf";
+  }
   return "of " + group;
 }
 

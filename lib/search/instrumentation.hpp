@@ -130,6 +130,11 @@ class RunTimeProbeSource : public InstrumentationSource {
   // The shared search: a trace run, the halving with probe plans, an
   // evidence run on the culprit (probed_search.hpp).
   BisectOutcome isolate(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis) final;
+  // The instrumented model alone, for one run that is no search (a mask
+  // scan: search/mask_scan.hpp), or why there is none.
+  std::variant<ProbedModel, std::string> model_for(JobContext& job, const BisectSetup& setup, Predicate predicate) {
+    return prepare(job, setup, predicate);
+  }
 
  protected:
   // The instrumented model, or one line saying why there is none.
