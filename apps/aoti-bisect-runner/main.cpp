@@ -82,6 +82,12 @@ int run_once(int argc, char** argv) {
     std::printf("%s\n", nlohmann::json{{"torch", v.torch}, {"hip", v.hip}, {"torch_dir", v.torch_dir}}.dump().c_str());
     return 0;
   }
+  if (argc == 3 && std::string(argv[1]) == ab::k_make_inputs_flag) {
+    return ts::make_inputs(argv[2]);
+  }
+  if (argc == 3 && std::string(argv[1]) == ab::k_compare_outputs_flag) {
+    return ts::compare_outputs(argv[2]);
+  }
   CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
   ts::RunnerOptions opt;
   define_options(app, opt);

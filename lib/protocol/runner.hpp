@@ -25,6 +25,12 @@ enum class RunnerExit : int {
 // "hip" naming the HIP runtime where the runner's LibTorch is a ROCm build,
 // "torch_dir" the folder holding its lib/ and include/. Exit 0.
 inline constexpr std::string_view k_runner_versions_flag = "--versions";
+// `aoti-bisect-runner --make-inputs REQUEST` and `--compare-outputs REQUEST`
+// (their only arguments): no model loaded; the answer is written where the
+// request says (protocol/input_cut.hpp). Exit 0, or 13 for a request that
+// cannot be read.
+inline constexpr std::string_view k_make_inputs_flag = "--make-inputs";
+inline constexpr std::string_view k_compare_outputs_flag = "--compare-outputs";
 
 // In the order a run writes them.
 enum class EventKind {

@@ -179,28 +179,49 @@ std::string save_plain(const c10::IValue& v) {
   return out;
 }
 
-// Cuts the batch inputs of `take` to its samples (`inputs` in flat order,
-// `in_file` in file order, `order` the binding between them); "" or why not.
-std::string take_samples(const SampleTake& take, std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& in_file,
-                         const std::vector<int>& order) {
-  at::Tensor rows = at::tensor(take.samples, at::TensorOptions().dtype(at::kLong));
-  for (int k : take.batch_inputs) {
-    if (k < 0 || static_cast<size_t>(k) >= inputs.size()) {
-      return "--batch-inputs names input " + std::to_string(k) + ", and the model takes " +
-             std::to_string(inputs.size());
-    }
-    at::Tensor& t = inputs[static_cast<size_t>(k)];
-    if (t.dim() < 1) {
-      return "input " + std::to_string(k) + " has no dimension 0 to take samples from";
-    }
-    for (int64_t s : take.samples) {
-      if (s < 0 || s >= t.size(0)) {
-        return "sample " + std::to_string(s) + " is outside input " + std::to_string(k) + "'s batch of " +
-               std::to_string(t.size(0));
+// Makes `cut` on the flat inputs (`inputs` in flat order, `in_file` in
+// file order, `order` the binding between them); "" or why not.
+std::string apply_cut(const InputCut& cut, std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& in_file,
+                      const std::vector<int>& order) {
+  auto input = [&](int k) -> at::Tensor* {
+    return k < 0 || static_cast<size_t>(k) >= inputs.size() ? nullptr : &inputs[static_cast<size_t>(k)];
+  };
+  auto absent = [&](int k) {
+    return "the cut names input " + std::to_string(k) + ", and the model takes " + std::to_string(inputs.size());
+  };
+  for (const auto& take : cut.takes) {
+    at::Tensor rows = at::tensor(take.rows, at::TensorOptions().dtype(at::kLong));
+    for (int k : take.inputs) {
+      at::Tensor* t = input(k);
+      if (t == nullptr) {
+        return absent(k);
       }
+      if (t->dim() <= take.dim) {
+        return "input " + std::to_string(k) + " has no dimension " + std::to_string(take.dim) + " to take rows from";
+      }
+      for (int64_t r : take.rows) {
+        if (r < 0 || r >= t->size(take.dim)) {
+          return "row " + std::to_string(r) + " is outside dimension " + std::to_string(take.dim) + " of input " +
+                 std::to_string(k) + " (" + std::to_string(t->size(take.dim)) + ")";
+        }
+      }
+      *t = t->index_select(take.dim, rows.to(t->device())).contiguous();
     }
-    t = t.index_select(0, rows.to(t.device())).contiguous();
-    in_file[static_cast<size_t>(order[static_cast<size_t>(k)])] = t;
+  }
+  for (const auto& fill : cut.fills) {
+    at::Tensor* t = input(fill.input);
+    if (t == nullptr) {
+      return absent(fill.input);
+    }
+    if (at::isFloatingType(t->scalar_type()) || at::isComplexType(t->scalar_type()) ||
+        t->scalar_type() == at::kBool) {
+      return "input " + std::to_string(fill.input) + " is " + dtype_name(t->scalar_type()) +
+             ": only integer inputs are filled";
+    }
+    *t = at::full_like(*t, fill.value).contiguous();
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    in_file[static_cast<size_t>(order[k])] = inputs[k];
   }
   return "";
 }
@@ -243,8 +264,8 @@ LoadedInputs Session::load_inputs(const fs::path& path, const ModelFacts& model,
   for (int i : loaded.binding.order) {
     m_impl->inputs.push_back(in_file[static_cast<size_t>(i)]);
   }
-  if (take != nullptr && !take->samples.empty()) {
-    std::string why = take_samples(*take, m_impl->inputs, in_file, loaded.binding.order);
+  if (take != nullptr && !take->cut.empty()) {
+    std::string why = apply_cut(take->cut, m_impl->inputs, in_file, loaded.binding.order);
     if (!why.empty()) {
       loaded.binding.error = why;
       return loaded;

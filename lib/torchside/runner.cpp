@@ -326,7 +326,11 @@ ab::ModelFacts without_input_checks(ab::ModelFacts facts, bool keep_strides) {
 // Loads and checks one inputs file; false when it does not fit (events say why).
 bool load_checked_inputs(const RunnerOptions& opt, const ab::ModelFacts& facts, const std::string& file,
                          ab::torchside::Session& session, ab::EventWriter& events) {
-  ab::torchside::SampleTake take{opt.samples, opt.batch_inputs, opt.save_inputs};
+  ab::torchside::SampleTake take;
+  if (!opt.samples.empty()) {
+    take.cut.takes.push_back({0, opt.batch_inputs, opt.samples});
+    take.save = opt.save_inputs;
+  }
   auto loaded = session.load_inputs(file, facts, opt.samples.empty() ? nullptr : &take);
   const nlohmann::json binding = {{"form", loaded.binding.form}, {"by_call_spec", loaded.binding.by_call_spec}};
   if (!loaded.binding.error.empty()) {

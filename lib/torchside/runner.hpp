@@ -52,6 +52,15 @@ int run_model(const RunnerOptions& opt, EventWriter& events);
 // requests of the model it holds. Never throws.
 bool preload_model(const RunnerOptions& opt, bool persistent);
 
+// The runner's utilities, each a process of its own that loads no model
+// (protocol/input_cut.hpp): --make-inputs REQUEST writes inputs files cut
+// from others (verify's neighbours); --compare-outputs REQUEST says how far
+// pairs of outputs files are apart. Each writes its answer where the request
+// says; the exit status is 0, or 13 (RunnerExit::internal) when the request
+// itself cannot be read.
+int make_inputs(const std::string& request);
+int compare_outputs(const std::string& request);
+
 // A fatal signal writes a `signal` event (and tells a persistent run's
 // stand-in) before the process dies of it.
 void install_fatal_signal_events();

@@ -17,6 +17,7 @@
 #include "inputs/call_spec.hpp"
 #include "package/facts.hpp"
 #include "protocol/events.hpp"
+#include "protocol/input_cut.hpp"
 #include "protocol/probe_plan.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
@@ -52,15 +53,14 @@ struct LoadedInputs {
   std::vector<std::string> notes;  // values read as something else (a BatchEncoding as its dict)
 };
 
-// Some samples of a batch (the runner's --samples, the driver's shrinking of
-// the trigger): the inputs whose dimension 0 is the batch (`batch_inputs`,
-// flat input indices) are cut to these rows, in this order (a row may
-// repeat: one sample run at the package's smallest batch); the others are
-// left whole. `save`: the inputs so cut, written in the file's own form (a
+// Inputs cut before the run (protocol/input_cut.hpp): some samples of a
+// batch (the runner's --samples, the driver's shrinking of the trigger),
+// rows of any dimension across the inputs that share it, integer inputs
+// filled with one value (verify's neighbours); the other inputs are left
+// whole. `save`: the inputs so cut, written in the file's own form (a
 // tuple, a dict of keyword arguments) by torch's pickle_save.
 struct SampleTake {
-  std::vector<int64_t> samples;
-  std::vector<int> batch_inputs;
+  InputCut cut;
   std::filesystem::path save;
 };
 
@@ -79,8 +79,9 @@ class Session {
   // in binding.error (and no infos). Throws Error(cannot_test) when the file
   // is not torch.save's format or holds values other than tensors where the
   // model takes tensors.
-  // With `take`, the samples it names are taken first (a sample outside the
-  // batch, or an input without a dimension 0, is binding.error).
+  // With `take`, its cut is made first (a row outside its dimension, an
+  // input without that dimension or a fill of a non-integer input is
+  // binding.error).
   LoadedInputs load_inputs(const std::filesystem::path& path, const ModelFacts& model,
                            const SampleTake* take = nullptr);
 
