@@ -547,6 +547,12 @@ import shrink_examples  # noqa: E402  (free of torch at import time, as this cat
 
 EXAMPLES.update(shrink_examples.EXAMPLES)
 
+# Eight more, in examples/verify_examples.py: failing packages and candidate fixes of the same model, for
+# `aoti-bisect verify` (each fix's NAME.json names the example it fixes in "fix_of").
+import verify_examples  # noqa: E402  (free of torch at import time, as this catalogue)
+
+EXAMPLES.update(verify_examples.EXAMPLES)
+
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout", "nondeterministic")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
 
@@ -1443,6 +1449,7 @@ BUILDERS = {
 BUILDERS.update(handoff.BUILDERS)
 BUILDERS.update(evidence_examples.BUILDERS)
 BUILDERS.update(shrink_examples.BUILDERS)
+BUILDERS.update(verify_examples.BUILDERS)
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 SEED = 20240531
@@ -1713,6 +1720,10 @@ def build_one(name, out_dir):
             dynamic = tuple({0: batch} for _ in inputs)
             if kwargs and not inputs:  # a model exported with keywords only
                 dynamic = {k: {0: batch} for k in kwargs}
+        if spec.get("dynamic_seq"):
+            # A sequence length: dimension 1 of the first input, dynamic in (min, max).
+            lo, hi = spec["dynamic_seq"]
+            dynamic = ({1: torch.export.Dim("seq", min=lo, max=hi)},) + tuple(None for _ in inputs[1:])
         with torch.no_grad():
             ep = torch.export.export(model, inputs, kwargs or None, dynamic_shapes=dynamic)
         torch.export.save(ep, stage.path(files["exported_program"]))
@@ -1886,6 +1897,8 @@ def build_one(name, out_dir):
             "seed": SEED,
             "torch_version": torch.__version__,
             "python_version": platform.python_version(),
+            "fix_of": spec.get("fix_of"),
+            "truth_fix": spec.get("truth_fix"),
             "compile_seconds": round(compile_s, 2),
             "build_seconds": round(time.monotonic() - t0, 2),
             **extra_meta,

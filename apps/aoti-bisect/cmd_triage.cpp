@@ -16,6 +16,7 @@
 #include "triage/merge.hpp"
 #include "triage/shard.hpp"
 #include "triage/triage.hpp"
+#include "verify/verify.hpp"
 
 namespace aoti_bisect::cli {
 namespace fs = std::filesystem;
@@ -113,6 +114,64 @@ void print_groups_and_counts(const Summary& s) {
   std::printf("%zu case%s: %s%s\n", s.cases.size(), s.cases.size() == 1 ? "" : "s",
               counts.empty() ? "none in this shard" : counts.c_str(),
               s.interrupted ? " (interrupted: the summary is partial)" : "");
+}
+
+// A triage summary.json (its groups' signatures), not a run's report.json.
+bool is_triage_summary(const std::string& path) {
+  if (path.empty()) {
+    return false;
+  }
+  try {
+    nlohmann::json doc = nlohmann::json::parse(read_file(path, "--baseline"));
+    return doc.is_object() && doc.contains("groups") && doc.contains("cases");
+  } catch (const std::exception&) {
+    return false;  // verify's own reading says what is wrong with it
+  }
+}
+
+// `verify PACKAGE --baseline OUT/report.json` (or --inputs): the cases and
+// their neighbours in this process (verify/verify.hpp).
+template <class Opts>
+int verify_neighbours(const Opts& o) {
+  if (!o.signatures.empty() && o.common.baseline.empty() && o.inputs.empty()) {
+    throw Error(ErrorKind::usage, "--signature needs the failing inputs: give --baseline OUT/report.json or --inputs");
+  }
+  VerifyOptions v;
+  v.fixed = o.package;
+  v.baseline = o.common.baseline;
+  v.inputs = o.inputs;
+  v.out_dir = o.common.out;
+  v.run.model = o.model;
+  v.run.config = o.config;
+  v.run.exported_program = o.exported_program;
+  v.run.against_eager = o.against_eager;
+  v.run.load_libraries.assign(o.libraries.begin(), o.libraries.end());
+  v.run.cache_dir = o.common.cache_dir;
+  v.run.python = o.common.python;
+  v.run.atol = o.atol;
+  v.run.rtol = o.rtol;
+  v.run.junit = false;
+  if (o.common.case_timeout > 0) {
+    v.run.timeout_s = o.common.case_timeout;
+  }
+  v.signatures = o.signatures;
+  VerifySummary s = run_verify(v, print_progress);
+  for (const auto& c : s.cases) {
+    std::printf("%-15s %-16s %s\n", c.status.c_str(), c.name.c_str(),
+                redact_paths(c.why.empty() ? c.what : c.why).c_str());
+  }
+  const std::string first = first_failing_sentence(s);
+  if (!first.empty()) {
+    std::printf("first failing case: %s\n", redact_paths(first).c_str());
+  }
+  for (const auto& n : s.notes) {
+    std::printf("note: %s\n", redact_paths(n).c_str());
+  }
+  print_outputs(o.common.out);
+  if (!s.cases.empty() && s.cases[0].status == "could_not_test") {
+    std::fprintf(stderr, "aoti-bisect: error: %s\n", redact_paths(s.cases[0].error).c_str());
+  }
+  return s.exit_code;
 }
 
 }  // namespace
@@ -221,17 +280,27 @@ Action add_verify_command(CLI::App& app) {
     std::string package, manifest, exported_program, config, model;
     std::vector<std::string> inputs, references, signatures, libraries;
     bool against_eager = false;
+    bool no_neighbours = false;
+    std::optional<double> atol, rtol;
   };
   auto o = std::make_shared<Opts>();
   o->common.out = "aoti-bisect-verify";
   CLI::App* cmd = app.add_subcommand(
       "verify",
-      "Check a fix: run the package on the failing inputs and on neighbouring input sets under the same "
-      "flag matrix; say per input whether an earlier failure still reproduces (exit 0 only when none "
-      "fails)");
+      "Check a fix: run the fixed package on the failing run's inputs (--baseline OUT/report.json) and on "
+      "neighbours made from them (the batch of one, one sample fewer, the compiled minimum and maximum of every "
+      "dynamic size, the boundary values of checked indices), beside the failing package; say per case whether "
+      "the failure still reproduces, is masked, or the outputs' count changed (exit 0 only when every case is "
+      "clean)");
   cmd->add_option("package", o->package, "the fixed .pt2 package (or give --manifest)");
-  cmd->add_option("--inputs", o->inputs, "an inputs file (repeatable): the failing one and its neighbours")
+  cmd->add_option("--inputs", o->inputs,
+                  "an inputs file (repeatable): instead of the baseline's; the neighbours are made from the first")
       ->allow_extra_args(false);
+  cmd->add_flag("--no-neighbours", o->no_neighbours,
+                "only the --inputs as given, each one `aoti-bisect run` under the flag matrix (no neighbours, no "
+                "comparison with the failing package)");
+  cmd->add_option("--atol", o->atol, "absolute tolerance when the outputs are compared with the failing package's");
+  cmd->add_option("--rtol", o->rtol, "relative tolerance when the outputs are compared with the failing package's");
   cmd->add_option("--reference", o->references,
                   "expected outputs: one for every --inputs, in the same order (repeatable)")
       ->allow_extra_args(false);
@@ -249,7 +318,11 @@ Action add_verify_command(CLI::App& app) {
   add_common(cmd, o->common);
   return [o]() {
     if (o->manifest.empty() == o->package.empty()) {
-      throw Error(ErrorKind::usage, "verify needs a PACKAGE with --inputs, or --manifest FILE (not both)");
+      throw Error(ErrorKind::usage,
+                  "verify needs a PACKAGE with --baseline OUT/report.json or --inputs, or --manifest FILE (not both)");
+    }
+    if (!o->package.empty() && !o->no_neighbours && o->references.empty() && !is_triage_summary(o->common.baseline)) {
+      return verify_neighbours(*o);
     }
     TriageOptions opt = options_of(o->common, "verify");
     if (!o->manifest.empty()) {
@@ -264,7 +337,7 @@ Action add_verify_command(CLI::App& app) {
       opt.manifest_sha256 = sha256_file(o->manifest);
     } else {
       if (o->inputs.empty()) {
-        throw Error(ErrorKind::usage, "verify PACKAGE needs --inputs (the failing inputs and their neighbours)");
+        throw Error(ErrorKind::usage, "verify PACKAGE --no-neighbours needs --inputs (the failing inputs)");
       }
       if (!o->references.empty() && o->references.size() != o->inputs.size()) {
         throw Error(ErrorKind::usage,

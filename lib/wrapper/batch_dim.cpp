@@ -121,4 +121,41 @@ BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wr
   return out;
 }
 
+std::vector<DynamicDimension> dynamic_dimensions(const WrapperInfo& wrapper, const std::string& wrapper_source) {
+  std::map<std::pair<std::string, int>, std::string> symbol_of;  // (input name, dim) -> symbol
+  for (const Declared& d : size_symbols(wrapper_source)) {
+    symbol_of.emplace(std::make_pair(d.input, d.dim), d.symbol);
+  }
+  std::vector<DynamicDimension> out;
+  std::map<std::string, size_t> slot;  // symbol -> index in out
+  for (size_t i = 0; i < wrapper.inputs.size(); ++i) {
+    const InputSpec& in = wrapper.inputs[i];
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      if (in.shape[d]) {
+        continue;
+      }
+      auto sym = symbol_of.find({in.name, static_cast<int>(d)});
+      const std::string symbol = sym == symbol_of.end() ? "" : sym->second;
+      size_t k = out.size();
+      if (!symbol.empty() && slot.count(symbol)) {
+        k = slot[symbol];
+      } else {
+        out.push_back({symbol, {}, std::nullopt, std::nullopt});
+        if (!symbol.empty()) {
+          slot[symbol] = k;
+        }
+      }
+      DynamicDimension& dim = out[k];
+      dim.members.emplace_back(static_cast<int>(i), static_cast<int>(d));
+      if (d < in.dim_min.size() && in.dim_min[d] && (!dim.min || *in.dim_min[d] > *dim.min)) {
+        dim.min = in.dim_min[d];
+      }
+      if (d < in.dim_max.size() && in.dim_max[d] && (!dim.max || *in.dim_max[d] < *dim.max)) {
+        dim.max = in.dim_max[d];
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace aoti_bisect

@@ -35,4 +35,16 @@ struct BatchDimension {
 // text (the symbol declarations).
 BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wrapper_source);
 
+// Every dynamic size of the inputs: the (input, dimension) pairs run_impl
+// reads into one symbol are one size (a sequence length shared by the ids,
+// their mask and positions); a dynamic dimension no symbol names is a size
+// of its own. The compiled range where the checks bound it. In the order of
+// the inputs and dimensions.
+struct DynamicDimension {
+  std::string symbol;                        // "s1"; "" where run_impl declares none
+  std::vector<std::pair<int, int>> members;  // (flat input index, dimension)
+  std::optional<int64_t> min, max;
+};
+std::vector<DynamicDimension> dynamic_dimensions(const WrapperInfo& wrapper, const std::string& wrapper_source);
+
 }  // namespace aoti_bisect

@@ -363,7 +363,7 @@ TEST_CASE("verify: 0 on a healthy package over neighbouring inputs, 1 when an ea
   fs::copy_file(example("healthy.inputs.pt"), dir / "failing.pt");
   fs::copy_file(example("healthy.inputs.pt"), dir / "neighbour.pt");
   auto r = run_tool({"verify", s(example("healthy.pt2")), "--inputs", s(dir / "failing.pt"), "--inputs",
-                     s(dir / "neighbour.pt"), "--out", s(dir / "ok")},
+                     s(dir / "neighbour.pt"), "--no-neighbours", "--out", s(dir / "ok")},
                     "");
   CHECK_MESSAGE(r.code() == 0, r.err);
   Json sum = read_json(dir / "ok" / "summary.json");
