@@ -145,6 +145,12 @@ int verify_neighbours(const Opts& o) {
   v.run.config = o.config;
   v.run.exported_program = o.exported_program;
   v.run.against_eager = o.against_eager;
+  if (!o.references.empty()) {
+    if (o.against_eager) {
+      throw Error(ErrorKind::usage, "give --reference or --against-eager, not both");
+    }
+    v.run.reference = o.references.front();
+  }
   v.run.load_libraries.assign(o.libraries.begin(), o.libraries.end());
   v.run.cache_dir = o.common.cache_dir;
   v.run.python = o.common.python;
@@ -302,7 +308,9 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_option("--atol", o->atol, "absolute tolerance when the outputs are compared with the failing package's");
   cmd->add_option("--rtol", o->rtol, "relative tolerance when the outputs are compared with the failing package's");
   cmd->add_option("--reference", o->references,
-                  "expected outputs: one for every --inputs, in the same order (repeatable)")
+                  "expected outputs of the failing inputs (default: the baseline run's), cut with the batch for the "
+                  "neighbours where every output has it as dimension 0; with --no-neighbours one for every --inputs, "
+                  "in the same order (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--against-eager", o->against_eager, "compare with the exported program run eagerly");
   cmd->add_option("--exported-program", o->exported_program, "the model's exported program");
@@ -321,7 +329,10 @@ Action add_verify_command(CLI::App& app) {
       throw Error(ErrorKind::usage,
                   "verify needs a PACKAGE with --baseline OUT/report.json or --inputs, or --manifest FILE (not both)");
     }
-    if (!o->package.empty() && !o->no_neighbours && o->references.empty() && !is_triage_summary(o->common.baseline)) {
+    // One --reference goes with the original inputs, and is cut with the
+    // batch for the neighbours; one per --inputs is the earlier form.
+    const bool one_reference = o->references.empty() || (o->references.size() == 1 && o->inputs.size() <= 1);
+    if (!o->package.empty() && !o->no_neighbours && one_reference && !is_triage_summary(o->common.baseline)) {
       return verify_neighbours(*o);
     }
     TriageOptions opt = options_of(o->common, "verify");

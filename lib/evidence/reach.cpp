@@ -374,7 +374,9 @@ void ReachWalk::note_healed(Reach& r, const std::set<int>& reached) const {
     h.tensor = made.tensor;
     h.nan_count = made.nan;
     h.inf_count = made.inf;
-    h.by_design = m_design.count(site) > 0;
+    // An infinity literal makes Inf by design, never NaN (a fully masked row's
+    // softmax: -inf - -inf).
+    h.by_design = m_design.count(site) > 0 && made.nan == 0;
     std::string what = made.nan && made.inf ? fmt::format("{} NaN and {} Inf", made.nan, made.inf)
                        : made.nan           ? fmt::format("{} NaN", made.nan)
                                             : fmt::format("{} Inf", made.inf);

@@ -22,9 +22,6 @@ std::string why_not(const MatrixPhase& matrix, const Failure& f) {
   if (matrix.run_list().size() > 1) {
     return "not shrunk: the failure comes from a run over several batches";
   }
-  if (f.kind == OutcomeKind::mismatch) {
-    return "not shrunk: a mismatch is judged against the reference of the whole batch";
-  }
   if (f.kind == OutcomeKind::timeout) {
     return "not shrunk: every run of a set of samples that hangs would take the whole time limit";
   }
@@ -35,6 +32,31 @@ std::string why_not(const MatrixPhase& matrix, const Failure& f) {
         f.reproduced, f.runs);
   }
   return "";
+}
+
+// A mismatch is judged against the reference: a set of samples is judged
+// against the reference's rows of those samples (the runner cuts it with
+// the inputs), which only holds where every output has the batch as its
+// dimension 0. "" when it does.
+std::string reference_not_cut(const MatrixPhase& matrix, int64_t batch) {
+  if (matrix.failure().kind != OutcomeKind::mismatch) {
+    return "";
+  }
+  const auto& outputs = matrix.baseline().cls.outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& shape = outputs[i].shape;
+    if (shape.empty() || shape[0] != batch) {
+      std::vector<std::string> dims;
+      for (int64_t n : shape) {
+        dims.push_back(std::to_string(n));
+      }
+      return fmt::format(
+          "not shrunk: a mismatch is judged against the reference, and output {} (shape [{}]) has no dimension 0 of "
+          "the batch's {} samples to cut it with",
+          i, join(dims, ", "), batch);
+    }
+  }
+  return outputs.empty() ? "not shrunk: the baseline run shows no outputs to cut the reference with" : "";
 }
 
 BatchRun as_batch_run(const ChildResult& r) {
@@ -108,6 +130,10 @@ std::optional<int64_t> shrinkable_batch(Recorder& rec, const MatrixPhase& matrix
   }
   if (batch <= 1) {
     rec.shrink_note("not shrunk: the batch holds one sample");
+    return std::nullopt;
+  }
+  if (std::string why = reference_not_cut(matrix, batch); !why.empty()) {
+    rec.shrink_note(why);
     return std::nullopt;
   }
   return batch;
@@ -241,6 +267,15 @@ void keep_failing_set(const Settings& s, OutcomeKind kind, const std::map<std::v
       m.file = display_path(dest);
     }
   }
+  // A mismatch's set is judged against the reference's rows of its samples,
+  // which the runner saved beside them.
+  const fs::path reference = s.out_dir / "runs" / failing.id / "reference.pt";
+  if (!m.file.empty() && kind == OutcomeKind::mismatch && fs::is_regular_file(reference, ec)) {
+    fs::copy_file(reference, dest.parent_path() / "minimal.reference.pt", fs::copy_options::overwrite_existing, ec);
+    if (!ec) {
+      m.reference = display_path(dest.parent_path() / "minimal.reference.pt");
+    }
+  }
 }
 
 }  // namespace
@@ -298,6 +333,9 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
     Settings with_minimal = s;
     with_minimal.inputs = s.out_dir / "repro" / "minimal.inputs.pt";
     with_minimal.sample_inputs = false;
+    if (!m.reference.empty() && !s.against_eager) {
+      with_minimal.reference = s.out_dir / "repro" / "minimal.reference.pt";
+    }
     reproduce = reproduce_command(with_minimal, matrix.chosen_env(), {});
   }
   rec.minimal_inputs(std::move(m), reproduce);

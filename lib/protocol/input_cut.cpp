@@ -30,7 +30,12 @@ InputCut input_cut_from_json(const nlohmann::json& j) {
 nlohmann::json to_json(const MakeInputsRequest& r) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases) {
-    cases.push_back({{"name", c.name}, {"base", c.base.string()}, {"out", c.out.string()}, {"cut", to_json(c.cut)}});
+    cases.push_back({{"name", c.name},
+                     {"base", c.base.string()},
+                     {"out", c.out.string()},
+                     {"cut", to_json(c.cut)},
+                     {"reference", c.reference.string()},
+                     {"reference_out", c.reference_out.string()}});
   }
   return {{"model_facts", r.model_facts.string()}, {"cases", cases}, {"result", r.result.string()}};
 }
@@ -41,7 +46,8 @@ MakeInputsRequest make_inputs_request_from_json(const nlohmann::json& j) {
   r.result = j.at("result").get<std::string>();
   for (const auto& c : j.at("cases")) {
     r.cases.push_back({c.at("name").get<std::string>(), c.at("base").get<std::string>(),
-                       c.at("out").get<std::string>(), input_cut_from_json(c.at("cut"))});
+                       c.at("out").get<std::string>(), input_cut_from_json(c.at("cut")),
+                       c.value("reference", ""), c.value("reference_out", "")});
   }
   return r;
 }
@@ -49,7 +55,11 @@ MakeInputsRequest make_inputs_request_from_json(const nlohmann::json& j) {
 nlohmann::json to_json(const std::vector<MadeInputs>& made) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : made) {
-    out.push_back({{"name", m.name}, {"shapes", m.shapes}, {"error", m.error}});
+    out.push_back({{"name", m.name},
+                   {"shapes", m.shapes},
+                   {"error", m.error},
+                   {"reference_made", m.reference_made},
+                   {"reference_note", m.reference_note}});
   }
   return {{"cases", out}};
 }
@@ -58,7 +68,7 @@ std::vector<MadeInputs> made_inputs_from_json(const nlohmann::json& j) {
   std::vector<MadeInputs> out;
   for (const auto& c : j.at("cases")) {
     out.push_back({c.at("name").get<std::string>(), c.at("shapes").get<std::vector<std::vector<int64_t>>>(),
-                   c.value("error", "")});
+                   c.value("error", ""), c.value("reference_made", false), c.value("reference_note", "")});
   }
   return out;
 }

@@ -39,6 +39,11 @@ struct MakeInputsRequest {
     std::filesystem::path base;
     std::filesystem::path out;
     InputCut cut;
+    // The base's reference outputs, cut with it where the cut takes rows of
+    // the batch alone and every output has the batch as dimension 0; empty:
+    // none.
+    std::filesystem::path reference;
+    std::filesystem::path reference_out;
   };
   std::filesystem::path model_facts;  // the binding of a file to the flat inputs
   std::vector<Case> cases;
@@ -50,6 +55,8 @@ struct MadeInputs {
   std::string name;
   std::vector<std::vector<int64_t>> shapes;
   std::string error;
+  bool reference_made = false;
+  std::string reference_note;  // why the reference was not cut
 };
 
 nlohmann::json to_json(const InputCut& cut);

@@ -428,6 +428,7 @@ struct MinimalInputs {
   int runs = 0;
   std::string how;                 // "halves, then the one sample left", "delta debugging"
   std::string file;                // display path of OUT/repro/minimal.inputs.pt; "" when not written
+  std::string reference;           // a mismatch: OUT/repro/minimal.reference.pt, the reference's rows of them
   std::string sentence;            // "sample 4 of 16 fails alone"
   std::vector<std::string> facts;  // what sets them apart from the samples that passed
 };

@@ -96,6 +96,7 @@ Json minimal_json(const std::optional<MinimalInputs>& m) {
               {"runs", m->runs},
               {"how", m->how},
               {"file", text_or_null<Json>(m->file)},
+              {"reference", text_or_null<Json>(m->reference)},
               {"sentence", m->sentence},
               {"facts", m->facts}};
 }

@@ -276,7 +276,11 @@ void emit_results(const RunnerOptions& opt, const ab::ModelFacts& facts, ab::tor
     if (!opt.tolerances.empty()) {
       tolerances = ab::tolerance_table_from_json(nlohmann::json::parse(opt.tolerances, nullptr, false));
     }
-    events.emit(ab::EventKind::comparison, ab::to_json(session.compare(opt.reference, tolerances)));
+    events.emit(ab::EventKind::comparison, ab::to_json(session.compare(opt.reference, tolerances, opt.samples)));
+    if (!opt.samples.empty() && !opt.save_inputs.empty()) {
+      ab::torchside::save_reference_rows(opt.reference, opt.samples,
+                                         std::filesystem::path(opt.save_inputs).parent_path() / "reference.pt");
+    }
   }
 }
 

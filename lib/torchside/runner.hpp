@@ -61,6 +61,11 @@ bool preload_model(const RunnerOptions& opt, bool persistent);
 int make_inputs(const std::string& request);
 int compare_outputs(const std::string& request);
 
+// The reference's rows of a set of samples (dimension 0 of each tensor that
+// has one), saved beside the set's inputs: a shrunk mismatch's reference.
+void save_reference_rows(const std::filesystem::path& reference, const std::vector<int64_t>& rows,
+                         const std::filesystem::path& dest);
+
 // A fatal signal writes a `signal` event (and tells a persistent run's
 // stand-in) before the process dies of it.
 void install_fatal_signal_events();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <link.h>
 
 #include <fstream>
@@ -308,8 +309,17 @@ void Session::save_outputs(const fs::path& path) const {
   write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
-Comparison Session::compare(const fs::path& reference, const ToleranceTable& tolerances) const {
+Comparison Session::compare(const fs::path& reference, const ToleranceTable& tolerances,
+                            const std::vector<int64_t>& rows) const {
   std::vector<at::Tensor> ref = load_tensors(reference, "reference file");
+  if (!rows.empty()) {
+    const at::Tensor index = at::tensor(rows, at::kLong);
+    for (auto& t : ref) {
+      if (t.dim() >= 1 && t.size(0) > *std::max_element(rows.begin(), rows.end())) {
+        t = t.index_select(0, index.to(t.device()));
+      }
+    }
+  }
   const auto& out = m_impl->outputs;
   if (ref.size() != out.size()) {
     throw Error(ErrorKind::cannot_test, "reference file '" + reference.string() + "' holds " +

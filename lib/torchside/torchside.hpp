@@ -119,7 +119,11 @@ class Session {
   // when the reference cannot be read or its structure (count, shapes)
   // differs from the outputs.
   // Each output is judged with its dtype's tolerance (config.hpp Tolerance).
-  Comparison compare(const std::filesystem::path& reference, const ToleranceTable& tolerances) const;
+  // `rows`: the run took these rows of the batch (--samples); the
+  // reference's tensors are cut along dimension 0 with them (the driver
+  // shrinks a mismatch only where every output has the batch there).
+  Comparison compare(const std::filesystem::path& reference, const ToleranceTable& tolerances,
+                     const std::vector<int64_t>& rows = {}) const;
 
   // The persistent runner (docs/runner.md): the model's buffers (constants
   // of kind buffer, by original name: ModelFacts::buffers) copied as

@@ -38,6 +38,31 @@ int serve_request(const char* flag, const std::string& path, F body) {
   }
 }
 
+// The reference cut as the inputs were: only rows of the batch (one take
+// of dimension 0), and only where every output has the batch there.
+void cut_reference(const MakeInputsRequest::Case& c, MadeInputs& made) {
+  if (c.cut.empty() || c.cut.takes.size() != 1 || c.cut.takes[0].dim != 0 || !c.cut.fills.empty() ||
+      c.cut.takes[0].inputs.empty()) {
+    made.reference_note = c.cut.empty() ? "" : "the reference cannot follow a cut that is not of the batch's rows";
+    if (c.cut.empty()) {
+      fs::copy_file(c.reference, c.reference_out, fs::copy_options::overwrite_existing);
+      made.reference_made = true;
+    }
+    return;
+  }
+  const auto& rows = c.cut.takes[0].rows;
+  const int64_t batch = *std::max_element(rows.begin(), rows.end()) + 1;
+  std::vector<at::Tensor> ref = load_tensors(c.reference, "reference file");
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (ref[i].dim() < 1 || ref[i].size(0) < batch) {
+      made.reference_note = "the reference's output " + std::to_string(i) + " has no dimension 0 of the batch";
+      return;
+    }
+  }
+  save_reference_rows(c.reference, rows, c.reference_out);
+  made.reference_made = true;
+}
+
 MadeInputs make_one(const MakeInputsRequest::Case& c, const ModelFacts& facts) {
   MadeInputs made;
   made.name = c.name;
@@ -54,6 +79,9 @@ MadeInputs make_one(const MakeInputsRequest::Case& c, const ModelFacts& facts) {
     }
     for (const auto& info : loaded.infos) {
       made.shapes.push_back(info.shape);
+    }
+    if (!c.reference.empty()) {
+      cut_reference(c, made);
     }
   } catch (const std::exception& e) {
     std::string msg = e.what();
@@ -105,6 +133,17 @@ OutputsApart compare_pair(const CompareOutputsRequest::Pair& p, const ToleranceT
 }
 
 }  // namespace
+
+void save_reference_rows(const fs::path& reference, const std::vector<int64_t>& rows, const fs::path& dest) {
+  std::vector<at::Tensor> ref = load_tensors(reference, "reference file");
+  const at::Tensor index = at::tensor(rows, at::kLong);
+  std::vector<c10::IValue> items;
+  for (auto& t : ref) {
+    items.emplace_back(t.dim() >= 1 ? t.index_select(0, index.to(t.device())).cpu() : t.cpu());
+  }
+  std::vector<char> bytes = torch::jit::pickle_save(c10::ivalue::Tuple::create(std::move(items)));
+  write_file_atomic(dest, std::string(bytes.begin(), bytes.end()));
+}
 
 int make_inputs(const std::string& request) {
   return serve_request("--make-inputs", request, [](const nlohmann::json& j) {

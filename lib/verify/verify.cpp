@@ -44,6 +44,8 @@ struct Baseline {
   std::vector<fs::path> inputs;  // every file, in order
   fs::path failing_batch;        // the one the neighbours are cut from: the failing batch, else the first
   fs::path minimal;              // repro/minimal.inputs.pt beside it; empty when none
+  fs::path reference;            // the run's --reference, where it is still there
+  fs::path minimal_reference;    // repro/minimal.reference.pt: a shrunk mismatch's
   std::vector<int64_t> samples;  // its samples, from 1
   fs::path failing_package;      // empty when it cannot be found as it was
   std::string failing_note;      // why not
@@ -153,6 +155,13 @@ Baseline read_baseline(const fs::path& path, bool want_inputs) {
       b.samples.push_back(s.get<int64_t>());
     }
   }
+  if (want_inputs && !report_text(doc, "reference").empty() &&
+      fs::is_regular_file(from_display(report_text(doc, "reference")), ec)) {
+    b.reference = from_display(report_text(doc, "reference"));
+    if (!b.minimal.empty() && fs::is_regular_file(path.parent_path() / "repro" / "minimal.reference.pt", ec)) {
+      b.minimal_reference = path.parent_path() / "repro" / "minimal.reference.pt";
+    }
+  }
   const fs::path pkg = from_display(report_text(doc["package"], "path"));
   const std::string sha = report_text(doc["package"], "sha256");
   if (pkg.empty() || !fs::is_regular_file(pkg, ec)) {
@@ -239,6 +248,10 @@ class Verify {
   std::vector<Neighbour> m_plan;
   std::map<std::string, Report> m_before;  // the failing package, by case
   std::map<std::string, fs::path> m_inputs_of;  // each case's inputs file but the original's
+  // Each case's reference outputs, where there is one: the original's, and
+  // a neighbour's cut with it (the batch's rows only).
+  std::map<std::string, fs::path> m_reference_of;
+  bool m_reference_cuts = false;  // every output of the original has the batch as dimension 0
 
   // The case's batch, where the package has a dynamic one it was read from
   // (0 otherwise): whether dropped rows are samples.
@@ -253,9 +266,11 @@ class Verify {
 
   fs::path case_dir(const std::string& name) const { return m_o.out_dir / "cases" / name; }
 
-  RunOptions job_options(const fs::path& package, const std::vector<std::string>& inputs, const fs::path& out,
-                         const fs::path& work) const {
+  RunOptions job_options(const std::string& name, const fs::path& package, const std::vector<std::string>& inputs,
+                         const fs::path& out, const fs::path& work) const {
     RunOptions r = m_o.run;
+    auto ref = m_reference_of.find(name);
+    r.reference = ref == m_reference_of.end() ? fs::path() : ref->second;
     r.package = package;
     r.inputs_given = inputs;
     r.out_dir = out;
@@ -301,6 +316,9 @@ void Verify::prepare() {
   if (!m_o.inputs.empty()) {
     m_base.failing_batch = m_base.inputs.front();
   }
+  if (!m_o.run.reference.empty() || !m_base.reference.empty()) {
+    m_reference_of["original"] = m_o.run.reference.empty() ? m_base.reference : m_o.run.reference;
+  }
   for (const auto& sig : m_o.signatures) {
     m_sum.baseline_signatures.push_back(sig);
     m_sum.earlier.push_back({sig, "", std::nullopt});
@@ -333,20 +351,38 @@ bool Verify::run_original(VerifyCase& c) {
   m_progress(fmt::format("original: the fixed package on {} under the flag matrix", display_path(m_base.inputs[0])));
   if (!m_base.failing_package.empty()) {
     SilentJob quiet;
-    RunOptions r = job_options(m_base.failing_package, inputs, case_dir("original") / "before",
+    RunOptions r = job_options("original", m_base.failing_package, inputs, case_dir("original") / "before",
                                m_o.out_dir / ".work-failing");
     r.no_matrix = r.no_bisect = true;
     m_before["original"] = run_job(r, quiet).report;
   }
   SilentJob quiet;
-  RunOptions r = job_options(m_o.fixed, inputs, case_dir("original"), m_o.out_dir / ".work-fixed");
+  RunOptions r = job_options("original", m_o.fixed, inputs, case_dir("original"), m_o.out_dir / ".work-fixed");
   r.check_masked = true;
   JobResult res = run_job(r, quiet);
   m_runner = res.runner;
   m_facts = res.model_facts;
+  if (!res.report.batches.empty() && !fs::is_regular_file(m_base.failing_batch)) {
+    // A folder or glob of batches: the neighbours are cut from the batch
+    // that failed before the fix, else the first.
+    auto before = m_before.find("original");
+    const Report& r = before != m_before.end() && before->second.failure && before->second.failure->batch
+                          ? before->second
+                          : res.report;
+    m_base.failing_batch = from_display(r.failure && r.failure->batch ? r.failure->batch->file
+                                                                      : res.report.batches.front().file);
+  }
   for (const auto& t : res.report.inputs) {
     c.input_shapes.push_back(t.shape);
     m_nf.shapes.push_back(t.shape);
+  }
+  // A reference follows a neighbour's cut of the batch only where every
+  // output has the batch as its dimension 0.
+  const int64_t rows = batch_rows(c);
+  m_reference_cuts = m_reference_of.count("original") > 0 && rows > 0 && !res.report.runs.empty() &&
+                     !res.report.runs.front().outputs.empty();
+  for (const auto& o : res.report.runs.empty() ? std::vector<TensorStats>{} : res.report.runs.front().outputs) {
+    m_reference_cuts = m_reference_cuts && !o.shape.empty() && o.shape[0] == rows;
   }
   c.exit_code = static_cast<int>(res.exit);
   c.seconds = res.report.total_seconds;
@@ -407,8 +443,16 @@ void Verify::make_inputs() {
     const Neighbour& n = m_plan[k];
     std::error_code ec;
     fs::create_directories(case_dir(n.name), ec);
-    req.cases.push_back({n.name, fs::absolute(n.base == Neighbour::Base::minimal ? m_base.minimal : base),
-                         fs::absolute(case_dir(n.name) / "inputs.pt"), n.cut});
+    MakeInputsRequest::Case one{n.name, fs::absolute(n.base == Neighbour::Base::minimal ? m_base.minimal : base),
+                                fs::absolute(case_dir(n.name) / "inputs.pt"), n.cut, {}, {}};
+    const fs::path ref = n.base == Neighbour::Base::minimal ? m_base.minimal_reference
+                         : m_reference_cuts                 ? m_reference_of["original"]
+                                                            : fs::path();
+    if (!ref.empty()) {
+      one.reference = fs::absolute(ref);
+      one.reference_out = fs::absolute(case_dir(n.name) / "reference.pt");
+    }
+    req.cases.push_back(std::move(one));
   }
   std::string error = call_runner(m_runner, "--make-inputs", to_json(req), m_o.out_dir / "cases", "make-inputs");
   std::map<std::string, MadeInputs> made;
@@ -427,6 +471,15 @@ void Verify::make_inputs() {
     } else {
       c.input_shapes = it->second.shapes;
       m_inputs_of[c.name] = case_dir(c.name) / "inputs.pt";
+      if (it->second.reference_made) {
+        m_reference_of[c.name] = case_dir(c.name) / "reference.pt";
+      }
+    }
+    if (m_reference_of.count("original") > 0 && m_reference_of.count(c.name) == 0) {
+      const std::string why = it != made.end() && !it->second.reference_note.empty() ? it->second.reference_note
+                              : !m_reference_cuts ? "not every output has the batch as its dimension 0"
+                                                  : "the reference cannot follow this cut";
+      c.note += (c.note.empty() ? "" : "; ") + std::string("run without a reference: ") + why;
     }
   }
 }
@@ -443,7 +496,7 @@ void Verify::run_before() {
       continue;
     }
     SilentJob quiet;
-    RunOptions r = job_options(m_base.failing_package, {m_inputs_of.at(c.name).string()},
+    RunOptions r = job_options(c.name, m_base.failing_package, {m_inputs_of.at(c.name).string()},
                                case_dir(c.name) / "before", m_o.out_dir / ".work-failing");
     r.no_matrix = r.no_bisect = true;
     m_before[c.name] = run_job(r, quiet).report;
@@ -453,7 +506,7 @@ void Verify::run_before() {
 void Verify::run_fixed(VerifyCase& c, size_t k) {
   if (c.status == "not_run") {
     SilentJob quiet;
-    RunOptions r = job_options(m_o.fixed, {m_inputs_of.at(c.name).string()}, case_dir(c.name),
+    RunOptions r = job_options(c.name, m_o.fixed, {m_inputs_of.at(c.name).string()}, case_dir(c.name),
                                m_o.out_dir / ".work-fixed");
     r.no_matrix = true;
     r.check_masked = true;

@@ -65,8 +65,10 @@ std::string failure_words(const Report& r) {
       return "a failed device-side check" + (r.failure->first_line.empty() ? "" : " (" + r.failure->first_line + ")");
     case OutcomeKind::crash:
       return r.failure->signal ? "a crash (" + signal_name(*r.failure->signal) + ")" : "a crash";
-    case OutcomeKind::mismatch:
-      return "wrong values";
+    case OutcomeKind::mismatch: {
+      const std::string& line = r.failure->first_line;  // "4 of 32 output values outside tolerance: ..."
+      return line.empty() ? "wrong values" : "wrong values (" + line.substr(0, line.find(':')) + ")";
+    }
     case OutcomeKind::timeout:
       return "no exit within the time limit";
     default:
@@ -76,9 +78,9 @@ std::string failure_words(const Report& r) {
 
 std::string culprit_words(const Report& r) {
   if (!r.culprit) {
-    return "not isolated";
+    return ", not isolated";
   }
-  return fmt::format("at call site {} {}", r.culprit->call_index, r.culprit->kernel);
+  return fmt::format(" at call site {} {}", r.culprit->call_index, r.culprit->kernel);
 }
 
 VJson verify_culprit_json(const std::optional<int>& index, const std::string& kernel) {
@@ -153,7 +155,7 @@ void judge_case(VerifyCase& c, const Report& fixed, const Report* before,
     } else if (before != nullptr && before->verdict == Verdict::clean) {
       then = ", which the failing package did not make on these inputs";
     }
-    c.why = fmt::format("{} {}{}", failure_words(fixed), culprit_words(fixed), then);
+    c.why = fmt::format("{}{}{}", failure_words(fixed), culprit_words(fixed), then);
     return;
   }
   if (fixed.verdict != Verdict::clean) {

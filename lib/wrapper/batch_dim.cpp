@@ -29,6 +29,65 @@ std::vector<Declared> size_symbols(const std::string& source) {
   return out;
 }
 
+// `int64_t s77 = s31;`: a size of another input that the graph knows is
+// s31 (export's guard s77 == s31), read from no input. Per symbol, how many.
+std::map<std::string, int> aliases(const std::string& source) {
+  static const std::regex alias(R"((?:int64_t|auto)\s+(s\d+)\s*=\s*(s\d+)\s*;)");
+  std::map<std::string, int> out;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), alias); it != std::sregex_iterator(); ++it) {
+    out[(*it)[2].str()]++;
+  }
+  return out;
+}
+
+std::pair<std::optional<int64_t>, std::optional<int64_t>> range_of(const InputSpec& in, size_t d) {
+  return {d < in.dim_min.size() ? in.dim_min[d] : std::nullopt, d < in.dim_max.size() ? in.dim_max[d] : std::nullopt};
+}
+
+// The declared sizes, and the dynamic dimensions read into no symbol that
+// the wrapper ties to one: a symbol another size is aliased to (`s77 =
+// s31`) whose compiled range is theirs, where no other aliased symbol has
+// that range. (A mask beside its sequence: run_impl reads the sequence's
+// sizes and aliases the mask's to them.)
+std::vector<Declared> all_sizes(const WrapperInfo& wrapper, const std::string& source) {
+  std::vector<Declared> out = size_symbols(source);
+  const std::map<std::string, int> aliased = aliases(source);
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < wrapper.inputs.size(); ++i) {
+    index_of[wrapper.inputs[i].name] = i;
+  }
+  using Range = std::pair<std::optional<int64_t>, std::optional<int64_t>>;
+  std::map<std::string, Range> range;
+  std::set<std::pair<std::string, int>> declared;
+  for (const Declared& d : out) {
+    declared.insert({d.input, d.dim});
+    auto it = index_of.find(d.input);
+    if (it != index_of.end() && aliased.count(d.symbol) > 0) {
+      range.emplace(d.symbol, range_of(wrapper.inputs[it->second], static_cast<size_t>(d.dim)));
+    }
+  }
+  std::vector<Declared> inferred;
+  for (const InputSpec& in : wrapper.inputs) {
+    for (size_t d = 0; d < in.shape.size(); ++d) {
+      if (in.shape[d] || declared.count({in.name, static_cast<int>(d)}) > 0) {
+        continue;
+      }
+      const Range r = range_of(in, d);
+      std::vector<std::string> candidates;
+      for (const auto& [symbol, rr] : range) {
+        if (rr == r && (r.first || r.second)) {
+          candidates.push_back(symbol);
+        }
+      }
+      if (candidates.size() == 1) {
+        inferred.push_back({candidates.front(), in.name, static_cast<int>(d)});
+      }
+    }
+  }
+  out.insert(out.end(), inferred.begin(), inferred.end());
+  return out;
+}
+
 }  // namespace
 
 BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wrapper_source) {
@@ -73,7 +132,7 @@ BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wr
   }
   std::set<std::string> all_symbols, dim0_symbols;
   std::map<int, std::string> symbol_of;
-  for (const Declared& d : size_symbols(wrapper_source)) {
+  for (const Declared& d : all_sizes(wrapper, wrapper_source)) {
     all_symbols.insert(d.symbol);
     auto it = index_of.find(d.input);
     if (d.dim == 0 && it != index_of.end()) {
@@ -123,7 +182,7 @@ BatchDimension batch_dimension(const WrapperInfo& wrapper, const std::string& wr
 
 std::vector<DynamicDimension> dynamic_dimensions(const WrapperInfo& wrapper, const std::string& wrapper_source) {
   std::map<std::pair<std::string, int>, std::string> symbol_of;  // (input name, dim) -> symbol
-  for (const Declared& d : size_symbols(wrapper_source)) {
+  for (const Declared& d : all_sizes(wrapper, wrapper_source)) {
     symbol_of.emplace(std::make_pair(d.input, d.dim), d.symbol);
   }
   std::vector<DynamicDimension> out;

@@ -3,7 +3,10 @@
 // package's own dynamic dimensions, never guessed from the inputs' shapes:
 // the generated input checks say which dimensions are dynamic and their
 // compiled range (wrapper.hpp InputSpec), and run_impl declares one symbol
-// per dynamic size it uses (`int64_t s77 = arg4_1_size[0];`). The batch is
+// per dynamic size it uses (`int64_t s77 = arg4_1_size[0];`), and aliases a
+// size of another input the graph knows equals one of them (`int64_t s77 =
+// s31;`: a mask's batch and length beside its sequence's), which ties that
+// input's dynamic dimension of the same compiled range to it. The batch is
 // dimension 0 of the inputs whose dimension 0 is dynamic, when they share
 // one symbol; the job shrinks a failing batch along it (job/shrink.hpp).
 

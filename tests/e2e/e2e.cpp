@@ -1,10 +1,12 @@
 #include "e2e/e2e.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <list>
 #include <sstream>
 #include <stdexcept>
 
+#include <doctest/doctest.h>
 #include <zip.h>
 
 namespace e2e {
@@ -37,6 +39,28 @@ std::string last_tool_line(const Result& r) {
 std::string read_text(const fs::path& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+std::string python(const std::string& script, const std::vector<std::string>& args) {
+  aoti_bisect::SpawnSpec spec;
+  const char* chosen = std::getenv("AOTI_BISECT_PYTHON");
+  spec.argv = {"/usr/bin/env", chosen != nullptr && *chosen != '\0' ? chosen : "python3", "-c", script};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = aoti_bisect::current_environment();
+  spec.stdout_path = fs::absolute("python.stdout.txt");
+  spec.timeout_s = 120;
+  aoti_bisect::ExitStatus st = aoti_bisect::run_process(spec);
+  CHECK_MESSAGE(st.ok(), st.describe() << ": " << st.stderr_tail);
+  return st.ok() ? read_text(spec.stdout_path) : "";
+}
+
+void shifted_reference(const fs::path& src, const fs::path& dst, int row) {
+  python(
+      "import sys, torch\n"
+      "ref = list(torch.load(sys.argv[1], weights_only=True))\n"
+      "ref[0] = ref[0].clone(); ref[0][int(sys.argv[3])] += 1.0\n"
+      "torch.save(tuple(ref), sys.argv[2])\n",
+      {src.string(), fs::absolute(dst).string(), std::to_string(row)});
 }
 
 void rewrite_package(const fs::path& src, const fs::path& dst, const EntryEdit& edit) {

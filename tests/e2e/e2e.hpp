@@ -28,6 +28,13 @@ nlohmann::json meta_of(const std::string& name);         // the example's NAME.j
 // cache is fresh per test, so builds.count is what a test expects).
 std::map<std::string, std::string> warm_inductor();
 std::string read_text(const std::filesystem::path& path);
+// Runs `script` (python -c) with `args` under the Python the tests use
+// ($AOTI_BISECT_PYTHON, else python3); its stdout, or "" with a failed
+// CHECK when it did not exit 0.
+std::string python(const std::string& script, const std::vector<std::string>& args);
+// Writes the reference file `src` (a tuple of tensors) to `dst` with row
+// `row` (0-based) of output 0 moved by 1: a mismatch in that sample alone.
+void shifted_reference(const std::filesystem::path& src, const std::filesystem::path& dst, int row);
 // The last "aoti-bisect: error: ..." line of the run's stderr; "" when none.
 std::string error_line(const Result& r);
 // The last line of stderr from "aoti-bisect: " on (an error or a warning); "" when none.

@@ -28,21 +28,13 @@ std::vector<std::string> args_of(const std::string& name, const std::vector<std:
 // What torch.load makes of a file: one line per tensor, "KEY SHAPE" in the
 // file's order (KEY: the dict's key, else the position).
 std::string torch_view(const fs::path& file) {
-  aoti_bisect::SpawnSpec spec;
-  const char* chosen = std::getenv("AOTI_BISECT_PYTHON");
-  spec.argv = {"/usr/bin/env", chosen != nullptr && *chosen != '\0' ? chosen : "python3", "-c",
-               "import sys, torch\n"
-               "v = torch.load(sys.argv[1], weights_only=True)\n"
-               "items = v.items() if isinstance(v, dict) else enumerate(v)\n"
-               "print(type(v).__name__)\n"
-               "for k, t in items: print(k, list(t.shape))\n",
-               file.string()};
-  spec.env = aoti_bisect::current_environment();
-  spec.stdout_path = fs::absolute("torch_view.txt");
-  spec.timeout_s = 120;
-  aoti_bisect::ExitStatus st = aoti_bisect::run_process(spec);
-  REQUIRE(st.ok());
-  return e2e::read_text(spec.stdout_path);
+  return e2e::python(
+      "import sys, torch\n"
+      "v = torch.load(sys.argv[1], weights_only=True)\n"
+      "items = v.items() if isinstance(v, dict) else enumerate(v)\n"
+      "print(type(v).__name__)\n"
+      "for k, t in items: print(k, list(t.shape))\n",
+      {file.string()});
 }
 
 int log2_ceil(int n) {
@@ -278,4 +270,27 @@ TEST_CASE("shrink: a static batch is stated, and --no-shrink runs no sub-batch")
   CHECK_FALSE(off.report["run_counts"].contains("shrink"));
   CHECK_FALSE(off.report["run_counts"].contains("batch"));
   CHECK_FALSE(fs::exists("off/repro/minimal.inputs.pt"));
+}
+
+TEST_CASE("shrink: a mismatch is judged against the reference's rows of the samples run, and saved with them") {
+  // zero_row_masked's eager outputs (rows independent of each other), with
+  // row 5 moved by 1: sample 5 alone is out of tolerance.
+  e2e::shifted_reference(example("zero_row_masked.expected.pt"), "row5.reference.pt", 4);
+  auto r = run_tool(args_of("zero_row_masked", {"--reference", "row5.reference.pt"}), "mismatch");
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "mismatch");
+  const auto& m = r.report["inputs"]["minimal"];
+  REQUIRE_MESSAGE(m.is_object(), r.report["inputs"].dump());
+  CHECK(m["samples"] == nlohmann::json::parse("[5]"));
+  CHECK(m["alone"] == true);
+  CHECK(m["reference"] == "mismatch/repro/minimal.reference.pt");
+  CHECK(torch_view("mismatch/repro/minimal.reference.pt") == "tuple\n0 [1, 4]\n");
+  CHECK(r.report["reproduce_command"].get<std::string>().find("--reference mismatch/repro/minimal.reference.pt") !=
+        std::string::npos);
+  // The reproduce command reproduces: the one sample against its row.
+  auto again = run_tool({"run", example("zero_row_masked.pt2").string(), "--inputs", "mismatch/repro/minimal.inputs.pt",
+                         "--reference", "mismatch/repro/minimal.reference.pt", "--no-matrix", "--no-bisect"},
+                        "again");
+  REQUIRE(again.report.is_object());
+  CHECK(again.report["failure"]["kind"] == "mismatch");
 }

@@ -171,3 +171,52 @@ TEST_CASE("verify: bad input gets one line, a documented exit code, and nothing 
   CHECK(sum["cases"][0]["status"] == "could_not_test");
   CHECK(e2e::error_line(r).find("do not fit") != std::string::npos);
 }
+
+TEST_CASE("verify: the reference of the failing run, cut with the batch for each neighbour") {
+  const fs::path dir = fs::absolute("verify-reference");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  // zero_row_masked's eager outputs with row 5 moved by 1: the samples with
+  // sample 5 among them are out of tolerance, the others within.
+  e2e::shifted_reference(example("zero_row_masked.expected.pt"), dir / "row5.pt", 4);
+  auto bad = run_tool({"run", path_arg(example("zero_row_masked.pt2")), "--inputs",
+                       path_arg(example("zero_row_masked.inputs.pt")), "--reference", path_arg(dir / "row5.pt")},
+                      path_arg(dir / "bad"));
+  REQUIRE_MESSAGE(bad.code() == 3, bad.err);  // a mismatch, not isolated without the exported program
+
+  auto r = verify("zero_row_masked", dir / "bad" / "report.json", dir / "v");
+  CHECK_MESSAGE(r.code() == 1, r.err);
+  Json sum = summary_at(dir / "v" / "summary.json");
+  CHECK(case_named(sum, "original")["status"] == "reproduces");
+  CHECK(case_named(sum, "original")["failure_kind"] == "mismatch");
+  // The last sample alone and the first two hold no sample 5: within
+  // tolerance of their rows of the reference.
+  CHECK(case_named(sum, "batch-1")["status"] == "clean");
+  CHECK(case_named(sum, "batch-min")["status"] == "clean");
+  CHECK(case_named(sum, "batch-minus-1")["status"] == "reproduces");
+  CHECK(case_named(sum, "batch-double")["why"].get<std::string>().find("wrong values (8 of 64 output values") == 0);
+  CHECK(fs::exists(dir / "v" / "cases" / "batch-1" / "reference.pt"));
+}
+
+TEST_CASE("run --check-masked: a clean run whose NaN a later call site cleans says so, and stays clean") {
+  auto r = run_tool({"run", path_arg(example("zero_row_masked.pt2")), "--inputs",
+                     path_arg(example("zero_row_masked.inputs.pt")), "--check-masked", "--no-matrix"},
+                    "check-masked");
+  REQUIRE(r.report.is_object());
+  CHECK(r.code() == 0);
+  CHECK(r.report["verdict"] == "clean");
+  REQUIRE(r.report["masked"].is_array());
+  REQUIRE(r.report["masked"].size() == 1);
+  CHECK(r.report["masked"][0]["call_index"] == 1);
+  CHECK(r.report["masked"][0]["kernel"] == "cpp_fused_div_linalg_vector_norm_0");
+  CHECK(r.report["masked"][0]["nan_count"] == 16);
+  CHECK(r.report["masked"][0]["last_read_by"] == 3);
+  CHECK(r.report["run_counts"]["masks"] == 1);
+  CHECK(r.out.find("masked:") != std::string::npos);
+  // Without the flag: nothing looked for.
+  auto plain = run_tool({"run", path_arg(example("zero_row_masked.pt2")), "--inputs",
+                         path_arg(example("zero_row_masked.inputs.pt")), "--no-matrix"},
+                        "no-check");
+  REQUIRE(plain.report.is_object());
+  CHECK(plain.report["masked"].is_null());
+}

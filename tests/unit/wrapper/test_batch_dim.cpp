@@ -89,3 +89,22 @@ TEST_CASE("batch_dimension: a static batch is its size; sizes that differ, or no
   CHECK(b.kind == BatchDimension::Kind::unknown);
   CHECK(b.why == "the package's input checks give no input's shape");
 }
+
+TEST_CASE("dynamic_dimensions: the sizes run_impl reads into one symbol are one size, with its compiled range") {
+  std::string src = check(0, "arg4_1", 2, 64) + check(1, "arg5_1", 2, 32) +
+                    run_impl("    int64_t s0 = arg4_1_size[0];\n    int64_t s1 = arg5_1_size[0];\n");
+  std::vector<DynamicDimension> dims = dynamic_dimensions(parse_wrapper(src), src);
+  REQUIRE(dims.size() == 2);
+  CHECK(dims[0].symbol == "s0");
+  CHECK(dims[0].members == std::vector<std::pair<int, int>>{{0, 0}});
+  CHECK(dims[0].max == 64);
+  CHECK(dims[1].symbol == "s1");
+  CHECK(dims[1].min == 2);
+  CHECK(dims[1].max == 32);
+  // A dynamic dimension run_impl reads into no symbol.
+  src = check(0, "arg4_1", 2, 64) + check(1, "arg5_1", 2, 64) + run_impl("    int64_t s0 = arg4_1_size[0];\n");
+  dims = dynamic_dimensions(parse_wrapper(src), src);
+  REQUIRE(dims.size() == 2);  // the second is declared nowhere: a size of its own
+  CHECK(dims[1].symbol.empty());
+  CHECK(dims[1].members == std::vector<std::pair<int, int>>{{1, 0}});
+}
