@@ -547,7 +547,7 @@ import shrink_examples  # noqa: E402  (free of torch at import time, as this cat
 
 EXAMPLES.update(shrink_examples.EXAMPLES)
 
-# Eight more, in examples/verify_examples.py: failing packages and candidate fixes of the same model, for
+# Ten more, in examples/verify_examples.py: failing packages and candidate fixes of the same model, for
 # `aoti-bisect verify` (each fix's NAME.json names the example it fixes in "fix_of").
 import verify_examples  # noqa: E402  (free of torch at import time, as this catalogue)
 
@@ -1665,7 +1665,9 @@ def build_one(name, out_dir):
 
     Spec keys read here besides the catalogue's: no_eager, compile_no_grad (compile under no_grad,
     so freezing takes effect), batches (a dynamic batch dimension and the loader batches),
-    dynamic_batch ((min, max) of a dynamic batch dimension on dim 0 of every input), inputs_search,
+    dynamic_batch ((min, max) of a dynamic batch dimension on dim 0 of every input), dynamic_seq
+    ((min, max) of dim 1 of the first input), dynamic_batch_seq (the two ranges of dims 0 and 1 of
+    every input: sequences and their masks), inputs_search,
     kwargs_order and the culprit keys of find_culprit."""
     spec = EXAMPLES[name]
     t0 = time.monotonic()
@@ -1724,6 +1726,12 @@ def build_one(name, out_dir):
             # A sequence length: dimension 1 of the first input, dynamic in (min, max).
             lo, hi = spec["dynamic_seq"]
             dynamic = ({1: torch.export.Dim("seq", min=lo, max=hi)},) + tuple(None for _ in inputs[1:])
+        if spec.get("dynamic_batch_seq"):
+            # A batch of sequences and their masks: dimensions 0 and 1 of every
+            # input, one batch and one length, each dynamic in its (min, max).
+            (blo, bhi), (slo, shi) = spec["dynamic_batch_seq"]
+            b, s = torch.export.Dim("batch", min=blo, max=bhi), torch.export.Dim("seq", min=slo, max=shi)
+            dynamic = tuple({0: b, 1: s} for _ in inputs)
         with torch.no_grad():
             ep = torch.export.export(model, inputs, kwargs or None, dynamic_shapes=dynamic)
         torch.export.save(ep, stage.path(files["exported_program"]))

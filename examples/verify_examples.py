@@ -15,6 +15,11 @@ Free of torch at import time, as the catalogue is.
   token_id_range            token ids past the vocabulary (index check), positions from a 32-row table
     token_id_clamped        the ids clamped: a sequence longer than 32 (compiled up to 64) trips the
                             position table's index check
+  attn_padding_nan          attention with a padding mask; sequence 4 of 6 is all padding: softmax of a
+                            row of -inf is NaN (inputs: the sequences and their mask, batch and length
+                            both dynamic)
+    attn_padding_masked     nan_to_num on the output: the softmax still makes the NaN, a later kernel
+                            cleans them
 """
 
 D = 16
@@ -114,6 +119,28 @@ EXAMPLES = {
         truth_fix={"status": "fails", "neighbour": "longest sequence", "kind": "device_assert"},
         expect=_runs(),
     ),
+    "attn_padding_nan": dict(
+        description="one attention layer with a padding mask, then a Linear: sequence 4 of 6 is all padding, so "
+        "its softmax is over a row of -inf (NaN); the sequences and the mask share a dynamic batch and length",
+        outcome="nonfinite",
+        bug="scores.masked_fill(mask == 0, -inf).softmax(-1) with mask[3] == 0: -inf - -inf in the softmax. "
+        "Inputs (x [6, 12, 16], mask [6, 12] int64), batch [2, 32] and length [2, 48] dynamic in both.",
+        culprit_pattern=r"softmax",
+        dynamic_batch_seq=((2, 32), (2, 48)),
+        expect=_runs(),
+    ),
+    "attn_padding_masked": dict(
+        description="attn_padding_nan with nan_to_num on the output: no NaN leaves the package, but the softmax "
+        "still makes them (a mask, not a fix)",
+        outcome="ok",
+        bug="the same fully padded row; torch.nan_to_num(out) after the Linear replaces its NaN by zeros.",
+        culprit_pattern=None,
+        healed_pattern=r"softmax",
+        dynamic_batch_seq=((2, 32), (2, 48)),
+        fix_of="attn_padding_nan",
+        truth_fix={"status": "masked", "made_by": r"softmax", "cleaned_by": r"nan_to_num"},
+        expect=_runs(),
+    ),
 }
 
 
@@ -187,6 +214,28 @@ def _token_model(clamped):
     return TokensAndPositions().eval(), (ids,), {}
 
 
+def _attention_model(masked):
+    torch, nn = _torch()
+
+    class PaddedAttention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = nn.Linear(D, D), nn.Linear(D, D), nn.Linear(D, D)
+            self.out = nn.Linear(D, 8)
+
+        def forward(self, x, mask):
+            scores = self.q(x) @ self.k(x).transpose(1, 2) / 4.0
+            scores = scores.masked_fill(mask[:, None, :] == 0, float("-inf"))
+            y = self.out((scores.softmax(-1) @ self.v(x)).mean(1))
+            return torch.nan_to_num(y) if masked else y
+
+    x = torch.randn(6, 12, D)
+    mask = torch.ones(6, 12, dtype=torch.int64)
+    mask[1, 8:] = 0
+    mask[3] = 0  # all padding
+    return PaddedAttention().eval(), (x, mask), {}
+
+
 BUILDERS = {
     "zero_row_norm": lambda: _zero_row_model(""),
     "zero_row_masked": lambda: _zero_row_model("masked"),
@@ -196,4 +245,6 @@ BUILDERS = {
     "batch_std_fixed": lambda: _batch_std_model("fixed"),
     "token_id_range": lambda: _token_model(False),
     "token_id_clamped": lambda: _token_model(True),
+    "attn_padding_nan": lambda: _attention_model(False),
+    "attn_padding_masked": lambda: _attention_model(True),
 }

@@ -220,3 +220,27 @@ TEST_CASE("run --check-masked: a clean run whose NaN a later call site cleans sa
   REQUIRE(plain.report.is_object());
   CHECK(plain.report["masked"].is_null());
 }
+
+TEST_CASE("verify: sequences and their mask cut together; a softmax's NaN hidden by nan_to_num is a mask") {
+  const fs::path dir = fs::absolute("verify-attention");
+  fs::remove_all(dir);
+  const fs::path baseline = failing_run(dir, "attn_padding_nan");
+  // The mask's batch and length are the sequences' (the wrapper aliases
+  // them): the batch shrinks to the fully padded sequence.
+  const Json report = summary_at(baseline);
+  CHECK(report["inputs"]["minimal"]["samples"] == Json::parse("[4]"));
+
+  auto r = verify("attn_padding_masked", baseline, dir / "masked");
+  CHECK_MESSAGE(r.code() == 1, r.err);
+  Json sum = summary_at(dir / "masked" / "summary.json");
+  const Json& original = case_named(sum, "original");
+  CHECK(original["status"] == "masked");
+  const std::string why = original["why"];
+  CHECK_MESSAGE(why.find("softmax") != std::string::npos, why);
+  CHECK_MESSAGE(why.find("cpp_fused_nan_to_num") != std::string::npos, why);
+  CHECK(case_named(sum, "batch-minus-1")["input_shapes"] == Json::parse("[[5, 12, 16], [5, 12]]"));
+  CHECK(case_named(sum, "input0-dim1-max")["input_shapes"] == Json::parse("[[6, 48, 16], [6, 48]]"));
+  CHECK(case_named(sum, "input0-dim1-min")["input_shapes"] == Json::parse("[[6, 2, 16], [6, 2]]"));
+  // The last sample alone holds no padded sequence: nothing to mask there.
+  CHECK(case_named(sum, "batch-1")["status"] == "clean");
+}
