@@ -160,7 +160,7 @@ void Verify::prepare() {
   std::error_code ec;
   if (!fs::is_regular_file(m_o.fixed, ec)) {
     throw Error(ErrorKind::cannot_test,
-                fmt::format("package '{}' does not exist; give the fixed .pt2 package", m_o.fixed.string()));
+                fmt::format("package '{}' does not exist; give the fixed .pt2 package", display_path(m_o.fixed)));
   }
   if (!m_o.baseline.empty()) {
     m_base = read_baseline(m_o.baseline, m_o.inputs.empty());
@@ -195,7 +195,8 @@ void Verify::prepare() {
   }
   fs::create_directories(m_o.out_dir / "cases", ec);
   if (ec) {
-    throw Error(ErrorKind::usage, fmt::format("--out '{}' cannot be created: {}", m_o.out_dir.string(), ec.message()));
+    throw Error(ErrorKind::usage,
+                fmt::format("--out '{}' cannot be created: {}", display_path(m_o.out_dir), ec.message()));
   }
 }
 
