@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "common/text.hpp"
+#include "process/process.hpp"
 #include "protocol/values.hpp"
 #include "report/markdown_parts.hpp"
 
