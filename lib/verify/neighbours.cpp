@@ -76,6 +76,14 @@ class Planner {
                                    join(s, ", "));
   }
 
+  // "input 0 (input_ids)", or "input 0" where the call spec names none
+  // but its place ("args[0]").
+  std::string label(int input) const {
+    const auto i = static_cast<size_t>(input);
+    const bool named = i < m_f.names.size() && !m_f.names[i].empty() && m_f.names[i].rfind("args[", 0) != 0;
+    return named ? fmt::format("input {} ({})", input, m_f.names[i]) : fmt::format("input {}", input);
+  }
+
   int64_t size_of(int input, int dim) const {
     const auto& shape = m_f.shapes.at(static_cast<size_t>(input));
     return static_cast<size_t>(dim) < shape.size() ? shape[static_cast<size_t>(dim)] : 0;
@@ -206,20 +214,20 @@ class Planner {
           d.members.size() > 1 ? fmt::format("; {} cut with it", inputs_text(d.members)) : std::string();
       if (d.min && *d.min != n && *d.min > 0) {
         add(stem + "-min",
-            fmt::format("input {} dimension {} at its compiled minimum {} (the original is {}{})", input, dim, *d.min,
+            fmt::format("{} dimension {} at its compiled minimum {} (the original is {}{})", label(input), dim, *d.min,
                         n, with),
             cut_of(d.members, cyclic_rows(n, *d.min)));
       }
       if (d.max && *d.max != n) {
         if (!too_large(stem + "-max", *d.max, n)) {
           add(stem + "-max",
-              fmt::format("input {} dimension {} at its compiled maximum {} (the original {} repeated{})", input, dim,
+              fmt::format("{} dimension {} at its compiled maximum {} (the original {} repeated{})", label(input), dim,
                           *d.max, n, with),
               cut_of(d.members, cyclic_rows(n, *d.max)));
         }
       } else if (!d.max) {
         add(stem + "-double",
-            fmt::format("input {} dimension {} at {}, twice the original (no compiled maximum{})", input, dim, 2 * n,
+            fmt::format("{} dimension {} at {}, twice the original (no compiled maximum{})", label(input), dim, 2 * n,
                         with),
             cut_of(d.members, cyclic_rows(n, 2 * n)));
       }
@@ -234,14 +242,13 @@ class Planner {
       const std::string checked = fmt::format("call site {} {} checks it against {}", b.call_index, b.kernel, b.bound);
       InputCut low;
       low.fills.push_back({b.input, 0});
-      add(fmt::format("input{}-index-0", b.input), fmt::format("input {} filled with 0, the smallest index ({})",
-                                                               b.input, checked),
+      add(fmt::format("input{}-index-0", b.input), fmt::format("{} filled with 0, the smallest index ({})", label(b.input), checked),
           low);
       if (b.bound > 1) {
         InputCut high;
         high.fills.push_back({b.input, b.bound - 1});
         add(fmt::format("input{}-index-{}", b.input, b.bound - 1),
-            fmt::format("input {} filled with {}, the largest valid index ({})", b.input, b.bound - 1, checked), high);
+            fmt::format("{} filled with {}, the largest valid index ({})", label(b.input), b.bound - 1, checked), high);
       }
     }
   }

@@ -21,6 +21,7 @@ namespace aoti_bisect {
 
 struct NeighbourFacts {
   std::vector<std::vector<int64_t>> shapes;  // the original inputs' flat shapes, in the model's order
+  std::vector<std::string> names;            // their arguments as the call spec names them ("input_ids"), or ""
   BatchDimension batch;                      // wrapper/batch_dim.hpp
   std::vector<DynamicDimension> dims;        // every dynamic size (the batch's among them)
   std::vector<int64_t> failing_samples;      // the run's minimal failing set, numbered from 1

@@ -238,6 +238,7 @@ bool Verify::run_original(VerifyCase& c) {
   for (const auto& t : res.report.inputs) {
     c.input_shapes.push_back(t.shape);
     m_nf.shapes.push_back(t.shape);
+    m_nf.names.push_back(t.argument);
   }
   // A reference follows a neighbour's cut of the batch only where every
   // output has the batch as its dimension 0.
