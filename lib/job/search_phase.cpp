@@ -132,7 +132,7 @@ Stop SearchPhase::masks(const MatrixPhase& matrix, Stop clean) {
     return clean;
   }
   rec.progress().note("masked: " + mask_sentence(scan.masked.front()));
-  clean.message += fmt::format("; but the outputs are clean only because of a mask: {}", mask_sentence(scan.masked.front()));
+  clean.message += "; masked: " + mask_sentence(scan.masked.front());
   if (scan.masked.size() > 1) {
     clean.message += fmt::format(" ({} sites make NaN/Inf no output holds)", scan.masked.size());
   }

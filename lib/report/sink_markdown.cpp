@@ -255,13 +255,6 @@ std::string inputs(const Report& r) {
   } else if (!r.shrink_note.empty()) {
     out += "**The trigger:** " + plain(r.shrink_note) + ".\n\n";
   }
-  if (r.masked) {
-    for (const auto& h : *r.masked) {
-      out += "**Masked:** " + plain(h.note) + ": the outputs are clean, the NaN/Inf are still made.\n\n";
-    }
-  } else if (!r.masked_note.empty()) {
-    out += "**Masked NaN/Inf:** " + plain(r.masked_note) + ".\n\n";
-  }
   if (r.batch_dependence) {
     out += std::string(r.batch_dependence->dependent ? "**Batch dependent:** " : "**In company:** ") +
            plain(r.batch_dependence->sentence) + ".\n\n";
@@ -397,6 +390,20 @@ std::string package(const Report& r) {
   return out + "\n";
 }
 
+// --check-masked after a clean run: the sites that make NaN/Inf no output
+// holds, or why they were not looked for.
+std::string masked(const Report& r) {
+  std::string out;
+  if (r.masked) {
+    for (const auto& h : *r.masked) {
+      out += "**Masked:** " + plain(h.note) + ": the outputs are clean, the NaN/Inf are still made.\n\n";
+    }
+  } else if (!r.masked_note.empty()) {
+    out += "**Masked NaN/Inf:** " + plain(r.masked_note) + ".\n\n";
+  }
+  return out;
+}
+
 std::string footer(const Report& r) {
   return fmt::format("_{} in {:.1f} s; every run is in `report.json`._\n", runs_text(r), r.total_seconds);
 }
@@ -415,7 +422,7 @@ std::string report_to_markdown(const Report& r) {
           c.total, stat_string(c.max_abs_error), stat_string(c.max_rel_error), c.atol, c.rtol,
           c.worst_output.empty() ? "" : " for " + code(c.worst_output));
     }
-    return out + flags(r) + environment_short(r) + footer(r);
+    return out + masked(r) + flags(r) + environment_short(r) + footer(r);
   }
   if (r.culprit) {
     out += culprit_section(*r.culprit) + search_section(r);

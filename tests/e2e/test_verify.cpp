@@ -213,6 +213,9 @@ TEST_CASE("run --check-masked: a clean run whose NaN a later call site cleans sa
   CHECK(r.report["masked"][0]["last_read_by"] == 3);
   CHECK(r.report["run_counts"]["masks"] == 1);
   CHECK(r.out.find("masked:") != std::string::npos);
+  CHECK(e2e::read_text("check-masked/report.md")
+            .find("**Masked:** call site 1 cpp_fused_div_linalg_vector_norm_0 makes 16 NaN in buf1, which call site 3 "
+                  "cpp_fused_nan_to_num_1 cleans") != std::string::npos);
   // Without the flag: nothing looked for.
   auto plain = run_tool({"run", path_arg(example("zero_row_masked.pt2")), "--inputs",
                          path_arg(example("zero_row_masked.inputs.pt")), "--no-matrix"},
