@@ -239,7 +239,10 @@ class Planner {
       if (b.bound <= 0 || static_cast<size_t>(b.input) >= m_f.shapes.size()) {
         continue;
       }
-      const std::string checked = fmt::format("call site {} {} checks it against {}", b.call_index, b.kernel, b.bound);
+      const std::string checked =
+          b.table.empty() ? fmt::format("call site {} {} checks it against {}", b.call_index, b.kernel, b.bound)
+                          : fmt::format("call site {} {} reads that row of {}, a table of {} rows, with no index check",
+                                        b.call_index, b.kernel, b.table, b.bound);
       InputCut low;
       low.fills.push_back({b.input, 0});
       add(fmt::format("input{}-index-0", b.input), fmt::format("{} filled with 0, the smallest index ({})", label(b.input), checked),

@@ -189,3 +189,53 @@ extern "C"  void cpp_fused_embedding_0(const int64_t* in_ptr0, const float* in_p
   CHECK(checked[0].first == "in_ptr0");
   CHECK(checked[0].second == 50);
 }
+
+TEST_CASE("table_reads: without a check, the index's load from a table, with its row stride") {
+  // An Embedding(50, 16) built with assert_indirect_indexing=False: the
+  // wrapped index reads row tmp5 of in_ptr1, 16 floats a row.
+  const std::string kernel = R"(
+extern "C"  void cpp_fused_embedding_0(const int64_t* in_ptr0, const float* in_ptr1, float* out_ptr0)
+{
+    {
+        auto tmp0 = in_ptr0[static_cast<int64_t>(x0)];
+        auto tmp1 = 50L;
+        auto tmp3 = decltype(tmp0)(tmp0 + tmp1);
+        auto tmp4 = tmp0 < 0;
+        auto tmp5 = tmp4 ? tmp3 : tmp0;
+        auto tmp7 = at::vec::Vectorized<float>::loadu(in_ptr1 + static_cast<int64_t>(x1 + 16L*tmp5), static_cast<int64_t>(16));
+    }
+}
+)";
+  CHECK(checked_parameters(kernel).empty());
+  auto reads = table_reads(kernel);
+  REQUIRE(reads.size() == 1);
+  CHECK(reads[0].index_param == "in_ptr0");
+  CHECK(reads[0].table_param == "in_ptr1");
+  CHECK(reads[0].stride == 16);
+
+  // The call site gives in_ptr0 the graph input, in_ptr1 a [50, 16] constant.
+  WrapperInfo w;
+  CallSite site;
+  site.index = 1;
+  site.kernel = "cpp_fused_embedding_0";
+  site.kind = KernelKind::cpp;
+  site.args = {"arg0_1", "tok_weight", "buf0"};
+  w.call_sites.push_back(site);
+  InputSpec in;
+  in.index = 0;
+  in.name = "arg0_1";
+  w.inputs.push_back(in);
+  ConstantInfo table;
+  table.name = "tok_weight";
+  table.fqn = "tok.weight";
+  table.shape = {50, 16};
+  w.constant_info.push_back(table);
+  auto bounds = index_bounds(w, kernel);
+  REQUIRE(bounds.size() == 1);
+  CHECK(bounds[0].input == 0);
+  CHECK(bounds[0].bound == 50);
+  CHECK(bounds[0].table == "tok.weight");
+  // A stride that is not one row of it says nothing of its rows.
+  w.constant_info[0].shape = {25, 32};
+  CHECK(index_bounds(w, kernel).empty());
+}
