@@ -245,8 +245,8 @@ class Planner {
                                         b.call_index, b.kernel, b.table, b.bound);
       InputCut low;
       low.fills.push_back({b.input, 0});
-      add(fmt::format("input{}-index-0", b.input), fmt::format("{} filled with 0, the smallest index ({})", label(b.input), checked),
-          low);
+      add(fmt::format("input{}-index-0", b.input),
+          fmt::format("{} filled with 0, the smallest index ({})", label(b.input), checked), low);
       if (b.bound > 1) {
         InputCut high;
         high.fills.push_back({b.input, b.bound - 1});
