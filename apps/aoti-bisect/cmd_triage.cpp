@@ -155,6 +155,7 @@ int verify_neighbours(const Opts& o) {
   v.run.cache_dir = o.common.cache_dir;
   v.run.python = o.common.python;
   v.run.atol = o.atol;
+  v.run.contiguous_inputs = o.contiguous_inputs;
   v.run.rtol = o.rtol;
   v.run.junit = false;
   if (o.common.case_timeout > 0) {
@@ -287,6 +288,7 @@ Action add_verify_command(CLI::App& app) {
     std::vector<std::string> inputs, references, signatures, libraries;
     bool against_eager = false;
     bool no_neighbours = false;
+    bool contiguous_inputs = false;
     std::optional<double> atol, rtol;
   };
   auto o = std::make_shared<Opts>();
@@ -305,6 +307,9 @@ Action add_verify_command(CLI::App& app) {
   cmd->add_flag("--no-neighbours", o->no_neighbours,
                 "only the --inputs as given, each one `aoti-bisect run` under the flag matrix (no neighbours, no "
                 "comparison with the failing package)");
+  cmd->add_flag("--contiguous-inputs", o->contiguous_inputs,
+                "inputs in another layout than the package's are copied into its layout, as for run (default: as "
+                "the failing run did)");
   cmd->add_option("--atol", o->atol, "absolute tolerance when the outputs are compared with the failing package's");
   cmd->add_option("--rtol", o->rtol, "relative tolerance when the outputs are compared with the failing package's");
   cmd->add_option("--reference", o->references,

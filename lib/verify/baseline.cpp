@@ -121,6 +121,11 @@ Baseline read_baseline(const fs::path& path, bool want_inputs) {
       b.samples.push_back(s.get<int64_t>());
     }
   }
+  if (doc["command_line"].is_array()) {
+    for (const auto& arg : doc["command_line"]) {
+      b.contiguous_inputs = b.contiguous_inputs || arg == "--contiguous-inputs";
+    }
+  }
   if (want_inputs && !report_text(doc, "reference").empty() &&
       fs::is_regular_file(from_display(report_text(doc, "reference")), ec)) {
     b.reference = from_display(report_text(doc, "reference"));

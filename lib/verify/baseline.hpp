@@ -25,6 +25,7 @@ struct Baseline {
   std::filesystem::path failing_package;      // empty when it cannot be found as it was
   std::string failing_note;      // why not
   std::vector<std::string> signatures;
+  bool contiguous_inputs = false;  // the run was given --contiguous-inputs
   std::vector<EarlierFailureSite> earlier;
 };
 

@@ -114,6 +114,7 @@ class Verify {
   // a neighbour's cut with it (the batch's rows only).
   std::map<std::string, fs::path> m_reference_of;
   bool m_reference_cuts = false;  // every output of the original has the batch as dimension 0
+  bool m_contiguous = false;      // --contiguous-inputs, given or the failing run's
 
   // The case's batch, where the package has a dynamic one it was read from
   // (0 otherwise): whether dropped rows are samples.
@@ -139,6 +140,7 @@ class Verify {
     r.shared_work = work;
     r.no_shrink = true;
     r.no_replay = true;
+    r.contiguous_inputs = m_contiguous;
     return r;
   }
 
@@ -178,6 +180,8 @@ void Verify::prepare() {
   if (!m_o.inputs.empty()) {
     m_base.failing_batch = m_base.inputs.front();
   }
+  // Inputs the failing run copied into the package's layout are copied so here too.
+  m_contiguous = m_o.run.contiguous_inputs || m_base.contiguous_inputs;
   if (!m_o.run.reference.empty() || !m_base.reference.empty()) {
     m_reference_of["original"] = m_o.run.reference.empty() ? m_base.reference : m_o.run.reference;
   }

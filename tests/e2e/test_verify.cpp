@@ -247,3 +247,30 @@ TEST_CASE("verify: sequences and their mask cut together; a softmax's NaN hidden
   // The last sample alone holds no padded sequence: nothing to mask there.
   CHECK(case_named(sum, "batch-1")["status"] == "clean");
 }
+
+TEST_CASE("verify: inputs in another layout run as the failing run ran them (--contiguous-inputs)") {
+  const fs::path dir = fs::absolute("verify-layout");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  e2e::python(
+      "import sys, torch\n"
+      "(x,) = torch.load(sys.argv[1], weights_only=True)\n"
+      "torch.save((x.t().contiguous().t(),), sys.argv[2])\n",
+      {example("batch_std_nan.inputs.pt").string(), (dir / "columns.pt").string()});
+  auto bad = run_tool({"run", path_arg(example("batch_std_nan.pt2")), "--inputs", path_arg(dir / "columns.pt"),
+                       "--contiguous-inputs", "--no-matrix"},
+                      path_arg(dir / "bad"));
+  REQUIRE_MESSAGE(bad.code() == 1, bad.err);
+  // The failing run's --contiguous-inputs goes on to every case.
+  auto r = verify("batch_std_eps", dir / "bad" / "report.json", dir / "v");
+  CHECK_MESSAGE(r.code() == 1, r.err);
+  Json sum = summary_at(dir / "v" / "summary.json");
+  CHECK(case_named(sum, "original")["status"] == "clean");
+  CHECK(case_named(sum, "batch-1")["status"] == "reproduces");
+  // Given as --inputs without the flag: refused, one line naming it.
+  r = run_tool({"verify", path_arg(example("batch_std_eps.pt2")), "--inputs", path_arg(dir / "columns.pt"), "--out",
+                path_arg(dir / "w")},
+               "");
+  CHECK(r.code() == 4);
+  CHECK(e2e::error_line(r).find("--contiguous-inputs") != std::string::npos);
+}
