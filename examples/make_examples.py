@@ -26,6 +26,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import importlib
 import contextlib
 import copy
 import json
@@ -529,29 +530,23 @@ EXAMPLES = {
     ),
 }
 
-# Nine more, in examples/handoff.py: inputs and packages in the forms users hand over.
+# More examples, in catalogues of their own (free of torch at import time, as this one), each with
+# EXAMPLES and BUILDERS:
+#   handoff.py            inputs and packages in the forms users hand over
+#   evidence_examples.py  one failure family each, with the measured truth in NAME.json["truth"]
+#   shrink_examples.py    the failing samples inside a batch (their truth in NAME.json["truth"])
+#   verify_examples.py    failing packages and candidate fixes of the same model, for `aoti-bisect verify`
+#                         (each fix's NAME.json names the example it fixes in "fix_of")
+#   judge_examples.py     whose bug it is (model, data, compiler, numerics), for the judge
+# scripts/build-examples keys each catalogue by its own hash: a change to one rebuilds its examples only.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import handoff  # noqa: E402  (free of torch at import time, as this catalogue)
-
-EXAMPLES.update(handoff.EXAMPLES)
-
-# Ten more, in examples/evidence_examples.py: one failure family each, with the measured truth of the
-# failure in NAME.json["truth"].
-import evidence_examples  # noqa: E402  (free of torch at import time, as this catalogue)
-
-EXAMPLES.update(evidence_examples.EXAMPLES)
-
-# Three more, in examples/shrink_examples.py: the failing samples inside a batch (their truth in
-# NAME.json["truth"]).
-import shrink_examples  # noqa: E402  (free of torch at import time, as this catalogue)
-
-EXAMPLES.update(shrink_examples.EXAMPLES)
-
-# Ten more, in examples/verify_examples.py: failing packages and candidate fixes of the same model, for
-# `aoti-bisect verify` (each fix's NAME.json names the example it fixes in "fix_of").
-import verify_examples  # noqa: E402  (free of torch at import time, as this catalogue)
-
-EXAMPLES.update(verify_examples.EXAMPLES)
+CATALOGUES = ("handoff", "evidence_examples", "shrink_examples", "verify_examples", "judge_examples")
+CATALOGUE_OF = {name: "make_examples.py" for name in EXAMPLES}  # example -> the file defining it
+_catalogue_modules = [importlib.import_module(m) for m in CATALOGUES]
+handoff = _catalogue_modules[0]
+for _m in _catalogue_modules:
+    EXAMPLES.update(_m.EXAMPLES)
+    CATALOGUE_OF.update({name: _m.__name__ + ".py" for name in _m.EXAMPLES})
 
 OUTCOME_KINDS = ("ok", "nonfinite", "device_assert", "crash", "mismatch", "error", "timeout", "nondeterministic")
 assert all(e["outcome"] in OUTCOME_KINDS for e in EXAMPLES.values())
@@ -1446,10 +1441,8 @@ BUILDERS = {
     "atomic_scatter_nondeterministic": build_atomic_scatter_nondeterministic,
     "stuck_length": build_stuck_length,
 }
-BUILDERS.update(handoff.BUILDERS)
-BUILDERS.update(evidence_examples.BUILDERS)
-BUILDERS.update(shrink_examples.BUILDERS)
-BUILDERS.update(verify_examples.BUILDERS)
+for _m in _catalogue_modules:
+    BUILDERS.update(_m.BUILDERS)
 assert BUILDERS.keys() == EXAMPLES.keys()
 
 SEED = 20240531
@@ -1925,7 +1918,14 @@ def main(argv=None):
     ap.add_argument("--out", help="output directory (created if missing)")
     ap.add_argument("--only", help="comma-separated example names (default: all)")
     ap.add_argument("--list", action="store_true", help="print the example names and descriptions, then exit")
+    ap.add_argument("--catalogues", action="store_true",
+                    help="print each example's name and the file that defines it, then exit")
     args = ap.parse_args(argv)
+
+    if args.catalogues:
+        for n in EXAMPLES:
+            print(n, CATALOGUE_OF[n])
+        return 0
 
     if args.list:
         w = max(map(len, EXAMPLES))

@@ -132,6 +132,9 @@ CLI::Validator finite_number(bool positive) {
 void add_common_options(CLI::App* cmd, Opts& o) {
   RunOptions& r = o.run;
   cmd->add_option("package", r.package, "the .pt2 package (aoti_compile_and_package)")->required();
+  cmd->add_flag("--no-judge", r.no_judge,
+                "with an exported program, do not judge whose bug the culprit is (eager and float64 runs) nor write "
+                "repro/upstream/ (the culprit's graph nodes compiled alone)");
   cmd->add_option("--inputs", r.inputs_given,
                   "inputs saved with torch.save (zip or legacy format) or safetensors: a tuple in input order, a "
                   "dict of keyword arguments (a tokenizer's BatchEncoding too), or (args, kwargs); bound by the "

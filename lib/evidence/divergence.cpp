@@ -151,6 +151,13 @@ NodeMap node_map_from_json(const nlohmann::json& j) {
         }
       }
     }
+    if (v.contains("folded") && v["folded"].is_array()) {
+      for (const auto& n : v["folded"]) {
+        if (n.is_string()) {
+          e.folded.push_back(n.get<std::string>());
+        }
+      }
+    }
     if (v.contains("writes") && v["writes"].is_array()) {
       for (const auto& w : v["writes"]) {
         if (w.is_object() && w.contains("by") && w["by"].is_string()) {
@@ -457,6 +464,7 @@ Divergence make_divergence(const SiteCompare& site, const NodeMap& map, const nl
   std::vector<std::string> names;
   if (auto it = map.buffers.find(o.tensor); it != map.buffers.end()) {
     names = it->second.nodes;
+    d.folded = it->second.folded;
     if (o.candidate >= 0 && static_cast<size_t>(o.candidate) < names.size()) {
       d.compared_with = names[static_cast<size_t>(o.candidate)];
     }
@@ -525,8 +533,13 @@ void explain_divergence(Culprit& c, const std::vector<SiteCompare>& evidence, co
                           d.actual, d.expected)
             : fmt::format("max abs error {} (rel {} of max |eager| {}), allowed {}", number_text(d.max_abs_error),
                           number_text(d.max_rel_error), number_text(d.scale), number_text(d.atol + d.rtol * d.scale));
+    const std::string folded =
+        d.folded.empty() ? ""
+                         : fmt::format(", which holds {}'s value: freezing folded {} into its code", d.folded.back(),
+                                       join(d.folded, ", "));
     c.why = fmt::format(
-        "output {}{} differs from eager: {}; {}", d.tensor, nodes.empty() ? "" : " (" + join(nodes, ", ") + ")", how,
+        "output {}{}{} differs from eager: {}; {}", d.tensor, nodes.empty() ? "" : " (" + join(nodes, ", ") + ")",
+        folded, how,
         d.inputs_compared == 0 ? "none of its inputs is a mapped buffer of an earlier kernel"
                                : fmt::format("its {} compared input{} within tolerance", d.inputs_compared,
                                              d.inputs_compared == 1 ? " was" : "s were"));

@@ -36,6 +36,9 @@ struct NodeMap {
     std::string why;                    // when nodes is empty
     std::vector<std::string> computes;  // every graph node the code writing it computes (fused in)
     std::vector<Write> writes;          // written in place by other ops, in order
+    // Nodes freezing folded into the code writing it (a batch norm into a
+    // convolution's weights): `nodes` then names the last of them.
+    std::vector<std::string> folded;
   };
   std::map<std::string, Entry> buffers;
   std::vector<std::string> notes;

@@ -239,6 +239,24 @@ void Recorder::culprit(Culprit culprit, std::optional<Reproducer> repro) {
   save(true);
 }
 
+void Recorder::judgement(Judgement judgement) {
+  if (!m_report.culprit) {
+    return;
+  }
+  m_progress.note("whose bug: " + judgement.sentence);
+  m_report.culprit->judgement = std::move(judgement);
+  save(true);
+}
+
+void Recorder::upstream(UpstreamRepro upstream) {
+  if (!m_report.repro) {
+    m_report.repro.emplace();
+  }
+  m_progress.note("upstream: " + upstream_sentence(upstream));
+  m_report.repro->upstream = std::move(upstream);
+  save(true);
+}
+
 void Recorder::first_answer(const std::string& line, bool confirmed) {
   m_report.first_answer_seconds = steady_seconds() - m_start;
   m_report.first_answer = line;

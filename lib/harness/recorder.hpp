@@ -80,6 +80,10 @@ class Recorder {
   void coredump(CoreDumpReading reading);        // the coredump variant's core dump, read
   void signature(const std::string& signature);  // of the failure (no-op without one)
   void culprit(Culprit culprit, std::optional<Reproducer> repro);
+  // Whose bug the culprit is (job/judge_phase.hpp), and the smallest program
+  // showing it; each also a line for the person watching.
+  void judgement(Judgement judgement);
+  void upstream(UpstreamRepro upstream);
   // The search ran before the matrix and named a culprit: when (seconds
   // from the start); a line for the person watching. `confirmed` false: as
   // the search found it, before the evidence run confirms it

@@ -139,6 +139,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.bisect = !opt.no_bisect;
   s.shrink = !opt.no_shrink;
   s.check_masked = opt.check_masked;
+  s.judge = !opt.no_judge;
   s.replay = !opt.no_replay;
   s.answer_first = !opt.matrix_first;
   s.strategy = opt.strategy;

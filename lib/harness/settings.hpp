@@ -52,6 +52,9 @@ struct RunOptions {
   // --check-masked: after a clean run, one run probing every call site;
   // sites that make NaN/Inf which a later site cleans are reported (masked[]).
   bool check_masked = false;
+  // --no-judge: no judgement of whose bug the culprit is, and no
+  // repro/upstream/ (job/judge_phase.hpp), with an exported program too.
+  bool no_judge = false;
   // Skip the culprit's one-kernel replay (its cause): verify's neighbours
   // need the culprit's call site, not its cause.
   bool no_replay = false;
@@ -118,6 +121,7 @@ struct Settings {
   bool shrink = true;  // the failing batch shrunk to its smallest failing set of samples
   bool check_masked = false;  // RunOptions::check_masked
   bool replay = true;         // the culprit's one-kernel replay
+  bool judge = true;          // whose bug, with repro/upstream/ (RunOptions::no_judge)
   // A NaN/Inf or wrong-values failure is searched right after the baseline,
   // in its environment; the matrix runs after the answer and keeps it where
   // it finds the failure steady there (--matrix-first: the old order).

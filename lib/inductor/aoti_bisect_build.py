@@ -398,7 +398,7 @@ def compile_package(torch, ep, configs, out, node_map=None, no_grad=False):
     try:
         # aoti_compile_and_package adds keys to the dict it is given: a copy.
         if node_map:
-            with NodeMapRecorder(torch) as recorder, grad:
+            with NodeMapRecorder(torch, ep) as recorder, grad:
                 torch._inductor.aoti_compile_and_package(
                     ep, package_path=tmp, inductor_configs=dict(configs)
                 )
@@ -573,8 +573,10 @@ class NodeMapRecorder:
     """Wraps GraphLowering.codegen_with_cpp_wrapper and KernelArgs.make_inplace
     while a package compiles, and records the node map."""
 
-    def __init__(self, torch):
+    def __init__(self, torch, ep=None):
         self.torch = torch
+        self.ep = ep
+        self.folded = {}  # exported node -> the node whose value it carries once freezing folded the chain
         self.buffers = {}
         self.stale = set()
         self.inplace = []
@@ -683,10 +685,121 @@ class NodeMapRecorder:
                 first = len(entry["nodes"])
                 entry["nodes"].extend(n for n in w["nodes"])
                 entry["writes"].append({"by": w["by"], "first": first, "count": len(w["nodes"])})
+        self._fold(graph, buffers, pre_grad_id)
+        self._mutated_inputs(graph, buffers)
         self.buffers = buffers
         # In-place outputs whose store fusion removed: the kernel still takes
         # the buffer (in_out_ptr) but never writes its value there.
         self.stale = set(getattr(graph, "inplaced_to_remove", ()) or ())
+
+    def _mutation_nodes(self, computes):
+        """Of the exported nodes `computes`, those that update a tensor in place (x.index_put_, x.add_), or,
+        in a functional program, whose value is written back into an input (graph_signature's
+        user_inputs_to_mutate), in graph order."""
+        if self.ep is None:
+            return []
+        written_back = set()
+        try:
+            written_back = set(self.ep.graph_signature.user_inputs_to_mutate)
+        except Exception:
+            pass
+        out = []
+        for n in self.ep.graph.nodes:
+            if n.name not in computes or n.op != "call_function":
+                continue
+            op = getattr(n.target, "__name__", str(n.target)).split(".")[0]
+            if (op.endswith("_") and not op.endswith("__")) or n.name in written_back:
+                out.append(n.name)
+        return out
+
+    def _input_placeholder(self, graph, name):
+        """The exported program's placeholder for Inductor's graph input `name` (arg3_1): the user inputs are
+        the last graph inputs, in order; None where shapes disagree or it is not one of them."""
+        if self.ep is None:
+            return None
+        try:
+            user = list(self.ep.graph_signature.user_inputs)
+            names = list(graph.graph_input_names)
+        except Exception:
+            return None
+        tail = names[-len(user):] if user else []
+        if name not in tail:
+            return None
+        placeholder = user[tail.index(name)]
+        node = next((n for n in self.ep.graph.nodes if n.op == "placeholder" and n.name == placeholder), None)
+        val = node.meta.get("val") if node is not None else None
+        ours = graph.graph_inputs.get(name)
+        try:
+            if val is None or ours is None or len(val.shape) != len(ours.get_size()):
+                return None
+        except Exception:
+            return None
+        return placeholder
+
+    def _mutated_inputs(self, graph, buffers):
+        """A graph input updated in place (x.index_put_, x.add_): the buffers writing it are named for
+        the input in the generated code, and none is passed under its own name. The input gets an entry:
+        the writes' nodes in order (its value after each), all they compute, and the buffers writing it."""
+        writers = {}
+        for name, buf in graph.name_to_buffer.items():
+            try:
+                targets = list(buf.get_mutation_names()) if hasattr(buf, "get_mutation_names") else []
+            except Exception:
+                targets = []
+            for t in targets:
+                if t not in buffers and t != name:
+                    writers.setdefault(t, []).append(name)
+        for target, names in writers.items():
+            nodes, computes = [], []
+            for b in names:
+                for n in buffers[b]["nodes"]:
+                    if n not in nodes:
+                        nodes.append(n)
+                for n in buffers[b]["computes"]:
+                    if n not in computes:
+                        computes.append(n)
+            if not nodes:
+                nodes = self._mutation_nodes(computes)
+            # Before the first write it holds the input as given: that placeholder's value comes first.
+            own = self._input_placeholder(graph, target)
+            if own and nodes:
+                nodes = [own] + [n for n in nodes if n != own]
+            buffers[target] = {"nodes": nodes, "origin": None, "computes": computes, "mutated_by": names,
+                               "why": None if nodes else "an input updated in place by code no single node maps to"}
+
+    def _fold(self, graph, buffers, pre_grad_id):
+        """Freezing folds nodes into constants (a batch norm into the convolution's weights): no generated
+        code computes them, and the buffer of the node before them holds the last one's value. A buffer
+        mapped to node N whose exported users run through such vanished nodes, one after another, holds
+        the value of the last of them: it is mapped there, and computes them all."""
+        if self.ep is None or not pre_grad_id:
+            return
+        present = set()
+        post = set()
+        for buf in graph.name_to_buffer.values():
+            origin = getattr(buf, "origin_node", None)
+            if origin is not None and getattr(origin, "graph", None) is not None:
+                post.add(origin.graph)
+        for g in post:
+            for n in g.nodes:
+                present.update(_pre_grad_names(n, pre_grad_id))
+        exported = {n.name: n for n in self.ep.graph.nodes}
+        for entry in buffers.values():
+            if len(entry["nodes"]) != 1 or entry["nodes"][0] not in exported:
+                continue
+            start = cur = exported[entry["nodes"][0]]
+            chain = []
+            while True:
+                users = [u for u in cur.users if u.op != "output"]
+                if len(users) != 1 or len(cur.users) != 1 or users[0].op != "call_function" or users[0].name in present:
+                    break
+                cur = users[0]
+                chain.append(cur.name)
+            if chain:
+                entry["nodes"] = [cur.name]
+                entry["folded"] = chain
+                entry["computes"] = list(entry.get("computes", [])) + [c for c in chain if c not in entry["computes"]]
+                self.folded[start.name] = cur.name
 
     def result(self):
         buffers = {k: dict(v, nodes=list(v["nodes"])) for k, v in self.buffers.items()}

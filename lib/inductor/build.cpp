@@ -15,6 +15,7 @@
 #include "common/files.hpp"
 #include "common/scratch_dir.hpp"
 #include "common/text.hpp"
+#include "inductor/helper_internal.hpp"
 #include "package/package.hpp"
 #include "process/process.hpp"
 
@@ -355,6 +356,25 @@ void validate(const BuildRequest& request) {
 }
 
 }  // namespace
+
+namespace inductor_helper {
+fs::path python(const std::string& requested) { return resolve_python(requested); }
+fs::path build_script(const fs::path& cache, const ScratchDir& work) { return write_helper(cache, work); }
+void publish_file(const ScratchDir& work, const fs::path& dest, const std::string& content) {
+  publish(work, dest, content);
+}
+SpawnSpec spec(std::vector<std::string> argv, const ScratchDir& work, double timeout_s) {
+  return helper_spec(std::move(argv), work, timeout_s);
+}
+std::string failure(const ExitStatus& status, const fs::path& result_path) {
+  return failure_line(status, result_path);
+}
+std::optional<nlohmann::json> result(const fs::path& path) { return read_entry(path); }
+void refuse_if_unsafe(const ExitStatus& status, const fs::path& result_path) {
+  throw_if_refused(status, result_path);
+}
+std::string torch_version(const fs::path& python, const ScratchDir& work) { return query_torch_version(python, work); }
+}  // namespace inductor_helper
 
 fs::path default_cache_dir() {
   std::string xdg = env_or_empty("XDG_CACHE_HOME");

@@ -5,6 +5,7 @@
 
 #include "inductor/build.hpp"
 #include "job/batch_dependence.hpp"
+#include "job/judge_phase.hpp"
 #include "matrix/matrix.hpp"
 #include "process/process.hpp"
 #include "repro/replay.hpp"
@@ -66,6 +67,9 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
   const std::string reproduced = matrix.failure_text();
   auto answer = [&](const BisectOutcome& b) {
     check_batch_dependence(m_job, b.probed, matrix, dim);
+    if (b.verdict == Verdict::isolated) {
+      judge_culprit(m_job, m_in, matrix);
+    }
     return SearchAnswer{b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason, b.explain_later};
   };
   int runs_before = 0;

@@ -266,6 +266,12 @@ std::string arguments_table(const std::vector<ProbeStats>& args) {
 std::string culprit_section(const Culprit& c) {
   std::string out = "## Culprit\n\n";
   out += root_cause_text(c.root_cause);
+  if (c.judgement) {
+    out += "**Whose bug:** " + plain(c.judgement->sentence) + "\n\n";
+    if (!c.judgement->alone_sentence.empty()) {
+      out += "**Alone:** " + plain(c.judgement->alone_sentence) + "\n\n";
+    }
+  }
   out += culprit_line(c);
   if (!c.why.empty()) {
     out += "**Why:** " + plain(c.why) + "  \n";
@@ -474,6 +480,9 @@ std::string reproducer_line(const Reproducer& p) {
         fmt::format("; {}: {} (exit 1 reproduces, 0 does not, 2 cannot run)", code(p.replay), plain(p.replay_note));
   } else if (!p.replay_note.empty()) {
     where += "; no replay: " + plain(p.replay_note);
+  }
+  if (p.upstream) {
+    where += "; " + plain(upstream_sentence(*p.upstream));
   }
   return where;
 }

@@ -184,6 +184,7 @@ struct Divergence {
   std::string dtype;
   std::vector<GraphNodeRef> nodes;  // the graph node(s) whose value it holds (its own first)
   std::string compared_with;        // the node whose eager value was closest (the figures are against it)
+  std::vector<std::string> folded;  // nodes freezing folded into its code (compared with the last one's value)
   double max_abs_error = 0;
   double max_rel_error = 0;  // max_abs_error / scale
   double scale = 0;          // largest finite |eager value| of the tensor
@@ -261,6 +262,62 @@ struct RootCause {
   std::string note;       // what was not measured and why ("the replay did not run: ...")
 };
 
+// One output of the model measured against a float64 eager run of the
+// exported program (job/judge_phase.hpp): eager's and the package's errors.
+struct JudgedOutput {
+  int index = 0;  // 0-based, flattened
+  std::string dtype;
+  int64_t numel = 0;
+  std::optional<double> eager_rmse;    // root mean square error against float64; nullopt: not finite
+  std::optional<double> package_rmse;  // nullopt: not finite, or the package's outputs were not saved
+  std::optional<double> fp64_rms;      // float64's own root mean square, the scale of "far"
+  int64_t eager_nonfinite = 0;
+  int64_t package_nonfinite = 0;
+  int64_t fp64_nonfinite = 0;
+  int64_t eager_beyond = 0;    // elements out of tolerance against float64
+  int64_t package_beyond = 0;
+  double multiplier = 2.0;     // the minifier's rule: package_rmse <= multiplier * eager_rmse + tol / 10
+  bool package_measured = false;
+};
+
+// Whose bug the culprit is (evidence/judgement.hpp).
+struct Judgement {
+  std::string kind;      // "model", "data", "compiler", "numerics"; "" not judged (`sentence` says why)
+  std::string sentence;  // one line, the figures behind the kind
+  // Where eager shows the failure: the graph node that made NaN/Inf from
+  // finite operands, or raised; "" none.
+  GraphNodeRef eager_node;
+  bool eager_node_in_culprit = false;
+  std::string holder;  // data: the input or parameter that holds NaN/Inf (or the indices), "" none
+  std::vector<std::string> culprit_nodes;  // the exported-program nodes the culprit computes; empty: not known
+  std::vector<JudgedOutput> outputs;
+  // Wrong values: the culprit's graph nodes compiled alone on eager's values
+  // of their inputs (repro/upstream/repro.py's first run). "wrong_on_its_own"
+  // (they differ from eager there), "amplifies" (they match, and the
+  // difference shows once upstream nodes are compiled with them), "" not run.
+  std::string alone;
+  std::string alone_sentence;
+  std::string amplified_node;  // amplifies: the farthest upstream graph node it needs
+  std::string amplified_site;  // and the call site computing it ("call site 3 cpp_fused_relu_1"), "" unknown
+  int widened_inputs = 0;      // float64 run: floating inputs widened
+  int widened_parameters = 0;  // and floating parameters and buffers
+  std::vector<std::string> kept_dtypes;  // inputs' dtypes that cannot widen, left as they are
+  double seconds = 0;
+};
+
+// The culprit's graph nodes as the smallest program that shows the symptom
+// (OUT/repro/upstream/repro.py), run once by the tool.
+struct UpstreamRepro {
+  std::string script;  // display path
+  bool reproduced = false;
+  int nodes = 0;        // graph nodes in it
+  int graph_nodes = 0;  // in the exported program
+  double compile_seconds = 0;  // the script's runs, each an export and a compile
+  int tries = 0;
+  std::string issue;  // display path of ISSUE.md (compiler judgements), "" none
+  std::string note;   // why not reproduced, or where the search for it stopped
+};
+
 struct Culprit {
   int call_index = 0;  // 1-based, by occurrence in the run
   std::string kernel;
@@ -284,6 +341,7 @@ struct Culprit {
   // Its lines of the model's Python source, where the package carries them
   // (wrapper/provenance.hpp): from the package alone.
   std::vector<SourceLine> source_lines;
+  std::optional<Judgement> judgement;  // with an exported program; without one, why not (kind "")
 };
 
 struct UnmappedSite {  // a call site whose outputs name no graph node
@@ -414,6 +472,7 @@ struct Reproducer {
   std::string command;             // shortest command that reruns the failing configuration
   std::string replay;              // display path of DIR/repro/replay (the culprit alone); "" when not written
   std::string replay_note;         // what the replay checks, or why it cannot run
+  std::optional<UpstreamRepro> upstream;
 };
 
 // The trigger shrunk (job/shrink.hpp): the smallest set of the failing
@@ -533,5 +592,9 @@ struct Report {
   std::string error;               // could_not_test / internal_error: the one-line message
   std::vector<std::string> notes;  // what the run did besides testing (an earlier run moved aside, ...)
 };
+
+// "repro/upstream/repro.py: 5 of the exported program's 13 graph nodes show the
+// symptom (exit 1), compiled in 11.1 s", or why none did.
+std::string upstream_sentence(const UpstreamRepro& u);
 
 }  // namespace aoti_bisect

@@ -129,6 +129,15 @@ std::string report_to_console(const Report& r, bool color) {
     for (const auto& l : r.culprit->source_lines) {
       out += fmt::format("  source:      {}\n", one_line(l.text()));
     }
+    if (r.culprit->judgement) {
+      out += fmt::format("  whose bug:   {}\n", one_line(r.culprit->judgement->sentence));
+      if (!r.culprit->judgement->alone_sentence.empty()) {
+        out += fmt::format("  alone:       {}\n", one_line(r.culprit->judgement->alone_sentence));
+      }
+    }
+    if (r.repro && r.repro->upstream) {
+      out += fmt::format("  upstream:    {}\n", one_line(upstream_sentence(*r.repro->upstream)));
+    }
     if (r.culprit->sanitizer && !r.culprit->sanitizer->errors.empty()) {
       const SanitizerFinding& e = r.culprit->sanitizer->errors.front();
       out += fmt::format("  sanitizer:   {}{}{}\n", one_line(e.what), e.address.empty() ? "" : " at " + e.address,

@@ -315,6 +315,20 @@ Json builds_json(const Builds& b) {
               {"note", text_or_null<Json>(b.note)}};
 }
 
+Json upstream_json(const std::optional<UpstreamRepro>& u) {
+  if (!u) {
+    return nullptr;
+  }
+  return Json{{"script", text_or_null<Json>(u->script)},
+              {"reproduced", u->reproduced},
+              {"nodes", u->nodes},
+              {"graph_nodes", u->graph_nodes},
+              {"compile_seconds", number(u->compile_seconds)},
+              {"tries", u->tries},
+              {"issue", text_or_null<Json>(u->issue)},
+              {"note", text_or_null<Json>(u->note)}};
+}
+
 Json repro_json(const std::optional<Reproducer>& r) {
   if (!r) {
     return nullptr;
@@ -323,7 +337,8 @@ Json repro_json(const std::optional<Reproducer>& r) {
               {"files", r->files},
               {"command", text_or_null<Json>(r->command)},
               {"replay", text_or_null<Json>(r->replay)},
-              {"replay_note", text_or_null<Json>(r->replay_note)}};
+              {"replay_note", text_or_null<Json>(r->replay_note)},
+              {"upstream", upstream_json(r->upstream)}};
 }
 
 }  // namespace

@@ -90,6 +90,7 @@ Json divergence_json(const std::optional<Divergence>& d) {
               {"dtype", text_or_null<Json>(d->dtype)},
               {"graph_nodes", graph_nodes_json(d->nodes)},
               {"compared_with", text_or_null<Json>(d->compared_with)},
+              {"folded", d->folded},
               {"max_abs_error", number(d->max_abs_error)},
               {"max_rel_error", number(d->max_rel_error)},
               {"scale", number(d->scale)},
@@ -168,6 +169,43 @@ Json other_origins_json(const std::vector<OtherOrigin>& others) {
   return out;
 }
 
+Json judgement_json(const std::optional<Judgement>& j) {
+  if (!j) {
+    return nullptr;
+  }
+  Json outputs = Json::array();
+  for (const auto& o : j->outputs) {
+    outputs.push_back(Json{{"index", o.index},
+                           {"dtype", o.dtype},
+                           {"numel", o.numel},
+                           {"eager_rmse", number(o.eager_rmse)},
+                           {"package_rmse", o.package_measured ? number(o.package_rmse) : Json(nullptr)},
+                           {"fp64_rms", number(o.fp64_rms)},
+                           {"eager_nonfinite", o.eager_nonfinite},
+                           {"package_nonfinite", o.package_measured ? Json(o.package_nonfinite) : Json(nullptr)},
+                           {"fp64_nonfinite", o.fp64_nonfinite},
+                           {"eager_beyond_tolerance", o.eager_beyond},
+                           {"package_beyond_tolerance", o.package_measured ? Json(o.package_beyond) : Json(nullptr)},
+                           {"multiplier", number(o.multiplier)}});
+  }
+  return Json{{"kind", text_or_null<Json>(j->kind)},
+              {"sentence", j->sentence},
+              {"eager_node", j->eager_node.name.empty() ? Json(nullptr) : graph_nodes_json({j->eager_node})[0]},
+              {"eager_node_in_culprit", j->eager_node_in_culprit},
+              {"holder", text_or_null<Json>(j->holder)},
+              {"culprit_nodes", j->culprit_nodes},
+              {"alone", j->alone.empty() ? Json(nullptr)
+                                         : Json{{"verdict", j->alone},
+                                                {"sentence", j->alone_sentence},
+                                                {"upstream_node", text_or_null<Json>(j->amplified_node)},
+                                                {"upstream_site", text_or_null<Json>(j->amplified_site)}}},
+              {"outputs", std::move(outputs)},
+              {"fp64", Json{{"widened_inputs", j->widened_inputs},
+                            {"widened_parameters", j->widened_parameters},
+                            {"kept_dtypes", j->kept_dtypes}}},
+              {"seconds", number(j->seconds)}};
+}
+
 }  // namespace
 
 Json masked_json(const std::optional<std::vector<HealedSite>>& masked) {
@@ -202,7 +240,8 @@ Json culprit_json(const std::optional<Culprit>& c) {
               {"run_to_run", run_to_run_json(c->run_to_run)},
               {"sanitizer", sanitizer_json(c->sanitizer)},
               {"graph_nodes", graph_nodes_json(c->graph_nodes)},
-              {"source_lines", source_lines_json(c->source_lines)}};
+              {"source_lines", source_lines_json(c->source_lines)},
+              {"judgement", judgement_json(c->judgement)}};
 }
 
 Json passed_over_json(const std::vector<PassedOver>& items) {

@@ -27,7 +27,7 @@ std::vector<std::string> bisect_args(const std::string& name, std::vector<std::s
                                    example(name + ".pt2").string(),
                                    "--inputs",
                                    example(name + ".inputs.pt").string(),
-                                   "--exported-program",
+                                   "--no-judge", "--exported-program",
                                    example(name + ".ep.pt2").string(),
                                    "--cache-dir",
                                    fs::absolute("build-cache").string(),

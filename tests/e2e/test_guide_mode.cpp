@@ -28,7 +28,7 @@ std::vector<std::string> nan_midway_args(const std::string& cache, std::vector<s
                                    package,
                                    "--inputs",
                                    example("nan_midway.inputs.pt").string(),
-                                   "--exported-program",
+                                   "--no-judge", "--exported-program",
                                    example("nan_midway.ep.pt2").string(),
                                    "--cache-dir",
                                    fs::absolute(cache).string(),

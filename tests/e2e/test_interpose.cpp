@@ -133,7 +133,8 @@ TEST_CASE("wrong values without the package's Inductor config: the package's pro
   // cannot show the bug. Interposition probes the package's own code and
   // takes only the buffers' graph nodes from that build.
   auto meta = meta_of("relu_accuracy");
-  std::vector<std::string> more = {"--reference", example("relu_accuracy.expected.pt").string(), "--exported-program",
+  std::vector<std::string> more = {"--reference", example("relu_accuracy.expected.pt").string(), "--no-judge",
+      "--exported-program",
                                    example("relu_accuracy.ep.pt2").string()};
   auto r = run_tool(package_only(example("relu_accuracy.pt2").string(), "relu_accuracy", more), "out", warm_inductor());
   CHECK(r.code() == 1);
@@ -172,7 +173,7 @@ TEST_CASE("the wrapper rewrite: fault and NaN examples isolated at the recorded 
 
 TEST_CASE("the rewrite's fidelity guard: a rebuilt library with one weight byte changed is not trusted") {
   std::vector<std::string> more = {"--reference",        example("relu_accuracy.expected.pt").string(),
-                                   "--exported-program", example("relu_accuracy.ep.pt2").string(),
+                                   "--no-judge", "--exported-program", example("relu_accuracy.ep.pt2").string(),
                                    "--source",           "rewrite"};
   auto meta = meta_of("relu_accuracy");
   int culprit = meta["culprit"]["call_index"].get<int>() + 1;
@@ -308,7 +309,8 @@ TEST_CASE("a package without its wrapper.cpp: both package-level sources say why
 
   auto meta = meta_of("nan_midway");
   auto ep =
-      run_tool(package_only(pkg.string(), "nan_midway", {"--exported-program", example("nan_midway.ep.pt2").string()}),
+      run_tool(package_only(pkg.string(), "nan_midway", {"--no-judge",
+          "--exported-program", example("nan_midway.ep.pt2").string()}),
                "out2", warm_inductor());
   CHECK(ep.code() == 1);
   CHECK(ep.report["bisection"]["source"] == "exported_program");
@@ -356,7 +358,8 @@ TEST_CASE("torch.cond through the exported program: the printer's blind spots ar
     auto meta = meta_of(name);
     auto r = run_tool(
         package_only(example(name + ".pt2").string(), name,
-                     {"--exported-program", example(name + ".ep.pt2").string(), "--source", "exported_program"}),
+                     {"--no-judge",
+                         "--exported-program", example(name + ".ep.pt2").string(), "--source", "exported_program"}),
         "out-" + name, warm_inductor());
     CHECK(r.code() == 1);
     CHECK(r.report["bisection"]["source"] == "exported_program");

@@ -92,6 +92,10 @@ void check_divergent_culprit(const e2e::Result& r, const nlohmann::json& meta, c
   }
   CHECK(found_op);
   CHECK(r.report["bisection"]["mapped_sites"].get<int>() >= 1);
+  // Inductor's injected bug: eager and float64 agree, the package does not.
+  REQUIRE(c["judgement"].is_object());
+  CHECK(c["judgement"]["kind"] == "compiler");
+  CHECK(c["judgement"]["alone"]["verdict"] == "wrong_on_its_own");
 }
 
 }  // namespace

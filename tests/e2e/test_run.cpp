@@ -203,7 +203,8 @@ TEST_CASE(
     "and isolates the index check") {
   auto meta = e2e::meta_of("class_index");
   auto r = run_tool({"run", example("class_index.pt2").string(), "--inputs", example("class_index.inputs.pt").string(),
-                     "--against-eager", "--exported-program", example("class_index.ep.pt2").string(), "--no-matrix"},
+                     "--against-eager", "--no-judge",
+                         "--exported-program", example("class_index.ep.pt2").string(), "--no-matrix"},
                     "out");
   CHECK(r.code() == 1);
   REQUIRE(r.report.is_object());
@@ -662,7 +663,8 @@ TEST_SUITE_BEGIN("e2e/run");
 
 TEST_CASE("--against-eager: the exported program run eagerly is the reference") {
   auto wrong = run_tool({"run", example("relu_accuracy.pt2").string(), "--inputs",
-                         example("relu_accuracy.inputs.pt").string(), "--against-eager", "--exported-program",
+                         example("relu_accuracy.inputs.pt").string(), "--against-eager", "--no-judge",
+                             "--exported-program",
                          example("relu_accuracy.ep.pt2").string(), "--repeats", "1", "--no-bisect"},
                         "out");
   CHECK(wrong.code() == 3);
@@ -671,7 +673,8 @@ TEST_CASE("--against-eager: the exported program run eagerly is the reference") 
   CHECK(wrong.report["runs"][0]["comparison"]["max_abs_error"].get<double>() > 1.0);
 
   auto right = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
-                         "--against-eager", "--exported-program", example("healthy.ep.pt2").string(), "--no-matrix"},
+                         "--against-eager", "--no-judge",
+                             "--exported-program", example("healthy.ep.pt2").string(), "--no-matrix"},
                         "out2");
   CHECK(right.code() == 0);
   CHECK(right.report["runs"][0]["comparison"]["within_tolerance"] == true);

@@ -77,7 +77,8 @@ void check_refused(const e2e::Result& r, const fs::path& marker, const std::stri
 e2e::Result run_source_exported(const fs::path& ep) {
   return run_tool(
       {"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
-       "--exported-program", ep.string(), "--source", "exported_program", "--no-matrix", "--cache-dir", "cache-source"},
+       "--no-judge", "--exported-program", ep.string(), "--source", "exported_program", "--no-matrix", "--cache-dir",
+       "cache-source"},
       "out", e2e::warm_inductor());
 }
 
@@ -119,7 +120,7 @@ TEST_CASE("run --against-eager: a hostile --exported-program is refused before a
   fs::path ep = fs::absolute("hostile_eager.pt2");
   REQUIRE(make_hostile(example("healthy.ep.pt2"), ep, marker, "sample_inputs"));
   auto r = run_tool({"run", example("healthy.pt2").string(), "--inputs", example("healthy.inputs.pt").string(),
-                     "--against-eager", "--exported-program", ep.string(), "--no-matrix"},
+                     "--against-eager", "--no-judge", "--exported-program", ep.string(), "--no-matrix"},
                     "out");
   check_refused(r, marker, ep.filename().string(), "holds a pickled object");
   REQUIRE(r.report.is_object());
