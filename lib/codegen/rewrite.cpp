@@ -14,7 +14,7 @@ namespace aoti_bisect {
 namespace {
 
 // The source's lines, each written back with its newline (no last empty line).
-std::vector<std::string> lines_of(const std::string& text) {
+std::vector<std::string> source_lines_of(const std::string& text) {
   std::vector<std::string> lines = cpp_text::split_lines_copy(text);
   if (!lines.empty() && lines.back().empty()) {
     lines.pop_back();
@@ -81,7 +81,7 @@ std::optional<std::vector<std::string>> triton_tensor_args(const std::vector<std
 }  // namespace
 
 std::string insert_probes(const std::string& source, const WrapperInfo& wrapper, ProbeText how) {
-  std::vector<std::string> lines = lines_of(source);
+  std::vector<std::string> lines = source_lines_of(source);
   std::map<size_t, std::vector<std::string>> before, after;  // by 0-based line
   std::map<std::string, TritonLaunch> launches = triton_launches(source);
   for (const auto& site : wrapper.call_sites) {

@@ -61,7 +61,7 @@ std::optional<double> figure(const Json& j) {
   return std::nullopt;  // "nan", "inf", null
 }
 
-int64_t count(const Json& j, const char* key) {
+int64_t json_count(const Json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
@@ -74,17 +74,17 @@ JudgedOutput output_from(const Json& row) {
   o.dtype = row.value("dtype", "");
   o.numel = row.value("numel", int64_t{0});
   o.fp64_rms = figure(row.value("fp64_rms", Json()));
-  o.fp64_nonfinite = count(row, "fp64_nan") + count(row, "fp64_inf");
+  o.fp64_nonfinite = json_count(row, "fp64_nan") + json_count(row, "fp64_inf");
   const Json& e = row.contains("eager") ? row["eager"] : Json::object();
   o.eager_rmse = figure(e.value("rmse", Json()));
-  o.eager_nonfinite = count(e, "nan") + count(e, "inf");
-  o.eager_beyond = count(e, "beyond_tolerance");
+  o.eager_nonfinite = json_count(e, "nan") + json_count(e, "inf");
+  o.eager_beyond = json_count(e, "beyond_tolerance");
   if (row.contains("package") && row["package"].is_object()) {
     const Json& p = row["package"];
     o.package_measured = true;
     o.package_rmse = figure(p.value("rmse", Json()));
-    o.package_nonfinite = count(p, "nan") + count(p, "inf");
-    o.package_beyond = count(p, "beyond_tolerance");
+    o.package_nonfinite = json_count(p, "nan") + json_count(p, "inf");
+    o.package_beyond = json_count(p, "beyond_tolerance");
   }
   // torch._dynamo.utils.same: 3 for half precision and small tensors, else 2.
   o.multiplier = (o.dtype == "float16" || o.dtype == "bfloat16" || o.numel < 1000) ? 3.0 : 2.0;
@@ -95,7 +95,7 @@ GraphNodeRef node_from(const Json& j) {
   return GraphNodeRef{j.value("node", ""), j.value("op", ""), j.value("source", ""), j.value("code", "")};
 }
 
-std::string node_text(const GraphNodeRef& n) {
+std::string judged_node_text(const GraphNodeRef& n) {
   std::string out = "graph node `" + n.name + "`";
   std::vector<std::string> parts;
   if (!n.op.empty()) {
@@ -190,7 +190,8 @@ void judge_raise(Judgement& j, OutcomeKind failure, const Json& raised) {
   j.eager_node = node_from(raised);
   j.eager_node_in_culprit = raised.value("in_culprit", false);
   const std::string line = raised.value("line", "");
-  const std::string at = j.eager_node.name.empty() ? std::string("eager") : "eager, at " + node_text(j.eager_node);
+  const std::string at =
+      j.eager_node.name.empty() ? std::string("eager") : "eager, at " + judged_node_text(j.eager_node);
   if (!is_fault(failure)) {
     j.sentence = fmt::format("not judged: {} raised on these inputs ({}), so its outputs cannot be compared", at,
                              line);
@@ -220,7 +221,7 @@ void judge_nonfinite(Judgement& j, const Json& eager, const Json& fp64) {
                              what, j.holder, h.value("nan", 0), h.value("inf", 0));
     return;
   }
-  const int64_t fp64_bad = count(fp64, "outputs_nan") + count(fp64, "outputs_inf");
+  const int64_t fp64_bad = json_count(fp64, "outputs_nan") + json_count(fp64, "outputs_inf");
   if (eager.contains("made")) {
     const Json& m = eager["made"];
     j.eager_node = node_from(m);
@@ -234,13 +235,13 @@ void judge_nonfinite(Judgement& j, const Json& eager, const Json& fp64) {
     if (j.eager_node_in_culprit) {
       j.kind = "model";
       j.sentence = fmt::format("model: eager makes the same {} at {}, one of the culprit's nodes ({}){}", what,
-                               node_text(j.eager_node), made, in_fp64);
+                               judged_node_text(j.eager_node), made, in_fp64);
       return;
     }
     if (fp64_bad > 0) {
       j.kind = "model";
       j.sentence = fmt::format("model: eager makes NaN/Inf too, first at {} ({}){}{}",
-                               node_text(j.eager_node), made, in_fp64,
+                               judged_node_text(j.eager_node), made, in_fp64,
                                j.culprit_nodes.empty() ? "; the culprit's own graph nodes are not known"
                                                        : "; that node is not one the culprit computes");
       return;
@@ -248,7 +249,7 @@ void judge_nonfinite(Judgement& j, const Json& eager, const Json& fp64) {
     j.kind = "numerics";
     j.sentence = fmt::format("numerics: eager makes NaN/Inf at {} ({}) and the package at its culprit, but float64 "
                              "makes none: a precision limit both reach",
-                             node_text(j.eager_node), made);
+                             judged_node_text(j.eager_node), made);
     return;
   }
   judge_by_float64(j);

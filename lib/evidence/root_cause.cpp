@@ -299,10 +299,16 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
     if (tmp.empty()) {
       continue;
     }
+    bool loaded = false;
     for (const auto& p : index_params) {
       if (has_token(line, p)) {
         tainted[tmp] = p;
+        loaded = true;
       }
+    }
+    if (loaded) {
+      // `tmp9 = in_ptr3[tmp5]`: its values are in_ptr3's; tmp5 only says where it reads.
+      continue;
     }
     for (const auto& [t, p] : std::map<std::string, std::string>(tainted)) {
       if (t != tmp && has_token(line.substr(line.find('=')), t)) {

@@ -569,6 +569,34 @@ def _holds_value_of(node, pre, pre_grad_id):
     return False
 
 
+FOLDS_INTO = ("conv2d", "conv1d", "conv3d", "convolution", "_convolution", "linear", "addmm", "mm", "matmul")
+FOLDED_OPS = ("batch_norm", "_native_batch_norm_legit_no_training", "_native_batch_norm_legit",
+              "native_batch_norm", "getitem")
+BINARY_FOLDED = ("add", "sub", "mul", "div")
+
+
+def _op_name(node):
+    name = getattr(node.target, "__name__", str(node.target))
+    return name.split(".")[0]
+
+
+def _folds(user, value):
+    """Whether freezing folds `user` (which reads `value`) into the weights of the op before it."""
+    op = _op_name(user)
+    if op in FOLDED_OPS:
+        return True
+    if op in BINARY_FOLDED:
+        others = [a for a in user.all_input_nodes if a is not value]
+        return all(a.op in ("get_attr", "placeholder") and a.name not in _user_input_names(user.graph)
+                   for a in others)
+    return False
+
+
+def _user_input_names(graph):
+    """The placeholders that are not parameters, buffers or constants (lifted ones are named p_, b_, c_)."""
+    return {n.name for n in graph.nodes if n.op == "placeholder" and not n.name.startswith(("p_", "b_", "c_"))}
+
+
 class NodeMapRecorder:
     """Wraps GraphLowering.codegen_with_cpp_wrapper and KernelArgs.make_inplace
     while a package compiles, and records the node map."""
@@ -788,10 +816,15 @@ class NodeMapRecorder:
             if len(entry["nodes"]) != 1 or entry["nodes"][0] not in exported:
                 continue
             start = cur = exported[entry["nodes"][0]]
+            # What freezing folds into weights: a batch norm, or an add/sub/mul/div by a constant, after a
+            # convolution or a linear layer (torch/_inductor/fx_passes/binary_folding.py, and the conv-bn fold).
+            if _op_name(start) not in FOLDS_INTO:
+                continue
             chain = []
             while True:
                 users = [u for u in cur.users if u.op != "output"]
-                if len(users) != 1 or len(cur.users) != 1 or users[0].op != "call_function" or users[0].name in present:
+                if (len(users) != 1 or len(cur.users) != 1 or users[0].op != "call_function"
+                        or users[0].name in present or not _folds(users[0], cur)):
                     break
                 cur = users[0]
                 chain.append(cur.name)

@@ -47,7 +47,13 @@ std::vector<std::string> nodes_of_culprit(JobContext& job, const Inspected& in, 
       return {};
     }
     map = nlohmann::json::parse(read_file(built.node_map, "node map"), nullptr, false);
-    return culprit_graph_nodes(in.wrapper, c.call_index, c.kernel, map);
+    auto nodes = culprit_graph_nodes(in.wrapper, c.call_index, c.kernel, map);
+    if (nodes.empty()) {
+      rec.note(fmt::format("judge: the exported program's node map names no graph node the buffers of call site {} "
+                           "{} compute; repro/upstream/ is not written",
+                           c.call_index, c.kernel));
+    }
+    return nodes;
   } catch (const ProgramRefused&) {
     throw;
   } catch (const Error& e) {

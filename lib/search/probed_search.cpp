@@ -287,6 +287,10 @@ BisectOutcome ProbedSearch::run() {
   bool answered = false;
   SearchResult sr = find(strategy, answered);
   if (auto stop = read_search(sr, *trace, answered)) {
+    if (m_pred == Predicate::mismatch && stop->verdict == Verdict::not_isolated && m_trace.launched == 1 &&
+        m_trace.site(1) != nullptr) {
+      return package_only_site(m_s.wrapper.constant_info.empty() ? m_model.wrapper : m_s.wrapper, stop->reason);
+    }
     return *stop;
   }
   announce(*sr.first);

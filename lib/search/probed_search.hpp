@@ -51,7 +51,10 @@ class ProbedSearch {
   // package_alone's two culprits: call site k, the first to read a constant
   // holding NaN (its probe `p`); the run's only call site.
   BisectOutcome package_nan_constant(int k, const SiteTrace& site, const ProbeStats& p, const WrapperInfo& names);
-  BisectOutcome package_only_site(const WrapperInfo& names);
+  // `compared`: "" without the exported program, else why its eager values
+  // named no call site (the only candidate still stands: never a worse
+  // answer with the exported program than without it).
+  BisectOutcome package_only_site(const WrapperInfo& names, const std::string& compared);
   bool measure_run_to_run(int k, Culprit& c);
   // A fault isolated on a GPU: one memcheck run aimed at the culprit
   // (probed_search_sanitizer.cpp). False when interrupted.

@@ -127,7 +127,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
   }
   // One call site ran: it wrote the outputs, and nothing else could have.
   if (m_trace.launched == 1 && m_trace.site(1) != nullptr) {
-    return package_only_site(names);
+    return package_only_site(names, "");
   }
   m_bis.status = search_status_name(SearchResult::Status::not_found);
   m_bis.message =
@@ -169,7 +169,7 @@ BisectOutcome ProbedSearch::package_nan_constant(int k, const SiteTrace& site, c
 
 // The run's only call site, named as the only candidate: it wrote the
 // outputs, with no eager value to judge it by.
-BisectOutcome ProbedSearch::package_only_site(const WrapperInfo& names) {
+BisectOutcome ProbedSearch::package_only_site(const WrapperInfo& names, const std::string& compared) {
   const SiteTrace& only = *m_trace.site(1);
   Culprit c =
       build_culprit({1, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line, m_returned_by});
@@ -178,11 +178,15 @@ BisectOutcome ProbedSearch::package_only_site(const WrapperInfo& names) {
       "the only call site of the run, so the only candidate: the outputs it wrote are outside tolerance of the "
       "reference (" +
       m_s.first_line + ")";
-  c.root_cause.note =
-      "without the exported program there is no eager value of its output to compare with; "
-      "its inputs are the model's inputs and constants";
+  const std::string no_eager =
+      compared.empty() ? std::string("without the exported program there is no eager value of its output to "
+                                     "compare with")
+                       : "the exported program's eager values did not decide (" + compared + ")";
+  c.root_cause.note = no_eager + "; its inputs are the model's inputs and constants";
   record_package_culprit(m_job, m_bis, c, "one call site ran: the only candidate",
-                         "without the exported program there is no eager value of its output to judge it by");
+                         compared.empty() ? "without the exported program there is no eager value of its output to "
+                                            "judge it by"
+                                          : "the exported program's eager values did not decide: " + compared);
   return searched(Verdict::isolated,
                   fmt::format("isolated to {} ({}): the only call site of the package, so the only candidate",
                               site_label(1, only.kernel), c.kind));

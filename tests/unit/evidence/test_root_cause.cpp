@@ -62,9 +62,46 @@ const char* k_gather = R"(extern "C"  void  cpp_fused_add_embedding_tanh_1(const
 }
 )";
 
+// BERT's embeddings: position ids (0..63) index the token-type ids (all 0),
+// which index a 2-row table. The 2-row table's index is in_ptr3's value.
+const char* k_double_gather = R"(extern "C"  void  cpp_fused_add_embedding_0(const int64_t* in_ptr2,
+                       const int64_t* in_ptr3,
+                       const float* in_ptr4,
+                       float* out_ptr0)
+{
+    for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(12L); x1+=static_cast<int64_t>(1L))
+    {
+        auto tmp5 = in_ptr2[static_cast<int64_t>(x1)];
+        auto tmp9 = in_ptr3[static_cast<int64_t>(tmp5)];
+        auto tmp10 = tmp9;
+        auto tmp13 = at::vec::Vectorized<float>::loadu(in_ptr4 + static_cast<int64_t>(x2 + 32L*tmp9), static_cast<int64_t>(16));
+        tmp13.store(out_ptr0 + static_cast<int64_t>(x2 + 32L*x1));
+    }
+}
+)";
+
 }  // namespace
 
 TEST_SUITE_BEGIN("search/root_cause");
+
+TEST_CASE("wild_index: an index loaded through another index is the loaded tensor's, not the address's") {
+  Culprit c;
+  c.kernel = "cpp_fused_add_embedding_0";
+  c.kind = "cpp";
+  c.args = {arg("position_ids", st("int64", {1, 64}, 0, 63)), arg("token_type_ids", st("int64", {1, 64}, 0, 0)),
+            arg("type_weight", st("float32", {2, 32}, -2, 2)), arg("buf4", std::nullopt, std::nullopt, false)};
+  CallSite site;
+  site.kernel = c.kernel;
+  site.args = {"position_ids", "token_type_ids", "type_weight", "buf4"};
+  // Before: 63 (position_ids' max) was taken for the 2-row table's index.
+  CHECK_FALSE(wild_index(c, k_double_gather, &site).has_value());
+  c.args[1].before = st("int64", {1, 64}, 0, 5);
+  auto wild = wild_index(c, k_double_gather, &site);
+  REQUIRE(wild.has_value());
+  CHECK(wild->index_tensor == "token_type_ids");
+  CHECK(wild->value == 5);
+  CHECK(wild->bound == 2);
+}
 
 TEST_CASE("wild_index: the index compared with the rows of the tensor it indexes, from the kernel's source") {
   Culprit c;
