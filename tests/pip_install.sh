@@ -59,6 +59,8 @@ t=$SECONDS
 say "fresh venv: torch $torch_version installed in $t_torch s, then the wheel in $((SECONDS - t)) s"
 [ -x "$venv/bin/aoti-bisect" ] || fail "the wheel installed no aoti-bisect console script"
 "$venv/bin/python" -c 'import cmake, ninja' || fail "the wheel's dependencies cmake and ninja are not installed"
+capture_lib="$(find "$venv" -name libaoti-bisect-capture.so -path '*aoti_bisect/bin/*' | head -1)"
+[ -n "$capture_lib" ] || fail "the wheel holds no bin/libaoti-bisect-capture.so beside the driver (capture preloads it)"
 
 tools="${AOTI_BISECT_CACHE:-$HOME/.cache/aoti-bisect}/pip-tools"
 "$tools/bin/python" -m pipx --version >/dev/null 2>&1 || "$tools/bin/pip" install -q pipx || fail "cannot install pipx"

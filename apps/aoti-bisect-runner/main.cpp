@@ -88,6 +88,9 @@ int run_once(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == ab::k_compare_outputs_flag) {
     return ts::compare_outputs(argv[2]);
   }
+  if (argc == 3 && std::string(argv[1]) == ab::k_kept_inputs_flag) {
+    return ts::kept_inputs(argv[2]);
+  }
   CLI::App app{"aoti-bisect-runner: runs one AOTI model once (a child of aoti-bisect)"};
   ts::RunnerOptions opt;
   define_options(app, opt);

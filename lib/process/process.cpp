@@ -200,9 +200,17 @@ pid_t spawn(const SpawnSpec& spec, std::string& error) {
     error = "execve: empty argv";
     return -1;
   }
-  Fd in(open_cloexec("/dev/null", O_RDONLY, error));
-  Fd out(in.get() < 0 ? -1 : open_output(spec.stdout_path, error));
-  Fd err(out.get() < 0 ? -1 : open_output(spec.stderr_path, error));
+  auto inherited = [&](int fd) {
+    int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (copy < 0) {
+      error = errno_text("dup");
+    }
+    return copy;
+  };
+  const bool own_err = spec.inherit_streams && spec.stderr_path.empty();
+  Fd in(spec.inherit_streams ? inherited(0) : open_cloexec("/dev/null", O_RDONLY, error));
+  Fd out(in.get() < 0 ? -1 : spec.inherit_streams ? inherited(1) : open_output(spec.stdout_path, error));
+  Fd err(out.get() < 0 ? -1 : own_err ? inherited(2) : open_output(spec.stderr_path, error));
   if (err.get() < 0) {
     return -1;
   }

@@ -20,6 +20,9 @@ struct SpawnSpec {
   std::filesystem::path cwd;               // empty: inherit
   std::filesystem::path stdout_path;       // empty: /dev/null
   std::filesystem::path stderr_path;       // empty: /dev/null
+  // The caller's own stdin and stdout (and stderr where stderr_path is
+  // empty): a user's program run in the foreground (`aoti-bisect capture`).
+  bool inherit_streams = false;
   // Both are opened by the parent before the child's chdir: a relative path
   // is relative to the caller's working directory, not to `cwd`.
   double timeout_s = 0;                       // 0: none

@@ -31,6 +31,9 @@ inline constexpr std::string_view k_runner_versions_flag = "--versions";
 // cannot be read.
 inline constexpr std::string_view k_make_inputs_flag = "--make-inputs";
 inline constexpr std::string_view k_compare_outputs_flag = "--compare-outputs";
+// --kept-inputs REQUEST: the inputs `aoti-bisect capture` kept, raw, saved
+// as inputs files in the form `run` takes (lib/capture/capture.hpp).
+inline constexpr std::string_view k_kept_inputs_flag = "--kept-inputs";
 
 // In the order a run writes them.
 enum class EventKind {

@@ -158,27 +158,6 @@ c10::IValue with_tensors(const c10::IValue& v, const std::vector<at::Tensor>& te
   return v;
 }
 
-// `v` in torch.save's zip format as torch::pickle_save writes it, without
-// its type tags (torch.jit._pickle.restore_type_tag around a dict, which
-// torch.load(weights_only=True) refuses): what Python's torch.save of the
-// same tuple or dict holds.
-std::string save_plain(const c10::IValue& v) {
-  std::vector<char> pickle_data;
-  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle_data.insert(pickle_data.end(), buf, buf + n); },
-                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(v);
-  pickler.stop();
-  std::string out;
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
-    out.append(static_cast<const char*>(bytes), n);
-    return n;
-  });
-  torch::jit::writeArchiveAndTensors("data", pickle_data.data(), pickle_data.size(), pickler.tensorData(), writer);
-  writer.writeEndOfFile();
-  return out;
-}
-
 // Makes `cut` on the flat inputs (`inputs` in flat order, `in_file` in
 // file order, `order` the binding between them); "" or why not.
 std::string apply_cut(const InputCut& cut, std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& in_file,
@@ -227,6 +206,27 @@ std::string apply_cut(const InputCut& cut, std::vector<at::Tensor>& inputs, std:
 }
 
 }  // namespace
+
+// `v` in torch.save's zip format as torch::pickle_save writes it, without
+// its type tags (torch.jit._pickle.restore_type_tag around a dict, which
+// torch.load(weights_only=True) refuses): what Python's torch.save of the
+// same tuple or dict holds.
+std::string save_plain(const c10::IValue& v) {
+  std::vector<char> pickle_data;
+  torch::jit::Pickler pickler([&](const char* buf, size_t n) { pickle_data.insert(pickle_data.end(), buf, buf + n); },
+                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(v);
+  pickler.stop();
+  std::string out;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* bytes, size_t n) {
+    out.append(static_cast<const char*>(bytes), n);
+    return n;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickle_data.data(), pickle_data.size(), pickler.tensorData(), writer);
+  writer.writeEndOfFile();
+  return out;
+}
 
 // Every tensor of a torch.save file in file order (a reference file).
 std::vector<at::Tensor> load_tensors(const fs::path& path, const std::string& what) {

@@ -90,6 +90,8 @@ int64_t poison_count(const at::Tensor& t);
 // Error(cannot_test) naming `what` when the file is not torch.save's format
 // or holds anything but tensors (None included).
 std::vector<at::Tensor> load_tensors(const std::filesystem::path& path, const std::string& what);
+// `v` in torch.save's zip format without the type tags torch.load(weights_only=True) refuses.
+std::string save_plain(const c10::IValue& v);
 
 // The difference of two tensors with the same number of elements, compared
 // in row-major order (a view of the same values compares equal).

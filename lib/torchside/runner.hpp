@@ -59,6 +59,13 @@ bool preload_model(const RunnerOptions& opt, bool persistent);
 // says; the exit status is 0, or 13 (RunnerExit::internal) when the request
 // itself cannot be read.
 int make_inputs(const std::string& request);
+// --kept-inputs REQUEST ({"in_spec": the package's in_spec text or "",
+// "calls": [{"meta", "bin", "out"}], "result"}): each call's raw inputs
+// (capture_hook.cpp's call-N.json and .bin) as a torch.save file: the
+// (args, kwargs) the call spec says, args alone without keywords, a flat
+// tuple without a spec that fits; strides and dtypes as passed. The result:
+// [{"out", "form", "error"}].
+int kept_inputs(const std::string& request);
 int compare_outputs(const std::string& request);
 
 // The reference's rows of a set of samples (dimension 0 of each tensor that

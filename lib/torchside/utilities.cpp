@@ -1,6 +1,9 @@
 // The runner's utilities that load no model: inputs files cut from others
 // (--make-inputs), and how far two outputs files are apart (--compare-outputs).
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <iterator>
 
@@ -8,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/files.hpp"
+#include "inputs/call_spec.hpp"
 #include "protocol/input_cut.hpp"
 #include "protocol/runner.hpp"
 #include "protocol/values.hpp"
@@ -132,7 +136,109 @@ OutputsApart compare_pair(const CompareOutputsRequest::Pair& p, const ToleranceT
   return a;
 }
 
+at::ScalarType scalar_type_named(const std::string& name) {
+  static const std::map<std::string, at::ScalarType> k = {
+      {"uint8", at::kByte},   {"int8", at::kChar},     {"int16", at::kShort},   {"int32", at::kInt},
+      {"int64", at::kLong},   {"float16", at::kHalf},  {"float32", at::kFloat}, {"float64", at::kDouble},
+      {"bool", at::kBool},    {"bfloat16", at::kBFloat16}};
+  auto it = k.find(name);
+  if (it == k.end()) {
+    throw std::runtime_error("dtype '" + name + "' is not one capture keeps");
+  }
+  return it->second;
+}
+
+// A call's inputs from its raw files: each tensor's span as a storage of its
+// own, viewed with the sizes and strides it was passed with.
+std::vector<at::Tensor> raw_tensors(const fs::path& meta_path, const fs::path& bin_path) {
+  nlohmann::json meta = read_request(meta_path.string());
+  std::ifstream in(bin_path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<at::Tensor> out;
+  for (const auto& t : meta.at("inputs")) {
+    at::ScalarType type = scalar_type_named(t.at("dtype").get<std::string>());
+    const int64_t item = static_cast<int64_t>(c10::elementSize(type));
+    const int64_t offset = t.at("offset").get<int64_t>();
+    const int64_t n = t.at("bytes").get<int64_t>();
+    if (offset < 0 || n < 0 || offset + n > static_cast<int64_t>(bytes.size()) || n % item != 0) {
+      throw std::runtime_error(meta_path.string() + " describes bytes its .bin does not hold");
+    }
+    at::Tensor storage = at::empty({n / item}, at::TensorOptions().dtype(type));
+    if (n > 0) {
+      std::memcpy(storage.data_ptr(), bytes.data() + offset, static_cast<size_t>(n));
+    }
+    auto sizes = t.at("sizes").get<std::vector<int64_t>>();
+    auto strides = t.at("strides").get<std::vector<int64_t>>();
+    out.push_back(n == 0 ? at::empty_strided(sizes, strides, storage.options())
+                         : storage.as_strided(sizes, strides, t.at("first").get<int64_t>()));
+  }
+  return out;
+}
+
+c10::IValue spec_tree(const TreeSpec& s, const std::vector<at::Tensor>& leaves, size_t& next) {
+  switch (s.kind) {
+    case TreeSpec::Kind::leaf: return leaves.at(next++);
+    case TreeSpec::Kind::none: return c10::IValue();
+    case TreeSpec::Kind::dict: {
+      c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+      for (size_t i = 0; i < s.children.size(); ++i) {
+        d.insert(i < s.keys.size() ? s.keys[i] : std::to_string(i), spec_tree(s.children[i], leaves, next));
+      }
+      return d;
+    }
+    default: {
+      std::vector<c10::IValue> items;
+      for (const auto& c : s.children) {
+        items.push_back(spec_tree(c, leaves, next));
+      }
+      return c10::ivalue::Tuple::create(std::move(items));
+    }
+  }
+}
+
+// The form `run` takes: (args, kwargs) where the spec has keywords, the args
+// alone where it has none, a flat tuple where the spec does not fit.
+c10::IValue kept_form(const std::vector<at::Tensor>& tensors, const std::string& in_spec, std::string& form) {
+  std::optional<TreeSpec> spec = in_spec.empty() ? std::nullopt : parse_treespec(in_spec);
+  if (spec && spec->kind == TreeSpec::Kind::tuple && spec->children.size() == 2 &&
+      spec->leaves() == static_cast<int>(tensors.size())) {
+    size_t next = 0;
+    c10::IValue args = spec_tree(spec->children[0], tensors, next);
+    c10::IValue kwargs = spec_tree(spec->children[1], tensors, next);
+    if (spec->children[1].children.empty()) {
+      form = "positional tuple";
+      return args;
+    }
+    form = "(args, kwargs)";
+    return c10::ivalue::Tuple::create({args, kwargs});
+  }
+  form = spec ? "positional (flattened: the call spec holds constants)" : "positional (no call spec)";
+  return c10::ivalue::Tuple::create(std::vector<c10::IValue>(tensors.begin(), tensors.end()));
+}
+
 }  // namespace
+
+int kept_inputs(const std::string& request) {
+  return serve_request("--kept-inputs", request, [](const nlohmann::json& j) {
+    const std::string in_spec = j.value("in_spec", "");
+    nlohmann::json result = nlohmann::json::array();
+    for (const auto& c : j.at("calls")) {
+      nlohmann::json r = {{"out", c.at("out")}, {"form", nullptr}, {"error", nullptr}};
+      try {
+        std::string form;
+        c10::IValue value = kept_form(raw_tensors(c.at("meta").get<std::string>(), c.at("bin").get<std::string>()),
+                                      in_spec, form);
+        write_file_atomic(c.at("out").get<std::string>(), save_plain(value));
+        r["form"] = form;
+      } catch (const std::exception& e) {
+        std::string msg = e.what();
+        r["error"] = msg.substr(0, msg.find('\n'));
+      }
+      result.push_back(r);
+    }
+    write_file_atomic(j.at("result").get<std::string>(), result.dump(1));
+  });
+}
 
 void save_reference_rows(const fs::path& reference, const std::vector<int64_t>& rows, const fs::path& dest) {
   std::vector<at::Tensor> ref = load_tensors(reference, "reference file");
