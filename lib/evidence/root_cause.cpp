@@ -294,30 +294,11 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
     lines.push_back(std::string_view(def).substr(pos, end == std::string::npos ? std::string::npos : end - pos));
     pos = end == std::string::npos ? def.size() : end + 1;
   }
+  // One pass in source order: each loop body reuses the names tmp0, tmp1,
+  // ..., so a name means what its latest assignment made it. A line's table
+  // reads are checked before its own assignment takes effect.
   for (auto line : lines) {
-    std::string tmp = assigned_tmp(line);
-    if (tmp.empty()) {
-      continue;
-    }
-    bool loaded = false;
-    for (const auto& p : index_params) {
-      if (has_token(line, p)) {
-        tainted[tmp] = p;
-        loaded = true;
-      }
-    }
-    if (loaded) {
-      // `tmp9 = in_ptr3[tmp5]`: its values are in_ptr3's; tmp5 only says where it reads.
-      continue;
-    }
-    for (const auto& [t, p] : std::map<std::string, std::string>(tainted)) {
-      if (t != tmp && has_token(line.substr(line.find('=')), t)) {
-        tainted[tmp] = p;
-      }
-    }
-  }
-  // Pointers indexed with them: `in_ptrJ[static_cast<int64_t>(EXPR)]` or `in_ptrJ + static_cast<int64_t>(EXPR)`.
-  for (auto line : lines) {
+    // Pointers indexed with them: `in_ptrJ[static_cast<int64_t>(EXPR)]` or `in_ptrJ + static_cast<int64_t>(EXPR)`.
     for (const auto& [type, ptr] : params) {
       if (index_params.count(ptr)) {
         continue;
@@ -349,6 +330,29 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
           }
         }
       }
+    }
+    std::string tmp = assigned_tmp(line);
+    if (tmp.empty()) {
+      continue;
+    }
+    std::string source;
+    for (const auto& p : index_params) {
+      if (has_token(line, p)) {
+        source = p;  // `tmp9 = in_ptr3[tmp5]`: its values are in_ptr3's; tmp5 only says where it reads
+      }
+    }
+    if (source.empty()) {
+      const std::string_view rhs = line.substr(line.find('='));
+      for (const auto& [t, p] : tainted) {
+        if (t != tmp && has_token(rhs, t)) {
+          source = p;
+        }
+      }
+    }
+    if (source.empty()) {
+      tainted.erase(tmp);  // redefined from values no index pointer holds
+    } else {
+      tainted[tmp] = source;
     }
   }
   return std::nullopt;

@@ -63,7 +63,8 @@ const char* k_gather = R"(extern "C"  void  cpp_fused_add_embedding_tanh_1(const
 )";
 
 // BERT's embeddings: position ids (0..63) index the token-type ids (all 0),
-// which index a 2-row table. The 2-row table's index is in_ptr3's value.
+// which index a 2-row table. The 2-row table's index is in_ptr3's value; a
+// later loop body reuses the name tmp9 for a value made from tmp5.
 const char* k_double_gather = R"(extern "C"  void  cpp_fused_add_embedding_0(const int64_t* in_ptr2,
                        const int64_t* in_ptr3,
                        const float* in_ptr4,
@@ -76,6 +77,11 @@ const char* k_double_gather = R"(extern "C"  void  cpp_fused_add_embedding_0(con
         auto tmp10 = tmp9;
         auto tmp13 = at::vec::Vectorized<float>::loadu(in_ptr4 + static_cast<int64_t>(x2 + 32L*tmp9), static_cast<int64_t>(16));
         tmp13.store(out_ptr0 + static_cast<int64_t>(x2 + 32L*x1));
+    }
+    for(int64_t x1=static_cast<int64_t>(0L); x1<static_cast<int64_t>(12L); x1+=static_cast<int64_t>(1L))
+    {
+        auto tmp8 = tmp5 + 1;
+        auto tmp9 = 1 / std::sqrt(tmp8);
     }
 }
 )";
