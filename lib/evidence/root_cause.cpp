@@ -252,6 +252,52 @@ void annotate_origins(Culprit& c, const WrapperInfo& w) {
   }
 }
 
+namespace {
+
+// A table read on `line` (`in_ptrJ[static_cast<int64_t>(EXPR)]` or
+// `in_ptrJ + static_cast<int64_t>(EXPR)`) whose index, loaded from an index
+// pointer (`tainted`: tmp -> that pointer), holds values past the table's rows.
+template <class ArgOf>
+std::optional<WildIndex> wild_read(std::string_view line, const std::vector<std::pair<std::string, std::string>>& params,
+                                   const std::set<std::string>& index_params,
+                                   const std::map<std::string, std::string>& tainted, const ArgOf& arg_of) {
+  for (const auto& [type, ptr] : params) {
+    if (index_params.count(ptr)) {
+      continue;
+    }
+    for (const std::string& open : {ptr + "[static_cast<int64_t>(", ptr + " + static_cast<int64_t>("}) {
+      size_t at = line.find(open);
+      if (at == std::string_view::npos) {
+        continue;
+      }
+      std::string_view expr = line.substr(at + open.size());
+      expr = expr.substr(0, expr.find(')'));
+      for (const auto& [tmp, index_param] : tainted) {
+        if (!has_token(expr, tmp)) {
+          continue;
+        }
+        const ProbeStats* index = arg_of(index_param);
+        const ProbeStats* table = arg_of(ptr);
+        const std::optional<TensorStats>& is = index ? index->before : std::nullopt;
+        const std::optional<TensorStats>& ts = table ? (table->before ? table->before : table->after) : std::nullopt;
+        if (!is || !ts || !is->max || !is->min || ts->numel <= 0) {
+          continue;
+        }
+        int64_t stride = std::max<int64_t>(1, stride_of(expr, tmp));
+        int64_t rows = ts->numel / stride;
+        auto hi = static_cast<int64_t>(*is->max);
+        auto lo = static_cast<int64_t>(*is->min);
+        if (hi >= rows || lo < -rows) {
+          return WildIndex{index->tensor, hi >= rows ? hi : lo, table->tensor, rows};
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, const CallSite* site) {
   if (def.empty() || site == nullptr) {
     return std::nullopt;
@@ -298,38 +344,8 @@ std::optional<WildIndex> wild_index(const Culprit& c, const std::string& def, co
   // ..., so a name means what its latest assignment made it. A line's table
   // reads are checked before its own assignment takes effect.
   for (auto line : lines) {
-    // Pointers indexed with them: `in_ptrJ[static_cast<int64_t>(EXPR)]` or `in_ptrJ + static_cast<int64_t>(EXPR)`.
-    for (const auto& [type, ptr] : params) {
-      if (index_params.count(ptr)) {
-        continue;
-      }
-      for (const std::string& open : {ptr + "[static_cast<int64_t>(", ptr + " + static_cast<int64_t>("}) {
-        size_t at = line.find(open);
-        if (at == std::string_view::npos) {
-          continue;
-        }
-        std::string_view expr = line.substr(at + open.size());
-        expr = expr.substr(0, expr.find(')'));
-        for (const auto& [tmp, index_param] : tainted) {
-          if (!has_token(expr, tmp)) {
-            continue;
-          }
-          const ProbeStats* index = arg_of(index_param);
-          const ProbeStats* table = arg_of(ptr);
-          const std::optional<TensorStats>& is = index ? index->before : std::nullopt;
-          const std::optional<TensorStats>& ts = table ? (table->before ? table->before : table->after) : std::nullopt;
-          if (!is || !ts || !is->max || !is->min || ts->numel <= 0) {
-            continue;
-          }
-          int64_t stride = std::max<int64_t>(1, stride_of(expr, tmp));
-          int64_t rows = ts->numel / stride;
-          auto hi = static_cast<int64_t>(*is->max);
-          auto lo = static_cast<int64_t>(*is->min);
-          if (hi >= rows || lo < -rows) {
-            return WildIndex{index->tensor, hi >= rows ? hi : lo, table->tensor, rows};
-          }
-        }
-      }
+    if (auto wild = wild_read(line, params, index_params, tainted, arg_of)) {
+      return wild;
     }
     std::string tmp = assigned_tmp(line);
     if (tmp.empty()) {
