@@ -538,9 +538,14 @@ EXAMPLES = {
 #   verify_examples.py    failing packages and candidate fixes of the same model, for `aoti-bisect verify`
 #                         (each fix's NAME.json names the example it fixes in "fix_of")
 #   judge_examples.py     whose bug it is (model, data, compiler, numerics), for the judge
-# scripts/build-examples keys each catalogue by its own hash: a change to one rebuilds its examples only.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-CATALOGUES = ("handoff", "evidence_examples", "shrink_examples", "verify_examples", "judge_examples")
+#   capture_examples.py   packages that the hosts in hosts/ call, for `aoti-bisect capture`
+# The catalogues are found by name (handoff.py and every *_examples.py but the make_* scripts), so a
+# new one does not change this file. scripts/build-examples keys each catalogue by its own hash: a
+# change to one rebuilds its examples only.
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _here)
+CATALOGUES = ("handoff",) + tuple(sorted(
+    f[: -len(".py")] for f in os.listdir(_here) if f.endswith("_examples.py") and not f.startswith("make_")))
 CATALOGUE_OF = {name: "make_examples.py" for name in EXAMPLES}  # example -> the file defining it
 _catalogue_modules = [importlib.import_module(m) for m in CATALOGUES]
 handoff = _catalogue_modules[0]

@@ -17,12 +17,16 @@
 //                  (written after the .bin: a .json means both are whole)
 // Settings (environment): AOTI_BISECT_CAPTURE_KEEP (calls kept before the
 // first bad one), _MAX_BYTES (bytes of kept inputs), _CALL (keep only that
-// call), _EVERY (keep every call), _PACKAGE (calls of that package only).
+// call), _EVERY (keep every call), _PACKAGE (calls of that package only),
+// _RESERVE (bytes left free on the disk: a call whose inputs would take the
+// disk below it is not kept, so that capture.json and the inputs files still
+// fit once the program ends).
 
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -41,197 +45,12 @@
 #include <utility>
 #include <vector>
 
+#include "tensors.hpp"
+
 namespace {
 
-using AtenTensorHandle = void*;
+using namespace aoti_capture;
 using RunFn = int32_t (*)(void*, AtenTensorHandle*, size_t, AtenTensorHandle*, size_t, void*, void*);
-using DlsymFn = void* (*)(void*, const char*);
-
-DlsymFn real_dlsym() {
-  static DlsymFn fn = [] {
-    void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (p == nullptr) {
-      p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    }
-    return reinterpret_cast<DlsymFn>(p);
-  }();
-  return fn;
-}
-
-// The C shim, found in the process once LibTorch is loaded.
-struct Shim {
-  int32_t (*get_dtype)(AtenTensorHandle, int32_t*) = nullptr;
-  int32_t (*get_dim)(AtenTensorHandle, int64_t*) = nullptr;
-  int32_t (*get_sizes)(AtenTensorHandle, int64_t**) = nullptr;
-  int32_t (*get_strides)(AtenTensorHandle, int64_t**) = nullptr;
-  int32_t (*get_data_ptr)(AtenTensorHandle, void**) = nullptr;
-  int32_t (*get_device_type)(AtenTensorHandle, int32_t*) = nullptr;
-  bool ok = false;
-};
-
-// Python loads LibTorch without RTLD_GLOBAL: where the process's global
-// scope lacks the shim, LibTorch's own library (already loaded) has it.
-void* g_shim_scope = RTLD_DEFAULT;
-
-template <typename F>
-void find(F& f, const char* name) {
-  f = reinterpret_cast<F>(real_dlsym()(g_shim_scope, name));
-}
-
-const Shim& shim() {
-  static Shim s = [] {
-    Shim r;
-    if (real_dlsym()(RTLD_DEFAULT, "aoti_torch_get_dtype") == nullptr) {
-      if (void* torch = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD)) {
-        g_shim_scope = torch;
-      }
-    }
-    find(r.get_dtype, "aoti_torch_get_dtype");
-    find(r.get_dim, "aoti_torch_get_dim");
-    find(r.get_sizes, "aoti_torch_get_sizes");
-    find(r.get_strides, "aoti_torch_get_strides");
-    find(r.get_data_ptr, "aoti_torch_get_data_ptr");
-    find(r.get_device_type, "aoti_torch_get_device_type");
-    r.ok = r.get_dtype && r.get_dim && r.get_sizes && r.get_strides && r.get_data_ptr && r.get_device_type;
-    return r;
-  }();
-  return s;
-}
-
-// c10::ScalarType codes and sizes.
-struct DtypeInfo {
-  int32_t code;
-  const char* name;
-  int size;
-};
-constexpr std::array<DtypeInfo, 12> k_dtypes = {{{0, "uint8", 1},
-                                                 {1, "int8", 1},
-                                                 {2, "int16", 2},
-                                                 {3, "int32", 4},
-                                                 {4, "int64", 8},
-                                                 {5, "float16", 2},
-                                                 {6, "float32", 4},
-                                                 {7, "float64", 8},
-                                                 {11, "bool", 1},
-                                                 {15, "bfloat16", 2},
-                                                 {23, "float8_e4m3fn", 1},
-                                                 {24, "float8_e5m2", 1}}};
-
-const DtypeInfo* dtype_of(int32_t code) {
-  for (const auto& d : k_dtypes) {
-    if (d.code == code) {
-      return &d;
-    }
-  }
-  return nullptr;
-}
-
-struct Tensor {
-  const DtypeInfo* dtype = nullptr;
-  int32_t dtype_code = -1;
-  int32_t device = -1;  // 0 cpu, 1 cuda
-  std::vector<int64_t> sizes, strides;
-  const char* data = nullptr;
-  int64_t first = 0;  // the span, in elements from data: [first, last]
-  int64_t last = -1;
-  int64_t nan = 0, inf = 0;
-};
-
-bool read_tensor(AtenTensorHandle h, Tensor& t) {
-  const Shim& s = shim();
-  if (!s.ok || h == nullptr) {
-    return false;
-  }
-  int64_t dim = 0;
-  int64_t* sizes = nullptr;
-  int64_t* strides = nullptr;
-  void* data = nullptr;
-  if (s.get_dtype(h, &t.dtype_code) != 0 || s.get_dim(h, &dim) != 0 || s.get_sizes(h, &sizes) != 0 ||
-      s.get_strides(h, &strides) != 0 || s.get_data_ptr(h, &data) != 0 || s.get_device_type(h, &t.device) != 0) {
-    return false;
-  }
-  t.dtype = dtype_of(t.dtype_code);
-  t.sizes.assign(sizes, sizes + dim);
-  t.strides.assign(strides, strides + dim);
-  t.data = static_cast<const char*>(data);
-  for (int64_t i = 0; i < dim; ++i) {
-    if (t.sizes[i] == 0) {
-      t.first = 0;
-      t.last = -1;  // no element: nothing to write
-      return true;
-    }
-  }
-  t.first = 0;
-  t.last = 0;
-  for (int64_t i = 0; i < dim; ++i) {
-    int64_t reach = (t.sizes[i] - 1) * t.strides[i];
-    (reach < 0 ? t.first : t.last) += reach;
-  }
-  return true;
-}
-
-float half_to_float(uint16_t h, bool bf16) {
-  uint32_t bits;
-  if (bf16) {
-    bits = static_cast<uint32_t>(h) << 16;
-  } else {
-    uint32_t e = (h >> 10) & 0x1f;
-    uint32_t m = h & 0x3ff;
-    if (e == 0x1f) {
-      bits = ((h & 0x8000u) << 16) | 0x7f800000u | (m << 13);
-    } else {
-      bits = 0;  // finite: the value does not matter here
-    }
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// NaN and Inf of a CPU floating tensor, element by element through its strides.
-void count_nonfinite(Tensor& t) {
-  t.nan = t.inf = 0;
-  if (t.device != 0 || t.dtype == nullptr || t.data == nullptr || t.last < t.first) {
-    return;
-  }
-  const int code = t.dtype_code;
-  if (code != 5 && code != 6 && code != 7 && code != 15) {
-    return;
-  }
-  const size_t dim = t.sizes.size();
-  std::vector<int64_t> idx(dim, 0);
-  int64_t numel = 1;
-  for (auto s : t.sizes) {
-    numel *= s;
-  }
-  for (int64_t n = 0; n < numel; ++n) {
-    int64_t off = 0;
-    for (size_t d = 0; d < dim; ++d) {
-      off += idx[d] * t.strides[d];
-    }
-    double v;
-    const char* p = t.data + off * t.dtype->size;
-    if (code == 6) {
-      float f;
-      std::memcpy(&f, p, 4);
-      v = f;
-    } else if (code == 7) {
-      std::memcpy(&v, p, 8);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      v = half_to_float(h, code == 15);
-    }
-    t.nan += std::isnan(v) ? 1 : 0;
-    t.inf += std::isinf(v) ? 1 : 0;
-    for (size_t d = dim; d-- > 0;) {
-      if (++idx[d] < t.sizes[d]) {
-        break;
-      }
-      idx[d] = 0;
-    }
-  }
-}
 
 std::string json_str(const std::string& s) {
   std::string out = "\"";
@@ -275,6 +94,7 @@ struct Settings {
   long keep = 8;
   long long max_bytes = 1LL << 30;
   long only_call = 0;
+  long long reserve = 16LL << 20;
   bool every = false;
   std::string package;
   bool active = false;
@@ -297,6 +117,7 @@ const Settings& settings() {
     r.max_bytes = num("AOTI_BISECT_CAPTURE_MAX_BYTES", 1LL << 30);
     r.only_call = static_cast<long>(num("AOTI_BISECT_CAPTURE_CALL", 0));
     r.every = num("AOTI_BISECT_CAPTURE_EVERY", 0) != 0;
+    r.reserve = num("AOTI_BISECT_CAPTURE_RESERVE", 16LL << 20);
     if (const char* p = std::getenv("AOTI_BISECT_CAPTURE_PACKAGE")) {
       r.package = p;
     }
@@ -348,8 +169,8 @@ std::string keep_inputs(long call, const std::vector<Tensor>& inputs) {
   const Settings& s = settings();
   long long bytes = 0;
   for (const auto& t : inputs) {
-    if (t.device != 0) {
-      return "an input is not on the CPU (device type " + std::to_string(t.device) + "): not kept by this version";
+    if (!readable(t) && t.last >= t.first) {
+      return "an input on device type " + std::to_string(t.device) + " could not be read: " + t.copy_error;
     }
     if (t.dtype == nullptr) {
       return "an input's dtype (code " + std::to_string(t.dtype_code) + ") is not one capture keeps";
@@ -366,6 +187,15 @@ std::string keep_inputs(long call, const std::vector<Tensor>& inputs) {
     forget(g_kept.front().first);
     g_kept_bytes -= g_kept.front().second;
     g_kept.pop_front();
+  }
+  struct statvfs disk {};
+  if (::statvfs(s.root.c_str(), &disk) == 0) {
+    const long long free_bytes = static_cast<long long>(disk.f_bavail) * static_cast<long long>(disk.f_frsize);
+    if (free_bytes < bytes + s.reserve) {
+      return "the disk holding the capture folder has " + std::to_string(free_bytes) + " bytes free, under its " +
+             std::to_string(bytes) + " bytes + the " + std::to_string(s.reserve) +
+             " bytes capture leaves free for its report";
+    }
   }
   std::string base = pid_dir() + "/call-" + std::to_string(call);
   int fd = ::open((base + ".bin").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -420,6 +250,10 @@ int32_t run_call(RunFn real, void* container, AtenTensorHandle* in, size_t n_in,
   dladdr(reinterpret_cast<void*>(real), &info);
   std::string so = info.dli_fname != nullptr ? info.dli_fname : "";
   if (!s.package.empty() && so.find("/" + s.package + "/") == std::string::npos) {
+    {
+      std::lock_guard<std::mutex> other(g_mu);
+      event("{\"event\":\"other\",\"so\":" + json_str(so) + "}");  // counted, not recorded
+    }
     return real(container, in, n_in, out, n_out, stream, proxy);
   }
   std::unique_lock<std::mutex> lock(g_mu);
@@ -441,6 +275,9 @@ int32_t run_call(RunFn real, void* container, AtenTensorHandle* in, size_t n_in,
   bool wanted = s.only_call != 0 ? call == s.only_call : !g_bad_seen;
   if (wanted) {
     not_kept = keep_inputs(call, inputs);
+  } else {
+    not_kept = s.only_call != 0 ? "not call " + std::to_string(s.only_call) + " (--call)"
+                                : "after the first bad call nothing is kept";
   }
   event("{\"event\":\"begin\",\"call\":" + std::to_string(call) + ",\"so\":" + json_str(so) +
         ",\"inputs\":" + shapes + ",\"inputs_nan\":" + std::to_string(in_nan) + ",\"inputs_inf\":" +
@@ -451,6 +288,7 @@ int32_t run_call(RunFn real, void* container, AtenTensorHandle* in, size_t n_in,
   lock.lock();
   int64_t out_nan = 0, out_inf = 0;
   std::string out_shapes = "[";
+  bool device_error = false;  // an output on a device could not be copied: the call's error shows there
   if (rc == 0) {
     for (size_t i = 0; i < n_out; ++i) {
       Tensor t;
@@ -459,14 +297,15 @@ int32_t run_call(RunFn real, void* container, AtenTensorHandle* in, size_t n_in,
         out_nan += t.nan;
         out_inf += t.inf;
       }
+      device_error = device_error || !t.copy_error.empty();
       out_shapes += std::string(i ? "," : "") + ints(t.sizes);
     }
   }
   out_shapes += "]";
-  const bool bad = rc != 0 || ((out_nan > 0 || out_inf > 0) && in_nan == 0 && in_inf == 0);
+  const bool bad = rc != 0 || device_error || ((out_nan > 0 || out_inf > 0) && in_nan == 0 && in_inf == 0);
   event("{\"event\":\"end\",\"call\":" + std::to_string(call) + ",\"code\":" + std::to_string(rc) +
         ",\"outputs\":" + out_shapes + ",\"outputs_nan\":" + std::to_string(out_nan) +
-        ",\"outputs_inf\":" + std::to_string(out_inf) + "}");
+        ",\"outputs_inf\":" + std::to_string(out_inf) + (device_error ? ",\"device_error\":true" : "") + "}");
   if (bad) {
     g_bad_seen = true;  // its history stays as it is: nothing later is kept
   }

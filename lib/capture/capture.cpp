@@ -2,6 +2,7 @@
 // preloaded, its calls read back, the first bad call's inputs made into
 // inputs files and capture.json written (capture.hpp).
 #include "capture/capture.hpp"
+#include "capture/kept.hpp"
 #include "capture/stderr_tee.hpp"
 
 #include <fcntl.h>
@@ -34,6 +35,7 @@
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using namespace capture_detail;
 
 namespace {
 
@@ -55,37 +57,11 @@ std::pair<std::string, std::string> model_of_so(const std::string& so) {
   return {p.parent_path().filename().string(), p.filename().string()};
 }
 
-struct OpenedPackage {
-  fs::path path;
-  std::map<std::string, std::string> so_to_model;  // library file name -> model
-  std::string in_spec;                              // of its first model
-  std::map<std::string, std::string> in_specs;      // model -> in_spec text
-  std::string error;
-};
-
-OpenedPackage read_package(const fs::path& path) {
-  OpenedPackage o;
-  o.path = path;
-  try {
-    Package pkg = Package::open(path);
-    for (const auto& m : pkg.models()) {
-      if (!m.shared_object.empty()) {
-        o.so_to_model[fs::path(m.shared_object).filename().string()] = m.name;
-      }
-      if (!m.wrapper_cpp.empty()) {
-        o.in_specs[m.name] = call_spec_text(pkg.read_entry(m.wrapper_cpp)).in;
-      }
-    }
-  } catch (const Error& e) {
-    o.error = e.what();
-  }
-  return o;
-}
-
 struct ProcessEvents {
   long pid = 0;
   std::string text;
   std::vector<std::string> opened;
+  long others = 0;  // calls of other packages than --package's, passed through unrecorded
 };
 
 std::vector<ProcessEvents> read_processes(const fs::path& raw) {
@@ -103,6 +79,8 @@ std::vector<ProcessEvents> read_processes(const fs::path& raw) {
       Json j = Json::parse(line, nullptr, false);
       if (j.is_object() && j.value("event", "") == "open") {
         p.opened.push_back(j.value("path", ""));
+      } else if (j.is_object() && j.value("event", "") == "other") {
+        ++p.others;
       }
     }
     out.push_back(std::move(p));
@@ -132,108 +110,16 @@ std::string status_text(const CapturedCall& c, const std::string& first_line) {
     return fmt::format("{} NaN and {} Inf in the outputs from finite inputs", c.outputs_nan, c.outputs_inf);
   }
   if (c.status == "error") {
-    return "an error" + (first_line.empty() ? fmt::format(" (the run entry returned {})", c.code) : ": " + first_line);
+    if (!first_line.empty()) {
+      return "an error: " + first_line;
+    }
+    return c.device_error ? std::string("an error (its outputs could not be copied from the device after it)")
+                          : fmt::format("an error (the run entry returned {})", c.code);
   }
   if (c.status == "died") {
     return c.signal ? "the process died inside it (" + signal_name(*c.signal) + ")" : "the process ended inside it";
   }
   return c.status;
-}
-
-// The runner that writes the inputs files, chosen as `run` chooses it for
-// the package (harness/runner_choice.hpp): named, beside the driver, or
-// built once against the package's torch (a pip install has none beside).
-fs::path runner_for(const fs::path& package, const std::string& model) {
-  Package pkg = Package::open(package);
-  const ModelFiles& m = pkg.select_model(pkg.models().size() == 1 ? "" : model);
-  std::string wrapper = m.wrapper_cpp.empty() ? "" : pkg.read_entry(m.wrapper_cpp);
-  std::string flags = m.compile_flags_json.empty() ? "" : pkg.read_entry(m.compile_flags_json);
-  PickInputs p = pick_inputs(wrapper, flags, "", "--python", false);
-  const char* named = std::getenv("AOTI_BISECT_RUNNER");
-  if (p.runner_named && named != nullptr && *named != '\0') {
-    return named;
-  }
-  RunnerPick pick = pick_runner(p, python3_torch);
-  if (pick.kind == RunnerPick::Kind::none) {
-    throw Error(ErrorKind::cannot_test, "no torch found to write the kept inputs with (" + pick.why +
-                                            "); set AOTI_BISECT_PYTHON to a Python with torch");
-  }
-  if (pick.kind != RunnerPick::Kind::per_torch) {
-    return self_executable().parent_path() / "aoti-bisect-runner";
-  }
-  return build_runner(pick.torch, "", 1800, [](const std::string& line) {
-           std::fprintf(stderr, "aoti-bisect: %s\n", redact_paths(line).c_str());
-         }).runner;
-}
-
-// The kept calls' raw inputs made into inputs files by the runner.
-std::map<long, fs::path> convert_kept(const fs::path& runner, const fs::path& raw_dir, const fs::path& dest,
-                                      const std::string& in_spec, const std::vector<CapturedCall>& calls, long up_to,
-                                      std::vector<std::string>& notes) {
-  std::map<long, fs::path> made;
-  Json calls_json = Json::array();
-  for (const auto& c : calls) {
-    if (!c.kept || c.index > up_to || !fs::exists(raw_dir / fmt::format("call-{}.json", c.index))) {
-      continue;
-    }
-    fs::path out = fs::absolute(dest / fmt::format("call-{}.pt", c.index));
-    calls_json.push_back(Json{{"meta", fs::absolute(raw_dir / fmt::format("call-{}.json", c.index)).string()},
-                              {"bin", fs::absolute(raw_dir / fmt::format("call-{}.bin", c.index)).string()},
-                              {"out", out.string()}});
-  }
-  if (calls_json.empty()) {
-    return made;
-  }
-  fs::create_directories(dest);
-  fs::path request = raw_dir / "kept-request.json";
-  fs::path result = raw_dir / "kept-result.json";
-  write_file_atomic(request,
-                    Json{{"in_spec", in_spec}, {"calls", calls_json}, {"result", fs::absolute(result).string()}}.dump());
-  SpawnSpec spec;
-  spec.argv = {runner.string(), std::string(k_kept_inputs_flag), fs::absolute(request).string()};
-  spec.env = current_environment();
-  spec.stderr_path = raw_dir / "kept.stderr";
-  spec.timeout_s = 600;
-  ExitStatus st = run_process(spec);
-  Json r = Json::parse(file_text(result), nullptr, false);
-  if (!st.ok() || !r.is_array()) {
-    notes.push_back("the kept inputs could not be saved as inputs files: " + last_nonempty_line(st.stderr_tail));
-    return made;
-  }
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (r[i]["error"].is_string()) {
-      notes.push_back("a kept call's inputs could not be saved: " + r[i]["error"].get<std::string>());
-      continue;
-    }
-    fs::path out = r[i]["out"].get<std::string>();
-    long index = std::atol(out.stem().string().substr(5).c_str());
-    made[index] = out;
-  }
-  return made;
-}
-
-// Whether `aoti-bisect run PKG --inputs FILE` in a fresh process fails as the call did.
-std::optional<bool> fails_alone(const fs::path& package, const fs::path& inputs, const fs::path& out) {
-  SpawnSpec spec;
-  spec.argv = {self_executable().string(), "run", fs::absolute(package).string(), "--inputs",
-               fs::absolute(inputs).string(), "--no-matrix", "--no-bisect", "--no-shrink", "--no-judge",
-               "--out", fs::absolute(out).string()};
-  spec.env = current_environment();
-  spec.timeout_s = 900;
-  ExitStatus st = run_process(spec);
-  Json report = Json::parse(file_text(out / "report.json"), nullptr, false);
-  if (!report.is_object() || !report["verdict"].is_string()) {
-    return std::nullopt;
-  }
-  const std::string verdict = report["verdict"].get<std::string>();
-  if (verdict == "could_not_test" || verdict == "internal_error") {
-    return std::nullopt;
-  }
-  return verdict != "clean";
-}
-
-std::string quoted(const std::string& s) {
-  return s.find_first_of(" '\"$\\") == std::string::npos ? s : "'" + s + "'";
 }
 
 }  // namespace
@@ -267,13 +153,14 @@ std::vector<CapturedCall> read_calls(const std::string& events_text, long pid, s
       c.code = j.value("code", 0);
       c.outputs_nan = count_of(j, "outputs_nan");
       c.outputs_inf = count_of(j, "outputs_inf");
+      c.device_error = j.value("device_error", false);
     }
   }
   for (auto& c : calls) {
     if (!c.ended) {
       c.status = "died";
       c.signal = died_by;
-    } else if (c.code != 0) {
+    } else if (c.code != 0 || c.device_error) {
       c.status = "error";
     } else if (c.outputs_nan + c.outputs_inf > 0) {
       c.status = "nonfinite";
@@ -318,13 +205,20 @@ class Capture {
     } else {
       describe_bad(*bad, out);
     }
+    describe_kept(out);
     for (const auto& n : m_notes) {
       out["notes"].push_back(redact_paths(n));
     }
-    write_file_atomic(m_o.out / "capture.json", out.dump(2) + "\n");
     std::error_code ec;
     fs::remove_all(m_raw / "alone-check", ec);
-    print(out);
+    try {
+      write_file_atomic(m_o.out / "capture.json", out.dump(2) + "\n");
+    } catch (const Error& e) {
+      print(out, false);
+      std::fprintf(stderr, "aoti-bisect: error: capture: %s\n", redact_paths(e.what()).c_str());
+      return 5;
+    }
+    print(out, true);
     if (m_o.then_run && bad != nullptr && out["run_command"].is_string()) {
       return then_run(*bad);
     }
@@ -381,6 +275,7 @@ class Capture {
   // Every process's calls, each named by the package it came from.
   void collect(std::optional<int> signal) {
     std::vector<ProcessEvents> procs = read_processes(m_raw);
+    long others = 0;
     int with_unended = 0;
     for (const auto& p : procs) {
       for (const auto& c : read_calls(p.text, p.pid, std::nullopt)) {
@@ -403,9 +298,18 @@ class Capture {
             c.model = pkg.so_to_model.at(file);
           }
         }
+        if (c.kept && !fs::exists(m_raw / std::to_string(c.pid) / fmt::format("call-{}.json", c.index))) {
+          c.kept = false;  // kept, then dropped for a later call within --keep and --max-bytes
+          c.not_kept = fmt::format("dropped for later calls (--keep {}, --max-bytes {})", m_o.keep, m_o.max_bytes);
+        }
         m_pids.insert(c.pid);
         m_all.push_back(std::move(c));
       }
+      others += p.others;
+    }
+    if (others > 0) {
+      m_notes.push_back(fmt::format("{} call{} of other packages than '{}' passed through unrecorded (--package)",
+                                    others, others == 1 ? "" : "s", m_o.package));
     }
     for (const auto& [path, pkg] : m_packages) {
       if (!pkg.error.empty()) {
@@ -434,57 +338,87 @@ class Capture {
     return out;
   }
 
+  // The kept calls of `ref`'s process and model library made into inputs
+  // files, once: CAP/calls/call-N.pt (CAP/calls/<pid>/ where several
+  // processes called). Index -> file.
+  const std::map<long, fs::path>& made_for(const CapturedCall& ref) {
+    auto key = std::make_pair(ref.pid, ref.so);
+    auto found = m_made.find(key);
+    if (found != m_made.end()) {
+      return found->second;
+    }
+    std::map<long, fs::path>& made = m_made[key];
+    std::vector<CapturedCall> same;
+    for (const auto& c : m_all) {
+      if (c.pid == ref.pid && c.so == ref.so && c.kept) {
+        same.push_back(c);
+      }
+    }
+    const OpenedPackage* pkg = package_of(ref);
+    if (same.empty() || pkg == nullptr) {
+      return made;
+    }
+    const std::string in_spec = pkg->in_specs.count(ref.model) ? pkg->in_specs.at(ref.model) : "";
+    const fs::path dest = m_pids.size() > 1 ? m_o.out / "calls" / std::to_string(ref.pid) : m_o.out / "calls";
+    try {
+      made = convert_kept(runner_for(ref.package, ref.model), m_raw / std::to_string(ref.pid), dest, in_spec, same,
+                          same.back().index, m_notes);
+    } catch (const Error& e) {
+      m_notes.push_back(std::string("the kept inputs stay raw in .raw/: ") + e.what());
+    }
+    return made;
+  }
+
+  const OpenedPackage* package_of(const CapturedCall& c) const {
+    auto it = m_packages.find(c.package);
+    return c.package.empty() || it == m_packages.end() || !it->second.error.empty() ? nullptr : &it->second;
+  }
+
+  // `aoti-bisect run` on these files of c's package, in order.
+  std::string run_line(const CapturedCall& c, const std::vector<fs::path>& inputs) const {
+    std::string cmd = "aoti-bisect run " + shell_word(display_path(c.package));
+    for (const auto& h : inputs) {
+      cmd += " --inputs " + shell_word(display_path(h));
+    }
+    if (package_of(c)->so_to_model.size() > 1) {
+      cmd += " --model " + c.model;
+    }
+    return cmd;
+  }
+
   // The first bad call: its inputs and history made into files, whether it
   // fails alone in a fresh process, the command that reproduces it.
   void describe_bad(const CapturedCall& bad, Json& out) {
     const std::string first_line = bad.status == "error" ? first_error_line(m_stderr_tail) : "";
-    std::vector<CapturedCall> mine;
     for (const auto& c : m_all) {
-      if (c.pid == bad.pid) {
-        if (c.index < bad.index && c.ended) {
-          out["last_completed"] = {{"process", c.pid}, {"index", c.index}};
-        }
-        mine.push_back(c);
+      if (c.pid == bad.pid && c.index < bad.index && c.ended) {
+        out["last_completed"] = {{"process", c.pid}, {"index", c.index}};
       }
     }
-    const OpenedPackage* pkg = m_packages.count(bad.package) ? &m_packages.at(bad.package) : nullptr;
-    const std::string in_spec = pkg && pkg->in_specs.count(bad.model) ? pkg->in_specs.at(bad.model) : "";
-    std::map<long, fs::path> made;
-    try {
-      const fs::path runner = runner_for(bad.package.empty() ? fs::path() : fs::path(bad.package), bad.model);
-      made = convert_kept(runner, m_raw / std::to_string(bad.pid), m_o.out / "calls", in_spec, mine, bad.index,
-                          m_notes);
-    } catch (const Error& e) {
-      m_notes.push_back(std::string("the kept inputs stay raw in .raw/: ") + e.what());
-    }
+    const std::map<long, fs::path>& made = made_for(bad);
     Json fb = {{"process", bad.pid},       {"index", bad.index}, {"status", bad.status},
                {"first_line", first_line.empty() ? Json(nullptr) : Json(first_line)},
                {"inputs", Json::array()}, {"history", Json::array()}, {"alone", nullptr}};
     std::vector<fs::path> history;
     for (const auto& [index, path] : made) {
-      (index == bad.index ? fb["inputs"] : fb["history"]).push_back(display_path(path));
-      history.push_back(path);
+      if (index <= bad.index) {
+        (index == bad.index ? fb["inputs"] : fb["history"]).push_back(display_path(path));
+        history.push_back(path);
+      }
     }
     m_summary = fmt::format("call {} of {} is the first bad one: {}", bad.index,
                             bad.package.empty() ? bad.so : display_path(bad.package), status_text(bad, first_line));
     if (!made.count(bad.index)) {
       m_notes.push_back(fmt::format("call {}'s inputs were not kept{}", bad.index,
                                     bad.not_kept.empty() ? "" : ": " + bad.not_kept));
-    } else if (pkg == nullptr) {
+    } else if (package_of(bad) == nullptr) {
       m_notes.push_back("the package of the bad call is not known (the program opened no .pt2 its library came "
                         "from): no run_command");
     } else {
       std::optional<bool> alone = fails_alone(bad.package, made.at(bad.index), m_raw / "alone-check");
       fb["alone"] = alone ? Json(*alone) : Json(nullptr);
       m_run_inputs = alone.value_or(false) ? std::vector<fs::path>{made.at(bad.index)} : history;
-      std::string cmd = "aoti-bisect run " + quoted(display_path(bad.package));
-      for (const auto& h : m_run_inputs) {
-        cmd += " --inputs " + quoted(display_path(h));
-      }
-      if (pkg->so_to_model.size() > 1) {
-        cmd += " --model " + bad.model;
-      }
-      out["run_command"] = cmd;
+      out["run_command"] = run_line(bad, m_run_inputs);
       if (!alone) {
         m_notes.push_back("whether the bad call fails alone in a fresh process could not be checked");
       } else if (!*alone) {
@@ -496,15 +430,51 @@ class Capture {
     out["first_bad"] = fb;
   }
 
-  void print(const Json& out) const {
+  // Every kept call's file (--every, --call N, and the first bad call's
+  // history): kept[] {process, index, package, model, inputs, run_command}.
+  void describe_kept(Json& out) {
+    out["kept"] = Json::array();
+    for (const auto& c : m_all) {
+      if (!c.kept) {
+        continue;
+      }
+      const std::map<long, fs::path>& made = made_for(c);
+      if (!made.count(c.index)) {
+        continue;
+      }
+      out["kept"].push_back({{"process", c.pid},
+                             {"index", c.index},
+                             {"package", c.package},
+                             {"model", c.model},
+                             {"inputs", display_path(made.at(c.index))},
+                             {"run_command", run_line(c, {made.at(c.index)})}});
+    }
+  }
+
+  void print(const Json& out, bool written) const {
     std::fprintf(stdout, "capture: %s\n", redact_paths(m_summary).c_str());
     for (const auto& n : m_notes) {
       std::fprintf(stdout, "capture: %s\n", redact_paths(n).c_str());
     }
     if (out["run_command"].is_string()) {
       std::fprintf(stdout, "reproduce:\n  %s\n", out["run_command"].get<std::string>().c_str());
+    } else if (!out["kept"].empty() && m_o.call == 0 && !m_o.every) {
+      std::fprintf(stdout, "capture: %zu calls kept as inputs files (at most the last %ld of each process, "
+                   "--keep; capture.json kept[])\n", out["kept"].size(), m_o.keep + 1);
+    } else if (!out["kept"].empty()) {
+      const size_t n = out["kept"].size(), shown = std::min<size_t>(n, 5);
+      std::fprintf(stdout, "capture: %zu call%s kept as inputs files; to run %s:\n", n, n == 1 ? "" : "s",
+                   n == 1 ? "it" : "one");
+      for (size_t i = 0; i < shown; ++i) {
+        std::fprintf(stdout, "  %s\n", out["kept"][i]["run_command"].get<std::string>().c_str());
+      }
+      if (shown < n) {
+        std::fprintf(stdout, "  ... and %zu more (capture.json kept[])\n", n - shown);
+      }
     }
-    std::fprintf(stdout, "capture: %s\n", display_path(m_o.out / "capture.json").c_str());
+    if (written) {
+      std::fprintf(stdout, "capture: %s\n", display_path(m_o.out / "capture.json").c_str());
+    }
     std::fflush(stdout);
   }
 
@@ -533,6 +503,7 @@ class Capture {
   std::vector<std::string> m_notes;
   std::string m_summary;
   std::vector<fs::path> m_run_inputs;
+  std::map<std::pair<long, std::string>, std::map<long, fs::path>> m_made;  // (pid, library) -> index -> file
 };
 
 }  // namespace

@@ -40,6 +40,7 @@ struct CapturedCall {
   int64_t outputs_nan = 0, outputs_inf = 0;
   std::string status;  // "ok", "nonfinite", "error", "died"
   int code = 0;        // the run entry's return code
+  bool device_error = false;  // its outputs on a device could not be copied after it (an error surfacing there)
   std::optional<int> signal;
   bool kept = false;
   std::string not_kept;

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "e2e/capture_helpers.hpp"
 #include "e2e/e2e.hpp"
 
 namespace fs = std::filesystem;
@@ -17,40 +18,7 @@ using e2e::example;
 using e2e::run_tool;
 using Json = nlohmann::json;
 
-namespace {
-
-std::string python_exe() {
-  const char* chosen = std::getenv("AOTI_BISECT_PYTHON");
-  return chosen != nullptr && *chosen != '\0' ? chosen : "python3";
-}
-
-fs::path host_script(const std::string& name) {
-  return fs::path(AOTI_BISECT_SOURCE_DIR) / "examples" / "hosts" / name;
-}
-
-Json capture_json(const std::string& dir) {
-  std::string text = e2e::read_text(fs::path(dir) / "capture.json");
-  REQUIRE_MESSAGE(!text.empty(), dir << "/capture.json is missing");
-  return Json::parse(text);
-}
-
-// run_command's words, for run_tool (display paths are relative to the test's folder or absolute).
-std::vector<std::string> words_of(const std::string& command) {
-  std::istringstream in(command);
-  std::vector<std::string> words;
-  const char* home = std::getenv("HOME");
-  for (std::string w; in >> w;) {
-    if (w.rfind("~/", 0) == 0 && home != nullptr) {
-      w = std::string(home) + w.substr(1);  // as a shell expands it
-    }
-    words.push_back(w);
-  }
-  REQUIRE(words.size() >= 3);
-  words.erase(words.begin());  // "aoti-bisect"
-  return words;
-}
-
-}  // namespace
+using namespace capture_test;
 
 TEST_SUITE_BEGIN("e2e/capture");
 

@@ -57,3 +57,17 @@ TEST_CASE("no bad call, and a death whose signal is not known") {
   CHECK(first_bad(died)->status == "died");
   CHECK_FALSE(first_bad(died)->signal.has_value());
 }
+
+TEST_CASE("outputs on a device that could not be copied after the call: an error, and the first bad call") {
+  std::string text = begin(1) + end(1) + begin(2) +
+                     "{\"event\":\"end\",\"call\":2,\"code\":0,\"outputs\":[[8,4]],\"outputs_nan\":0,"
+                     "\"outputs_inf\":0,\"device_error\":true}\n";
+  auto calls = read_calls(text, 7, std::nullopt);
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].status == "ok");
+  CHECK(calls[1].status == "error");
+  CHECK(calls[1].device_error);
+  const CapturedCall* bad = first_bad(calls);
+  REQUIRE(bad != nullptr);
+  CHECK(bad->index == 2);
+}
