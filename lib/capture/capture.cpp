@@ -369,6 +369,11 @@ class Capture {
     return made;
   }
 
+  size_t unreadable_packages() const {
+    return static_cast<size_t>(std::count_if(m_packages.begin(), m_packages.end(),
+                                             [](const auto& p) { return !p.second.error.empty(); }));
+  }
+
   const OpenedPackage* package_of(const CapturedCall& c) const {
     auto it = m_packages.find(c.package);
     return c.package.empty() || it == m_packages.end() || !it->second.error.empty() ? nullptr : &it->second;
@@ -408,12 +413,15 @@ class Capture {
     }
     m_summary = fmt::format("call {} of {} is the first bad one: {}", bad.index,
                             bad.package.empty() ? bad.so : display_path(bad.package), status_text(bad, first_line));
-    if (!made.count(bad.index)) {
+    if (package_of(bad) == nullptr) {
+      m_notes.push_back(fmt::format(
+          "the package of the bad call is not known ({}): no run_command{}",
+          unreadable_packages() > 0 ? "no .pt2 capture could read holds its library"
+                                    : "the program opened no .pt2 its library came from",
+          bad.kept ? "; its inputs stay raw in .raw/" : ""));
+    } else if (!made.count(bad.index)) {
       m_notes.push_back(fmt::format("call {}'s inputs were not kept{}", bad.index,
                                     bad.not_kept.empty() ? "" : ": " + bad.not_kept));
-    } else if (package_of(bad) == nullptr) {
-      m_notes.push_back("the package of the bad call is not known (the program opened no .pt2 its library came "
-                        "from): no run_command");
     } else {
       std::optional<bool> alone = fails_alone(bad.package, made.at(bad.index), m_raw / "alone-check");
       fb["alone"] = alone ? Json(*alone) : Json(nullptr);

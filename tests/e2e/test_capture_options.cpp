@@ -188,6 +188,29 @@ TEST_CASE("workers started by fork and by spawn: every process's calls counted, 
   }
 }
 
+TEST_CASE("a package the tool cannot read once the program ends: one line naming it, the calls still counted") {
+  // The program loads a copy of the package, calls it, then overwrites the copy.
+  fs::copy_file(example("zero_row_norm.pt2"), "copy.pt2", fs::copy_options::overwrite_existing);
+  auto r = run_tool({"capture", "--out", "cap", "--", python_exe(), "-c",
+                     "import sys, torch\n"
+                     "m = torch._inductor.aoti_load_package('copy.pt2')\n"
+                     "x = torch.randn(8, 16)\n"
+                     "x[3] = 0\n"
+                     "print('NaN:', int(m(x).isnan().sum()))\n"
+                     "open('copy.pt2', 'wb').write(b'not a zip')\n"},
+                    "");
+  CHECK(r.out.find("NaN: 4") != std::string::npos);
+  CHECK(r.code() == 0);
+  Json cap = capture_json("cap");
+  REQUIRE(cap["calls"].size() == 1);
+  CHECK(cap["calls"][0]["status"] == "nonfinite");
+  CHECK(cap["first_bad"]["index"] == 1);
+  CHECK(cap["run_command"].is_null());
+  CHECK(count_of(r.out, "capture: package 'copy.pt2' cannot be read: ") == 1);
+  CHECK(any_note(cap, "package 'copy.pt2' cannot be read: "));
+  CHECK(any_note(cap, "the package of the bad call is not known (no .pt2 capture could read holds its library)"));
+}
+
 // The disk fills while the program runs: calls past capture's reserve are
 // not kept and say why; with no reserve a write cut short is removed, never
 // presented as kept, and capture.json that cannot be written is one line.
