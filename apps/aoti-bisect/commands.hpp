@@ -21,6 +21,7 @@ Action add_triage_command(CLI::App& app);
 Action add_triage_merge_command(CLI::App& app);
 Action add_verify_command(CLI::App& app);
 Action add_capture_command(CLI::App& app);
+Action add_setup_command(CLI::App& app);
 
 bool stdout_color();  // stdout is a terminal and NO_COLOR is unset
 

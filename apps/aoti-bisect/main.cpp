@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
       {"build", ab::cli::add_build_command(app)},   {"inspect", ab::cli::add_inspect_command(app)},
       {"triage", ab::cli::add_triage_command(app)}, {"triage-merge", ab::cli::add_triage_merge_command(app)},
       {"verify", ab::cli::add_verify_command(app)}, {"capture", ab::cli::add_capture_command(app)},
+      {"setup", ab::cli::add_setup_command(app)},
   };
   // An unknown word where the subcommand goes: name it and the known ones.
   if (args.size() > 1 && !args[1].empty() && args[1][0] != '-' &&

@@ -20,6 +20,7 @@
 #include "common/text.hpp"
 #include "inductor/build.hpp"
 #include "process/process.hpp"
+#include "repro/replay_host_build.hpp"
 
 #ifndef AOTI_BISECT_SOURCE_DIR
 #define AOTI_BISECT_SOURCE_DIR ""
@@ -259,8 +260,10 @@ fs::path runner_source_dir() {
   return has_sources(tree) ? tree : fs::path();
 }
 
-RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, double timeout_s,
-                         const std::function<void(const std::string&)>& progress) {
+namespace {
+
+RunnerBuild build_runner_binary(const TorchInstall& torch, const fs::path& cache_dir, double timeout_s,
+                                const std::function<void(const std::string&)>& progress) {
   auto start = std::chrono::steady_clock::now();
   const fs::path src = runner_source_dir();
   if (src.empty()) {
@@ -355,6 +358,21 @@ RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, d
   // The objects are not needed again (a change of sources is another key).
   fs::remove_all(build, ec);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace
+
+RunnerBuild build_runner(const TorchInstall& torch, const fs::path& cache_dir, double timeout_s,
+                         const std::function<void(const std::string&)>& progress) {
+  RunnerBuild out = build_runner_binary(torch, cache_dir, timeout_s, progress);
+  // The replay host with it (issue 67): a job's root cause then finds it built.
+  ReplayHostBuild host =
+      build_replay_host(torch.torch_dir, default_cache_dir(), timeout_s, progress);
+  if (progress && !host.cached) {
+    progress(host.ok ? fmt::format("the replay host is built ({:.0f} s)", host.seconds)
+                     : "the replay host was not built (a culprit's replay builds it when it runs): " + host.error);
+  }
   return out;
 }
 

@@ -23,6 +23,13 @@ struct ChildResult {
   bool finished = false;          // false: interrupted (not recorded)
 };
 
+// A finished run of the kernel search, kept without its events: the flag
+// matrix counts those made in its baseline environment toward its repeats.
+struct SearchRun {
+  ChildRequest request;
+  ChildResult result;
+};
+
 class Runs {
  public:
   Runs(ChildRunner& children, Recorder& recorder) : m_children(children), m_recorder(recorder) {}
@@ -36,11 +43,15 @@ class Runs {
   // unfinished) and it returns true.
   bool run_all(const std::vector<ChildRequest>& requests, int jobs, std::vector<ChildResult>& results);
 
+  // The search's finished runs so far, in order (ChildRequest::group "search").
+  const std::vector<SearchRun>& search_runs() const { return m_search_runs; }
+
  private:
   ChildResult record(const ChildRequest& request, ChildOutput output);
 
   ChildRunner& m_children;
   Recorder& m_recorder;
+  std::vector<SearchRun> m_search_runs;
 };
 
 }  // namespace aoti_bisect

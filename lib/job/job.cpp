@@ -367,7 +367,8 @@ JobResult Job::phases(const UserConfig& user) {
   Runs runs(*children, m_rec);
   JobContext job{s, m_rec, runs, device_key, work_dir};
   MatrixPhase matrix(job, *model, in.model->name);
-  auto baseline = matrix.run_baseline();
+  SearchPhase search(job, in, *model, m_seams.source);
+  auto baseline = matrix.run_baseline(search.first_run_probes());  // the first run probed: the search's trace
   if (auto damaged = m_runner.settle_copies(); damaged.stopped()) {
     return end(damaged.stop());
   }
@@ -381,7 +382,6 @@ JobResult Job::phases(const UserConfig& user) {
   if (auto refused = matrix.refuse_inputs(); refused.stopped()) {
     return end(refused.stop());
   }
-  SearchPhase search(job, in, *model, m_seams.source);
   if (matrix.answers_first()) {
     if (auto first = search.first(matrix); first.stopped()) {
       return end(first.stop());

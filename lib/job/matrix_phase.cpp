@@ -9,6 +9,7 @@
 #include "common/files.hpp"
 #include "common/text.hpp"
 #include "process/process.hpp"
+#include "report/sink_text.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -155,7 +156,7 @@ std::vector<MatrixRunFacts> MatrixPhase::facts() const {
   return facts_of(m_runs);
 }
 
-Step<> MatrixPhase::run_baseline() {
+Step<> MatrixPhase::run_baseline(const std::optional<FirstRunProbes>& probes) {
   const Settings& s = m_job.settings;
   Recorder& rec = m_job.recorder;
   rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
@@ -168,6 +169,10 @@ Step<> MatrixPhase::run_baseline() {
     m_run_list = m_loop->run_list;
     if (!m_loop->failing) {
       m_plan.resize(1);  // a clean list is not repeated batch by batch
+    }
+  } else if (probes) {
+    if (auto stop = run_probed_baseline(*probes); stop.stopped()) {
+      return stop;
     }
   } else {
     rec.begin_phase("baseline", "one run in a fresh child");
@@ -287,6 +292,7 @@ Step<> MatrixPhase::run_stages() {
     if (stage_no == 3) {
       now = last;
     }
+    count_search_runs(now);
     if (now.empty()) {
       continue;
     }
@@ -332,6 +338,10 @@ void MatrixPhase::summarize() {
     }
   }
   m_result = summarize_runs(m_runs);
+  if (m_result.failure) {
+    m_result.failure->search_runs = static_cast<int>(
+        std::count_if(m_runs.begin(), m_runs.end(), [&](const MatrixRun& r) { return m_counted.count(r.plan.id); }));
+  }
   if (m_result.failure && m_loop) {
     m_result.failure->batch = m_loop->batch;
   }
@@ -526,8 +536,8 @@ std::string MatrixPhase::failure_text() const {
   if (f.kind == OutcomeKind::nondeterministic) {
     return f.first_line + (m_differ_finding.empty() ? "" : "; " + m_differ_finding);
   }
-  std::string text = fmt::format("{} reproduced in {} of the flag matrix's {} run{}", outcome_name(f.kind),
-                                 f.reproduced, f.runs, f.runs == 1 ? "" : "s");
+  std::string text = fmt::format("{} reproduced in {} of the flag matrix's {} run{}{}", outcome_name(f.kind),
+                                 f.reproduced, f.runs, f.runs == 1 ? "" : "s", report_text::search_runs_note(f));
   if (!f.deterministic && s.bisect) {
     // Mixed outcomes: one run per step could call a half clean by chance.
     text += fmt::format(

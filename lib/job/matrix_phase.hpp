@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "matrix/matrix.hpp"
 #include "matrix/reading.hpp"
 #include "report/report.hpp"
+#include "search/search.hpp"
 
 namespace aoti_bisect {
 
@@ -46,8 +49,11 @@ class MatrixPhase {
  public:
   MatrixPhase(JobContext& job, const ModelDir& model, std::string model_name);
 
-  // The baseline, recorded with the runner's versions and the inputs it bound.
-  Step<> run_baseline();
+  // The baseline, recorded with the runner's versions and the inputs it
+  // bound. With `probes` (one inputs file), the first run is the search's
+  // trace run too (search.hpp's FirstRunProbes); where it shows no failure,
+  // or was stopped at its time limit, a plain run decides.
+  Step<> run_baseline(const std::optional<FirstRunProbes>& probes = std::nullopt);
   // The baseline's run (the loop's, for several batches).
   const ChildResult& baseline() const { return m_runs.front().result; }
   // The baseline refused the inputs: the package's own input check runs as
@@ -78,9 +84,17 @@ class MatrixPhase {
   const PlannedRun& baseline_run() const { return m_plan.front(); }
   // What the later runs feed (job/batches.hpp); empty: the job's inputs.
   const std::vector<std::filesystem::path>& run_list() const { return m_run_list; }
+  // The baseline when it was probed (run_baseline's `probes`), for the search
+  // to read as its trace where it searches the baseline's environment; null
+  // otherwise. Its probed model (the hooks it bound) in `model`, whenever
+  // the baseline was probed.
+  std::shared_ptr<const ChildResult> first_trace(const std::map<std::string, std::string>& env,
+                                                 ModelDir& model) const;
 
  private:
   std::vector<ChildRequest> requests(const std::vector<PlannedRun>& plan) const;
+  Step<> run_probed_baseline(const FirstRunProbes& probes);
+  void count_search_runs(std::vector<PlannedRun>& now);
   std::vector<MatrixRunFacts> facts() const;
   void summarize();
   Step<> outputs_differ(const std::vector<MatrixRunFacts>& runs);
@@ -98,6 +112,8 @@ class MatrixPhase {
   MatrixResult m_result;
   std::vector<Finding> m_findings;
   std::string m_differ_finding;  // outputs that differ run to run: what the matrix says of it
+  std::optional<ModelDir> m_probed_first;  // the baseline's probed model, where the baseline was probed
+  std::set<std::string> m_counted;         // the search's runs counted as the matrix's
 };
 
 }  // namespace aoti_bisect

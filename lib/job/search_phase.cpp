@@ -27,6 +27,29 @@ Step<BisectOutcome> SearchPhase::search(const BisectSetup& setup) {
   return b;
 }
 
+std::optional<FirstRunProbes> SearchPhase::first_run_probes() {
+  const Settings& s = m_job.settings;
+  if (!s.bisect || !s.answer_first || s.batches.size() > 1 || s.plan.empty() || m_model.dir.empty()) {
+    return std::nullopt;
+  }
+  BisectSetup setup{.pkg = *m_in.pkg,
+                    .model = *m_in.model,
+                    .wrapper = m_in.wrapper,
+                    .env = s.plan.front().env,
+                    .variant = s.plan.front().variant,
+                    .kind = OutcomeKind::nonfinite,
+                    .first_line = "",
+                    .deterministic = true,
+                    .runner_torch_version = m_job.recorder.report().environment.torch_version,
+                    .original = m_model};
+  auto probes = aoti_bisect::first_run_probes(m_job, setup, m_source);
+  if (auto* why = std::get_if<std::string>(&probes)) {
+    m_job.recorder.progress().note("the first run is plain: " + *why);
+    return std::nullopt;
+  }
+  return std::get<FirstRunProbes>(probes);
+}
+
 Step<> SearchPhase::first(const MatrixPhase& matrix) {
   Recorder& rec = m_job.recorder;
   const ChildResult& base = matrix.baseline();
@@ -47,6 +70,7 @@ Step<> SearchPhase::first(const MatrixPhase& matrix) {
                     .runner_torch_version = rec.report().environment.torch_version,
                     .original = m_model,
                     .batches = matrix.run_list()};
+  setup.first_trace = matrix.first_trace(setup.env, setup.first_trace_model);
   const std::string next = "; the flag matrix runs next and completes the report";
   setup.on_found = [&rec](const std::string& line) { rec.first_answer(line, false); };
   setup.on_culprit = [&rec, &next](const std::string& reason) { rec.answer_confirmed(reason + next); };
@@ -102,6 +126,9 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
                     .original = m_model,
                     .batches = matrix.run_list(),
                     .runs_before = runs_before};
+  if (!m_early) {  // a first search set aside read the first run already
+    setup.first_trace = matrix.first_trace(setup.env, setup.first_trace_model);
+  }
   auto searched = search(setup);
   if (searched.stopped()) {
     return searched.stop();

@@ -37,6 +37,12 @@ class SearchPhase {
   SearchPhase(JobContext& job, const Inspected& in, const ModelDir& model, SourceFactory source)
       : m_job(job), m_in(in), m_model(model), m_source(std::move(source)) {}
 
+  // The probes of the job's first run, where the search will run from the
+  // package with run-time probes (issue 67): one inputs file, the kernel
+  // search asked for (and the answer first), --source auto or interpose.
+  // The hook library is built now, before the baseline; nullopt: a plain
+  // first run (the reason is in the progress where probes were possible).
+  std::optional<FirstRunProbes> first_run_probes();
   // The answer first, in the baseline's environment (MatrixPhase::answers_first).
   Step<> first(const MatrixPhase& matrix);
   // The search for the matrix's failure, or the first answer where the

@@ -90,6 +90,7 @@ struct Failure {
   std::string reproducing_variant;  // the one later phases use
   int reproduced = 0;               // over all runs of the matrix
   int runs = 0;
+  int search_runs = 0;  // of `runs`, the kernel search's runs counted as the matrix's (issue 67)
   bool deterministic = false;
   std::string signature;  // stable name of the bug (classify/signature.hpp), set when the job ends
   std::optional<FailingBatch> batch;

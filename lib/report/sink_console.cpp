@@ -156,6 +156,9 @@ std::string report_to_console(const Report& r, bool color) {
       out += fmt::format("  passed over: {}\n", one_line(h.note));
     }
   }
+  if (!r.bisection && r.builds.count + r.builds.cache_hits > 0) {
+    out += fmt::format("  builds:      {}\n", builds_summary(r.builds));  // the first run's probes, a clean job's
+  }
   if (r.masked) {
     for (const auto& h : *r.masked) {
       out += fmt::format("  masked:      {}\n", one_line(h.note));

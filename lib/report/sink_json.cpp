@@ -252,6 +252,7 @@ Json failure_json(const std::optional<Failure>& f) {
               {"reproducing_variant", text_or_null<Json>(f->reproducing_variant)},
               {"reproduced", f->reproduced},
               {"runs", f->runs},
+              {"search_runs_counted", f->search_runs},
               {"deterministic", f->deterministic},
               {"signature", text_or_null<Json>(f->signature)},
               {"batch", f->batch ? Json{{"index", f->batch->index},

@@ -97,6 +97,10 @@ std::string batch_summary(const Report& r) {
   return out;
 }
 
+std::string search_runs_note(const Failure& f) {
+  return f.search_runs > 0 ? fmt::format(" ({} of them the kernel search's)", f.search_runs) : "";
+}
+
 std::string how_often(const Failure& f) {
   std::string runs = fmt::format("{} run{}", f.runs, f.runs == 1 ? "" : "s");
   if (f.kind == OutcomeKind::nondeterministic) {
@@ -105,7 +109,7 @@ std::string how_often(const Failure& f) {
   if (f.kind == OutcomeKind::input_mismatch) {
     return fmt::format("the inputs refused in {} of {}", f.reproduced, runs);
   }
-  return fmt::format("{} of the flag matrix's {}", f.reproduced, runs);
+  return fmt::format("{} of the flag matrix's {}{}", f.reproduced, runs, search_runs_note(f));
 }
 
 std::string first_check(const Failure& failure) {
@@ -215,8 +219,12 @@ std::string runs_text(const Report& report) {
     parts.push_back(fmt::format("{} {}", n, group_phrase(group)));
   }
   size_t n = report.runs.size();
+  const auto probed = std::count_if(report.runs.begin(), report.runs.end(),
+                                    [](const RunRecord& r) { return !r.probe_plan.empty() && r.probe_plan != "none"; });
   std::string out = fmt::format("{} run{}", n, n == 1 ? "" : "s");
-  return parts.empty() ? out : fmt::format("{} ({})", out, fmt::join(parts, ", "));
+  std::string tail = probed > 0 ? fmt::format("; {} probed", probed) : "";
+  return parts.empty() ? out + (probed > 0 ? fmt::format(" ({} probed)", probed) : "")
+                       : fmt::format("{} ({}{})", out, fmt::join(parts, ", "), tail);
 }
 
 std::string builds_summary(const Builds& builds) {

@@ -37,6 +37,8 @@ std::string batch_summary(const Report& report);
 // matrix's 9 runs"; for outputs that differ between runs, "3 of the
 // baseline environment's 4 runs gave other outputs than the first".
 std::string how_often(const Failure& failure);
+// " (1 of them the kernel search's)" where the matrix counted search runs, else "".
+std::string search_runs_note(const Failure& failure);
 
 // The failure's first check, falling back to the outcome table.
 std::string first_check(const Failure& failure);

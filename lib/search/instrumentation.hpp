@@ -55,6 +55,12 @@ struct BisectSetup {
   // that confirms it ("call site 5 k (cpp), named by the search"): the
   // answer after the trace run, for a failure the trace run answers.
   std::function<void(const std::string&)> on_found;
+  // The job's first run, where it was this search's trace run
+  // (search.hpp's FirstRunProbes: every call site's values read, the
+  // failure's environment): the search reads its trace instead of making
+  // one, when its own probed model is `first_trace_model`.
+  std::shared_ptr<const ChildResult> first_trace;
+  ModelDir first_trace_model;
 };
 
 struct BisectOutcome {

@@ -74,6 +74,11 @@ std::optional<BisectOutcome> ProbedSearch::check_fidelity(const ChildResult& tra
   if (m_model.fidelity == ProbedModel::Fidelity::not_checked) {
     return std::nullopt;
   }
+  if (m_trace_reused) {
+    m_job.recorder.fidelity("outputs not compared: the trace was the job's first run (the plain runs of its "
+                            "environment are the flag matrix's repeats)");
+    return std::nullopt;
+  }
   const RunRecord* base = first_run_with_outputs(m_job.recorder.report(), m_s.variant);
   bool required = m_model.fidelity == ProbedModel::Fidelity::required;
   if (base == nullptr || trace.cls.outputs.empty()) {
@@ -233,6 +238,13 @@ void ProbedSearch::plan_search(Strategy strategy, int n_static, int runs_before)
 // answers the search's first question. Where those probes change how the
 // run ends, it is traced again without them and bisected.
 ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
+  if (reuses_first_run(strategy)) {
+    m_trace_answers = strategy == Strategy::automatic;
+    m_trace_reused = true;
+    m_job.recorder.progress().note(fmt::format(
+        "the trace: the job's first run ({}), whose probes read every call site", m_s.first_trace->cls.first_line));
+    return *m_s.first_trace;
+  }
   ProbePlan plan;
   bool values = strategy == Strategy::automatic && m_pred != Predicate::fault;
   if (values) {
@@ -252,6 +264,16 @@ ChildResult ProbedSearch::trace_run(int n_static, Strategy& strategy) {
     trace = child("trace", ProbePlan{});
   }
   return trace;
+}
+
+// Whether the job's first run is this search's trace run: it bound this
+// model's probes and read every call site's values (what a NaN/Inf search's
+// own trace run reads; a fault's reads less), and it ended in this failure.
+bool ProbedSearch::reuses_first_run(Strategy strategy) const {
+  const auto& first = m_s.first_trace;
+  return first != nullptr && first->finished && first->cls.kind == m_s.kind &&
+         (m_pred == Predicate::fault || (m_pred == Predicate::nonfinite && strategy == Strategy::automatic)) &&
+         m_s.first_trace_model.dir == m_model.model.dir && m_s.first_trace_model.hooks == m_model.model.hooks;
 }
 
 // The search in its steps: the trace run, what it shows checked, the call
@@ -438,8 +460,11 @@ void ProbedSearch::announce(int k) {
   const SiteTrace* at = m_trace.site(k);
   const std::string kernel = at != nullptr ? at->kernel : std::string();
   m_announced = k;
-  m_s.on_found(fmt::format("{} ({}), named by the search in {} run{}; the evidence run confirms it next",
-                           site_label(k, kernel), kind_of_kernel(kernel), m_run_no, m_run_no == 1 ? "" : "s"));
+  const std::string runs = m_trace_reused && m_run_no == 0 ? std::string("from the job's first run (probed)")
+                           : m_trace_reused ? fmt::format("in the job's first run (probed) and {} more", m_run_no)
+                                            : fmt::format("in {} run{}", m_run_no, m_run_no == 1 ? "" : "s");
+  m_s.on_found(fmt::format("{} ({}), named by the search {}; the evidence run confirms it next", site_label(k, kernel),
+                           kind_of_kernel(kernel), runs));
 }
 
 // The kernels whose own code computes with an infinity literal (an

@@ -81,6 +81,7 @@ class ProbedSearch {
   Strategy choose_strategy(int n_static);
   void plan_search(Strategy strategy, int n_static, int runs_before);
   ChildResult trace_run(int n_static, Strategy& strategy);
+  bool reuses_first_run(Strategy strategy) const;
   std::optional<std::string> confirm_in_evidence(int k, const ChildResult& evidence);
   std::optional<BisectOutcome> not_found(const SearchResult& sr, int n);
   BisectOutcome culprit(int k, const ChildResult& trace, bool moved = false, bool confirm = false);
@@ -112,6 +113,7 @@ class ProbedSearch {
   // needs none), so it answers the search's first question, [1, n], once
   // per pass; the evidence run confirms the site it names.
   bool m_trace_answers = false;
+  bool m_trace_reused = false;  // the trace is the job's first run (BisectSetup::first_trace)
   bool m_trace_answer_unused = false;
   std::optional<int> m_announced;  // the call site told to on_found, before the evidence run
   std::shared_ptr<const ChildResult> m_trace_run;

@@ -16,6 +16,7 @@
 #include "evidence/root_cause.hpp"
 #include "harness/runner_choice.hpp"
 #include "process/process.hpp"
+#include "repro/replay_host_build.hpp"
 #include "search/probed_search.hpp"
 
 namespace aoti_bisect {
@@ -72,11 +73,9 @@ void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const Re
   SpawnSpec spec;
   spec.argv = {fs::absolute(repro_dir / "replay").string(), "--intermediates"};
   spec.env = current_environment();
-  if (!spec.env.count("AOTI_BISECT_REPLAY_CACHE")) {
-    spec.env["AOTI_BISECT_REPLAY_CACHE"] =
-        (fs::absolute(job.settings.cache_dir.empty() ? default_cache_dir() : job.settings.cache_dir) / "replay")
-            .string();
-  }
+  spec.env["AOTI_BISECT_REPLAY_CACHE"] =
+      replay_cache_dir(job.settings.cache_dir.empty() ? default_cache_dir() : job.settings.cache_dir).string();
+  spec.env["AOTI_BISECT_REPLAY_HOST_CACHE"] = replay_host_cache_dir(default_cache_dir()).string();
   fs::path torch_dir = job.settings.runner_torch_dir;
   if (torch_dir.empty()) {
     if (auto beside = default_runner_torch()) {

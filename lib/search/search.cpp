@@ -145,6 +145,31 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
   return out;
 }
 
+std::variant<FirstRunProbes, std::string> first_run_probes(JobContext& job, const BisectSetup& setup,
+                                                           const SourceFactory& first) {
+  const Settings& s = job.settings;
+  if (s.rebuild_per_step || (s.source != ProbeSource::automatic && s.source != ProbeSource::interpose)) {
+    return std::string("--source names another probe source");
+  }
+  std::unique_ptr<InstrumentationSource> source = first ? first() : std::make_unique<InterposeSource>();
+  auto* probed = dynamic_cast<RunTimeProbeSource*>(source.get());
+  if (probed == nullptr) {
+    return std::string("the search's first source has no run-time probes");
+  }
+  auto prepared = probed->model_for(job, setup, Predicate::nonfinite);
+  if (auto* why = std::get_if<std::string>(&prepared)) {
+    return *why;
+  }
+  const ProbedModel& pm = std::get<ProbedModel>(prepared);
+  const int n = static_cast<int>(pm.wrapper.call_sites.size());
+  if (n == 0) {
+    return std::string("the wrapper lists no call site");
+  }
+  FirstRunProbes out{pm.model, ProbePlan{}};
+  out.plan.ranges.push_back({1, n, ProbeMode::stats});
+  return out;
+}
+
 const RunRecord* first_run_with_outputs(const Report& report, const std::string& variant) {
   auto base =
       std::find_if(report.runs.begin(), report.runs.end(), [&](const RunRecord& r) { return r.variant == variant; });

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "search/instrumentation.hpp"
 
@@ -15,6 +16,18 @@ namespace aoti_bisect {
 // `first`: the source to use in place of the chain (the tests' seam); empty:
 // the chain as --source and the failure allow.
 BisectOutcome run_bisection(JobContext& job, BisectSetup setup, const SourceFactory& first = {});
+
+// The job's first run as the search's trace run (issue 67): the package's
+// own library with run-time probes reading every call site, so that the run
+// that shows the failure also names the first call site that makes it.
+struct FirstRunProbes {
+  ModelDir model;  // the package as extracted, with the hook library bound
+  ProbePlan plan;  // stats at every call site
+};
+// `setup` as for a NaN/Inf search (its kind is not known before the run);
+// `first`: the tests' seam, as run_bisection's. Or why the first run is plain.
+std::variant<FirstRunProbes, std::string> first_run_probes(JobContext& job, const BisectSetup& setup,
+                                                           const SourceFactory& first = {});
 
 // Why a source that builds from the exported program has nothing to build.
 std::string needs_exported_program();

@@ -239,6 +239,14 @@ std::variant<ProbedModel, std::string> InterposeSource::prepare(JobContext& job,
   if (auto* why = std::get_if<std::string>(&base)) {
     return *why;
   }
+  if (!s.first_trace_model.hooks.empty() && s.first_trace_model.dir == s.original.dir) {
+    // The hooks the job's first run bound (search.hpp's first_run_probes): built and recorded then.
+    ProbedModel m = std::move(std::get<ProbedModel>(base));
+    m.model = s.first_trace_model;
+    m.wrapper = s.wrapper;
+    m.fidelity = ProbedModel::Fidelity::noted;
+    return m;
+  }
   Recorder& rec = job.recorder;
   rec.begin_phase("build", "interposition hooks (from the package's own wrapper and kernel source)");
   auto start = Clock::now();

@@ -173,7 +173,7 @@ TEST_CASE("usage errors exit 2: unknown model, unknown option, bad config") {
   CHECK(frob.code() == 2);
   CHECK(last_tool_line(frob) ==
         "aoti-bisect: error: unknown subcommand 'frob' (known: run, bisect, build, inspect, triage, triage-merge, "
-        "verify, capture); see 'aoti-bisect --help'");
+        "verify, capture, setup); see 'aoti-bisect --help'");
 
   for (auto [option, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"--timeout", "0", "--timeout: must be greater than 0, got 0"},

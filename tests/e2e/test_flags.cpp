@@ -69,12 +69,15 @@ TEST_CASE(
   CHECK(r.report["failure"]["reproducing_variant"] == "poison");
   CHECK(r.report["failure"]["kind"] == "nonfinite");
   // The plain runs agree bit for bit and are ok: only the variants see it.
+  // The first run probed every call site and was ok: a plain one decided.
   auto ids = run_ids(r.report);
-  REQUIRE(ids.size() >= 7);
-  CHECK(std::vector<std::string>(ids.begin(), ids.begin() + 7) ==
-        std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1", "poison.1",
-                                 "perturb.1"});
-  for (size_t i = 0; i < 5; ++i) {
+  REQUIRE(ids.size() >= 8);
+  CHECK(std::vector<std::string>(ids.begin(), ids.begin() + 8) ==
+        std::vector<std::string>{"baseline", "baseline.plain", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
+                                 "poison.1", "perturb.1"});
+  CHECK(r.report["runs"][0]["probe_plan"] != "none");
+  CHECK(r.report["runs"][1]["probe_plan"] == "none");
+  for (size_t i = 0; i < 6; ++i) {
     CHECK(r.report["runs"][i]["outcome"] == "ok");
   }
   CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);  // meta: 0-based
@@ -144,8 +147,8 @@ TEST_CASE("healthy: every CPU variant that runs on a clean baseline agrees, and 
   CHECK(r.code() == 0);
   CHECK(r.report["verdict"] == "clean");
   // No false alarm: the package's buffers poisoned at allocation change nothing in a model that writes them all.
-  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                                      "poison.1", "perturb.1"});
+  CHECK(run_ids(r.report) == std::vector<std::string>{"baseline", "baseline.plain", "repeat.1", "repeat.2", "repeat.3",
+                                                      "check_inputs.1", "poison.1", "perturb.1"});
   std::set<std::string> checksums;
   for (const auto& run : r.report["runs"]) {
     CHECK(run["outcome"] == "ok");

@@ -64,9 +64,11 @@ TEST_CASE("healthy model: exit 0, verdict clean, every run ok and within toleran
   CHECK(r.report["schema_version"] == 1);
   CHECK(r.report["verdict"] == "clean");
   CHECK(r.report["failure"].is_null());
-  // baseline, repeat x2, and (--repeats wins) check_inputs x2, poison x2 and perturb x2
-  CHECK(r.report["runs"].size() == 9);
-  CHECK(count_runs(r.report, "ok") == 9);
+  // baseline (probed: every call site read), baseline.plain (it showed no
+  // failure: a plain run decides), repeat x2, and (--repeats wins)
+  // check_inputs x2, poison x2 and perturb x2
+  CHECK(r.report["runs"].size() == 10);
+  CHECK(count_runs(r.report, "ok") == 10);
   CHECK(r.report["matrix"]["findings"] == nlohmann::json::array());
   CHECK(r.report["runs"][0]["comparison"]["within_tolerance"] == true);
   CHECK(r.report["package"]["device_key"] == "cpu");
@@ -104,14 +106,21 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   CHECK(r.code() == 1);
   CHECK(r.report["verdict"] == "isolated");
   CHECK(r.report["culprit"]["call_index"] == meta["culprit"]["call_index"].get<int>() + 1);
-  // The search's two runs come right after the baseline; the matrix follows.
+  // The baseline probed every call site: it is the search's trace run. The
+  // evidence run comes right after it and counts as the first repeat; the
+  // matrix follows.
   const auto& runs = r.report["runs"];
-  REQUIRE(runs.size() >= 4);
+  REQUIRE(runs.size() == 9);
   CHECK(runs[0]["id"] == "baseline");
-  CHECK(runs[1]["id"] == "bisect.1.trace");
-  CHECK(runs[2]["id"] == "bisect.2.evidence");
-  CHECK(runs[3]["id"] == "repeat.1");
-  CHECK(r.report["failure"]["reproduced"] == 9);  // the matrix's runs
+  CHECK(runs[0]["probe_plan"] != "none");
+  CHECK(runs[1]["id"] == "bisect.1.evidence");
+  CHECK(runs[2]["id"] == "repeat.2");
+  CHECK(runs[2]["probe_plan"] == "none");
+  for (const auto& run : runs) {
+    CHECK(run["id"].get<std::string>().find("trace") == std::string::npos);
+  }
+  CHECK(r.report["failure"]["reproduced"] == 9);  // the matrix's runs, the evidence run one of them
+  CHECK(r.report["failure"]["search_runs_counted"] == 1);
   // The answer is printed as the trace run names it, before the evidence
   // run confirms it, and timed; both before the matrix starts.
   const std::string site = "call site " + std::to_string(meta["culprit"]["call_index"].get<int>() + 1) + " " +
@@ -119,8 +128,9 @@ TEST_CASE("NaN model, default options: the answer first, right after the baselin
   std::string answer = "aoti-bisect: answer after ";
   size_t at = r.err.find(answer);
   REQUIRE(at != std::string::npos);
-  CHECK(r.err.find("s: " + site + ", named by the search in 1 run; the evidence run confirms it next", at) ==
-        r.err.find("s: ", at));
+  CHECK(r.err.find("s: " + site + ", named by the search from the job's first run (probed); the evidence run "
+                   "confirms it next",
+                   at) == r.err.find("s: ", at));
   std::string confirmed = "aoti-bisect: confirmed after ";
   size_t then = r.err.find(confirmed);
   REQUIRE(then != std::string::npos);
@@ -485,9 +495,11 @@ TEST_CASE("persistent runner: runs share one process and one load, each starts f
       CHECK_FALSE(loaded.contains("buffers_restored"));
     }
   }
-  CHECK(later >= 3);  // the trace after the baseline, the repeats after the first
-  CHECK(std::any_of(runs_per_process.begin(), runs_per_process.end(), [](auto p) { return p.second >= 3; }));
-  CHECK(runs["repeat.3"].first["pid"] == runs["repeat.1"].first["pid"]);
+  // The baseline (the trace too) loads the model; the evidence run, in a
+  // process of its own, stops that server; the repeats share the next one.
+  CHECK(later >= 1);
+  CHECK(std::any_of(runs_per_process.begin(), runs_per_process.end(), [](auto p) { return p.second >= 2; }));
+  CHECK(runs["repeat.3"].first["pid"] == runs["repeat.2"].first["pid"]);
 }
 
 TEST_CASE("persistent runner: a run that crashes ends its process; the driver sees the crash and starts another") {
@@ -558,9 +570,19 @@ TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
 }
 
 TEST_CASE("--no-matrix runs the baseline only") {
+  // The first run probes every call site (the search's trace); it shows no
+  // failure, so a plain run decides: no variant of the matrix runs.
   auto r = run_tool(with(run_args("healthy"), {"--no-matrix"}), "out");
   CHECK(r.code() == 0);
-  CHECK(r.report["runs"].size() == 1);
+  REQUIRE(r.report["runs"].size() == 2);
+  CHECK(r.report["runs"][0]["id"] == "baseline");
+  CHECK(r.report["runs"][0]["probe_plan"] != "none");
+  CHECK(r.report["runs"][1]["id"] == "baseline.plain");
+  CHECK(r.report["runs"][1]["probe_plan"] == "none");
+  auto plain = run_tool(with(run_args("healthy"), {"--no-matrix", "--no-bisect"}), "out2");
+  CHECK(plain.code() == 0);
+  REQUIRE(plain.report["runs"].size() == 1);  // no search: a plain first run
+  CHECK(plain.report["runs"][0]["probe_plan"] == "none");
 }
 
 // --timeout is the limit on each call of the model, after the load, kept by
@@ -723,8 +745,10 @@ void check_counts_agree(const e2e::Result& r, const fs::path& out, const std::st
   }
   // The verdict's "k of the flag matrix's n runs" is the matrix's count.
   if (r.report["failure"].is_object() && r.report["verdict"] != "could_not_test") {
-    CHECK(r.report["failure"]["runs"] == matrix);
-    std::string of = fmt_of(matrix);
+    // The search's runs the matrix counted (issue 67) are in the search's group.
+    const int counted = r.report["failure"]["search_runs_counted"].get<int>();
+    CHECK(r.report["failure"]["runs"] == matrix + counted);
+    std::string of = fmt_of(matrix + counted);
     CHECK(r.report["verdict_reason"].get<std::string>().find(of) != std::string::npos);
     CHECK(md.find(of) != std::string::npos);
   }
@@ -760,10 +784,10 @@ TEST_CASE("one count of runs per job: the console, the verdict, report.md, repor
     auto r = run_tool(with(run_args("nan_midway", false), {"--junit"}), "out");
     CHECK(r.code() == 1);
     check_counts_agree(r, "out", "nan_midway");
-    CHECK(r.report["run_counts"]["search"] == 2);
+    CHECK(r.report["run_counts"]["search"] == 1);  // the evidence run: the first run was the trace
     // The plan announced is this job's: 7 runs, then 1 after a steady failure.
     CHECK(r.err.find("the flag matrix follows (7 runs, then 1 more after a steady failure") != std::string::npos);
-    CHECK(r.report["run_counts"]["matrix"] == 1 + 7 + 1);
+    CHECK(r.report["run_counts"]["matrix"] == 1 + 6 + 1);  // one repeat was the evidence run
     // One hook per function: the note says how many call sites they serve.
     CHECK(r.err.find(" on the functions the " + std::to_string(r.report["package"]["call_sites"].get<int>()) +
                      " call sites call, one per function") != std::string::npos);

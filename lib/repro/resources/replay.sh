@@ -5,14 +5,18 @@
 # --intermediates: the kernel built with every intermediate checked (kernel.traced.cpp); it also prints the
 # first intermediate that turned NaN or Inf while what it reads did not, with its operands' values.
 # Builds are cached by content under AOTI_BISECT_REPLAY_CACHE (default: TMPDIR or /tmp); the host part
-# (replay_host.cpp, LibTorch's heavy headers) once per torch and compiler.
+# (replay_host.cpp, LibTorch's heavy headers) once per torch and compiler, under AOTI_BISECT_REPLAY_HOST_CACHE
+# (default: the same folder).
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here" || exit 2
 fail() { echo "replay: cannot run: $*"; exit 2; }
 kernel_src=kernel.cpp
+host_only=0
 case "${1:-}" in
   "") ;;
+  --host-only) host_only=1 ;;  # the host part alone, into the cache (aoti-bisect builds it with its runner)
+  --host-path) host_only=2 ;;  # where the host part is kept (built or not), and nothing else
   --intermediates)
     kernel_src=kernel.traced.cpp
     traced_problem=@TRACED_PROBLEM@
@@ -20,7 +24,7 @@ case "${1:-}" in
   *) fail "unknown option '$1' (the only one is --intermediates)" ;;
 esac
 problem=@PROBLEM@
-[ -z "$problem" ] || fail "$problem"
+[ -z "$problem" ] || [ $host_only != 0 ] || fail "$problem"
 CXX="${CXX:-c++}"
 command -v "$CXX" >/dev/null 2>&1 || fail "no C++ compiler ('$CXX') on PATH; set CXX"
 PYTHON="${PYTHON:-python3}"
@@ -37,18 +41,22 @@ fi
 abi="${abi:-${TORCH_CXX11_ABI:-1}}"
 sources="@SOURCES@"
 [ -z "@KERNEL@" ] || sources="$kernel_src $sources"
-for f in $sources replay_host.h replay_host.cpp @FILES@; do
+[ $host_only != 0 ] && sources="" && set --
+for f in $sources replay_host.h replay_host.cpp $([ $host_only != 0 ] || echo @FILES@); do
   [ -f "$f" ] || fail "missing $f (this folder must hold every file the replay names)"
 done
 kernel_flags=(@KERNEL_FLAGS@)
 inc=(-I"$here" -I"$torch_dir/include" -I"$torch_dir/include/torch/csrc/api/include" -D_GLIBCXX_USE_CXX11_ABI="$abi")
 cache="${AOTI_BISECT_REPLAY_CACHE:-${TMPDIR:-/tmp}}"
 mkdir -p "$cache" 2>/dev/null || fail "cannot make the build cache $cache"
+host_cache="${AOTI_BISECT_REPLAY_HOST_CACHE:-$cache}"
+mkdir -p "$host_cache" 2>/dev/null || fail "cannot make the build cache $host_cache"
 uid="$(id -u)"
 tool="$(echo "$torch_dir $abi $CXX @DRIVER_STD@" | cksum | cut -d' ' -f1)"
-host="$cache/aoti-bisect-replay-host-$uid-$(cat replay_host.h replay_host.cpp | cksum | cut -d' ' -f1)-$tool.o"
+host="$host_cache/aoti-bisect-replay-host-$uid-$(cat replay_host.h replay_host.cpp | cksum | cut -d' ' -f1)-$tool.o"
 key="$(cat $sources replay_host.h replay_host.cpp | cksum | cut -d' ' -f1)-$(echo "$tool ${kernel_flags[*]}" | cksum | cut -d' ' -f1)"
 build="$cache/aoti-bisect-replay-$uid-$key"
+[ $host_only = 2 ] && { echo "$host"; exit 0; }
 compile() {  # source, output, flags...
   local src="$1" obj="$2"; shift 2
   if ! "$CXX" "$@" "${inc[@]}" -w -c "$src" -o "$obj" >"$obj.log" 2>&1; then
@@ -61,6 +69,7 @@ if [ ! -f "$host" ]; then
   compile replay_host.cpp "$host.$$" @DRIVER_STD@ -O1 -fPIC
   mv -f "$host.$$" "$host" && rm -f "$host.$$.log"
 fi
+[ $host_only = 1 ] && exit 0
 if [ ! -x "$build/replay-driver" ]; then
   tmp="$(mktemp -d "${TMPDIR:-/tmp}/aoti-bisect-replay.XXXXXX")" || fail "cannot make a build folder"
   trap 'rm -rf "$tmp"' EXIT

@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "common/files.hpp"
+#include "common/text.hpp"
 #include "job/fake_children.hpp"
 #include "job/job.hpp"
 #include "package_fixture.hpp"
@@ -113,25 +114,37 @@ TEST_CASE("job flow: a NaN at call site 5 of 9 is isolated there, with the evide
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->status == "found");
   CHECK(r.report.bisection->predicate == "nonfinite");
-  // The answer first: the baseline, then (auto) the trace run probing
-  // every site, which names site 5, and the evidence run, whose self-check
-  // confirms it; then the matrix: 3 repeats, the package's own input check,
-  // poisoned and perturbed allocations, then one run with one thread
-  // (does the failure need several?), and last (the baseline failed)
-  // scalar ATen, whose variable needs the model loaded again.
-  // The failure is steady in the baseline's environment: the answer stands.
-  CHECK(h.ids() == std::vector<std::string>{"baseline", "bisect.1.trace", "bisect.2.evidence", "repeat.1", "repeat.2",
-                                            "repeat.3", "check_inputs.1", "poison.1", "perturb.1", "one_thread.1",
-                                            "scalar_aten.1"});
-  REQUIRE(h.log[1].probe_plan.has_value());
-  CHECK(h.log[1].probe_plan->mode_for(1) == ProbeMode::stats);
-  CHECK(h.log[1].probe_plan->mode_for(9) == ProbeMode::stats);
+  // The answer first: the baseline, probing every site, is the trace run
+  // too and names site 5; the evidence run's self-check confirms it; then
+  // the matrix: 3 repeats (the evidence run, made in the baseline's
+  // environment with probes only reading, counts as the first, so 2 run),
+  // the package's own input check, poisoned and perturbed allocations,
+  // then one run with one thread (does the failure need several?), and
+  // last (the baseline failed) scalar ATen, whose variable needs the model
+  // loaded again. The failure is steady in the baseline's environment: the
+  // answer stands.
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "bisect.1.evidence", "repeat.2", "repeat.3", "check_inputs.1",
+                                            "poison.1", "perturb.1", "one_thread.1", "scalar_aten.1"});
+  REQUIRE(h.log[0].probe_plan.has_value());
+  CHECK(h.log[0].probe_plan->mode_for(1) == ProbeMode::stats);
+  CHECK(h.log[0].probe_plan->mode_for(9) == ProbeMode::stats);
+  CHECK_FALSE(h.log[2].probe_plan.has_value());  // repeat.2: plain
   REQUIRE(r.report.first_answer_seconds.has_value());
   CHECK(*r.report.first_answer_seconds <= r.report.total_seconds);
-  CHECK(r.report.failure->reproduced == 9);  // the matrix's runs, not the search's
+  CHECK(r.report.failure->reproduced == 9);  // the matrix's observations, the evidence run one of them
   CHECK(r.report.failure->runs == 9);
+  REQUIRE(r.report.matrix.size() >= 2);
+  CHECK(r.report.matrix[1].name == "repeat");
+  CHECK(r.report.matrix[1].runs == 3);
+  bool counted = false;
+  for (const auto& n : r.report.notes) {
+    counted = counted || n == "variant repeat: 1 of its runs is the kernel search's, made in the baseline's "
+                              "environment with probes only reading (runs[].probe_plan); 2 made plain";
+  }
+  CHECK(counted);
+  CHECK(r.report.runs[0].probe_plan == "trace; stats 1-9");
   CHECK(r.report.bisection->strategy == "auto");
-  CHECK(r.report.bisection->runs == 2);
+  CHECK(r.report.bisection->runs == 1);  // the evidence run: the trace was the first run
   CHECK(r.report.bisection->runs <= r.report.bisection->planned_runs);
   const auto& steps = r.report.bisection->steps;
   REQUIRE(steps.size() == 3);
@@ -276,7 +289,7 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
     bool every_site = req.probe_plan && !req.probe_plan->ranges.empty() &&
                       req.probe_plan->mode_for(9) >= ProbeMode::stats &&
                       req.probe_plan->mode_for(1) >= ProbeMode::stats;
-    if (req.id.find("trace") != std::string::npos && every_site) {
+    if (every_site && (req.id == "baseline" || req.id.find("trace") != std::string::npos)) {
       FakeModel healthy = model;
       healthy.bad = 0;
       return healthy.answer(req);
@@ -286,11 +299,14 @@ TEST_CASE("job flow: auto, where probing every site changes how the run ends: tr
   CHECK(r.exit == ExitCode::isolated);
   CHECK(r.report.culprit->call_index == 5);
   CHECK(r.report.bisection->strategy == "bisect");
+  // The probed first run ended otherwise: a plain run decided; the search's
+  // own trace probing every site ends otherwise too, then one without probes.
   auto ids = h.ids();
-  REQUIRE(ids.size() >= 12);
-  CHECK(ids[1] == "bisect.1.trace");
-  CHECK(ids[2] == "bisect.2.trace");
-  CHECK_FALSE(h.log[2].probe_plan->ranges.size() > 0);
+  REQUIRE(ids.size() >= 13);
+  CHECK(ids[1] == "baseline.plain");
+  CHECK(ids[2] == "bisect.1.trace");
+  CHECK(ids[3] == "bisect.2.trace");
+  CHECK_FALSE(h.log[3].probe_plan->ranges.size() > 0);
   const auto& steps = r.report.bisection->steps;
   CHECK(steps[0].purpose == "trace");
   CHECK(steps[0].verdict == "clean");
@@ -379,10 +395,9 @@ TEST_CASE(
 TEST_CASE("job flow: mixed outcomes in the matrix: counted, not deterministic, three runs per step") {
   Harness h;
   FakeModel model;
-  int matrix_run = 0;
   JobResult r = h.run([&](const ChildRequest& req) {
     ChildOutput out = model.answer(req);
-    if (!req.probe_plan && (++matrix_run == 3 || req.id == "one_thread.2")) {
+    if (req.id == "repeat.2" || req.id == "one_thread.2") {
       FakeModel healthy = model;
       healthy.bad = 0;
       out = healthy.answer(req);  // the second repeat and the second one-thread run do not reproduce
@@ -422,10 +437,9 @@ TEST_CASE(
     "(a 1-of-1 variant is no evidence)") {
   Harness h;
   FakeModel model;
-  int matrix_run = 0;
   JobResult r = h.run([&](const ChildRequest& req) {
     ChildOutput out = model.answer(req);
-    if (!req.probe_plan && ++matrix_run == 3) {
+    if (req.id == "repeat.2") {
       FakeModel healthy = model;
       healthy.bad = 0;
       out = healthy.answer(req);  // the second repeat does not reproduce
@@ -478,9 +492,15 @@ TEST_CASE("job flow: a failure that vanishes with probes on is suppressed_by_ins
   CHECK(r.report.bisection->message == "the failure did not reproduce in the instrumented build");
   // auto: the trace run probing every site, then one without probes; the
   // matrix after them finds the failure steady: that answer stands.
+  // The first run probed every site and showed no failure: a plain run
+  // decided (the failure); the search's own trace run then says the probes hide it.
   auto ids = h.ids();
-  CHECK(ids[1] == "bisect.1.trace");
-  CHECK(ids[2] == "bisect.2.trace");
+  CHECK(ids[0] == "baseline");
+  CHECK(ids[1] == "baseline.plain");
+  CHECK(ids[2] == "bisect.1.trace");
+  CHECK(ids[3] == "bisect.2.trace");
+  CHECK(r.report.runs[0].probe_plan != "none");
+  CHECK(r.report.runs[1].probe_plan == "none");
   CHECK(ids[ids.size() - 2] == "one_thread.1");
   CHECK(ids.back() == "scalar_aten.1");
 }
@@ -524,6 +544,9 @@ TEST_CASE("job flow: an interrupt in each phase ends interrupted (130) with the 
   for (const auto& c : cases) {
     CAPTURE(c.phase);
     Harness h;
+    if (c.phase.rfind("bisect", 0) == 0) {
+      h.opt.source = ProbeSource::rewrite;  // a plain first run: the search makes its own trace and steps
+    }
     FakeModel model;
     JobResult r = h.run([&](const ChildRequest& req) {
       if (c.at(req)) {
@@ -573,10 +596,9 @@ TEST_CASE("job flow: an early answer the matrix does not bear out is set aside a
     return model.answer(req);
   });
   auto ids = h.ids();
-  CHECK(ids[1] == "bisect.1.trace");
-  CHECK(ids[2] == "bisect.2.evidence");
-  CHECK(std::find(ids.begin(), ids.end(), "bisect.3.trace") != ids.end());  // the second search
-  CHECK(std::count(ids.begin(), ids.end(), "bisect.1.trace") == 1);
+  CHECK(ids[1] == "bisect.1.evidence");  // the first run was the trace
+  CHECK(std::find(ids.begin(), ids.end(), "bisect.2.trace") != ids.end());  // the second search
+  CHECK(std::count(ids.begin(), ids.end(), "bisect.1.evidence") == 1);
   CHECK(r.report.failure->reproducing_variant == "one_thread");
   REQUIRE(r.report.bisection.has_value());
   CHECK(r.report.bisection->variant == "one_thread");
@@ -610,7 +632,7 @@ TEST_CASE("job flow: a runner that dies before its first event is an internal er
   CHECK(r.report.verdict == Verdict::internal_error);
   CHECK(r.report.error.find("the runner ended before its first event (exit 127)") == 0);
   CHECK_FALSE(r.report.failure.has_value());
-  CHECK(h.log.size() == 1);
+  CHECK(h.log.size() == 1);  // the probed first run failed in the tool: the job stops there
 }
 
 TEST_CASE("job flow: never isolated past code that ran without probes (a torch.cond branch)") {
@@ -754,11 +776,17 @@ TEST_CASE("job flow: a healthy model is clean after the matrix; no search") {
   JobResult r = h.run([&](const ChildRequest& req) { return model.answer(req); });
   CHECK(r.exit == ExitCode::clean);
   // Nothing was compared: the verdict says so, and how to compare.
-  CHECK(r.report.verdict_reason.rfind("no failure in 7 runs (no crash, no NaN/Inf); output values were not checked "
+  // The first run probed every site and showed no failure: a plain run decided.
+  CHECK(r.report.verdict_reason.rfind("no failure in 8 runs (no crash, no NaN/Inf); output values were not checked "
                                       "against a reference",
                                       0) == 0);
   CHECK(r.report.verdict_reason.find("--reference EXPECTED.pt or --against-eager") != std::string::npos);
-  CHECK(h.log.size() == 7);
+  REQUIRE(h.log.size() == 8);
+  CHECK(h.log[0].id == "baseline");
+  REQUIRE(h.log[0].probe_plan.has_value());
+  CHECK(h.log[0].probe_plan->mode_for(9) == ProbeMode::stats);
+  CHECK(h.log[1].id == "baseline.plain");
+  CHECK_FALSE(h.log[1].probe_plan.has_value());
   CHECK_FALSE(r.report.bisection.has_value());
 }
 
@@ -977,8 +1005,8 @@ TEST_CASE("job flow, matrix reading: a healthy model: no finding, clean") {
   healthy.bad = 0;
   JobResult r = h.run([&](const ChildRequest& req) { return healthy.answer(req); });
   CHECK(r.exit == ExitCode::clean);
-  CHECK(h.ids() == std::vector<std::string>{"baseline", "repeat.1", "repeat.2", "repeat.3", "check_inputs.1",
-                                            "poison.1", "perturb.1"});
+  CHECK(h.ids() == std::vector<std::string>{"baseline", "baseline.plain", "repeat.1", "repeat.2", "repeat.3",
+                                            "check_inputs.1", "poison.1", "perturb.1"});
   CHECK(h.report_on_disk()["matrix"]["findings"] == json::array());
 }
 
@@ -1005,8 +1033,8 @@ TEST_CASE(
   });
   CHECK(r.exit == ExitCode::clean);
   CHECK(r.report.verdict == Verdict::clean);
-  // Not "no failure in 7 runs": one of them refused the inputs, and says so.
-  CHECK(r.report.verdict_reason.rfind("no failure of the model in 7 runs", 0) == 0);
+  // Not "no failure in 8 runs": one of them refused the inputs, and says so.
+  CHECK(r.report.verdict_reason.rfind("no failure of the model in 8 runs", 0) == 0);
   CHECK(r.report.verdict_reason.find("; 1 of them (check_inputs.1) refused the inputs: the package's own input check "
                                      "(AOTI_RUNTIME_CHECK_INPUTS=1) refuses the inputs: " +
                                      std::string(k_package_line)) != std::string::npos);
