@@ -67,7 +67,7 @@ void explain_intermediates(JobContext& job, Predicate pred, Culprit& c, const Re
   }
   job.recorder.progress().note(
       fmt::format("call site {} {}: replaying it alone on its saved inputs with every intermediate checked "
-                  "(repro/replay --intermediates; a first build takes about 20 s, then it is cached)",
+                  "(repro/replay --intermediates)",
                   c.call_index, c.kernel));
   const double start = steady_seconds();
   SpawnSpec spec;
