@@ -1,3 +1,6 @@
+// Runs: child runs through the ChildRunner seam, one or several at once, each finished one classified
+// and recorded in the report.
+
 #include "harness/runs.hpp"
 
 #include <algorithm>
@@ -82,6 +85,7 @@ bool Runs::run_all(const std::vector<ChildRequest>& reqs, int jobs, std::vector<
   while (next < reqs.size() || !running.empty()) {
     while (next < reqs.size() && running.size() < static_cast<size_t>(std::max(1, jobs)) && !interrupt_requested()) {
       m_recorder.run_started(reqs[next].id);
+      m_search_started += reqs[next].group == "search" ? 1 : 0;
       running[m_children.start(reqs[next])] = next;
       ++next;
     }

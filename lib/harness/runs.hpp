@@ -45,6 +45,10 @@ class Runs {
 
   // The search's finished runs so far, in order (ChildRequest::group "search").
   const std::vector<SearchRun>& search_runs() const { return m_search_runs; }
+  // The number the search's next run takes in its id (bisect.N.purpose,
+  // guide.N.range): after every search run this job started, whichever
+  // search or source started it, so that no two runs share an id.
+  int next_search_number() const { return m_search_started + 1; }
 
  private:
   ChildResult record(const ChildRequest& request, ChildOutput output);
@@ -52,6 +56,7 @@ class Runs {
   ChildRunner& m_children;
   Recorder& m_recorder;
   std::vector<SearchRun> m_search_runs;
+  int m_search_started = 0;
 };
 
 }  // namespace aoti_bisect

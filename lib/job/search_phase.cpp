@@ -96,7 +96,6 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
     }
     return SearchAnswer{b.verdict, b.reason.empty() ? reproduced : reproduced + "; " + b.reason, b.explain_later};
   };
-  int runs_before = 0;
   if (m_early) {
     if (f.kind == matrix.baseline().cls.kind && f.deterministic && matrix.chosen_env() == matrix.baseline_run().env) {
       rec.refresh_repro_command();
@@ -109,9 +108,6 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
     rec.set_aside_search();
     rec.note(fmt::format("the first search's answer is set aside ({}): the search runs again", why));
     clear_repro_folder(m_job.settings.out_dir / "repro");  // its saved tensors; the new search saves its own
-    for (const auto& run : rec.report().runs) {            // the runs go on from the first search's numbers
-      runs_before += run.group == "search" ? 1 : 0;
-    }
   }
   BisectSetup setup{.pkg = *m_in.pkg,
                     .model = *m_in.model,
@@ -124,8 +120,7 @@ Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDi
                     .baseline_seconds = matrix.baseline().status.seconds,
                     .runner_torch_version = rec.report().environment.torch_version,
                     .original = m_model,
-                    .batches = matrix.run_list(),
-                    .runs_before = runs_before};
+                    .batches = matrix.run_list()};
   if (!m_early) {  // a first search set aside read the first run already
     setup.first_trace = matrix.first_trace(setup.env, setup.first_trace_model);
   }

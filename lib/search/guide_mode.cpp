@@ -116,7 +116,7 @@ class GuideSearch {
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
       ++m_run_no;
-      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_s.runs_before + m_run_no, lo, hi),
+      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_job.runs.next_search_number(), lo, hi),
                         m_s.variant,
                         r,
                         m_s.env,

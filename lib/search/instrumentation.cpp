@@ -1,3 +1,6 @@
+// RunTimeProbeSource: the model with run-time probes (with the exported program's node map for wrong
+// values) searched by the shared probed search, retried when untrusted, and stopped runs explained.
+
 #include "search/instrumentation.hpp"
 
 #include <fmt/format.h>
@@ -29,8 +32,52 @@ std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const
   return nodes;
 }
 
+namespace {
+
+// A search run, with probes, that the user's --timeout stopped where the
+// failure searched for is not a hang (report.json runs[] from `from` on):
+// what it shows is the limit, not whether the failure reproduces.
+std::optional<std::string> stopped_at_limit(const JobContext& job, const BisectSetup& setup, size_t from) {
+  const auto& runs = job.recorder.report().runs;
+  if (setup.kind == OutcomeKind::timeout || job.settings.timeout_s <= 0) {
+    return std::nullopt;
+  }
+  for (size_t i = from; i < runs.size(); ++i) {
+    const RunRecord& r = runs[i];
+    if (r.group == "search" && r.outcome == OutcomeKind::timeout) {
+      const std::string purpose = r.id.substr(r.id.rfind('.') + 1);
+      return fmt::format(
+          "the kernel search's {} run, with probes, was stopped at its {:g} s limit (--timeout), which the "
+          "plain runs that failed kept within; probes make a run slower: give a larger --timeout",
+          purpose, job.settings.timeout_s);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 BisectOutcome RunTimeProbeSource::isolate(JobContext& job, const BisectSetup& setup, Predicate predicate,
                                           Bisection& bis) {
+  const size_t from = job.recorder.report().runs.size();
+  BisectOutcome out = search(job, setup, predicate, bis);
+  if (out.verdict == Verdict::isolated || out.verdict == Verdict::interrupted) {
+    return out;
+  }
+  if (auto limit = stopped_at_limit(job, setup, from)) {
+    // Never "did not reproduce": a stopped run did not show either way.
+    bis.status = search_status_name(SearchResult::Status::error);
+    bis.message = *limit;
+    job.recorder.bisection(bis);
+    BisectOutcome stopped = searched(Verdict::not_isolated, *limit);
+    stopped.probed = out.probed;
+    return stopped;
+  }
+  return out;
+}
+
+BisectOutcome RunTimeProbeSource::search(JobContext& job, const BisectSetup& setup, Predicate predicate,
+                                         Bisection& bis) {
   const Bisection before = bis;
   for (;;) {
     auto prepared = prepare(job, setup, predicate);

@@ -44,9 +44,6 @@ struct BisectSetup {
   // The inputs files every run feeds (job/batches.hpp): the failing batch,
   // after the batches before it where it needs them. Empty: the job's inputs.
   std::vector<std::filesystem::path> batches;
-  // Search runs already made in this job (an earlier search set aside):
-  // this one's run ids go on from there (bisect.N.purpose, guide.N.range).
-  int runs_before = 0;
   // Told the verdict's line ("isolated to call site 5 k (cpp)") as soon as
   // the culprit is named, before its one-kernel replay (about 15 s the first
   // time): the job prints its answer there (the answer first).
@@ -151,6 +148,10 @@ class RunTimeProbeSource : public InstrumentationSource {
   // After the fidelity guard refused the model: whether to prepare another
   // way (one line saying how) and search again.
   virtual std::optional<std::string> retry_untrusted() { return std::nullopt; }
+
+ private:
+  // isolate's search, before a run stopped at --timeout is said to be that.
+  BisectOutcome search(JobContext& job, const BisectSetup& setup, Predicate predicate, Bisection& bis);
 };
 
 }  // namespace aoti_bisect

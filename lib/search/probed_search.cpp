@@ -1,3 +1,6 @@
+// The probed search's trace run and steps: child runs with probe plans, the trace checked and its sites
+// mapped, each range answered, and the search's result read into an outcome.
+
 #include "search/probed_search.hpp"
 
 #include <algorithm>
@@ -22,7 +25,7 @@ ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& pla
   bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
                               [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
   ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.{}", m_s.runs_before + m_run_no, purpose),
+  ChildRequest req{fmt::format("bisect.{}.{}", m_job.runs.next_search_number(), purpose),
                    m_s.variant,
                    0,
                    m_s.env,

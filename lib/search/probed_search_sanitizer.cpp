@@ -61,7 +61,7 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
   plan.ranges.push_back({k, k, ProbeMode::stats});
   m_job.recorder.plan_runs(1);
   ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.sanitizer", m_s.runs_before + m_run_no),
+  ChildRequest req{fmt::format("bisect.{}.sanitizer", m_job.runs.next_search_number()),
                    m_s.variant,
                    0,
                    env,

@@ -482,6 +482,33 @@ TEST_CASE("job flow: runs of one step that disagree make the step and the verdic
   CHECK(r.report.bisection->steps.back().agreeing == 1);
 }
 
+TEST_CASE("job flow: a probed search run stopped at --timeout is said to be that, never 'did not reproduce'") {
+  // The plain runs fail (NaN) within the limit; the evidence run, with
+  // probes, is stopped at it (issue 68, item 7).
+  Harness h;
+  FakeModel model;
+  JobResult r = h.run([&](const ChildRequest& req) {
+    if (req.id.find(".evidence") == std::string::npos) {
+      return model.answer(req);
+    }
+    ChildOutput out;
+    out.events = Events(std::vector<json>{{{"event", "start"}, {"torch", "2.13.0"}}, {{"event", "run_begin"}}});
+    out.status.how = ExitStatus::How::timed_out;
+    out.status.signal = 9;
+    out.status.limit_s = 300;
+    out.status.seconds = 300.1;
+    return out;
+  });
+  CHECK(r.report.verdict == Verdict::not_isolated);
+  CHECK(r.exit == ExitCode::not_isolated);
+  CHECK(r.report.verdict_reason.find("the kernel search's evidence run, with probes, was stopped at its 300 s limit "
+                                     "(--timeout), which the plain runs that failed kept within; probes make a run "
+                                     "slower: give a larger --timeout") != std::string::npos);
+  CHECK(r.report.verdict_reason.find("did not reproduce") == std::string::npos);
+  CHECK(r.report.bisection->status == "error");
+  CHECK_FALSE(r.report.culprit.has_value());
+}
+
 TEST_CASE("job flow: a failure that vanishes with probes on is suppressed_by_instrumentation") {
   Harness h;
   FakeModel model;
