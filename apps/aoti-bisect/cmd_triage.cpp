@@ -281,6 +281,44 @@ Action add_triage_merge_command(CLI::App& app) {
   };
 }
 
+// `verify PACKAGE --no-neighbours --inputs ...`: a case per inputs file,
+// named by its stem (made unique), with its own --reference.
+template <class Opts>
+std::vector<ManifestCase> cases_of_inputs(const Opts& o) {
+  std::vector<ManifestCase> cases;
+  if (o.inputs.empty()) {
+    throw Error(ErrorKind::usage, "verify PACKAGE --no-neighbours needs --inputs (the failing inputs)");
+  }
+  if (!o.references.empty() && o.references.size() != o.inputs.size()) {
+    throw Error(ErrorKind::usage,
+                fmt::format("give one --reference per --inputs, in the same order ({} inputs, {} references)",
+                            o.inputs.size(), o.references.size()));
+  }
+  if (!o.references.empty() && o.against_eager) {
+    throw Error(ErrorKind::usage, "give --reference or --against-eager, not both");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < o.inputs.size(); ++i) {
+    ManifestCase c;
+    std::string stem = fs::path(o.inputs[i]).stem().string();
+    c.name = valid_case_name(stem) ? stem : fmt::format("inputs-{}", i + 1);
+    for (int k = 2; !names.insert(c.name).second; ++k) {
+      c.name = fmt::format("{}-{}", valid_case_name(stem) ? stem : "inputs", k);
+    }
+    c.index = static_cast<int>(i);
+    c.package = o.package;
+    c.inputs = {o.inputs[i]};  // one value: a file, or a folder or glob of batches
+    c.reference = o.references.empty() ? fs::path() : fs::path(o.references[i]);
+    c.exported_program = o.exported_program;
+    c.config = o.config;
+    c.model = o.model;
+    c.against_eager = o.against_eager;
+    c.load_libraries.assign(o.libraries.begin(), o.libraries.end());
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 Action add_verify_command(CLI::App& app) {
   struct Opts {
     Common common;
@@ -352,36 +390,7 @@ Action add_verify_command(CLI::App& app) {
       opt.manifest = display_path(o->manifest);
       opt.manifest_sha256 = sha256_file(o->manifest);
     } else {
-      if (o->inputs.empty()) {
-        throw Error(ErrorKind::usage, "verify PACKAGE --no-neighbours needs --inputs (the failing inputs)");
-      }
-      if (!o->references.empty() && o->references.size() != o->inputs.size()) {
-        throw Error(ErrorKind::usage,
-                    fmt::format("give one --reference per --inputs, in the same order ({} inputs, {} references)",
-                                o->inputs.size(), o->references.size()));
-      }
-      if (!o->references.empty() && o->against_eager) {
-        throw Error(ErrorKind::usage, "give --reference or --against-eager, not both");
-      }
-      std::set<std::string> names;
-      for (size_t i = 0; i < o->inputs.size(); ++i) {
-        ManifestCase c;
-        std::string stem = fs::path(o->inputs[i]).stem().string();
-        c.name = valid_case_name(stem) ? stem : fmt::format("inputs-{}", i + 1);
-        for (int k = 2; !names.insert(c.name).second; ++k) {
-          c.name = fmt::format("{}-{}", valid_case_name(stem) ? stem : "inputs", k);
-        }
-        c.index = static_cast<int>(i);
-        c.package = o->package;
-        c.inputs = {o->inputs[i]};  // one value: a file, or a folder or glob of batches
-        c.reference = o->references.empty() ? fs::path() : fs::path(o->references[i]);
-        c.exported_program = o->exported_program;
-        c.config = o->config;
-        c.model = o->model;
-        c.against_eager = o->against_eager;
-        c.load_libraries.assign(o->libraries.begin(), o->libraries.end());
-        opt.cases.push_back(std::move(c));
-      }
+      opt.cases = cases_of_inputs(*o);
     }
     std::vector<EarlierFailure> earlier = opt.baseline.value_or(std::vector<EarlierFailure>{});
     for (const auto& sig : o->signatures) {

@@ -1,6 +1,11 @@
+// The search for the first bad call site over an oracle: the strategies' table, halving, one site at a time,
+// one run probing all, and the check that a site reproduces alone while its neighbour before it does not.
+
 #include "bisect/bisect.hpp"
 
 #include <fmt/format.h>
+
+#include "common/by_name.hpp"
 
 namespace aoti_bisect {
 namespace {
@@ -248,12 +253,7 @@ std::string_view strategy_help(Strategy s) {
 }
 
 std::optional<Strategy> strategy_from_name(std::string_view name) {
-  for (const StrategyInfo& info : strategy_table()) {
-    if (info.name == name) {
-      return info.strategy;
-    }
-  }
-  return std::nullopt;
+  return find_by_name(strategy_table(), name, [](const StrategyInfo& info) { return info.strategy; });
 }
 
 const std::vector<Strategy>& all_strategies() {

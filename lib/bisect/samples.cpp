@@ -1,3 +1,6 @@
+// Shrinking a failing batch to its smallest failing set of samples: halves first, then delta debugging
+// (ddmin), each set run at most once and within the budget.
+
 #include "bisect/samples.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// A run over several batches, read from its events: each batch's own run, the events as one run of the
+// last batch, each batch's outcome, and the facts that set the failing batch apart from the passing ones.
+
 #include "classify/batch_runs.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Classifying one child run: its exit status, the tails of its streams and its events turned into an
+// outcome kind and the most useful error line, by known error texts and the runner's exit codes.
+
 #include "classify/classify.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Reading a GPU core dump as text: the CUDA driver's progress lines from a run's stderr, and cuda-gdb's
+// output for the faulting kernel, block and thread.
+
 #include "classify/gpu_coredump.hpp"
 
 #include <regex>

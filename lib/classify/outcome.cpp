@@ -1,4 +1,8 @@
+// The outcome kinds' table: each kind's name, how it shows, and what a person should check first.
+
 #include "classify/outcome.hpp"
+
+#include "common/by_name.hpp"
 
 namespace aoti_bisect {
 
@@ -44,12 +48,7 @@ std::string_view outcome_name(OutcomeKind kind) {
 }
 
 std::optional<OutcomeKind> outcome_from_name(std::string_view name) {
-  for (const auto& info : outcome_table()) {
-    if (info.name == name) {
-      return info.kind;
-    }
-  }
-  return std::nullopt;
+  return find_by_name(outcome_table(), name, [](const auto& info) { return info.kind; });
 }
 
 bool is_model_failure(OutcomeKind kind) {

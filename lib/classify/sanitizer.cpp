@@ -1,3 +1,6 @@
+// Reading compute-sanitizer's report: each error's kind, kernel, thread, block and address, the address
+// named as one of the culprit's buffers, and the memcheck command line to run.
+
 #include "classify/sanitizer.hpp"
 
 #include <limits>

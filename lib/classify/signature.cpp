@@ -1,3 +1,6 @@
+// failure.signature: kernel names without their numbering, kernel source and error lines normalized,
+// hashed into one string that names a bug the same way across runs, machines and rebuilds.
+
 #include "classify/signature.hpp"
 
 #include <cctype>

@@ -1,3 +1,6 @@
+// Reading generated C++ as text: identifiers, matching brackets, calls, comments and lines, with string
+// literals, raw strings and comments skipped alike.
+
 #include "common/cpp_text.hpp"
 
 #include <algorithm>

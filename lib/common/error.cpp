@@ -1,3 +1,5 @@
+// The exit code each kind of Error ends the tool with.
+
 #include "common/error.hpp"
 
 namespace aoti_bisect {

@@ -1,3 +1,6 @@
+// Small file helpers: reading and checking files, atomic writes, file and model library stamps, SHA-256
+// of bytes and files, and paths shown or redacted against the working and home directories.
+
 #include "common/files.hpp"
 
 #include <sys/socket.h>

@@ -1,3 +1,5 @@
+// A scratch folder made with mkdtemp and removed, with everything in it, when it goes out of scope.
+
 #include "common/scratch_dir.hpp"
 
 #include <stdlib.h>

@@ -1,3 +1,6 @@
+// SHA-256 without a crypto library: a portable block function, and the x86 SHA-NI one, chosen at run
+// time where the CPU has it.
+
 #include "common/sha256.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Small text helpers shared by every module: trimming, joining, numbers for people and for JSON, shell
+// quoting, printable and XML-escaped text, sizes such as "16G", natural order, replacing.
+
 #include "common/text.hpp"
 
 #include <algorithm>

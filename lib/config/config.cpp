@@ -1,3 +1,6 @@
+// Reading backend profiles and the user's config file (--config) from YAML: variants, findings,
+// tolerances and timeouts, unknown keys and wrong types refused at file:line:col; the built-in profiles.
+
 #include "config/config.hpp"
 
 #include <algorithm>

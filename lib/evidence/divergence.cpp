@@ -1,3 +1,6 @@
+// The mismatch search's evidence: each call site's tensors compared with eager from the probe events,
+// the first site whose outputs diverge while its inputs do not, and its graph nodes from the node map.
+
 #include "evidence/divergence.hpp"
 
 #include <algorithm>

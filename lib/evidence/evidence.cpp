@@ -1,3 +1,6 @@
+// The evidence model: the predicate for each failure kind, a RunTrace read from the runner's events,
+// the answer to each search step, and the culprit built from the evidence run.
+
 #include "evidence/evidence.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Infinity by design: whether a cpp or Triton kernel's own code writes an infinity literal (not a
+// reduction's initial value), and which kernels of the call sites do.
+
 #include "evidence/inf_literal.hpp"
 
 #include <set>

@@ -1,3 +1,6 @@
+// Where a culprit's bad input came from: an input already bad before the launch, the site or graph input
+// that produced it, followed back past sites that only passed bad values on.
+
 #include "evidence/producer.hpp"
 
 #include <algorithm>

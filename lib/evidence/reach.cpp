@@ -1,3 +1,6 @@
+// Which call site's NaN/Inf reach the model's outputs: a walk over a run that probed every call site,
+// labelling each non-finite value written with the sites or graph inputs it comes from.
+
 #include "evidence/reach.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// What the wrapper says of a traced call site's arguments for the reach walk: its wrapper call site,
+// the arguments it takes in place, and the graph inputs and buffers it reads without a probe.
+
 #include "evidence/reach_args.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The self-check before a culprit is isolated: whether the probes saw every call site, and whether the
+// evidence run shows the culprit as the first site that faults or where the outputs' NaN/Inf come from.
+
 #include "evidence/self_check.hpp"
 
 #include <algorithm>

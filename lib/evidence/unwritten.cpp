@@ -1,3 +1,6 @@
+// The poison variant's evidence: NaN a kernel made told apart from the poison in memory no kernel wrote,
+// traces without the poison, and a site's read of unwritten memory, in words.
+
 #include "evidence/unwritten.hpp"
 
 #include <algorithm>

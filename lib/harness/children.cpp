@@ -1,3 +1,6 @@
+// ProcessChildren: each child run as an aoti-bisect-runner process in OUT/runs/ID, through a fork server
+// kept per model build or the persistent runner; wait for any, kill all.
+
 #include "harness/children.hpp"
 
 #include <algorithm>

@@ -1,4 +1,8 @@
+// The probe sources' table (--source): each source's name and help, and its lookup by name.
+
 #include "harness/probe_source.hpp"
+
+#include "common/by_name.hpp"
 
 namespace aoti_bisect {
 
@@ -24,12 +28,7 @@ std::string_view probe_source_name(ProbeSource source) {
 }
 
 std::optional<ProbeSource> probe_source_from_name(std::string_view name) {
-  for (const auto& info : probe_source_table()) {
-    if (info.name == name) {
-      return info.source;
-    }
-  }
-  return std::nullopt;
+  return find_by_name(probe_source_table(), name, [](const auto& info) { return info.source; });
 }
 
 }  // namespace aoti_bisect

@@ -1,3 +1,6 @@
+// The Recorder: each phase's result folded into the report, told to the person watching, and the
+// reports written to disk; phase timing and run counts.
+
 #include "harness/recorder.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Building a runner against another torch from the tool's own sources with CMake, cached per torch and
+// sources digest under runners/, one build per key at a time behind a lock file.
+
 #include "harness/runner_build.hpp"
 
 #include <fcntl.h>

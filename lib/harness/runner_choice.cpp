@@ -1,3 +1,6 @@
+// Which runner runs a package: the torch wanted (a runner named, --python, the entry Python, the
+// package's own, python3 on PATH, the runner beside the driver) and the torch a Python would import.
+
 #include "harness/runner_choice.hpp"
 
 #include <unistd.h>

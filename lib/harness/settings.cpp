@@ -1,3 +1,6 @@
+// Resolving a job's settings once: the backend profile, the user's config file, then the command line;
+// the runner's path and versions, and the reproduce command.
+
 #include "harness/settings.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,6 @@
+// The instrumented build: the model compiled again from its exported program by the embedded Python
+// helper, cached by content, its torch version checked; and the eager reference computed by the helper.
+
 #include "inductor/build.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,6 @@
+// Where a sample depends on its batch: one sample run alone, then in the failing batch, compared at every
+// call site, naming the first site whose values for the sample differ beyond tolerance.
+
 #include "job/batch_dependence.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Many batches: --inputs expanded into files, one run over every batch in one process, the failing batch
+// then run alone, and --all-batches' run over every batch.
+
 #include "job/batches.hpp"
 
 #include <glob.h>

@@ -1,3 +1,6 @@
+// What the report says about the machine: OS, Python version, git revision and CPU model; the commands
+// run with a time limit, and a missing tool leaves its field empty.
+
 #include "job/environment.hpp"
 
 #include <sys/utsname.h>

@@ -1,3 +1,6 @@
+// The coredump variant's core dump read after the runs: a run's progress lines, cuda-gdb's reading of
+// the file where it is on PATH, and the kernel matched to the wrapper's call sites and the culprit.
+
 #include "job/gpu_coredump_run.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// `aoti-bisect run`: the Job that calls the phases in order and ends at the first Stop, the failure's
+// signature, and the exit code of each verdict (and git bisect's).
+
 #include "job/job.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,6 @@
+// The flag matrix phase: the baseline run, a refusal of the inputs checked, the matrix's stages run, and
+// what the runs showed: the failure to search for, or the verdict without one.
+
 #include "job/matrix_phase.hpp"
 
 #include <algorithm>

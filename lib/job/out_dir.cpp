@@ -1,3 +1,6 @@
+// The output folder: a lock file that allows one run at a time, work folders of dead runs removed, and
+// an earlier run's files moved to previous/.
+
 #include "job/out_dir.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// Shrinking the trigger: runs of sub-batches find the failing batch's smallest failing set of samples,
+// whose inputs are saved as repro/minimal.inputs.pt; or why it cannot be shrunk.
+
 #include "job/shrink.hpp"
 
 #include <cmath>

@@ -1,3 +1,6 @@
+// The flag matrix: the runs planned from the profile and config, which of them run at each stage, and the
+// summary of what they showed: rates per variant, determinism and the variant later phases use.
+
 #include "matrix/matrix.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The matrix read as a differential diagnosis: the profile's findings stated where the runs support them,
+// whether the baseline environment is flaky, and outputs that change or differ run to run.
+
 #include "matrix/reading.hpp"
 
 #include <algorithm>

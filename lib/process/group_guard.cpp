@@ -1,3 +1,6 @@
+// The group guard: a process forked once that SIGKILLs the children's process groups still registered
+// when its socket to the driver closes, however the driver died.
+
 #include "process/group_guard.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// Running child processes: spawned with an explicit environment in a group of their own, streams to
+// files, a timeout that kills the group, the exit status as a value; the interrupt signal handlers.
+
 #include "process/process.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,6 @@
+// The fork server's and persistent runner's requests: a spawn written by the driver and read by the
+// server as NUL-terminated fields; argv and output files for what the server starts.
+
 #include "process/server_request.hpp"
 
 #include <sys/socket.h>

@@ -1,7 +1,10 @@
+// The probe plan: probe modes by name, the mode at each call site, its summary, and its JSON both ways.
+
 #include "protocol/probe_plan.hpp"
 
 #include <fmt/format.h>
 
+#include "common/by_name.hpp"
 #include "common/error.hpp"
 
 namespace aoti_bisect {
@@ -14,12 +17,7 @@ std::string_view probe_mode_name(ProbeMode m) {
 }
 
 std::optional<ProbeMode> probe_mode_from_name(std::string_view name) {
-  for (int i = 0; i < 5; ++i) {
-    if (k_names[i] == name) {
-      return static_cast<ProbeMode>(i);
-    }
-  }
-  return std::nullopt;
+  return find_by_name(k_names, name, [](const std::string_view& n) { return static_cast<ProbeMode>(&n - k_names); });
 }
 
 ProbeMode ProbePlan::mode_for(int site) const {

@@ -1,3 +1,5 @@
+// The runner's event kinds as one table: each kind's name, and an event's kind read from its name.
+
 #include "protocol/runner.hpp"
 
 #include <string>

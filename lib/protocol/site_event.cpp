@@ -1,3 +1,6 @@
+// Reading one call-site event (site_begin, probe, site_end, sync_error) from its line with a SAX
+// reader, without building a JSON object.
+
 #include "protocol/site_event.hpp"
 
 #include <charconv>

@@ -1,3 +1,6 @@
+// The runner's value types as JSON both ways (tensor info, statistics, comparisons, tolerances), with
+// non-finite numbers as "nan"/"inf" strings; the tolerance table's lookups and merges.
+
 #include "protocol/values.hpp"
 
 #include <cmath>

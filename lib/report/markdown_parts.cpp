@@ -1,3 +1,6 @@
+// Markdown building blocks for report.md: code spans and fenced blocks that survive backticks in the
+// text, escaped free text, table cells and rows, and list items.
+
 #include "report/markdown_parts.hpp"
 
 #include <algorithm>

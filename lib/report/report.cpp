@@ -1,3 +1,5 @@
+// The verdicts' names, and the sentence that says what the upstream reproducer showed.
+
 #include "report/report.hpp"
 
 #include <fmt/format.h>

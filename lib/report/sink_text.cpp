@@ -1,3 +1,6 @@
+// Text helpers of the report sinks: child text made one safe line, and the values every sink shows
+// (shapes, variables, how often a failure showed, the culprit, a core dump, runs and builds).
+
 #include "report/sink_text.hpp"
 
 #include <algorithm>

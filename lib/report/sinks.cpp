@@ -1,3 +1,6 @@
+// Writing the reports into the output folder: report.json, report.svg, report.md and junit.xml, each
+// atomically, with every path redacted.
+
 #include "report/sinks.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The one-kernel replay in OUT/repro/: the `replay` script, its README and the culprit call's driver
+// generated and written out, and an earlier repro folder cleared.
+
 #include "repro/replay.hpp"
 
 #include <sys/stat.h>

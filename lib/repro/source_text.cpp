@@ -1,3 +1,6 @@
+// Reading a package's generated C++ for the replay: identifiers, declarations, a call's text and
+// arguments, the culprit kernel's source cut out, portable compile flags, private paths found.
+
 #include "repro/source_text.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Rebuilding a model library from its own sources: wrapper and kernel compiled with the package's
+// recorded commands, weights relinked, each object cached by content; a package copy with the new library.
+
 #include "search/library_rebuild.hpp"
 
 #include <unistd.h>

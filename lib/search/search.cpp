@@ -1,3 +1,6 @@
+// The kernel bisection phase: the exported program found, the chain of instrumentation sources tried in
+// turn, the search recorded; and the job's first run probed as the search's trace run.
+
 #include "search/search.hpp"
 
 #include <algorithm>

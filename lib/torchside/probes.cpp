@@ -1,3 +1,6 @@
+// The runner's probes at each call site, per the probe plan: site events, tensor statistics, comparison
+// with the per-node eager reference and saved tensors, from the printer's calls or the interposition hooks.
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,3 +1,6 @@
+// The runner's Session with LibTorch: the model loaded and run, its buffers kept and restored, outputs'
+// and inputs' statistics, outputs saved and compared with a reference; torch's, CUDA's and HIP's versions.
+
 #include <algorithm>
 #include <link.h>
 

@@ -1,3 +1,6 @@
+// Reading the triage manifest's YAML: each case's name, paths relative to the manifest and
+// `aoti-bisect run` options, mistakes refused at FILE:LINE:COL.
+
 #include "triage/manifest.hpp"
 
 #include <set>

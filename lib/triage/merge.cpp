@@ -1,3 +1,6 @@
+// `aoti-bisect triage-merge`: the shards' summary.json read, checked to come from one manifest, and
+// merged into one summary in manifest order, with report paths rewritten to stay valid.
+
 #include "triage/merge.hpp"
 
 #include <algorithm>

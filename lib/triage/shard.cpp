@@ -1,3 +1,6 @@
+// `triage --shard K/N`: the shard parsed or taken from the scheduler's environment (Slurm, Kubernetes),
+// and each case's shard from a hash of its name.
+
 #include "triage/shard.hpp"
 
 #include <cstdlib>

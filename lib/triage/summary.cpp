@@ -1,3 +1,6 @@
+// What triage and verify learn from the cases' reports: case states, groups by signature and by torch,
+// marks against a baseline, the exit code, and summary.json, summary.md and junit.xml.
+
 #include "triage/summary.hpp"
 
 #include <algorithm>

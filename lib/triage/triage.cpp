@@ -1,3 +1,6 @@
+// `aoti-bisect triage` and `verify`: each case one `aoti-bisect run` child, N at a time, its result read
+// from its report, then the summaries written; an earlier night's failures loaded as a baseline.
+
 #include "triage/triage.hpp"
 
 #include <map>

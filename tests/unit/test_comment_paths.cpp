@@ -71,4 +71,26 @@ TEST_CASE("comment paths: every repository path a comment in lib/, apps/ or test
   CHECK(missing.empty());
 }
 
+// Issue 68: a newcomer opening any library file reads first what it is for.
+TEST_CASE("every library .cpp opens with a comment line saying its purpose") {
+  const fs::path root = AOTI_BISECT_SOURCE_DIR;
+  std::vector<std::string> silent;
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "lib")) {
+    if (!e.is_regular_file() || e.path().extension() != ".cpp") {
+      continue;
+    }
+    ++files;
+    std::ifstream in(e.path());
+    std::string first;
+    std::getline(in, first);
+    if (first.rfind("// ", 0) != 0 || first.size() < 20) {
+      silent.push_back(fs::relative(e.path(), root).string());
+    }
+  }
+  CHECK(files > 100);
+  CAPTURE(silent);
+  CHECK(silent.empty());
+}
+
 TEST_SUITE_END();

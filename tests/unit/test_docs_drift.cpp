@@ -203,3 +203,22 @@ TEST_CASE("the README's exit-code table is exit_code_for, and its git-bisect lin
 }
 
 TEST_SUITE_END();
+
+// Issue 68: the front door stays small and says first what has run on a GPU.
+TEST_CASE("the README is at most 15 KB and its first screen says what has run on a GPU") {
+  const std::string text = doc_text("README.md");
+  CHECK(text.size() <= 15000);
+  std::string first_screen;
+  size_t at = 0;
+  for (int line = 0; line < 40 && at != std::string::npos; ++line) {
+    size_t end = text.find('\n', at);
+    first_screen += text.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at);
+    at = end == std::string::npos ? end : end + 1;
+  }
+  std::replace(first_screen.begin(), first_screen.end(), '\n', ' ');
+  CHECK(first_screen.find("No CUDA code of this project has run on a GPU yet") != std::string::npos);
+  CHECK(first_screen.find("**What has run where.**") != std::string::npos);
+  // The runner's main stays a dispatcher (apps/aoti-bisect-runner/main.cpp).
+  const std::string runner = doc_text("apps/aoti-bisect-runner/main.cpp");
+  CHECK(std::count(runner.begin(), runner.end(), '\n') <= 150);
+}
