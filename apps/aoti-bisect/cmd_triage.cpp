@@ -67,10 +67,7 @@ TriageOptions options_of(const Common& c, const std::string& command) {
   o.jobs = c.jobs;
   o.cache_dir = c.cache_dir;
   o.case_timeout_s = c.case_timeout;
-  if (!c.python.empty()) {
-    // Every case's `aoti-bisect run` reads it (harness/runner_choice.hpp).
-    ::setenv("AOTI_BISECT_PYTHON", c.python.c_str(), 1);
-  }
+  o.python = c.python;  // every case's `aoti-bisect run --python`
   if (!c.baseline.empty()) {
     o.baseline = load_baseline(c.baseline);
     o.baseline_source = display_path(c.baseline);

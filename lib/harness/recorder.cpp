@@ -63,6 +63,21 @@ void Recorder::package(PackageSummary summary, const std::string& inputs_sha256)
   m_report.inputs_sha256 = inputs_sha256;
 }
 
+void Recorder::inspected(Inspection found) {
+  if (!found.sample_inputs.empty()) {
+    inputs_source(found.sample_inputs, "");
+  }
+  if (found.package) {
+    package(std::move(*found.package), found.inputs_sha256);
+  }
+  if (found.inputs_format) {
+    inputs_format(*found.inputs_format, std::move(found.inputs_read_as), found.inputs_origin);
+  }
+  for (const auto& n : found.notes) {
+    note(n);
+  }
+}
+
 void Recorder::package_sha256(const std::string& sha256) {
   m_report.package.sha256 = sha256;
 }

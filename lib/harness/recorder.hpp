@@ -14,6 +14,17 @@
 
 namespace aoti_bisect {
 
+// What the inspect phase found (job/inspect.hpp), recorded at once.
+struct Inspection {
+  std::optional<PackageSummary> package;  // once the package was read
+  std::string inputs_sha256;
+  std::string sample_inputs;  // the display path of the package's own sample inputs, where they are used
+  std::optional<std::string> inputs_format;
+  std::vector<std::string> inputs_read_as;
+  std::string inputs_origin;
+  std::vector<std::string> notes;  // in the order found
+};
+
 class Recorder {
  public:
   Recorder(std::filesystem::path out_dir, bool junit, Progress& progress);
@@ -35,6 +46,8 @@ class Recorder {
   void start(const std::vector<std::string>& command_line, const std::string& inputs_path,
              const std::string& reference_path);
   void package(PackageSummary summary, const std::string& inputs_sha256);
+  // The inspect phase's findings, in one call.
+  void inspected(Inspection found);
   void package_sha256(const std::string& sha256);
   // The torch the package was built with, as far as it shows it (package/package_torch.hpp).
   void package_torch(const std::string& version, const std::string& torch_dir,

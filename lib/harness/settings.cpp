@@ -21,7 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path runner_path(const RunOptions& opt) {
+fs::path runner_path(const RunOptions& opt, const fs::path& found = {}) {
+  if (!found.empty()) {
+    return found;
+  }
   if (!opt.runner.empty()) {
     return opt.runner;
   }
@@ -48,15 +51,15 @@ Profile choose_profile(const RunOptions& opt, const std::string& device_key, con
   return builtin_profile(backend);
 }
 
-Profile choose_profile(const RunOptions& opt, const std::string& device_key) {
+Profile choose_profile(const RunOptions& opt, const std::string& device_key, const PhaseFindings& found) {
   const bool ask = opt.backend.empty() && device_key == "cuda";
-  return choose_profile(opt, device_key, ask ? runner_hip_version(opt) : "");
+  return choose_profile(opt, device_key, ask ? runner_hip_version(opt, found.runner) : "");
 }
 
-RunnerVersions runner_versions(const RunOptions& opt) {
+RunnerVersions runner_versions(const RunOptions& opt, const fs::path& runner) {
   RunnerVersions v;
   SpawnSpec spec;
-  spec.argv = {runner_path(opt).string(), std::string(k_runner_versions_flag)};
+  spec.argv = {runner_path(opt, runner).string(), std::string(k_runner_versions_flag)};
   spec.env = current_environment();
   // In the job's own folder (locked by now), removed at once.
   spec.stdout_path = opt.out_dir / fmt::format(".runner-versions-{}.json", ::getpid());
@@ -88,25 +91,25 @@ RunnerVersions runner_versions(const RunOptions& opt) {
   return v;
 }
 
-std::string runner_hip_version(const RunOptions& opt) {
-  return runner_versions(opt).hip;
+std::string runner_hip_version(const RunOptions& opt, const fs::path& runner) {
+  return runner_versions(opt, runner).hip;
 }
 
 Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const Profile& profile,
-                          const std::vector<std::filesystem::path>& batches) {
+                          const std::vector<std::filesystem::path>& batches, const PhaseFindings& found) {
   Settings s;
   s.package = opt.package;
   s.model = opt.model;
-  s.inputs = batches.empty() ? opt.inputs : batches.front();
+  s.inputs = !batches.empty() ? batches.front() : !found.inputs.empty() ? found.inputs : opt.inputs;
   s.batches = batches.size() > 1
                   ? batches
                   : std::vector<std::filesystem::path>(static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
   s.calls = batches.size() <= 1 && opt.calls > 1;
-  s.sample_inputs = opt.sample_inputs;
+  s.sample_inputs = opt.sample_inputs || found.sample_inputs;
   for (const auto& lib : opt.load_libraries) {
     s.load_libraries.push_back(std::filesystem::absolute(lib));
   }
-  s.python_library = opt.python_library;
+  s.python_library = !found.python_library.empty() ? found.python_library : opt.python_library;
   s.all_batches = opt.all_batches;
   s.reference = opt.reference;
   s.against_eager = opt.against_eager;
@@ -115,7 +118,7 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
   s.out_dir = opt.out_dir;
   s.junit = opt.junit;
   s.command_line = opt.command_line;
-  s.runner = runner_path(opt);
+  s.runner = runner_path(opt, found.runner);
 
   s.profile = profile;
   UserConfig planned = user;

@@ -95,6 +95,10 @@ struct Settings {
   bool contiguous_inputs = false;
   std::vector<std::filesystem::path> load_libraries;  // absolute; loaded by every run and the eager helper
   std::filesystem::path python_library;  // loaded by every run before them (a library is a Python extension)
+  // The Python whose torch builds the exported program, runs it eagerly and
+  // judges the culprit: the runner phase's pick (--python, else the torch a
+  // runner was built against); empty: $AOTI_BISECT_PYTHON, else python3.
+  std::string python;
   bool against_eager = false;
   std::string eager_device;  // "" = where the exported program is; "cpu": eager moved to the CPU
   std::filesystem::path out_dir;
@@ -141,20 +145,32 @@ struct Settings {
 // Reads --config; throws Error(usage) for a bad file or option.
 UserConfig load_config(const RunOptions& options);
 
+// What the job's phases before the settings found (job/inspect.hpp,
+// job/runner_phase.hpp), taking the place of the command line's values:
+// the phases return them and resolve_settings takes them, so that no phase
+// writes RunOptions.
+struct PhaseFindings {
+  std::filesystem::path inputs;          // the package's sample inputs, where no --inputs was given
+  bool sample_inputs = false;            // `inputs` are those
+  std::filesystem::path python_library;  // libpython, where a --load-library is a Python extension
+  std::filesystem::path runner;          // the runner built against the package's torch; empty: --runner's
+};
+
 // The backend profile: --backend, else the package's device key, except
 // that a "cuda" package run by a ROCm build of LibTorch (`runner_hip`, its HIP
 // version, not empty) gets the rocm profile: torch calls the device "cuda"
 // there too, and NVIDIA's variables mean nothing to the HIP runtime.
 Profile choose_profile(const RunOptions& options, const std::string& device_key, const std::string& runner_hip);
 
-// As above, asking the runner for its HIP version (runner_hip_version) only
-// when it matters: a "cuda" package and no --backend.
-Profile choose_profile(const RunOptions& options, const std::string& device_key);
+// As above, asking the runner (`found.runner`, else --runner's, else the one
+// beside the tool) for its HIP version (runner_hip_version) only when it
+// matters: a "cuda" package and no --backend.
+Profile choose_profile(const RunOptions& options, const std::string& device_key, const PhaseFindings& found = {});
 
 // The HIP version of the runner's LibTorch (`aoti-bisect-runner --versions`);
 // "" for a CPU or CUDA build, and when the runner cannot say (then the
 // package's device key decides, as before).
-std::string runner_hip_version(const RunOptions& options);
+std::string runner_hip_version(const RunOptions& options, const std::filesystem::path& runner = {});
 
 // What `aoti-bisect-runner --versions` says of its LibTorch; `ran` false
 // (and the rest empty) when the runner cannot tell.
@@ -164,14 +180,15 @@ struct RunnerVersions {
   std::string hip;                  // "" unless a ROCm build
   std::filesystem::path torch_dir;  // holds its lib/ and include/
 };
-RunnerVersions runner_versions(const RunOptions& options);
+// `runner`: the runner to ask; empty: --runner's, else the one beside the tool.
+RunnerVersions runner_versions(const RunOptions& options, const std::filesystem::path& runner = {});
 
 // Profile, then config, then command line. Throws Error(usage) for
 // settings that cannot work together (a variant named twice, --jobs 0).
 // `batches`: the inputs files --inputs named, expanded (job/batches.hpp);
-// empty: options.inputs alone.
+// empty: options.inputs alone (or `found.inputs`, the sample inputs).
 Settings resolve_settings(const RunOptions& options, const UserConfig& user, const Profile& profile,
-                          const std::vector<std::filesystem::path>& batches = {});
+                          const std::vector<std::filesystem::path>& batches = {}, const PhaseFindings& found = {});
 
 // The command line that reruns one environment's run without the matrix
 // and the search (the report's repro_command). `batches`: what the runs

@@ -134,10 +134,10 @@ std::string query_torch_version(const fs::path& python, const ScratchDir& work) 
 
 }  // namespace
 
-std::optional<fs::path> python_shared_library(const fs::path& cache_dir) {
+std::optional<fs::path> python_shared_library(const fs::path& cache_dir, const std::string& requested) {
   fs::path python;
   try {
-    python = resolve_python("");
+    python = resolve_python(requested);
   } catch (const Error&) {
     return std::nullopt;
   }

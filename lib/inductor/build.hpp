@@ -108,11 +108,12 @@ struct EagerResult {
 };
 EagerResult compute_eager_reference(const EagerRequest& request);
 
-// Python's shared library (libpython3.X.so) of the helper's python
-// (AOTI_BISECT_PYTHON, else python3), for an operator library built as a
+// Python's shared library (libpython3.X.so) of `python` (empty:
+// AOTI_BISECT_PYTHON, else python3), for an operator library built as a
 // Python extension module, which refers to Python's C API; nullopt when
 // that python has none.
-std::optional<std::filesystem::path> python_shared_library(const std::filesystem::path& cache_dir);
+std::optional<std::filesystem::path> python_shared_library(const std::filesystem::path& cache_dir,
+                                                          const std::string& python = "");
 
 // The embedded helper's source (lib/inductor/aoti_bisect_build.py).
 std::string_view build_helper_source();

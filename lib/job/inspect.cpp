@@ -32,7 +32,8 @@ PackageSummary summarize_package(const Package& pkg, const ModelFiles& model, co
 
 // With no --inputs, the package's own sample inputs (extracted into the
 // output folder), else a usage error that says --inputs is needed.
-void take_sample_inputs(RunOptions& opt, const Package& pkg, const ModelFiles& model, Recorder& rec) {
+PhaseFindings take_sample_inputs(const RunOptions& opt, const Package& pkg, const ModelFiles& model,
+                                 Inspection& record) {
   std::string entry = pkg.sample_inputs(model);
   if (entry.empty()) {
     throw Error(ErrorKind::usage,
@@ -41,20 +42,24 @@ void take_sample_inputs(RunOptions& opt, const Package& pkg, const ModelFiles& m
                             "program): give --inputs FILE (torch.save or safetensors)",
                             pkg.path().string(), model.name, model.name));
   }
-  opt.inputs = opt.out_dir / "sample-inputs.pt";
-  pkg.extract_file(entry, opt.inputs);
-  opt.sample_inputs = true;
-  rec.inputs_source(display_path(opt.inputs), "");
-  rec.note(fmt::format("no --inputs given: the run uses the package's own sample inputs ({})",
-                       entry.substr(pkg.prefix().size())));
+  PhaseFindings found;
+  found.inputs = opt.out_dir / "sample-inputs.pt";
+  pkg.extract_file(entry, found.inputs);
+  found.sample_inputs = true;
+  record.sample_inputs = display_path(found.inputs);
+  record.notes.push_back(fmt::format("no --inputs given: the run uses the package's own sample inputs ({})",
+                                     entry.substr(pkg.prefix().size())));
+  return found;
 }
 
 // Every inputs and reference file is read torch-free before any child
 // loads it: the runner's unpickler trusts the sizes these files declare.
-void check_inputs_files(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
-  TensorFile main = check_tensor_file(opt.inputs, "inputs file");
-  rec.inputs_format(std::string(tensor_file_format_name(main.format)), main.notes,
-                    opt.sample_inputs ? "the package's own sample inputs" : "");
+void check_inputs_files(const RunOptions& opt, const Inspected& in, const std::vector<fs::path>& batches,
+                        Inspection& record) {
+  TensorFile main = check_tensor_file(in.inputs(opt), "inputs file");
+  record.inputs_format = std::string(tensor_file_format_name(main.format));
+  record.inputs_read_as = main.notes;
+  record.inputs_origin = in.found.sample_inputs ? "the package's own sample inputs" : "";
   for (size_t i = 1; i < batches.size(); ++i) {
     if (batches[i] != batches[i - 1]) {
       check_tensor_file(batches[i], "inputs file");
@@ -68,7 +73,7 @@ void check_inputs_files(const RunOptions& opt, const std::vector<fs::path>& batc
 // An operator library built as a Python extension module (load_inline, a
 // setuptools CppExtension) refers to Python's C API, which the runner, a
 // C++ program, does not carry: Python's own library is loaded before it.
-void load_python_for_extensions(RunOptions& opt, Recorder& rec) {
+fs::path load_python_for_extensions(const RunOptions& opt, Inspection& record) {
   for (const auto& lib : opt.load_libraries) {
     ElfFacts elf;
     try {
@@ -82,28 +87,29 @@ void load_python_for_extensions(RunOptions& opt, Recorder& rec) {
     if (!python) {
       continue;
     }
-    std::optional<fs::path> libpython = python_shared_library(opt.cache_dir);
+    std::optional<fs::path> libpython = python_shared_library(opt.cache_dir, opt.python);
     if (!libpython) {
-      rec.note(
+      record.notes.push_back(
           fmt::format("library '{}' is a Python extension module (it refers to Python's C API), and python3 "
                       "has no shared libpython to load before it",
                       display_path(lib)));
-      return;
+      return {};
     }
-    opt.python_library = *libpython;
-    rec.note(
+    record.notes.push_back(
         fmt::format("library '{}' is a Python extension module (it refers to Python's C API): {} is loaded "
                     "before it",
                     display_path(lib), display_path(*libpython)));
-    return;
+    return *libpython;
   }
+  return {};
 }
 
 }  // namespace
 
-Step<Inspected> inspect(RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
+Step<Inspected> inspect(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
   rec.begin_phase("inspect", display_path(opt.package));
   Inspected in;
+  Inspection record;  // recorded once, whatever ends the phase
   try {
     in.pkg = Package::open(opt.package);
     in.package_sha256 = std::async(std::launch::async, [path = in.pkg->path()] { return sha256_file(path); }).share();
@@ -111,16 +117,18 @@ Step<Inspected> inspect(RunOptions& opt, const std::vector<fs::path>& batches, R
     in.wrapper = in.pkg->wrapper_info(*in.model);
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);
     if (opt.inputs.empty()) {
-      take_sample_inputs(opt, *in.pkg, *in.model, rec);
+      in.found = take_sample_inputs(opt, *in.pkg, *in.model, record);
     }
-    require_file(opt.inputs, "inputs file");
-    rec.package(std::move(summary), sha256_file(opt.inputs));
+    require_file(in.inputs(opt), "inputs file");
+    record.package = std::move(summary);
+    record.inputs_sha256 = sha256_file(in.inputs(opt));
     for (const auto& lib : opt.load_libraries) {
       require_file(lib, "library (--load-library)");
     }
-    load_python_for_extensions(opt, rec);
-    check_inputs_files(opt, batches, rec);
+    in.found.python_library = load_python_for_extensions(opt, record);
+    check_inputs_files(opt, in, batches, record);
   } catch (const Error& e) {
+    rec.inspected(std::move(record));
     if (e.kind() == ErrorKind::usage) {
       throw;
     }
@@ -132,6 +140,13 @@ Step<Inspected> inspect(RunOptions& opt, const std::vector<fs::path>& batches, R
       }
     }
     return stop_of(e);
+  }
+  rec.inspected(std::move(record));
+  if (in.model->device_key().empty()) {
+    return Stop{Verdict::could_not_test,
+                fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
+                            "aoti_compile_and_package",
+                            opt.package.string(), in.model->name)};
   }
   return in;
 }

@@ -28,11 +28,18 @@ struct Inspected {
   // The package's SHA-256, hashed on a thread of its own while the package
   // is extracted (a 1 GiB package takes seconds to hash).
   std::shared_future<std::string> package_sha256;
+  // What it found that the command line did not say: the sample inputs,
+  // libpython for a Python extension (the settings take them).
+  PhaseFindings found;
+  // The inputs the job runs: --inputs', else the package's sample inputs.
+  const std::filesystem::path& inputs(const RunOptions& opt) const {
+    return found.inputs.empty() ? opt.inputs : found.inputs;
+  }
 };
 
 // Opens the package and checks the files exist. Usage errors (an unknown
 // model name, no --inputs where the package holds no sample inputs)
 // propagate; the others stop the job.
-Step<Inspected> inspect(RunOptions& opt, const std::vector<std::filesystem::path>& batches, Recorder& rec);
+Step<Inspected> inspect(const RunOptions& opt, const std::vector<std::filesystem::path>& batches, Recorder& rec);
 
 }  // namespace aoti_bisect

@@ -83,17 +83,6 @@ ChildSetup child_setup(const Settings& s, const Inspected& in, const fs::path& r
   return setup;
 }
 
-// Where the runs are forked from: a fork server per environment on the CPU;
-// on a device only the persistent runner serves (docs/runner.md), since no
-// run is forked from a process that may have started a device runtime.
-void use_fork_servers(const fs::path& runner, const std::string& device_key) {
-  if (device_key == "cpu") {
-    use_forkserver(runner);
-  } else if (persistent_runs(device_key)) {
-    use_forkserver(runner, false);
-  }
-}
-
 class Job {
  public:
   Job(const RunOptions& opt, Progress& progress, const JobSeams& seams)
@@ -102,11 +91,10 @@ class Job {
   JobResult run();
   // What it ran with, once it knows (JobResult).
   const fs::path& runner() const { return m_runner_path; }
-  const fs::path& model_facts() const { return m_model_facts; }
+  const fs::path& model_facts() const { return m_runner.model_facts(); }
 
  private:
   fs::path m_runner_path;
-  fs::path m_model_facts;
   JobResult finish(Verdict verdict, const std::string& reason) {
     settle_host();
     if (verdict == Verdict::isolated && m_explain_later && !m_opt.no_replay && !interrupt_requested()) {
@@ -180,6 +168,32 @@ class Job {
     return m_seams.children ? m_seams.children(setup) : std::make_unique<ProcessChildren>(setup);
   }
   JobResult phases(const UserConfig& user);
+  // The settings phase: the profile from the package's device key, the
+  // user's config and the command line resolved once (harness/settings.hpp).
+  Settings settings(const UserConfig& user, const Inspected& in) {
+    PhaseFindings found = in.found;
+    found.runner = m_runner.runner_built();
+    Settings s =
+        resolve_settings(m_opt, user, choose_profile(m_opt, in.model->device_key(), found), m_batches, found);
+    s.runner_torch_dir = m_runner.torch_dir();
+    s.python = m_runner.python();
+    for (const auto& why : s.unavailable_variants) {
+      m_rec.note("variant " + why + ": left out of the flag matrix");
+    }
+    m_runner_path = s.runner;
+    return s;
+  }
+  // The job's own OUT/.work-<pid>, removed when the job ends; verify's jobs
+  // share one extraction (and the fork server holding it).
+  std::filesystem::path work_dir(const Settings& s) {
+    if (!m_opt.shared_work.empty()) {
+      return m_opt.shared_work;
+    }
+    if (!m_own_work) {
+      m_own_work.emplace(s.out_dir / fmt::format(".work-{}", ::getpid()));
+    }
+    return m_own_work->path();
+  }
   // Options that do not go with several batches: Error(usage).
   void check_batch_options() const {
     bool several = m_batches.size() > 1 || m_opt.calls > 1;
@@ -199,6 +213,7 @@ class Job {
   std::optional<Inspected> m_in;          // what the inspect phase found, once it did
   std::function<void()> m_explain_later;  // the search's (BisectOutcome::explain_later), run by finish
   std::future<Environment> m_host;        // the host's description, probed beside the inspection and the baseline
+  std::optional<ScratchDir> m_own_work;   // work_dir's, unless shared
 
   // The host's description into the report, once its thread is done
   // (python3 --version alone can take 60 ms behind a version manager's
@@ -290,9 +305,7 @@ JobResult Job::run() {
     }
     settle_host();
     std::string message = redact_paths(e.what());
-    Verdict verdict = e.kind() == ErrorKind::internal      ? Verdict::internal_error
-                      : e.kind() == ErrorKind::interrupted ? Verdict::interrupted
-                                                           : Verdict::could_not_test;
+    const Verdict verdict = stop_of(e).verdict;
     try {
       m_rec.finish(verdict, message, message);
     } catch (const Error& unwritten) {
@@ -314,104 +327,53 @@ JobResult Job::run() {
   }
 }
 
-// The job's phases, in order (docs/architecture.md, "Data flow"): each
-// returns a Step, and the first Stop ends the job.
+// A step's Stop ends the job there (ccache's TRY): `step_` is a Step<T>.
+#define AOTI_BISECT_TRY(step_)                 \
+  do {                                         \
+    if (auto&& s_ = (step_); s_.stopped()) {   \
+      return end(s_.stop());                   \
+    }                                          \
+  } while (false)
+
+// The job's phases, in the order docs/architecture.md ("The data flow of a
+// run") lists them: each returns a Step, and the first Stop ends the job.
 JobResult Job::phases(const UserConfig& user) {
   auto inspected = inspect(m_opt, m_batches, m_rec);
-  if (inspected.stopped()) {
-    return end(inspected.stop());
-  }
+  AOTI_BISECT_TRY(inspected);
   Inspected& in = m_in.emplace(std::move(*inspected));
-  const std::string device_key = in.model->device_key();
-  if (device_key.empty()) {
-    return end({Verdict::could_not_test,
-                fmt::format("package '{}': model '{}' has no AOTI_DEVICE_KEY in its metadata; rebuild it with "
-                            "aoti_compile_and_package",
-                            m_opt.package.string(), in.model->name)});
-  }
-  if (auto chosen = m_runner.choose(in); chosen.stopped()) {
-    return end(chosen.stop());
-  }
-  Settings s = resolve_settings(m_opt, user, choose_profile(m_opt, device_key), m_batches);
-  s.runner_torch_dir = m_runner.torch_dir();
-  for (const auto& why : s.unavailable_variants) {
-    m_rec.note("variant " + why + ": left out of the flag matrix");
-  }
-  use_fork_servers(s.runner, device_key);
-  // Not for a later job of a verify over the same extraction: its model's
-  // server already runs, and a spare one would take its place.
-  const bool extracted_before = !m_opt.shared_work.empty() && fs::exists(m_opt.shared_work / "extracted-from");
-  if (device_key == "cpu" && !s.plan.empty() && !extracted_before) {
-    // The baseline's server starts now: LibTorch's start overlaps the
-    // extraction and the reference.
-    std::map<std::string, std::string> env = current_environment();
-    for (const auto& [k, v] : s.plan[0].env) {
-      env[k] = v;
-    }
-    forkserver_prestart(env);
-  }
-  // verify's jobs share one extraction (and the fork server holding it).
-  std::optional<ScratchDir> own_work;
-  if (m_opt.shared_work.empty()) {
-    own_work.emplace(s.out_dir / fmt::format(".work-{}", ::getpid()));
-  }
-  const fs::path work_dir = own_work ? own_work->path() : m_opt.shared_work;
-  auto model = m_runner.extract(in, work_dir, s);
-  if (model.stopped()) {
-    return end(model.stop());
-  }
-  m_runner_path = s.runner;
-  m_model_facts = model->facts;
-  auto reference = reference_phase(s, in, work_dir, m_rec);
-  if (reference.stopped()) {
-    return end(reference.stop());
-  }
+  AOTI_BISECT_TRY(m_runner.choose(in));
+  const Settings s = settings(user, in);
+  m_runner.serve(s, in.model->device_key());
+  auto model = m_runner.extract(in, work_dir(s), s);
+  AOTI_BISECT_TRY(model);
+  auto reference = reference_phase(s, in, work_dir(s), m_rec);
+  AOTI_BISECT_TRY(reference);
   auto children = make_children(child_setup(s, in, *reference, m_rec));
   Runs runs(*children, m_rec);
-  JobContext job{s, m_rec, runs, device_key, work_dir};
+  JobContext job{s, m_rec, runs, in.model->device_key(), work_dir(s)};
   MatrixPhase matrix(job, *model, in.model->name);
   SearchPhase search(job, in, *model, m_seams.source);
-  auto baseline = matrix.run_baseline(search.first_run_probes());  // the first run probed: the search's trace
-  if (auto damaged = m_runner.settle_copies(); damaged.stopped()) {
-    return end(damaged.stop());
-  }
+  AOTI_BISECT_TRY(matrix.run_baseline(search.first_run_probes()));  // probed: the search's trace
+  AOTI_BISECT_TRY(m_runner.settle_copies());
   settle_host();
-  if (baseline.stopped()) {
-    return end(baseline.stop());
-  }
-  if (auto fits = m_runner.fits(matrix.baseline()); fits.stopped()) {
-    return end(fits.stop());
-  }
-  if (auto refused = matrix.refuse_inputs(); refused.stopped()) {
-    return end(refused.stop());
-  }
+  AOTI_BISECT_TRY(m_runner.fits(matrix.baseline()));
+  AOTI_BISECT_TRY(matrix.refuse_inputs());
   if (matrix.answers_first()) {
-    if (auto first = search.first(matrix); first.stopped()) {
-      return end(first.stop());
-    }
+    AOTI_BISECT_TRY(search.first(matrix));
   }
-  if (auto ran = matrix.run_stages(); ran.stopped()) {
-    return end(ran.stop());
-  }
-  if (auto read = matrix.read(); read.stopped()) {
-    return end(read.stop());
-  }
+  AOTI_BISECT_TRY(matrix.run_stages());
+  AOTI_BISECT_TRY(matrix.read());
   if (auto clean = matrix.without_failure(); clean.stopped()) {
     return end(search.masks(matrix, clean.stop()));
   }
-  const BatchDimension dim =
-      batch_dimension(in.wrapper, in.model->wrapper_cpp.empty() ? "" : in.pkg->read_entry(in.model->wrapper_cpp));
-  shrink_trigger(job, *model, matrix, dim);
-  if (!s.bisect) {
-    return finish(Verdict::not_isolated, matrix.failure_text() + "; kernel bisection was not asked for (--no-bisect)");
-  }
-  auto answer = search.failure(matrix, dim);
-  if (answer.stopped()) {
-    return end(answer.stop());
-  }
+  shrink_trigger(job, *model, matrix, search.batch_dimension());
+  auto answer = search.failure(matrix);
+  AOTI_BISECT_TRY(answer);
   m_explain_later = answer->explain_later;
   return finish(answer->verdict, answer->reason);
 }
+
+#undef AOTI_BISECT_TRY
 }  // namespace
 
 ExitCode exit_code_for(Verdict verdict) {

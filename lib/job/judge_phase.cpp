@@ -139,6 +139,7 @@ void judge_culprit(JobContext& job, const Inspected& in, const MatrixPhase& matr
   try {
     JudgeRequest req;
     req.exported_program = *ep;
+    req.python = job.settings.python;
     req.model_name = ep_model;
     nlohmann::json node_map = nlohmann::json::object();
     req.culprit_nodes = nodes_of_culprit(job, in, *ep, ep_model, c, node_map);

@@ -28,6 +28,7 @@ Step<fs::path> reference_phase(const Settings& s, const Inspected& in, const fs:
   req.libraries = s.load_libraries;
   req.cache_dir = s.cache_dir;
   req.device = s.eager_device;
+  req.python = s.python;
   try {
     // torch.load (weights_only) reads torch.save's zip format only.
     req.inputs = plain_torch_save(s.inputs, "inputs file", work);

@@ -13,6 +13,7 @@
 #include "inductor/build.hpp"
 #include "job/matrix_phase.hpp"
 #include "package/facts.hpp"
+#include "process/process.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -68,9 +69,10 @@ Step<ModelDir> RunnerPhase::extract(Inspected& in, const fs::path& work, const S
     build_from_sources(in, model.dir, s);
     note_package_torch(in, model.dir);
     model.facts = write_model_facts(in.wrapper, work / "package-facts.json");
+    m_facts = model.facts;
     check_model_library(model.dir, *in.model, in.wrapper);
   } catch (const Error& e) {
-    return Stop{e.kind() == ErrorKind::cannot_test ? Verdict::could_not_test : Verdict::internal_error, e.what()};
+    return stop_of(e);
   }
   return model;
 }
@@ -98,8 +100,7 @@ void RunnerPhase::choose_runner(const Inspected& in) {
     return;
   }
   if (p.named_python) {
-    // The exported program's build and the eager run use it too.
-    ::setenv("AOTI_BISECT_PYTHON", p.named_python->python.c_str(), 1);
+    m_python = p.named_python->python;  // the exported program's build and the eager run use it too
   }
   m_pick = pick_runner(p, python3_torch);
   if (m_pick.kind == RunnerPick::Kind::none) {
@@ -115,7 +116,7 @@ void RunnerPhase::choose_runner(const Inspected& in) {
   m_rec.begin_phase("build", fmt::format("a runner against torch {} ({})", torch.version, m_pick.why));
   RunnerBuild built = build_runner(torch, m_opt.cache_dir, m_opt.build_timeout_s,
                                    [this](const std::string& line) { m_rec.progress().note(line); });
-  m_opt.runner = built.runner;
+  m_built = built.runner;
   BuildRecord record;
   record.purpose = "runner";
   record.source = m_pick.why;
@@ -130,7 +131,7 @@ void RunnerPhase::choose_runner(const Inspected& in) {
                   built.cache_hit ? "found in the cache" : fmt::format("built in {:.0f} s", built.seconds)));
   // The exported program's build and the eager run use the same torch.
   if (!python_given && !p.named_python && !torch.python.empty()) {
-    ::setenv("AOTI_BISECT_PYTHON", torch.python.c_str(), 1);
+    m_python = torch.python;
   }
 }
 
@@ -188,7 +189,7 @@ void RunnerPhase::build_from_sources(Inspected& in, const fs::path& package_dir,
     return;
   }
   m_rec.begin_phase("build", "the model's library from the package's own sources (package_cpp_only)");
-  RunnerVersions runner = runner_versions(m_opt);
+  RunnerVersions runner = runner_versions(m_opt, m_built);
   if (runner.torch_dir.empty()) {
     throw Error(ErrorKind::cannot_test,
                 "the package holds sources only (package_cpp_only), and the runner does not say where its LibTorch "
@@ -232,6 +233,22 @@ Step<> RunnerPhase::fits(const ChildResult& baseline) {
                     m_built_with.version, runner));
   }
   return Go{};
+}
+
+void RunnerPhase::serve(const Settings& s, const std::string& device_key) {
+  if (device_key == "cpu") {
+    use_forkserver(s.runner);
+  } else if (persistent_runs(device_key)) {
+    use_forkserver(s.runner, false);  // no run is forked from a process that may have started a device runtime
+  }
+  const bool extracted_before = !m_opt.shared_work.empty() && fs::exists(m_opt.shared_work / "extracted-from");
+  if (device_key == "cpu" && !s.plan.empty() && !extracted_before) {
+    std::map<std::string, std::string> env = current_environment();
+    for (const auto& [k, v] : s.plan[0].env) {
+      env[k] = v;
+    }
+    forkserver_prestart(env);
+  }
 }
 
 }  // namespace aoti_bisect

@@ -25,8 +25,7 @@ namespace aoti_bisect {
 
 class RunnerPhase {
  public:
-  // `opt.runner` is set to the runner built, where one is.
-  RunnerPhase(RunOptions& opt, Recorder& rec) : m_opt(opt), m_rec(rec) {}
+  RunnerPhase(const RunOptions& opt, Recorder& rec) : m_opt(opt), m_rec(rec) {}
 
   // Which runner runs the package (harness/runner_choice.hpp): the one
   // beside the driver when its torch is the one wanted, else one built
@@ -48,6 +47,22 @@ class RunnerPhase {
   // for the check; the job goes on when there was none.
   Step<> settle_copies();
 
+  // Where the runs are forked from (a fork server per environment on the
+  // CPU; on a device only the persistent runner serves), and on the CPU
+  // the baseline environment's server started now, so that LibTorch's start
+  // overlaps the extraction and the reference. Not for a later job of a
+  // verify over the same extraction: its model's server already runs.
+  void serve(const Settings& s, const std::string& device_key);
+  // The Python the exported program's build, the eager run and the judge
+  // use (Settings::python): --python's, else the torch's a runner was built
+  // against; empty: theirs ($AOTI_BISECT_PYTHON, else python3).
+  const std::string& python() const { return m_python; }
+  // The runner built against the package's torch (PhaseFindings::runner);
+  // empty: --runner's, else the one beside the tool.
+  const std::filesystem::path& runner_built() const { return m_built; }
+  // The model's facts for the runner, once extracted.
+  const std::filesystem::path& model_facts() const { return m_facts; }
+
   // The baseline's word on the runner: one that cannot load the package,
   // with both torches named where they differ; one of another torch that
   // ran it, a note.
@@ -59,11 +74,14 @@ class RunnerPhase {
   void note_package_torch(const Inspected& in, const std::filesystem::path& package_dir);
   Stop versions_apart(const Stop& stop, const std::map<std::string, std::string>& runner_env) const;
 
-  RunOptions& m_opt;
+  const RunOptions& m_opt;
   Recorder& m_rec;
   RunnerPick m_pick;           // which runner runs the package, and why
   PackageTorch m_built_with;   // the torch the package was built with, as far as it shows it
   std::future<void> m_copies;  // the extracted library's checksums, read beside the baseline
+  std::filesystem::path m_facts;  // extract's package-facts.json
+  std::string m_python;
+  std::filesystem::path m_built;
 };
 
 }  // namespace aoti_bisect

@@ -85,10 +85,22 @@ Step<> SearchPhase::first(const MatrixPhase& matrix) {
   return Go{};
 }
 
-Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix, const BatchDimension& dim) {
+const BatchDimension& SearchPhase::batch_dimension() {
+  if (!m_dim) {
+    m_dim = aoti_bisect::batch_dimension(
+        m_in.wrapper, m_in.model->wrapper_cpp.empty() ? "" : m_in.pkg->read_entry(m_in.model->wrapper_cpp));
+  }
+  return *m_dim;
+}
+
+Step<SearchAnswer> SearchPhase::failure(const MatrixPhase& matrix) {
   Recorder& rec = m_job.recorder;
   const Failure& f = matrix.failure();
   const std::string reproduced = matrix.failure_text();
+  if (!m_job.settings.bisect) {
+    return finished(Verdict::not_isolated, reproduced + "; kernel bisection was not asked for (--no-bisect)");
+  }
+  const BatchDimension& dim = batch_dimension();
   auto answer = [&](const BisectOutcome& b) {
     check_batch_dependence(m_job, b.probed, matrix, dim);
     if (b.verdict == Verdict::isolated) {

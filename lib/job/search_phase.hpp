@@ -47,7 +47,10 @@ class SearchPhase {
   Step<> first(const MatrixPhase& matrix);
   // The search for the matrix's failure, or the first answer where the
   // matrix found the same failure steady where it was searched.
-  Step<SearchAnswer> failure(const MatrixPhase& matrix, const BatchDimension& dim);
+  // Under --no-bisect the job ends here, not_isolated.
+  Step<SearchAnswer> failure(const MatrixPhase& matrix);
+  // The package's batch dimension, as its wrapper reads it (wrapper/batch_dim.hpp).
+  const BatchDimension& batch_dimension();
   // A clean run under --check-masked: one probed run for NaN/Inf a later
   // site cleans (search/mask_scan.hpp), recorded; the clean stop comes
   // back with what it found in its reason, or the interrupt.
@@ -62,6 +65,7 @@ class SearchPhase {
   const ModelDir& m_model;
   SourceFactory m_source;
   std::optional<BisectOutcome> m_early;  // the first search's outcome
+  std::optional<BatchDimension> m_dim;
 };
 
 }  // namespace aoti_bisect

@@ -27,10 +27,15 @@ struct Stop {
 };
 
 // What makes one.
-// An error the job cannot go on after: internal_error for the tool's own,
+// An error the job cannot go on after, the one mapping from an error to a
+// verdict: internal_error for the tool's own, interrupted for a signal's,
 // could_not_test for the rest.
 inline Stop stop_of(const Error& e) {
-  return {e.kind() == ErrorKind::internal ? Verdict::internal_error : Verdict::could_not_test, e.what()};
+  switch (e.kind()) {
+    case ErrorKind::internal: return {Verdict::internal_error, e.what()};
+    case ErrorKind::interrupted: return {Verdict::interrupted, e.what()};  // the job says where (Job::end)
+    default: return {Verdict::could_not_test, e.what()};
+  }
 }
 // A verdict reached, `reason` its reason.
 inline Stop finished(Verdict verdict, std::string reason) {

@@ -3,6 +3,7 @@
 
 #include "triage/triage.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -61,6 +62,10 @@ std::vector<std::string> case_argv(const TriageOptions& o, const ManifestCase& c
       argv.push_back(flag);
       argv.push_back(std::to_string(*value));
     }
+  }
+  if (!o.python.empty() && std::find(c.options.begin(), c.options.end(), "--python") == c.options.end()) {
+    argv.push_back("--python");
+    argv.push_back(o.python);
   }
   argv.insert(argv.end(), c.options.begin(), c.options.end());
   return argv;

@@ -27,6 +27,7 @@ struct TriageOptions {
   std::filesystem::path out_dir;
   int jobs = 1;
   std::filesystem::path cache_dir;  // empty: each run's default (~/.cache/aoti-bisect/builds)
+  std::string python;               // --python for every case that names none; empty: each run's own choice
   // An earlier night's failures (load_baseline), to mark groups new, known,
   // fixed; absent: no baseline. `baseline_source` names it in the summary.
   std::optional<std::vector<EarlierFailure>> baseline;
