@@ -30,6 +30,7 @@
 #include "search/guide_printer.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
+#include "search/search_common.hpp"
 #include "search/source_exported.hpp"
 
 namespace aoti_bisect {
@@ -116,16 +117,10 @@ class GuideSearch {
     std::vector<Probe> answers;
     for (int r = 0; r < m_repeats; ++r) {
       ++m_run_no;
-      ChildRequest creq{fmt::format("guide.{}.{}-{}", m_job.runs.next_search_number(), lo, hi),
-                        m_s.variant,
-                        r,
-                        m_s.env,
-                        b->dir,
-                        std::nullopt,
-                        {},
-                        true,
-                        m_s.batches};
-      creq.group = "search";
+      ChildRequest creq =
+          search_request(m_s, fmt::format("guide.{}.{}-{}", m_job.runs.next_search_number(), lo, hi), b->dir, {});
+      creq.repeat = r;
+      creq.keep_stdout = true;  // the printer's lines
       ChildResult res = m_job.runs.run(creq);
       if (!res.finished) {
         return Probe{StepVerdict::error, std::nullopt, 0, 0, "interrupted"};

@@ -32,6 +32,22 @@ std::variant<ProbedModel, std::string> package_model_base(JobContext& job, const
   return nodes;
 }
 
+ChildRequest search_request(const BisectSetup& s, std::string id, ModelDir model, std::optional<ProbePlan> plan,
+                            const std::map<std::string, std::string>& env, std::string group) {
+  ChildRequest req;
+  req.id = std::move(id);
+  req.variant = s.variant;
+  req.env = s.env;
+  for (const auto& [k, v] : env) {
+    req.env[k] = v;
+  }
+  req.model = std::move(model);
+  req.probe_plan = std::move(plan);
+  req.batches = s.batches;
+  req.group = std::move(group);
+  return req;
+}
+
 namespace {
 
 // A search run, with probes, that the user's --timeout stopped where the
@@ -85,7 +101,7 @@ BisectOutcome RunTimeProbeSource::search(JobContext& job, const BisectSetup& set
       return next_may_try() ? passed_over(*why) : searched(Verdict::not_isolated, *why);
     }
     ModelDir probed = std::get<ProbedModel>(prepared).model;
-    BisectOutcome out = ProbedSearch(job, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared))).run();
+    BisectOutcome out = search_probed_model(job, setup, predicate, bis, std::move(std::get<ProbedModel>(prepared)));
     if (out.use != BisectOutcome::Use::untrusted) {
       out.probed = probed;
       return out;

@@ -81,6 +81,12 @@ struct BisectOutcome {
   std::function<void()> explain_later;
 };
 
+// A run of a search for the failure under `s` (its variant, environment
+// and batches) of `model` with `plan`: the one place the searches make
+// their ChildRequests; `env` set over the failure's environment.
+ChildRequest search_request(const BisectSetup& s, std::string id, ModelDir model, std::optional<ProbePlan> plan,
+                            const std::map<std::string, std::string>& env = {}, std::string group = "search");
+
 // What makes one: a search's answer, a source passed over, a model not trusted.
 inline BisectOutcome searched(Verdict verdict, std::string reason = "") {
   return {.verdict = verdict, .reason = std::move(reason)};

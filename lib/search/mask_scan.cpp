@@ -59,14 +59,7 @@ MaskScan scan_for_masks(JobContext& job, const BisectSetup& s) {
   }
   ProbePlan plan;
   plan.ranges.push_back({1, n, ProbeMode::stats});
-  ChildRequest req;
-  req.id = "masks.trace";
-  req.variant = s.variant;
-  req.env = s.env;
-  req.model = pm.model;
-  req.probe_plan = plan;
-  req.group = "masks";
-  req.batches = s.batches;
+  ChildRequest req = search_request(s, "masks.trace", pm.model, plan, {}, "masks");
   job.recorder.begin_phase("masks", fmt::format("the outputs are clean: one run probing every one of the {} call "
                                                 "sites, for NaN/Inf a later site cleans",
                                                 n));

@@ -15,29 +15,44 @@
 #include "evidence/self_check.hpp"
 #include "evidence/wrapper_layout.hpp"
 #include "search/search.hpp"
+#include "search/search_common.hpp"
 #include "wrapper/provenance.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
 
-ChildResult ProbedSearch::child(const std::string& purpose, const ProbePlan& plan, const fs::path& node_reference) {
+SearchRuns::SearchRuns(JobContext& job, const BisectSetup& s, Predicate pred, Bisection& bis, ProbedModel model)
+    : m_job(job),
+      m_s(s),
+      m_pred(pred),
+      m_bis(bis),
+      m_model(std::move(model)),
+      m_repeats(job.settings.bisect_repeats.value_or(s.deterministic ? 1 : 3)) {}
+
+BisectOutcome search_probed_model(JobContext& job, const BisectSetup& setup, Predicate pred, Bisection& bis,
+                                  ProbedModel model) {
+  if (pred == Predicate::divergence) {
+    return PairSearch(job, setup, pred, bis, std::move(model)).run();
+  }
+  if (pred == Predicate::mismatch && !model.no_node_map.empty()) {
+    return PackageAloneSearch(job, setup, pred, bis, std::move(model)).run();
+  }
+  return ProbedSearch(job, setup, pred, bis, std::move(model)).run();
+}
+
+std::string SearchRuns::next_run_id(const std::string& purpose) const {
+  return fmt::format("bisect.{}.{}", m_job.runs.next_search_number(), purpose);
+}
+
+ChildResult SearchRuns::child(const std::string& purpose, const ProbePlan& plan, const fs::path& node_reference,
+                              const std::map<std::string, std::string>& env) {
   // Only runs that compare values load the per-node reference (it can be large).
   bool compares = std::any_of(plan.ranges.begin(), plan.ranges.end(),
                               [](const ProbePlan::Range& r) { return r.mode >= ProbeMode::stats; });
   ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.{}", m_job.runs.next_search_number(), purpose),
-                   m_s.variant,
-                   0,
-                   m_s.env,
-                   m_model.model,
-                   plan,
-                   !node_reference.empty() ? node_reference
-                   : compares              ? m_model.node_values
-                                           : fs::path(),
-                   false,
-                   m_s.batches};
+  ChildRequest req = search_request(m_s, next_run_id(purpose), m_model.model, plan, env);
+  req.node_reference = !node_reference.empty() ? node_reference : compares ? m_model.node_values : fs::path();
   req.fresh = purpose == "evidence";  // the confirmation runs in a fresh process (docs/runner.md)
-  req.group = "search";
   return m_job.runs.run(req);
 }
 
@@ -127,7 +142,7 @@ void ProbedSearch::map_sites(const ChildResult& trace) {
 
 // Buffers extern calls create and return are shown only where a later site
 // reads them: that site is probed too, and the value credited to the call.
-void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
+void SearchRuns::add_consumers(ProbePlan& plan, int lo, int hi) const {
   for (auto it = m_consumers.lower_bound(lo); it != m_consumers.end() && it->first <= hi; ++it) {
     if (it->second > hi) {
       plan.ranges.push_back({it->second, it->second, ProbeMode::stats});
@@ -136,7 +151,7 @@ void ProbedSearch::add_consumers(ProbePlan& plan, int lo, int hi) const {
 }
 
 // One run's answer for [lo, hi] (the mismatch comparisons noted).
-Probe ProbedSearch::answer(const ChildResult& res, int lo, int hi, const RunTrace* read) {
+Probe SearchRuns::answer(const ChildResult& res, int lo, int hi, const RunTrace* read) {
   if (m_pred == Predicate::mismatch) {
     auto sites = compare_sites(res.events, m_job.settings.tolerances, m_returned_value, &m_write_order);
     note_honest_error(m_bis, sites);
@@ -283,14 +298,7 @@ bool ProbedSearch::reuses_first_run(Strategy strategy) const {
 // sites mapped, the first bad one found and read, then the culprit (its
 // evidence run confirms it).
 BisectOutcome ProbedSearch::run() {
-  m_repeats = m_job.settings.bisect_repeats.value_or(m_s.deterministic ? 1 : 3);
   int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
-  if (m_pred == Predicate::divergence) {
-    return diverge(n_static);
-  }
-  if (m_pred == Predicate::mismatch && !m_model.no_node_map.empty()) {
-    return package_alone(n_static);
-  }
   Strategy strategy = choose_strategy(n_static);
   plan_search(strategy, n_static, 0);
   m_bis.predicate = std::string(predicate_name(m_pred));
@@ -475,7 +483,7 @@ void ProbedSearch::announce(int k) {
 // taken for the site that introduced it, and the outputs' NaN/Inf are not
 // traced back through it (from the package's kernel.cpp and, for Triton
 // kernels, the sources its wrapper quotes).
-void ProbedSearch::note_inf_by_design() {
+void SearchRuns::note_inf_by_design() {
   auto read = [&](const std::string& entry) {
     try {
       return entry.empty() ? std::string() : m_s.pkg.read_entry(entry);

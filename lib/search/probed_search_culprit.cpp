@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 // For NaN/Inf every other site is probed too, so that the run shows where
 // the outputs' NaN/Inf come from; when that is another site than `k` (what
 // `k` made was healed), the evidence is taken again there (`moved`).
-BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved, bool confirm) {
+BisectOutcome CulpritStage::culprit(int k, const ChildResult& trace, bool moved, bool confirm) {
   fs::path repro_dir = m_job.settings.out_dir / "repro";
   clear_repro_folder(repro_dir);
   ChildResult evidence = child("evidence", evidence_plan(k, confirm, repro_dir));
@@ -35,7 +35,7 @@ BisectOutcome ProbedSearch::culprit(int k, const ChildResult& trace, bool moved,
 
 // The evidence run's plan: the culprit saved, the self-check's sites (for
 // NaN/Inf every other launched site) probed.
-ProbePlan ProbedSearch::evidence_plan(int k, bool confirm, const fs::path& repro_dir) {
+ProbePlan CulpritStage::evidence_plan(int k, bool confirm, const fs::path& repro_dir) {
   ProbePlan plan;
   if (confirm && m_pred == Predicate::mismatch && k > 1) {
     plan.ranges.push_back({k - 1, k - 1, ProbeMode::stats});  // the neighbour, for the confirmation
@@ -58,7 +58,7 @@ ProbePlan ProbedSearch::evidence_plan(int k, bool confirm, const fs::path& repro
 
 // What the evidence run shows: the culprit moved where the outputs' NaN/Inf
 // come from, the self-check, the culprit built and its root cause read.
-BisectOutcome ProbedSearch::culprit_evidence(int k, const ChildResult& trace, bool moved, bool confirm,
+BisectOutcome CulpritStage::culprit_evidence(int k, const ChildResult& trace, bool moved, bool confirm,
                                              ChildResult& evidence, const fs::path& repro_dir) {
   if (!evidence.finished) {
     m_job.recorder.bisection(m_bis);
@@ -126,7 +126,7 @@ BisectOutcome ProbedSearch::culprit_evidence(int k, const ChildResult& trace, bo
 // The culprit recorded with its reproducer (the saved tensors, the
 // one-kernel replay written), the answer told, and the replay that explains
 // it left for the job's end.
-BisectOutcome ProbedSearch::isolated(int k, Culprit& c, ChildResult& evidence, const RunTrace& ev,
+BisectOutcome CulpritStage::isolated(int k, Culprit& c, ChildResult& evidence, const RunTrace& ev,
                                      const WrapperInfo& names, const fs::path& repro_dir) {
   Reproducer repro;
   repro.dir = display_path(repro_dir);
@@ -182,7 +182,7 @@ BisectOutcome ProbedSearch::isolated(int k, Culprit& c, ChildResult& evidence, c
 // automatic, wrong values: the site the trace run named must be named
 // again by the evidence run, which probes it and its neighbour before it
 // (for faults and NaN/Inf the evidence run's self-check confirms).
-std::optional<std::string> ProbedSearch::confirm_in_evidence(int k, const ChildResult& evidence) {
+std::optional<std::string> CulpritStage::confirm_in_evidence(int k, const ChildResult& evidence) {
   int lo = m_pred == Predicate::mismatch ? std::max(1, k - 1) : 1;
   Probe p = answer(evidence, lo, k);
   bool again = p.verdict == StepVerdict::reproduces && p.exact == k;
@@ -204,7 +204,7 @@ std::optional<std::string> ProbedSearch::confirm_in_evidence(int k, const ChildR
 // Names constants and graph inputs as the user knows them, compares an
 // out-of-range index with the tensor it indexes (from the kernel's own
 // source in the package), and writes the root-cause sentence.
-void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
+void CulpritStage::explain_root_cause(Culprit& c, const RunTrace& evidence) {
   const WrapperInfo& w = m_model.wrapper;
   WrapperInfo named = w;
   if (named.constant_info.empty()) {
@@ -241,7 +241,7 @@ void ProbedSearch::explain_root_cause(Culprit& c, const RunTrace& evidence) {
 
 // The first bad probed site comes after code that ran without probes: what
 // it shows may have been made there. Never isolated past a blind spot.
-BisectOutcome ProbedSearch::blind_spot(int k, const BlindSpot& spot) {
+BisectOutcome CulpritStage::blind_spot(int k, const BlindSpot& spot) {
   std::string kernel = m_trace.site(k) ? m_trace.site(k)->kernel : "";
   m_bis.status = k_blind_spot_status;
   m_bis.message = fmt::format(

@@ -31,7 +31,7 @@ std::string run_difference_text(const RunDifference& d) {
 // compares what it writes there with that, element by element. Fills
 // c.run_to_run with each output that differed (none: the pair agreed this
 // time, said in the step). False when interrupted.
-bool ProbedSearch::measure_run_to_run(int k, Culprit& c) {
+bool PairSearch::measure_run_to_run(int k, Culprit& c) {
   fs::path dir = fs::absolute(m_job.settings.out_dir / "run-to-run");
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -129,7 +129,7 @@ void differing_tensors(const SiteTrace& a, const SiteTrace& b, std::vector<std::
 // The first call site whose outputs differ between the two runs from the
 // same inputs: the culprit, how far two more runs of it differ, the root
 // cause said.
-BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTrace& sb_site,
+BisectOutcome PairSearch::diverged_at(int k, const SiteTrace& sa, const SiteTrace& sb_site,
                                         const std::vector<std::string>& differs) {
   const SiteTrace* sb = &sb_site;
   m_bis.status = search_status_name(SearchResult::Status::found);
@@ -198,7 +198,8 @@ BisectOutcome ProbedSearch::diverged_at(int k, const SiteTrace& sa, const SiteTr
 // initialized before the launch) have the same checksums in both runs and
 // whose outputs do not. A pair that agrees everywhere says nothing: up to
 // three pairs.
-BisectOutcome ProbedSearch::diverge(int n_static) {
+BisectOutcome PairSearch::run() {
+  const int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
   constexpr int k_pairs = 3;
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;

@@ -98,7 +98,8 @@ void record_package_culprit(JobContext& job, Bisection& bis, const Culprit& c, s
 
 }  // namespace
 
-BisectOutcome ProbedSearch::package_alone(int n_static) {
+BisectOutcome PackageAloneSearch::run() {
+  const int n_static = static_cast<int>(m_model.wrapper.call_sites.size());
   m_bis.predicate = std::string(predicate_name(m_pred));
   m_bis.variant = m_s.variant;
   m_bis.strategy = "all";
@@ -123,7 +124,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
   const WrapperInfo& names = m_s.wrapper.constant_info.empty() ? m_model.wrapper : m_s.wrapper;
   PackageConstantReads reads = scan_package_constant_reads(m_trace, names);
   if (reads.nan_reader != nullptr) {
-    return package_nan_constant(reads.nan_site, *reads.nan_reader, *reads.nan_constant, names);
+    return nan_constant(reads.nan_site, *reads.nan_reader, *reads.nan_constant, names);
   }
   // One call site ran: it wrote the outputs, and nothing else could have.
   if (m_trace.launched == 1 && m_trace.site(1) != nullptr) {
@@ -142,7 +143,7 @@ BisectOutcome ProbedSearch::package_alone(int n_static) {
 
 // Call site k, the first to read a constant holding NaN (its probe `p`), named
 // as the culprit with that constant as its root cause.
-BisectOutcome ProbedSearch::package_nan_constant(int k, const SiteTrace& site, const ProbeStats& p,
+BisectOutcome PackageAloneSearch::nan_constant(int k, const SiteTrace& site, const ProbeStats& p,
                                                  const WrapperInfo& names) {
   Culprit c =
       build_culprit({k, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line, m_returned_by});
@@ -169,7 +170,7 @@ BisectOutcome ProbedSearch::package_nan_constant(int k, const SiteTrace& site, c
 
 // The run's only call site, named as the only candidate: it wrote the
 // outputs, with no eager value to judge it by.
-BisectOutcome ProbedSearch::package_only_site(const WrapperInfo& names, const std::string& compared) {
+BisectOutcome SearchRuns::package_only_site(const WrapperInfo& names, const std::string& compared) {
   const SiteTrace& only = *m_trace.site(1);
   Culprit c =
       build_culprit({1, Predicate::nonfinite, &m_trace, &m_trace, &m_model.wrapper, m_s.first_line, m_returned_by});

@@ -44,7 +44,7 @@ std::vector<BufferExtent> buffers_at(const Events& events, int k) {
 
 }  // namespace
 
-bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
+bool CulpritStage::aim_sanitizer(int k, Culprit& c) {
   SanitizerPass pass;
   auto tool = find_program("compute-sanitizer");
   if (!tool) {
@@ -53,31 +53,21 @@ bool ProbedSearch::aim_sanitizer(int k, Culprit& c) {
   // A Triton kernel is a device function of that name; an extern call's
   // name is the C shim's, so its pass is not filtered.
   pass.command = memcheck_command(tool->string(), c.kernel, c.kind == "triton");
-  auto env = m_s.env;
-  env[k_run_under_env] = pass.command;
-  env["CUDA_LAUNCH_BLOCKING"] = "1";
-  env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1";  // every tensor its own allocation
+  const std::map<std::string, std::string> env = {
+      {k_run_under_env, pass.command},
+      {"CUDA_LAUNCH_BLOCKING", "1"},
+      {"PYTORCH_NO_CUDA_MEMORY_CACHING", "1"},  // every tensor its own allocation
+  };
   ProbePlan plan;
   plan.ranges.push_back({k, k, ProbeMode::stats});
   m_job.recorder.plan_runs(1);
-  ++m_run_no;
-  ChildRequest req{fmt::format("bisect.{}.sanitizer", m_job.runs.next_search_number()),
-                   m_s.variant,
-                   0,
-                   env,
-                   m_model.model,
-                   plan,
-                   fs::path(),
-                   false,
-                   m_s.batches};
-  req.group = "search";
-  ChildResult r = m_job.runs.run(req);
+  pass.run = next_run_id("sanitizer");
+  ChildResult r = child("sanitizer", plan, {}, env);
   m_bis.runs = m_run_no;
   if (!r.finished) {
     return !interrupt_requested();
   }
-  pass.run = req.id;
-  std::string text = read_file_head(m_job.settings.out_dir / "runs" / req.id / "stderr.txt", 4 << 20);
+  std::string text = read_file_head(m_job.settings.out_dir / "runs" / pass.run / "stderr.txt", 4 << 20);
   const auto buffers = buffers_at(r.events, k);
   for (const SanitizerError& e : parse_sanitizer_errors(text, 5)) {
     SanitizerFinding f{e.what, e.kernel, e.thread, e.block, "", "", e.address_note};

@@ -29,19 +29,6 @@ struct FirstRunProbes {
 std::variant<FirstRunProbes, std::string> first_run_probes(JobContext& job, const BisectSetup& setup,
                                                            const SourceFactory& first = {});
 
-// Why a source that builds from the exported program has nothing to build.
-std::string needs_exported_program();
-
-// The first run of the job under `variant` (the package as shipped), if it
-// returned outputs; the fidelity checks compare instrumented runs with it.
-const RunRecord* first_run_with_outputs(const Report& report, const std::string& variant);
-
-// Whether two runs' outputs are bit-identical (by checksum).
-bool same_outputs(const std::vector<TensorStats>& a, const std::vector<TensorStats>& b);
-
-// Copies a finished search into a bisection record (runs, status, steps).
-void record_search(Bisection& bis, const SearchResult& sr);
-
 // The exported program to rebuild from: --exported-program, else the one
 // inside the package (package_pt2); `name` is set to its model name.
 std::optional<std::string> find_exported_program(const Settings& settings, const Package& pkg, const ModelFiles& model,

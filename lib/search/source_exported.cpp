@@ -18,6 +18,7 @@
 #include "package/facts.hpp"
 #include "search/library_rebuild.hpp"
 #include "search/search.hpp"
+#include "search/search_common.hpp"
 
 namespace aoti_bisect {
 namespace fs = std::filesystem;
@@ -47,6 +48,7 @@ void add_eager_values(JobContext& job, const BisectSetup& s, const BuildResult& 
   er.cache_dir = job.settings.cache_dir;
   er.timeout_s = job.settings.build_timeout_s;
   er.device = job.settings.eager_device;
+  er.python = job.settings.python;
   compute_eager_reference(er);
   m.node_values = er.node_values_out;
   m.node_info = nlohmann::json::parse(read_file(er.node_info_out, "node info"), nullptr, false);
@@ -131,6 +133,7 @@ BuildResult build_from_exported_program(JobContext& job, const BisectSetup& s, i
   req.printer_level = printer_level;
   req.filtered_kernels = filtered_kernels;
   req.libraries = job.settings.load_libraries;
+  req.python = job.settings.python;
   // Freezing took effect in the package (it holds constants freezing made):
   // it was compiled with grad off, and so is the rebuild.
   req.no_grad = std::any_of(s.wrapper.constant_info.begin(), s.wrapper.constant_info.end(),

@@ -14,10 +14,20 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/children.hpp"
+#include "harness/progress.hpp"
 #include "process/process.hpp"
 #include "protocol/runner.hpp"
 
 namespace fake {
+
+// A Progress that shows nothing (the tests read the report).
+class SilentProgress : public aoti_bisect::Progress {
+ public:
+  void phase(const std::string&, const std::string&) override {}
+  void run_started(const std::string&, int, int) override {}
+  void run_finished(const std::string&, aoti_bisect::OutcomeKind, const std::string&, double, int, int) override {}
+  void note(const std::string&) override {}
+};
 
 // A test's change to a run's events: as JSON objects, then held again.
 inline void edit_events(aoti_bisect::Events& events, const std::function<void(std::vector<nlohmann::json>&)>& edit) {

@@ -21,18 +21,10 @@ using fake::FakeModel;
 
 namespace {
 
-class SilentProgress : public Progress {
- public:
-  void phase(const std::string&, const std::string&) override {}
-  void run_started(const std::string&, int, int) override {}
-  void run_finished(const std::string&, OutcomeKind, const std::string&, double, int, int) override {}
-  void note(const std::string&) override {}
-};
-
 // A matrix phase over the CPU profile's plan, every run answered by `script`.
 struct Bench {
   RunOptions opt;
-  SilentProgress progress;
+  fake::SilentProgress progress;
   std::vector<ChildRequest> log;
   Settings settings;
   Recorder rec;
