@@ -127,6 +127,30 @@ TEST_CASE("strategies linear and all name the same call site as auto") {
     CHECK(r.code() == 1);
     check_culprit(r.report, meta);
     CHECK(r.report["bisection"]["strategy"] == strategy);
+    const int k = meta["culprit"]["call_index"].get<int>() + 1;
+    std::vector<nlohmann::json> searched;  // the steps after the trace run, the self-check's aside
+    for (const auto& st : r.report["bisection"]["steps"]) {
+      if (st["purpose"] == strategy) {
+        searched.push_back(st);
+      }
+    }
+    if (strategy == "linear") {
+      // One site at a time from the first, each its own run, clean until the culprit.
+      REQUIRE(searched.size() == static_cast<size_t>(k));
+      for (int i = 1; i <= k; ++i) {
+        CAPTURE(i);
+        CHECK(searched[i - 1]["lo"] == i);
+        CHECK(searched[i - 1]["hi"] == i);
+        CHECK(searched[i - 1]["verdict"] == (i < k ? "clean" : "reproduces"));
+        CHECK(searched[i - 1]["runs"].get<int>() >= 1);
+      }
+    } else {
+      // One answer over every call site.
+      REQUIRE(searched.size() == 1);
+      CHECK(searched[0]["lo"] == 1);
+      CHECK(searched[0]["hi"].get<int>() >= k);
+      CHECK(searched[0]["verdict"] == "reproduces");
+    }
   }
 }
 
@@ -226,7 +250,10 @@ TEST_CASE("the build fails clearly when the Python torch is missing") {
   auto r = run_tool(bisect_args("nan_midway"), "out", {{"AOTI_BISECT_PYTHON", "/nonexistent/python3"}});
   CHECK(r.code() == 3);
   CHECK(r.report["verdict"] == "not_isolated");
-  CHECK(r.report["builds"]["note"].get<std::string>().find("python") != std::string::npos);
+  // The one line names the Python tried and what to do.
+  const std::string note = r.report["builds"]["note"];
+  CHECK(note.find("python '/nonexistent/python3' does not exist (set AOTI_BISECT_PYTHON or install torch)") !=
+        std::string::npos);
 }
 
 TEST_SUITE_END();

@@ -147,6 +147,20 @@ TEST_CASE("run --help states the defaults the settings use") {
         std::string::npos);
   CHECK(text.find("matrix runs in parallel (default 1)") != std::string::npos);
   CHECK(run.find("| `--jobs N` | matrix runs in parallel (default 1). |") != std::string::npos);
+  // A run with no option shows the default it states: the repeat variant's
+  // runs (one of them may be the search's, counted).
+  auto job = run_tool({"run", example("nan_midway.pt2").string(), "--inputs", example("nan_midway.inputs.pt").string(),
+                       "--no-bisect"},
+                      "out-defaults");
+  REQUIRE(job.report.is_object());
+  bool seen = false;
+  for (const auto& v : job.report["matrix"]["variants"]) {
+    if (v["name"] == "repeat") {
+      seen = true;
+      CHECK(v["runs"] == cpu.repeats);
+    }
+  }
+  CHECK(seen);
 }
 
 TEST_CASE("every field of a real report.json is in docs/reports.md's table, and every row is a field") {

@@ -569,6 +569,26 @@ TEST_CASE("--jobs runs matrix variants in parallel with the same verdict") {
   CHECK(r.report["failure"]["reproduced"] == 12);
 }
 
+TEST_CASE("--jobs 2: two runs at a time, measured by their time") {
+  // Every run of stuck_length is stopped at its 0.5 s limit. Runs made one
+  // at a time inside the job cannot add up to more seconds than the job
+  // took; two at a time they do.
+  auto r = run_tool(
+      with(run_args("stuck_length", false), {"--no-bisect", "--no-shrink", "--timeout", "0.5", "--jobs", "2"}), "out");
+  REQUIRE(r.report.is_object());
+  CHECK(r.report["failure"]["kind"] == "timeout");
+  double runs_s = 0;
+  for (const auto& run : r.report["runs"]) {
+    if (run["group"] == "matrix" && run["id"] != "baseline") {  // the baseline runs alone, before the matrix
+      runs_s += run["seconds"].get<double>();
+    }
+  }
+  const double job_s = r.report["total_seconds"].get<double>();
+  INFO("runs after the baseline: ", runs_s, " s; the job: ", job_s, " s");
+  CHECK(r.report["runs"].size() >= 8);
+  CHECK(runs_s > job_s);
+}
+
 TEST_CASE("--no-matrix runs the baseline only") {
   // The first run probes every call site (the search's trace); it shows no
   // failure, so a plain run decides: no variant of the matrix runs.
@@ -605,19 +625,26 @@ TEST_CASE("--timeout is the limit on a call of the model: stated, kept, the same
     CHECK(r.report["failure"]["first_line"].get<std::string>().find("0.3 s limit") != std::string::npos);
   }
   // A model whose call takes about a millisecond is never stopped by a
-  // 150 ms limit, whatever its load takes (the load is not the call), and a
-  // call stuck past 0.2 s always is: 20 runs each on the default path.
-  for (int i = 0; i < 20; ++i) {
+  // limit its load alone passes (the load is not the call): exec'd, each
+  // run's LibTorch start and load take longer than 0.12 s (about 0.2 s on
+  // this machine), and the run is clean; the limit is far above the call,
+  // so load on the machine does not make it fail. A call stuck past 0.2 s
+  // always is stopped. 5 runs each.
+  double longest = 0;
+  for (int i = 0; i < 5; ++i) {
     CAPTURE(i);
-    auto fast = run_tool(with(run_args("healthy"), {"--no-matrix", "--timeout", "0.15"}), "fast");
+    auto fast = run_tool(with(run_args("healthy"), {"--no-matrix", "--no-bisect", "--timeout", "0.12"}), "fast",
+                         {{"AOTI_BISECT_FORKSERVER", "0"}});
     CHECK(fast.code() == 0);
     CHECK(fast.report["verdict"] == "clean");
+    longest = std::max(longest, fast.report["runs"][0]["seconds"].get<double>());
     auto stuck =
         run_tool(with(run_args("stuck_length", false), {"--no-matrix", "--no-bisect", "--timeout", "0.2"}), "stuck");
     CHECK(stuck.code() == 3);
     CHECK(stuck.report["failure"]["kind"] == "timeout");
     CHECK(stuck.report["runs"][0]["exit"] == "stopped at its 0.2 s limit (exit 14)");
   }
+  CHECK(longest > 0.12);  // a run longer than the limit, not stopped: its load was not counted
 }
 
 // A limit the plain runs keep within but a run with probes may not: under
@@ -672,10 +699,18 @@ TEST_CASE("a launch stuck past the time limit (a length of 10^12 from the batch)
   CHECK(why.find("the launch never returned") == 0);
 }
 
-TEST_CASE("--exit-codes=git-bisect: 0 good, 1 bad, 125 cannot test") {
+TEST_CASE("--exit-codes=git-bisect: 0 good, 1 bad (isolated and not_isolated), 125 cannot test, 128 usage") {
   CHECK(run_tool(with(run_args("healthy"), {"--no-matrix", "--exit-codes=git-bisect"}), "a").code() == 0);
   CHECK(run_tool(with(run_args("nan_midway"), {"--no-matrix", "--exit-codes=git-bisect"}), "b").code() == 1);
   CHECK(run_tool({"run", "missing.pt2", "--inputs", "x.pt", "--exit-codes", "git-bisect"}, "c").code() == 125);
+  // not_isolated (3) is bad too; a usage error (2) aborts the bisection (128).
+  auto d = run_tool(with(run_args("nan_midway"), {"--no-matrix", "--no-bisect", "--exit-codes=git-bisect"}), "d");
+  CHECK(d.report["verdict"] == "not_isolated");
+  CHECK(d.code() == 1);
+  auto e = run_tool(with(run_args("nan_midway"), {"--no-matrix", "--model", "nosuch", "--exit-codes=git-bisect"}), "e");
+  CHECK(e.err.find("nosuch") != std::string::npos);
+  CHECK(e.code() == 128);
+  CHECK(run_tool(with(run_args("nan_midway"), {"--no-matrix", "--model", "nosuch"}), "f").code() == 2);
 }
 
 TEST_CASE("Ctrl-C: children are killed, the partial report is written, exit 130") {

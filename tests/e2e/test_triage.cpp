@@ -361,7 +361,10 @@ TEST_CASE("verify: 0 on a healthy package over neighbouring inputs, 1 when an ea
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy_file(example("healthy.inputs.pt"), dir / "failing.pt");
-  fs::copy_file(example("healthy.inputs.pt"), dir / "neighbour.pt");
+  // Another inputs file of the same model, not a copy: its tensor a view at
+  // a storage offset (the example's offset inputs).
+  fs::copy_file(example("healthy.offset.inputs.pt"), dir / "neighbour.pt");
+  REQUIRE(e2e::read_text(dir / "failing.pt") != e2e::read_text(dir / "neighbour.pt"));
   auto r = run_tool({"verify", s(example("healthy.pt2")), "--inputs", s(dir / "failing.pt"), "--inputs",
                      s(dir / "neighbour.pt"), "--no-neighbours", "--out", s(dir / "ok")},
                     "");

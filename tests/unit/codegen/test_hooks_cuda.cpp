@@ -15,6 +15,7 @@
 #include "codegen/hooks.hpp"
 #include "codegen/rewrite.hpp"
 #include "package_fixture.hpp"
+#include "skip.hpp"
 #include "wrapper/triton_launch.hpp"
 
 using namespace aoti_bisect;
@@ -311,7 +312,7 @@ TEST_CASE(
   if (has_torch != 0 || torch_dir.empty() || torch_version.rfind("2.13", 0) != 0 ||
       !fs::exists(cuda / "include" / "cuda.h") ||
       !fs::exists(fs::path(torch_dir) / "include" / "torch" / "csrc" / "inductor" / "aoti_runtime" / "utils_cuda.h")) {
-    MESSAGE("skipped: python3 has no torch 2.13 (the fixture's codegen), or there is no CUDA toolkit");
+    aoti_bisect::test::skip("python3 has no torch 2.13 (the fixture's codegen), or there is no CUDA toolkit");
     fs::remove_all(dir);
     return;
   }

@@ -22,6 +22,7 @@
 #include "codegen/hooks.hpp"
 #include "codegen/rewrite.hpp"
 #include "package_fixture.hpp"
+#include "skip.hpp"
 #include "wrapper/triton_launch.hpp"
 
 using namespace aoti_bisect;
@@ -362,7 +363,8 @@ TEST_CASE(
   fs::path cuda = cuda_home != nullptr && *cuda_home ? fs::path(cuda_home) : fs::path("/usr/local/cuda");
   if (inc == nullptr || !*inc || !fs::exists(fs::path(inc) / "torch/csrc/inductor/aoti_include/cuda.h") ||
       !fs::exists(cuda / "include" / "cuda.h")) {
-    MESSAGE("skipped: AOTI_BISECT_TORCH211_INCLUDE does not name torch 2.11's include directory, or no CUDA toolkit");
+    aoti_bisect::test::skip("AOTI_BISECT_TORCH211_INCLUDE does not name torch 2.11's include directory, or no "
+                            "CUDA toolkit");
     return;
   }
   fs::path dir = scratch_dir("cuda211-syntax");

@@ -35,6 +35,7 @@
 #include "codegen/hooks.hpp"
 #include "codegen/rewrite.hpp"
 #include "package_fixture.hpp"
+#include "skip.hpp"
 #include "wrapper/triton_launch.hpp"
 
 using namespace aoti_bisect;
@@ -417,7 +418,8 @@ TEST_CASE(
   fs::path cuda = cuda_home != nullptr && *cuda_home ? fs::path(cuda_home) : fs::path("/usr/local/cuda");
   if (inc == nullptr || !*inc || !fs::exists(fs::path(inc) / "torch/csrc/inductor/aoti_include/cuda.h") ||
       !fs::exists(cuda / "include" / "cuda.h")) {
-    MESSAGE("skipped: AOTI_BISECT_TORCH215_INCLUDE does not name torch 2.15's include directory, or no CUDA toolkit");
+    aoti_bisect::test::skip("AOTI_BISECT_TORCH215_INCLUDE does not name torch 2.15's include directory, or no "
+                            "CUDA toolkit");
     return;
   }
   fs::path dir = scratch_dir("cuda215-syntax");
