@@ -1,5 +1,4 @@
-// The runner's probes at each call site, per the probe plan: site events, tensor statistics, comparison
-// with the per-node eager reference and saved tensors, from the printer's calls or the interposition hooks.
+// The runner's probes per the probe plan: site events, statistics, eager comparison, saves (printer or hooks).
 
 #include <algorithm>
 #include <chrono>
@@ -137,9 +136,8 @@ void finish_launch(ProbeState& s, bool failed = false) {
   }
 }
 
-// The probe's value against the eager values the buffer may hold: the
-// closest candidate (fewest NaN/Inf mismatches, then smallest error for its
-// scale).
+// The probe's value against the eager values the buffer may hold: the closest
+// candidate (fewest NaN/Inf mismatches, then smallest error for its scale).
 nlohmann::json compare_with_reference(const at::Tensor& t, const std::vector<at::Tensor>& candidates) {
   std::optional<std::pair<size_t, ValueDiff>> best;
   std::string unmatched;
