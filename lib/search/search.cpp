@@ -37,39 +37,65 @@ std::optional<std::string> find_exported_program(const Settings& settings, const
 namespace {
 
 // The run-time probe sources, by their --source names (harness/probe_source.hpp).
+// The probe sources in the order the chain tries them (the --source table's
+// order, harness/probe_source.hpp), guide mode included: one row each, as
+// llvm-reduce keeps its passes in one list.
 struct SourceMaker {
   ProbeSource source;
-  std::function<std::unique_ptr<InstrumentationSource>()> make;
+  // `why_before`: why the sources before it were passed over (guide mode
+  // says it in its report).
+  std::function<std::unique_ptr<InstrumentationSource>(const std::string& why_before)> make;
   // Whether it runs the package's own code, where outputs that differ
   // between runs are compared (a rebuild from the exported program is
   // other code).
   bool own_code;
+  // Tried only when every source before it was passed over, and only where
+  // --source is auto or exported_program: guide mode, a rebuild per step.
+  bool last_resort;
 };
 
 const std::vector<SourceMaker>& source_makers() {
   static const std::vector<SourceMaker> makers = {
-      {ProbeSource::interpose, [] { return std::make_unique<InterposeSource>(); }, true},
-      {ProbeSource::rewrite, [] { return std::make_unique<RewriteSource>(); }, true},
-      {ProbeSource::exported_program, [] { return std::make_unique<ExportedProgramSource>(); }, false},
+      {ProbeSource::interpose, [](const std::string&) { return std::make_unique<InterposeSource>(); }, true, false},
+      {ProbeSource::rewrite, [](const std::string&) { return std::make_unique<RewriteSource>(); }, true, false},
+      {ProbeSource::exported_program, [](const std::string&) { return std::make_unique<ExportedProgramSource>(); },
+       false, false},
+      {ProbeSource::guide, [](const std::string& why) { return std::make_unique<GuideSource>(why); }, false, true},
   };
   return makers;
 }
 
-// The sources to try, in the --source table's order: the one chosen, or
-// (auto) each that can search this failure. Guide mode comes after them,
-// from run_bisection.
-std::vector<std::unique_ptr<InstrumentationSource>> source_chain(ProbeSource choice, Predicate pred) {
-  std::vector<std::unique_ptr<InstrumentationSource>> chain;
-  for (const auto& info : probe_source_table()) {
-    auto maker = std::find_if(source_makers().begin(), source_makers().end(),
-                              [&](const SourceMaker& m) { return m.source == info.source; });
-    if (maker == source_makers().end() || (choice != ProbeSource::automatic && choice != info.source) ||
-        (pred == Predicate::divergence && !maker->own_code)) {
-      continue;
+// The rows to try for this failure under --source `choice` (auto: each that
+// can search it), in the table's order.
+std::vector<const SourceMaker*> source_chain(ProbeSource choice, Predicate pred) {
+  std::vector<const SourceMaker*> chain;
+  for (const auto& row : source_makers()) {
+    const bool chosen = row.last_resort ? choice == ProbeSource::automatic || choice == ProbeSource::exported_program
+                                        : choice == ProbeSource::automatic || choice == row.source;
+    if (chosen && (row.own_code || pred != Predicate::divergence)) {
+      chain.push_back(&row);
     }
-    chain.push_back(maker->make());
   }
   return chain;
+}
+
+// Guide mode asked for (--rebuild-per-step or --source guide) where it
+// cannot search this failure: why.
+std::optional<std::string> guide_refuses(Predicate pred, const Settings& settings) {
+  if (pred == Predicate::divergence) {
+    return std::string(
+        "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
+        "--rebuild-per-step / --source guide)");
+  }
+  if (pred == Predicate::mismatch) {
+    // Settings set rebuild_per_step for either spelling; name the one given.
+    std::string given = settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
+    return fmt::format(
+        "guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of one instrumented "
+        "build (drop {})",
+        given, given);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -83,39 +109,33 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
     s.exported_program = *ep;
   }
   Bisection bis;
-  if (pred == Predicate::divergence && job.settings.rebuild_per_step) {
-    return searched(Verdict::not_isolated,
-                    "comparing two runs call site by call site needs run-time probes in the package's own code (drop "
-                    "--rebuild-per-step / --source guide)");
-  }
+  // The rows to try: guide mode alone where it was asked for; else the
+  // chain, the tests' source (`first`) in place of the sources before guide mode.
+  std::vector<const SourceMaker*> rows;
   if (job.settings.rebuild_per_step) {
-    if (pred == Predicate::mismatch) {
-      // Settings set rebuild_per_step for either spelling; name the one given.
-      std::string given = job.settings.source == ProbeSource::guide ? "--source guide" : "--rebuild-per-step";
-      return searched(
-          Verdict::not_isolated,
-          fmt::format("guide mode ({}) prints kernel inputs; comparing kernels with eager needs the probes of "
-                      "one instrumented build (drop {})",
-                      given, given));
+    if (auto why = guide_refuses(pred, job.settings)) {
+      return searched(Verdict::not_isolated, *why);
     }
-    bis.source = std::string(probe_source_name(ProbeSource::guide));
-    return GuideSource().isolate(job, s, pred, bis);
-  }
-  // The sources in order of preference: each one that cannot probe says why
-  // and lets the next one try.
-  const ProbeSource choice = job.settings.source;
-  std::vector<std::unique_ptr<InstrumentationSource>> chain;
-  if (first) {
-    chain.push_back(first());
+    rows.push_back(&source_makers().back());
   } else {
-    chain = source_chain(choice, pred);
+    rows = source_chain(job.settings.source, pred);
+    if (first) {
+      rows.erase(std::remove_if(rows.begin(), rows.end(), [](const SourceMaker* r) { return !r->last_resort; }),
+                 rows.end());
+      rows.insert(rows.begin(), nullptr);  // nullptr: `first`
+    }
   }
+  // Each source that cannot probe says why and lets the next one try.
   BisectOutcome out;
   std::vector<std::string> why_not;
-  for (size_t i = 0; i < chain.size(); ++i) {
+  for (const SourceMaker* row : rows) {
+    std::unique_ptr<InstrumentationSource> source = row != nullptr ? row->make(out.why_not) : first();
     bis = Bisection{};
-    bis.source = std::string(chain[i]->name());
-    out = chain[i]->isolate(job, s, pred, bis);
+    bis.source = std::string(source->name());
+    out = source->isolate(job, s, pred, bis);
+    if (row != nullptr && row->last_resort) {
+      return out;  // guide mode's answer, whatever it is
+    }
     if (interrupt_requested()) {
       return searched(Verdict::interrupted);  // a stopped build or hook compile is no reason to try the next source
     }
@@ -125,12 +145,6 @@ BisectOutcome run_bisection(JobContext& job, BisectSetup s, const SourceFactory&
     job.recorder.passed_over({bis.source, out.why_not});
     job.recorder.progress().note(fmt::format("probes: {} not used: {}", bis.source, out.why_not));
     why_not.push_back(fmt::format("{}: {}", bis.source, out.why_not));
-    if (i + 1 == chain.size() && choice != ProbeSource::interpose && choice != ProbeSource::rewrite &&
-        pred != Predicate::divergence) {
-      bis = Bisection{};
-      bis.source = std::string(probe_source_name(ProbeSource::guide));
-      return GuideSource(out.why_not).isolate(job, s, pred, bis);
-    }
   }
   if (out.use != BisectOutcome::Use::searched) {
     return searched(Verdict::not_isolated, "no probe source could be used (" + join(why_not, "; ") + ")");
