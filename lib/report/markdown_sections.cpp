@@ -380,14 +380,15 @@ namespace {
 // The search's one line: strategy, call sites, predicate, variant, status, runs.
 std::string search_line(const Bisection& b) {
   std::string search = plain(b.strategy.empty() ? std::string("search") : b.strategy);
-  search += fmt::format(" over {} call sites", b.call_sites);
+  search += fmt::format(" over {} call site{}", b.call_sites, b.call_sites == 1 ? "" : "s");
   if (!b.predicate.empty()) {
     search += " for " + code(b.predicate);
   }
   if (!b.variant.empty()) {
     search += " under variant " + code(b.variant);
   }
-  search += fmt::format(": {}, {} runs", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs);
+  search += fmt::format(": {}, {} run{}", plain(b.status.empty() ? std::string("unknown") : b.status), b.runs,
+                        b.runs == 1 ? "" : "s");
   if (b.planned_runs > 0) {
     search += fmt::format(" of {} planned", b.planned_runs);
   }

@@ -565,6 +565,12 @@ TEST_CASE("report_to_markdown: the culprit leads, then how it was found") {
 
   CHECK(md.find("- **Search:** bisect over 12 call sites for `nonfinite` under variant `baseline`: found, "
                 "4 runs of 6 planned\n") != std::string::npos);
+  // One run, one call site: singular (the search that reads the job's first run makes only its evidence run).
+  Report single = culprit_report();
+  single.bisection->runs = 1;
+  single.bisection->call_sites = 1;
+  CHECK(report_to_markdown(single).find("- **Search:** bisect over 1 call site for `nonfinite` under variant "
+                                        "`baseline`: found, 1 run of 6 planned\n") != std::string::npos);
   CHECK(md.find("| 1–3 | bisect | clean | 1 |\n") != std::string::npos);
   CHECK(md.find("| 5 | confirm | reproduces | 1 |\n") != std::string::npos);
   CHECK(md.find("- **Builds:** no build run, 1 from the cache (instrumented: from the cache); call sites match the "
