@@ -105,11 +105,11 @@ Settings resolve_settings(const RunOptions& opt, const UserConfig& user, const P
                   ? batches
                   : std::vector<std::filesystem::path>(static_cast<size_t>(std::max(1, opt.calls)), s.inputs);
   s.calls = batches.size() <= 1 && opt.calls > 1;
-  s.sample_inputs = opt.sample_inputs || found.sample_inputs;
+  s.sample_inputs = found.sample_inputs;
   for (const auto& lib : opt.load_libraries) {
     s.load_libraries.push_back(std::filesystem::absolute(lib));
   }
-  s.python_library = !found.python_library.empty() ? found.python_library : opt.python_library;
+  s.python_library = found.python_library;
   s.all_batches = opt.all_batches;
   s.reference = opt.reference;
   s.against_eager = opt.against_eager;

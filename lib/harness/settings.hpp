@@ -27,7 +27,6 @@ struct RunOptions {
   // Every --inputs as given: files, folders, globs (job/batches.hpp
   // expand_inputs); empty: `inputs` alone.
   std::vector<std::string> inputs_given;
-  bool sample_inputs = false;       // `inputs` are the package's own sample inputs (no --inputs given)
   int calls = 1;                    // --calls N: the one batch N times in one process
   bool all_batches = false;         // --all-batches: every failing batch, not the first only
   std::filesystem::path reference;  // empty = none
@@ -35,7 +34,6 @@ struct RunOptions {
   std::string eager_device;         // --eager-device: "" where the program is, or "cpu"
   bool contiguous_inputs = false;   // inputs of another layout copied into the package's, not refused
   std::vector<std::filesystem::path> load_libraries;  // --load-library: custom operator libraries for every run
-  std::filesystem::path python_library;               // libpython, loaded first where a library is a Python extension
   std::filesystem::path out_dir = "aoti-bisect-out";
   std::filesystem::path config;  // empty = none
   std::string backend;           // "" = from the package's device key
