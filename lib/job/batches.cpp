@@ -87,6 +87,21 @@ std::vector<fs::path> expand_inputs(const std::vector<std::string>& given) {
   return out;
 }
 
+void record_batches(Recorder& rec, const BatchFindings& found) {
+  if (found.failing_file) {
+    rec.inputs_source(*found.failing_file, found.failing_sha256);
+  }
+  if (!found.records.empty()) {
+    rec.batches(found.records, found.needs_history);
+  }
+  if (!found.groups.empty()) {
+    rec.batch_groups(found.groups);
+  }
+  for (const auto& n : found.notes) {
+    rec.note(n);
+  }
+}
+
 std::vector<BatchRecord> batch_records(const std::vector<fs::path>& files, const std::vector<BatchRun>& ran,
                                        const std::string& failed_kind, const std::string& failed_line) {
   std::vector<BatchRecord> out;
@@ -112,8 +127,8 @@ namespace {
 // --all-batches: the whole list again, going on past failures (and, after a
 // crash, in a fresh process from the next batch); every failing batch is
 // grouped by the signature of a failure not isolated. False: interrupted.
-bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildRequest& baseline,
-                    std::optional<bool> needs_history) {
+bool survey_batches(const Settings& s, Runs& runs, Progress& progress, const ChildRequest& baseline,
+                    BatchFindings& found) {
   const size_t n = s.batches.size();
   std::vector<BatchRun> all;
   for (size_t start = 0, pass = 1; start < n; ++pass) {
@@ -137,8 +152,8 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
       ran.push_back(b);
     }
     if (ran.empty() || res.cls.cannot_test || res.cls.internal) {
-      rec.note("--all-batches: the loop over every batch stopped: " +
-               res.cls.cannot_test.value_or(res.cls.internal.value_or("the run showed no batch")));
+      found.notes.push_back("--all-batches: the loop over every batch stopped: " +
+                            res.cls.cannot_test.value_or(res.cls.internal.value_or("the run showed no batch")));
       break;
     }
     for (auto& b : ran) {
@@ -147,7 +162,7 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
     }
     start = static_cast<size_t>(all.back().index) + 1;
     if (start < n && !all.back().returned) {
-      rec.note(
+      found.notes.push_back(
           fmt::format("--all-batches: batch {} ended the process ({}); the loop went on in a fresh process from "
                       "batch {}, without the batches before it",
                       all.back().index + 1, outcome_name(all.back().kind), start + 1));
@@ -182,37 +197,35 @@ bool survey_batches(const Settings& s, Runs& runs, Recorder& rec, const ChildReq
     }
     records.push_back(std::move(rec_i));
   }
-  rec.batches(std::move(records), needs_history);
-  rec.batch_groups(groups);
   size_t failing = 0;
   for (const auto& g : groups) {
     failing += g.batches.size();
   }
-  rec.progress().note(fmt::format("--all-batches: {} of {} batches failed, {} signature{}", failing, n, groups.size(),
+  found.records = std::move(records);
+  found.groups = std::move(groups);
+  progress.note(fmt::format("--all-batches: {} of {} batches failed, {} signature{}", failing, n, groups.size(),
                                   groups.size() == 1 ? "" : "s"));
   return true;
 }
 
 }  // namespace
 
-std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder& rec, ChildRequest baseline) {
+BatchLoop run_batch_loop(const Settings& s, Runs& runs, Progress& progress, ChildRequest baseline) {
   const size_t n = s.batches.size();
-  rec.begin_phase("batches", s.calls ? fmt::format("{} calls of {} in one process", n, display(s.inputs))
-                                     : fmt::format("{} batches in one process, in the given order", n));
   baseline.batches = s.batches;
   BatchLoop out;
   out.loop = runs.run(baseline);
   if (!out.loop.finished) {
-    return std::nullopt;
+    out.interrupted = true;
+    return out;
   }
   const std::vector<BatchRun>& ran = out.loop.batches;
   const Classification& last = out.loop.cls;
   bool broken = last.cannot_test || last.internal;  // an unreadable batch: the job stops on it
   bool failed = is_model_failure(last.kind);
   std::string kind = broken ? "could_not_test" : std::string(outcome_name(last.kind));
-  rec.batches(batch_records(s.batches, ran, failed || broken ? kind : std::string("ok"),
-                            broken ? last.cannot_test.value_or(last.internal.value_or("")) : last.first_line),
-              std::nullopt);
+  out.found.records = batch_records(s.batches, ran, failed || broken ? kind : std::string("ok"),
+                                    broken ? last.cannot_test.value_or(last.internal.value_or("")) : last.first_line);
   if (broken || !failed || ran.empty()) {
     out.run_list = s.batches;
     return out;
@@ -222,7 +235,7 @@ std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder&
   bool history = false;
   OutcomeKind alone_kind = last.kind;
   if (k > 0) {  // the first batch has no history to need
-    rec.progress().note(fmt::format("{} {} of {} ({}) failed: {}; running it alone in a fresh process",
+    progress.note(fmt::format("{} {} of {} ({}) failed: {}; running it alone in a fresh process",
                                     s.calls ? "call" : "batch", k + 1, n, display(s.batches[static_cast<size_t>(k)]),
                                     kind));
     ChildRequest alone = baseline;
@@ -232,7 +245,8 @@ std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder&
     alone.batches = {s.batches[static_cast<size_t>(k)]};
     ChildResult a = runs.run(alone);
     if (!a.finished) {
-      return std::nullopt;
+      out.interrupted = true;
+      return out;
     }
     alone_kind = a.cls.kind;
     history = alone_kind != last.kind;
@@ -254,19 +268,21 @@ std::optional<BatchLoop> run_batch_loop(const Settings& s, Runs& runs, Recorder&
     fb.facts = distinguishing_facts(ran.back(), passing, s.batches[static_cast<size_t>(k)].filename().string());
   }
   out.batch = fb;
-  rec.inputs_source(fb.file, sha256_file(s.batches[static_cast<size_t>(k)]));
-  rec.batches(batch_records(s.batches, ran, kind, last.first_line), history);
+  out.found.failing_file = fb.file;
+  out.found.failing_sha256 = sha256_file(s.batches[static_cast<size_t>(k)]);
+  out.found.records = batch_records(s.batches, ran, kind, last.first_line);
+  out.found.needs_history = history;
   if (k > 0) {
-    rec.progress().note(history ? fmt::format("alone it ends {}: it fails only after the {} before it, which every "
+    progress.note(history ? fmt::format("alone it ends {}: it fails only after the {} before it, which every "
                                               "later run feeds first",
                                               outcome_name(alone_kind), s.calls ? "calls" : "batches")
                                 : "it fails alone too: later runs feed it alone");
   }
   for (const auto& f : fb.facts) {
-    rec.progress().note(f);
+    progress.note(f);
   }
-  if (s.all_batches && !survey_batches(s, runs, rec, baseline, history)) {
-    return std::nullopt;
+  if (s.all_batches && !survey_batches(s, runs, progress, baseline, out.found)) {
+    out.interrupted = true;
   }
   return out;
 }

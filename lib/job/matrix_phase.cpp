@@ -164,8 +164,13 @@ Step<> MatrixPhase::run_baseline(const std::optional<FirstRunProbes>& probes) {
   Recorder& rec = m_job.recorder;
   rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
   if (s.batches.size() > 1) {
-    m_loop = run_batch_loop(s, m_job.runs, rec, requests(m_plan).front());
-    if (!m_loop) {
+    rec.begin_phase("batches", s.calls ? fmt::format("{} calls of {} in one process", s.batches.size(),
+                                                     display_path(s.inputs))
+                                       : fmt::format("{} batches in one process, in the given order", s.batches.size()));
+    m_loop = run_batch_loop(s, m_job.runs, rec.progress(), requests(m_plan).front());
+    record_batches(rec, m_loop->found);
+    if (m_loop->interrupted) {
+      m_loop.reset();
       return interrupted_during("during the batch loop");
     }
     m_runs = {{m_plan.front(), m_loop->loop}};

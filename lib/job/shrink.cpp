@@ -95,27 +95,27 @@ std::string samples_text(const std::vector<int64_t>& samples) {
 
 namespace {
 
-// The failing batch's size where it can be shrunk; else nullopt, the
-// report saying why not.
-std::optional<int64_t> shrinkable_batch(Recorder& rec, const MatrixPhase& matrix, const BatchDimension& dim) {
+// The failing batch's size where it can be shrunk, else why not (the report's shrink note).
+struct Shrinkable {
+  int64_t batch = 0;
+  std::string why_not;
+};
+
+Shrinkable shrinkable_batch(const MatrixPhase& matrix, const BatchDimension& dim) {
   if (std::string why = why_not(matrix, matrix.failure()); !why.empty()) {
-    rec.shrink_note(why);
-    return std::nullopt;
+    return {0, why};
   }
   if (dim.kind == BatchDimension::Kind::fixed) {
-    rec.shrink_note(fmt::format("the package takes only batch {}: no smaller batch can run", dim.size));
-    return std::nullopt;
+    return {0, fmt::format("the package takes only batch {}: no smaller batch can run", dim.size)};
   }
   if (dim.kind != BatchDimension::Kind::dynamic) {
-    rec.shrink_note("not shrunk: " + dim.why);
-    return std::nullopt;
+    return {0, "not shrunk: " + dim.why};
   }
   const std::vector<TensorInfo>& inputs = matrix.baseline().cls.inputs;
   std::vector<int64_t> sizes;
   for (int i : dim.inputs) {
     if (static_cast<size_t>(i) >= inputs.size() || inputs[static_cast<size_t>(i)].shape.empty()) {
-      rec.shrink_note(fmt::format("not shrunk: the run shows no input {} with a dimension 0", i));
-      return std::nullopt;
+      return {0, fmt::format("not shrunk: the run shows no input {} with a dimension 0", i)};
     }
     sizes.push_back(inputs[static_cast<size_t>(i)].shape[0]);
   }
@@ -125,21 +125,17 @@ std::optional<int64_t> shrinkable_batch(Recorder& rec, const MatrixPhase& matrix
     for (size_t k = 0; k < sizes.size(); ++k) {
       t.push_back(fmt::format("input {}: {}", dim.inputs[k], sizes[k]));
     }
-    rec.shrink_note(
-        fmt::format("not shrunk: the inputs that share the package's batch dimension hold different "
-                    "batches ({})",
-                    join(t, ", ")));
-    return std::nullopt;
+    return {0, fmt::format("not shrunk: the inputs that share the package's batch dimension hold different "
+                           "batches ({})",
+                           join(t, ", "))};
   }
   if (batch <= 1) {
-    rec.shrink_note("not shrunk: the batch holds one sample");
-    return std::nullopt;
+    return {0, "not shrunk: the batch holds one sample"};
   }
   if (std::string why = reference_not_cut(matrix, batch); !why.empty()) {
-    rec.shrink_note(why);
-    return std::nullopt;
+    return {0, why};
   }
-  return batch;
+  return {batch, ""};
 }
 
 // The runs of sets of the failing batch's samples, in the environment the
@@ -289,11 +285,12 @@ void shrink_trigger(JobContext& job, const ModelDir& model, const MatrixPhase& m
   if (!s.shrink) {
     return;
   }
-  const auto batch_size = shrinkable_batch(rec, matrix, dim);
-  if (!batch_size) {
+  const Shrinkable shrinkable = shrinkable_batch(matrix, dim);
+  if (!shrinkable.why_not.empty()) {
+    rec.shrink_note(shrinkable.why_not);
     return;
   }
-  const int64_t batch = *batch_size;
+  const int64_t batch = shrinkable.batch;
   const int64_t min = std::max<int64_t>(1, dim.min.value_or(1));
   const int levels = static_cast<int>(std::ceil(std::log2(static_cast<double>(batch))));
   const int budget = std::min(40, 4 * levels + 8);

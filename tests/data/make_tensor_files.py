@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the tensor-file fixtures of tests/unit/inputs/test_tensor_file.cpp and
-tests/torchside/test_inputs.cpp into tests/data/tensor_files/ (committed; run
+tests/unit/torchside/test_inputs.cpp into tests/data/tensor_files/ (committed; run
 again only to change them). Needs torch, safetensors and transformers (with
 tokenizers). Every file holds the same two tensors where it holds tensors:
 
