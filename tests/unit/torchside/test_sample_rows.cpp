@@ -5,8 +5,6 @@
 #include <fstream>
 #include <string>
 
-#include <torch/csrc/jit/serialization/pickle.h>
-
 #include "common/error.hpp"
 #include "torch_doctest.hpp"
 #include "torchside/internal.hpp"
@@ -17,13 +15,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path save(const at::Tensor& t, const std::string& name) {
+// A folder of saved values, removed with it.
+struct SavedValues {
   fs::path dir = fs::temp_directory_path() / ("aoti-bisect-sample-rows-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  std::vector<char> bytes = torch::jit::pickle_save(t);
-  std::ofstream(dir / name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return dir / name;
-}
+  SavedValues() { fs::create_directories(dir); }
+  ~SavedValues() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string save(const at::Tensor& t, const std::string& name) const {
+    std::vector<char> bytes = torch::jit::pickle_save(t);
+    std::ofstream(dir / name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return (dir / name).string();
+  }
+};
 
 }  // namespace
 
@@ -68,15 +73,16 @@ TEST_CASE("read_sample_references: a malformed reference is cannot_test, naming 
 }
 
 TEST_CASE("compare_samples: each sample that saved the tensor, compared by its rows; an unreadable file said so") {
+  SavedValues saved;
   at::Tensor batch = at::arange(4 * 3, at::kFloat).reshape({4, 3});
   SampleReference same;
   same.rows = SampleRows{4, 1, 1};
-  same.files[{5, "buf2"}] = save(batch.narrow(0, 1, 1).clone(), "same.pt").string();
+  same.files[{5, "buf2"}] = saved.save(batch.narrow(0, 1, 1).clone(), "same.pt");
   SampleReference differs;
   differs.rows = SampleRows{4, 1, 3};
   at::Tensor alone3 = batch.narrow(0, 3, 1).clone();
   alone3[0][2] = -1.0f;  // alone, sample 4's last element is -1; in the batch, 11
-  differs.files[{5, "buf2"}] = save(alone3, "differs.pt").string();
+  differs.files[{5, "buf2"}] = saved.save(alone3, "differs.pt");
   SampleReference missing;
   missing.rows = SampleRows{4, 1, 0};
   missing.files[{5, "buf2"}] = "/nonexistent/aoti-bisect/none.pt";

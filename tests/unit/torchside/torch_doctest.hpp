@@ -1,7 +1,10 @@
 #pragma once
-// LibTorch, then doctest: c10's glog-style CHECK macros would shadow
-// doctest's, so they go before doctest's are defined.
-#include <torch/torch.h>
+// ATen, then doctest: c10's glog-style CHECK macros would shadow doctest's,
+// so they go before doctest's are defined. ATen's header, not
+// <torch/torch.h>: the C++ frontend doubles each file's compile time.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 #undef CHECK
 #undef CHECK_EQ
 #undef CHECK_NE
