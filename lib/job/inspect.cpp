@@ -2,6 +2,7 @@
 #include "job/inspect.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -106,13 +107,20 @@ fs::path load_python_for_extensions(const RunOptions& opt, Inspection& record) {
 
 }  // namespace
 
+void Inspected::hash_package() {
+  if (pkg && package_sha256.valid() &&
+      package_sha256.wait_for(std::chrono::seconds(0)) == std::future_status::deferred) {
+    package_sha256 = std::async(std::launch::async, [path = pkg->path()] { return sha256_file(path); }).share();
+  }
+}
+
 Step<Inspected> inspect(const RunOptions& opt, const std::vector<fs::path>& batches, Recorder& rec) {
   rec.begin_phase("inspect", display_path(opt.package));
   Inspected in;
   Inspection record;  // recorded once, whatever ends the phase
   try {
     in.pkg = Package::open(opt.package);
-    in.package_sha256 = std::async(std::launch::async, [path = in.pkg->path()] { return sha256_file(path); }).share();
+    in.package_sha256 = std::async(std::launch::deferred, [path = in.pkg->path()] { return sha256_file(path); }).share();
     in.model = &in.pkg->select_model(opt.model);
     in.wrapper = in.pkg->wrapper_info(*in.model);
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);

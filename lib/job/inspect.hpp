@@ -25,9 +25,13 @@ struct Inspected {
   // the model's files with that library; `model` then points here.
   ModelFiles built;
   WrapperInfo wrapper;
-  // The package's SHA-256, hashed on a thread of its own while the package
-  // is extracted (a 1 GiB package takes seconds to hash).
+  // The package's SHA-256 (the report's package.sha256). A 1 GiB package
+  // takes seconds to hash: on a thread of its own from hash_package (once
+  // the first answer is out, so that the hash does not take a core from the
+  // first run's load and the extraction), or, where the job ends before
+  // that, when it is asked for.
   std::shared_future<std::string> package_sha256;
+  void hash_package();  // starts the hash on its thread; once
   // What it found that the command line did not say: the sample inputs,
   // libpython for a Python extension (the settings take them).
   PhaseFindings found;

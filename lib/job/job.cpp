@@ -355,12 +355,13 @@ JobResult Job::phases(const UserConfig& user) {
   SearchPhase search(job, in, *model, m_seams.source);
   AOTI_BISECT_TRY(matrix.run_baseline(search.first_run_probes()));  // probed: the search's trace
   AOTI_BISECT_TRY(m_runner.settle_copies());
-  settle_host();
   AOTI_BISECT_TRY(m_runner.fits(matrix.baseline()));
   AOTI_BISECT_TRY(matrix.refuse_inputs());
   if (matrix.answers_first()) {
     AOTI_BISECT_TRY(search.first(matrix));
   }
+  settle_host();      // after the first answer, which never waits for python3 --version
+  in.hash_package();  // after the first answer: its thread no longer shares a core with the first run
   AOTI_BISECT_TRY(matrix.run_stages());
   AOTI_BISECT_TRY(matrix.read());
   if (auto clean = matrix.without_failure(); clean.stopped()) {
