@@ -201,10 +201,10 @@ bool survey_batches(const Settings& s, Runs& runs, Progress& progress, const Chi
   for (const auto& g : groups) {
     failing += g.batches.size();
   }
+  progress.note(fmt::format("--all-batches: {} of {} batches failed, {} signature{}", failing, n, groups.size(),
+                            groups.size() == 1 ? "" : "s"));
   found.records = std::move(records);
   found.groups = std::move(groups);
-  progress.note(fmt::format("--all-batches: {} of {} batches failed, {} signature{}", failing, n, groups.size(),
-                                  groups.size() == 1 ? "" : "s"));
   return true;
 }
 

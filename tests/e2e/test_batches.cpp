@@ -154,6 +154,9 @@ TEST_CASE("--all-batches: the loop goes on past the first failure; every failing
   CHECK(r.report["batches"][3]["outcome"] == "device_assert");
   CHECK(r.report["batches"][4]["outcome"] == "ok");
   CHECK(read_text("out/report.md").find("Every failing batch") != std::string::npos);
+  // The console's count agrees with the report's groups.
+  CHECK_MESSAGE(r.err.find("aoti-bisect: --all-batches: 2 of 5 batches failed, 1 signature\n") != std::string::npos,
+                r.err);
 }
 
 TEST_CASE("bad batches: another structure, an unreadable file, a glob matching nothing: one line, exit 4") {
