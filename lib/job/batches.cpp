@@ -236,8 +236,7 @@ BatchLoop run_batch_loop(const Settings& s, Runs& runs, Progress& progress, Chil
   OutcomeKind alone_kind = last.kind;
   if (k > 0) {  // the first batch has no history to need
     progress.note(fmt::format("{} {} of {} ({}) failed: {}; running it alone in a fresh process",
-                                    s.calls ? "call" : "batch", k + 1, n, display(s.batches[static_cast<size_t>(k)]),
-                                    kind));
+                              s.calls ? "call" : "batch", k + 1, n, display(s.batches[static_cast<size_t>(k)]), kind));
     ChildRequest alone = baseline;
     alone.id = "batch.alone";
     alone.group = "batches";
@@ -251,7 +250,6 @@ BatchLoop run_batch_loop(const Settings& s, Runs& runs, Progress& progress, Chil
     alone_kind = a.cls.kind;
     history = alone_kind != last.kind;
   }
-  out.needs_history = history;
   out.run_list = history ? std::vector<fs::path>(s.batches.begin(), s.batches.begin() + k + 1)
                          : std::vector<fs::path>{s.batches[static_cast<size_t>(k)]};
   FailingBatch fb;
@@ -274,9 +272,9 @@ BatchLoop run_batch_loop(const Settings& s, Runs& runs, Progress& progress, Chil
   out.found.needs_history = history;
   if (k > 0) {
     progress.note(history ? fmt::format("alone it ends {}: it fails only after the {} before it, which every "
-                                              "later run feeds first",
-                                              outcome_name(alone_kind), s.calls ? "calls" : "batches")
-                                : "it fails alone too: later runs feed it alone");
+                                        "later run feeds first",
+                                        outcome_name(alone_kind), s.calls ? "calls" : "batches")
+                          : "it fails alone too: later runs feed it alone");
   }
   for (const auto& f : fb.facts) {
     progress.note(f);

@@ -40,7 +40,6 @@ struct BatchLoop {
   bool interrupted = false;                     // stopped by the user: `found` holds what ran before
   ChildResult loop;                             // the run over the batches: the job's baseline
   std::optional<int> failing;                   // the first batch that failed
-  std::optional<bool> needs_history;            // it does not fail alone
   std::vector<std::filesystem::path> run_list;  // what the job's later runs feed
   std::optional<FailingBatch> batch;            // the failure's batch, for the report
   BatchFindings found;

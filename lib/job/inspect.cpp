@@ -120,7 +120,8 @@ Step<Inspected> inspect(const RunOptions& opt, const std::vector<fs::path>& batc
   Inspection record;  // recorded once, whatever ends the phase
   try {
     in.pkg = Package::open(opt.package);
-    in.package_sha256 = std::async(std::launch::deferred, [path = in.pkg->path()] { return sha256_file(path); }).share();
+    in.package_sha256 =
+        std::async(std::launch::deferred, [path = in.pkg->path()] { return sha256_file(path); }).share();
     in.model = &in.pkg->select_model(opt.model);
     in.wrapper = in.pkg->wrapper_info(*in.model);
     PackageSummary summary = summarize_package(*in.pkg, *in.model, in.wrapper);

@@ -164,9 +164,9 @@ Step<> MatrixPhase::run_baseline(const std::optional<FirstRunProbes>& probes) {
   Recorder& rec = m_job.recorder;
   rec.plan_runs(1);  // the baseline; each stage of the matrix adds its runs
   if (s.batches.size() > 1) {
-    rec.begin_phase("batches", s.calls ? fmt::format("{} calls of {} in one process", s.batches.size(),
-                                                     display_path(s.inputs))
-                                       : fmt::format("{} batches in one process, in the given order", s.batches.size()));
+    const size_t n = s.batches.size();
+    rec.begin_phase("batches", s.calls ? fmt::format("{} calls of {} in one process", n, display_path(s.inputs))
+                                       : fmt::format("{} batches in one process, in the given order", n));
     m_loop = run_batch_loop(s, m_job.runs, rec.progress(), requests(m_plan).front());
     record_batches(rec, m_loop->found);
     if (m_loop->interrupted) {
