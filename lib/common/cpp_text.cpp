@@ -4,12 +4,12 @@
 #include "common/cpp_text.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 namespace aoti_bisect::cpp_text {
 
 bool is_ident_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  // ASCII, as std::isalnum in the C locale (which the tool never leaves), without its call
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 std::string ident_at(std::string_view s, size_t pos) {
@@ -21,13 +21,18 @@ std::string ident_at(std::string_view s, size_t pos) {
 }
 
 size_t skip_space(std::string_view s, size_t pos) {
-  while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) {
+  while (pos < s.size() && (s[pos] == ' ' || (s[pos] >= '\t' && s[pos] <= '\r'))) {  // std::isspace's C locale
     ++pos;
   }
   return pos;
 }
 
 namespace {
+
+// The characters that can start a literal or a comment.
+constexpr bool may_start_literal_or_comment(char c) {
+  return c == 'R' || c == '"' || c == '\'' || c == '/';
+}
 
 // R"delim( ... )delim" starting at `i` (the R): one past it, or npos when
 // it is not one (or not closed).
@@ -49,7 +54,7 @@ size_t raw_string_end(std::string_view s, size_t i) {
 }  // namespace
 
 size_t skip_literal_or_comment(std::string_view s, size_t i) {
-  if (i >= s.size()) {
+  if (i >= s.size() || !may_start_literal_or_comment(s[i])) {
     return i;
   }
   char c = s[i];
@@ -135,7 +140,12 @@ std::string without_comments(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     size_t past = skip_literal_or_comment(text, i);
     if (past == i) {
-      out += text[i++];
+      size_t plain = i + 1;  // up to the next character that may start a literal or a comment, as it is
+      while (plain < text.size() && !may_start_literal_or_comment(text[plain])) {
+        ++plain;
+      }
+      out.append(text.substr(i, plain - i));
+      i = plain;
     } else if (text.compare(i, 2, "//") == 0) {
       i = past;  // its newline stays
     } else if (text.compare(i, 2, "/*") == 0) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -68,8 +69,8 @@ class ReachWalk {
   void note_healed(Reach& r, const std::set<int>& reached) const;
 
   const ReachInput& m_in;
-  std::map<std::string, Written> m_by_name;     // latest write under a name
-  std::map<std::string, Taint> m_by_checksum;   // latest write of these bytes
+  std::unordered_map<std::string, Written> m_by_name;    // latest write under a name (looked up, never walked)
+  std::unordered_map<std::string, Taint> m_by_checksum;  // latest write of these bytes
   std::map<int, Taint> m_site_inputs;           // what each site read (for the buffers externs return)
   std::map<int, Made> m_made;                   // origin sites
   std::map<int, std::string> m_constant_reads;  // sites whose NaN/Inf entered from a constant they read

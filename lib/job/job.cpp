@@ -212,16 +212,32 @@ class Job {
   RunnerPhase m_runner{m_opt, m_rec};
   std::optional<Inspected> m_in;          // what the inspect phase found, once it did
   std::function<void()> m_explain_later;  // the search's (BisectOutcome::explain_later), run by finish
-  std::future<Environment> m_host;        // the host's description, probed beside the inspection and the baseline
+  std::future<Environment> m_host;        // the host's description, probed after the first answer
+  bool m_host_settled = false;            // in the report (settle_host)
   std::optional<ScratchDir> m_own_work;   // work_dir's, unless shared
 
-  // The host's description into the report, once its thread is done
-  // (python3 --version alone can take 60 ms behind a version manager's
-  // shim). What the baseline's runner said of the device stays.
+  // The host's description (python3 --version, git, the OS): started once,
+  // after the first answer, as its own thread (`how`), or where the job
+  // ends before it, made when settled. Behind a version manager's shim,
+  // python3 --version alone is about 30 processes: none of them shares the
+  // cores with the first run.
+  void probe_host(std::launch how) {
+    if (!m_host.valid()) {
+      m_host = std::async(how, [] {
+        Environment host;
+        probe_host_environment(host);
+        return host;
+      });
+    }
+  }
+  // The host's description into the report. What the baseline's runner
+  // said of the device stays.
   void settle_host() {
-    if (!m_in || !m_host.valid()) {
+    if (!m_in || m_host_settled) {
       return;
     }
+    m_host_settled = true;
+    probe_host(std::launch::deferred);
     const std::string device_key = m_in->model->device_key();
     Environment host;
     try {
@@ -278,11 +294,6 @@ JobResult Job::run() {
   }
 
   install_interrupt_handlers();
-  m_host = std::async(std::launch::async, [] {
-    Environment host;
-    probe_host_environment(host);
-    return host;
-  });
   try {
     check_batch_options();
     if (unexpanded) {
@@ -360,7 +371,7 @@ JobResult Job::phases(const UserConfig& user) {
   if (matrix.answers_first()) {
     AOTI_BISECT_TRY(search.first(matrix));
   }
-  settle_host();      // after the first answer, which never waits for python3 --version
+  probe_host(std::launch::async);  // after the first answer, which never waits for python3 --version
   in.hash_package();  // after the first answer: its thread no longer shares a core with the first run
   AOTI_BISECT_TRY(matrix.run_stages());
   AOTI_BISECT_TRY(matrix.read());

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/by_name.hpp"
+
 namespace aoti_bisect {
 
 namespace {
@@ -37,7 +39,7 @@ class SiteEventSax : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t& /*v*/) override { return true; }
   bool start_object(std::size_t /*n*/) override {
     ++m_depth;
-    if (m_depth == 2 && m_array == Array::none && m_key == "stats") {
+    if (m_depth == 2 && m_array == Array::none && m_key == Key::stats) {
       m_in_stats = true;
       m_e.has_stats = true;
     }
@@ -53,12 +55,12 @@ class SiteEventSax : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t /*n*/) override {
     ++m_depth;
     if (m_array == Array::none) {
-      if (m_depth == 2 && m_key == "tensors") {
+      if (m_depth == 2 && m_key == Key::tensors) {
         m_array = Array::tensors;
         m_e.tensors.clear();
-      } else if (m_depth == 3 && m_in_stats && m_stat_key == "shape") {
+      } else if (m_depth == 3 && m_in_stats && m_stat_key == StatKey::shape) {
         m_array = Array::shape;
-      } else if (m_depth == 3 && m_in_stats && m_stat_key == "first_nonfinite") {
+      } else if (m_depth == 3 && m_in_stats && m_stat_key == StatKey::first_nonfinite) {
         m_array = Array::first_nonfinite;
       }
       m_array_depth = m_depth;
@@ -74,9 +76,9 @@ class SiteEventSax : public nlohmann::json_sax<nlohmann::json> {
   }
   bool key(string_t& k) override {
     if (m_depth == 1) {
-      m_key = k;
+      m_key = top_key(k);
     } else if (m_depth == 2 && m_in_stats) {
-      m_stat_key = k;
+      m_stat_key = stat_key(k);
     }
     return true;
   }
@@ -94,6 +96,33 @@ class SiteEventSax : public nlohmann::json_sax<nlohmann::json> {
     const std::string* s = nullptr;
   };
   enum class Array { none, tensors, shape, first_nonfinite };
+  // The keys read, each named once: a line's keys are compared as they
+  // come, not again at each value.
+  enum class Key { other, kernel, tensor, phase, wrapper_static, clock, failed, initialized, constant, stats, tensors };
+  enum class StatKey { other, name, dtype, checksum, layout, numel, nan, inf, unwritten, opaque, min, max, mean, shape,
+                       first_nonfinite };
+  template <class K>
+  struct Named {
+    std::string_view name;
+    K key;
+  };
+  static Key top_key(std::string_view k) {
+    static constexpr Named<Key> table[] = {
+        {"kernel", Key::kernel},           {"tensor", Key::tensor},     {"phase", Key::phase},
+        {"static", Key::wrapper_static},   {"clock", Key::clock},       {"failed", Key::failed},
+        {"initialized", Key::initialized}, {"constant", Key::constant}, {"stats", Key::stats},
+        {"tensors", Key::tensors}};
+    return find_by_name(table, k, [](const Named<Key>& row) { return row.key; }).value_or(Key::other);
+  }
+  static StatKey stat_key(std::string_view k) {
+    static constexpr Named<StatKey> table[] = {
+        {"name", StatKey::name},     {"dtype", StatKey::dtype},         {"checksum", StatKey::checksum},
+        {"layout", StatKey::layout}, {"numel", StatKey::numel},         {"nan", StatKey::nan},
+        {"inf", StatKey::inf},       {"unwritten", StatKey::unwritten}, {"opaque", StatKey::opaque},
+        {"min", StatKey::min},       {"max", StatKey::max},             {"mean", StatKey::mean},
+        {"shape", StatKey::shape},   {"first_nonfinite", StatKey::first_nonfinite}};
+    return find_by_name(table, k, [](const Named<StatKey>& row) { return row.key; }).value_or(StatKey::other);
+  }
 
   // number_from_json: a number, "inf"/"-inf", anything else NaN; null: none.
   static std::optional<double> number(const Value& v) {
@@ -135,67 +164,69 @@ class SiteEventSax : public nlohmann::json_sax<nlohmann::json> {
   }
 
   void top_level(const Value& v) {
-    const std::string& k = m_key;
     bool text = v.type == Value::text;
     bool integer = v.type == Value::integer;
     bool flag = v.type == Value::boolean;
-    if (k == "kernel" && text) {
-      m_e.has_kernel = true;
-      m_e.kernel = *v.s;
-    } else if (k == "tensor" && text) {
-      m_e.tensor = *v.s;
-    } else if (k == "phase" && text) {
-      m_e.phase = *v.s;
-    } else if (k == "static" && integer) {
-      m_e.has_static = true;
-      m_e.wrapper_static = static_cast<int>(v.i);
-    } else if (k == "clock" && (integer || v.type == Value::real)) {
-      m_e.clock = v.d;
-    } else if (k == "failed" && flag) {
-      m_e.failed = v.b;
-    } else if (k == "initialized" && flag) {
-      m_e.initialized = v.b;
-    } else if (k == "constant" && flag) {
-      m_e.constant = v.b;
+    switch (m_key) {
+      case Key::kernel:
+        if (text) {
+          m_e.has_kernel = true;
+          m_e.kernel = *v.s;
+        }
+        break;
+      case Key::tensor:
+        if (text) {
+          m_e.tensor = *v.s;
+        }
+        break;
+      case Key::phase:
+        if (text) {
+          m_e.phase = *v.s;
+        }
+        break;
+      case Key::wrapper_static:
+        if (integer) {
+          m_e.has_static = true;
+          m_e.wrapper_static = static_cast<int>(v.i);
+        }
+        break;
+      case Key::clock:
+        if (integer || v.type == Value::real) {
+          m_e.clock = v.d;
+        }
+        break;
+      case Key::failed: m_e.failed = flag ? v.b : m_e.failed; break;
+      case Key::initialized: m_e.initialized = flag ? v.b : m_e.initialized; break;
+      case Key::constant: m_e.constant = flag ? v.b : m_e.constant; break;
+      default: break;
     }
   }
 
   void statistic(const Value& v) {
     TensorStats& s = m_e.stats;
-    const std::string& k = m_stat_key;
     bool text = v.type == Value::text;
     bool integer = v.type == Value::integer;
-    if (k == "name" && text) {
-      s.name = *v.s;
-    } else if (k == "dtype" && text) {
-      s.dtype = *v.s;
-    } else if (k == "checksum" && text) {
-      s.checksum = *v.s;
-    } else if (k == "layout" && text) {
-      s.layout = *v.s;
-    } else if (k == "numel" && integer) {
-      s.numel = v.i;
-    } else if (k == "nan" && integer) {
-      s.nan_count = v.i;
-    } else if (k == "inf" && integer) {
-      s.inf_count = v.i;
-    } else if (k == "unwritten" && integer) {
-      s.unwritten = v.i;
-    } else if (k == "opaque" && v.type == Value::boolean) {
-      s.opaque = v.b;
-    } else if (k == "min") {
-      s.min = number(v);
-    } else if (k == "max") {
-      s.max = number(v);
-    } else if (k == "mean") {
-      s.mean = number(v);
+    switch (m_stat_key) {
+      case StatKey::name: s.name = text ? *v.s : s.name; break;
+      case StatKey::dtype: s.dtype = text ? *v.s : s.dtype; break;
+      case StatKey::checksum: s.checksum = text ? *v.s : s.checksum; break;
+      case StatKey::layout: s.layout = text ? *v.s : s.layout; break;
+      case StatKey::numel: s.numel = integer ? v.i : s.numel; break;
+      case StatKey::nan: s.nan_count = integer ? v.i : s.nan_count; break;
+      case StatKey::inf: s.inf_count = integer ? v.i : s.inf_count; break;
+      case StatKey::unwritten: s.unwritten = integer ? v.i : s.unwritten; break;
+      case StatKey::opaque: s.opaque = v.type == Value::boolean ? v.b : s.opaque; break;
+      case StatKey::min: s.min = number(v); break;
+      case StatKey::max: s.max = number(v); break;
+      case StatKey::mean: s.mean = number(v); break;
+      default: break;
     }
   }
 
   SiteEvent& m_e;
   int m_depth = 0;
-  std::string m_key;
-  std::string m_stat_key;
+  Key m_key = Key::other;
+  StatKey m_stat_key = StatKey::other;
   bool m_in_stats = false;
   Array m_array = Array::none;
   int m_array_depth = 0;

@@ -59,6 +59,7 @@ std::string replay_script(const Gen& g, const ReplayCall& rc, const std::string&
   script = replace_all(script, "@KERNEL_FLAGS@", join(quoted_flags, " "));
   script = replace_all(script, "@DRIVER_STD@", std_flag);
   script = replace_all(script, "@LINK_OPENMP@", openmp ? "-fopenmp" : "");
+  script = replace_all(script, "@LOADS_PYTHON@", rc.proxy ? "1" : "0");
   return script;
 }
 

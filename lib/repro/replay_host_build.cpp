@@ -52,7 +52,8 @@ ReplayHostBuild build_replay_host(const fs::path& torch_dir, const fs::path& def
                                                                   {"@KERNEL@", ""},
                                                                   {"@KERNEL_FLAGS@", ""},
                                                                   {"@DRIVER_STD@", "-std=c++20"},
-                                                                  {"@LINK_OPENMP@", ""}}) {
+                                                                  {"@LINK_OPENMP@", ""},
+                                                                  {"@LOADS_PYTHON@", "0"}}) {
     script = replace_all(script, key, value);
   }
   write_file_atomic(dir.path() / "replay", script);

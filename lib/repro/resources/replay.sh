@@ -87,8 +87,9 @@ if [ ! -x "$build/replay-driver" ]; then
   mkdir -p "$build.new.$$" && mv "$tmp/replay-driver" "$build.new.$$/" && { mv -T "$build.new.$$" "$build" 2>/dev/null || rm -rf "$build.new.$$"; }
 fi
 # A custom operator's library built as a Python extension module needs
-# Python's own library loaded first (the driver loads it where named).
-if [ -z "${AOTI_BISECT_LIBPYTHON:-}" ] && command -v "$PYTHON" >/dev/null 2>&1; then
+# Python's own library loaded first (the driver loads it where named; only
+# a replay through the operator's own library does).
+if [ "@LOADS_PYTHON@" = 1 ] && [ -z "${AOTI_BISECT_LIBPYTHON:-}" ] && command -v "$PYTHON" >/dev/null 2>&1; then
   AOTI_BISECT_LIBPYTHON="$("$PYTHON" -c 'import os, sysconfig; d, n = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("LDLIBRARY") or ""; print(os.path.join(d, n) if d and ".so" in n else "")' 2>/dev/null)"
   export AOTI_BISECT_LIBPYTHON
 fi

@@ -244,6 +244,38 @@ TEST_CASE(
   CHECK_FALSE(writes_infinity_literal(""));
 }
 
+TEST_CASE("trace_from_events: a long trace (read by several threads) is every site's own, in order") {
+  // 4,000 call sites of 4 lines each: 16,000 lines, over the share one thread reads alone. Each site's
+  // counts are its own number, so a line read into another site's place would show.
+  std::vector<json> lines;
+  const int sites = 4000;
+  for (int k = 1; k <= sites; ++k) {
+    lines.push_back(begin(k));
+    lines.back()["clock"] = 100.0 + k;
+    lines.push_back(probe(k, "before", "buf" + std::to_string(k), k % 3 != 0, 0));
+    lines.push_back(probe(k, "after", "buf" + std::to_string(k), true, k, k % 7));
+    lines.push_back(touching(k, {"buf" + std::to_string(k)}));
+  }
+  lines.push_back(begin(sites + 1));  // never ended
+  RunTrace t = trace_from_events(Events(lines));
+  REQUIRE(t.sites.size() == static_cast<size_t>(sites + 1));
+  CHECK(t.launched == sites + 1);
+  REQUIRE(t.unfinished.has_value());
+  CHECK(*t.unfinished == sites + 1);
+  int wrong = 0;
+  for (int k = 1; k <= sites; ++k) {
+    const SiteTrace* s = t.site(k);
+    const ProbeStats* p = s ? s->find("buf" + std::to_string(k)) : nullptr;
+    bool right = s != nullptr && s->kernel == "k" + std::to_string(k) && s->began && s->began_at == 100.0 + k &&
+                 s->ended && p != nullptr &&
+                 p->before && p->after && p->after->nan_count == k && p->after->inf_count == k % 7 &&
+                 p->before->nan_count == 0 && p->initialized == (k % 3 != 0) && s->touched.size() == 1 &&
+                 s->tensors.size() == 1;
+    wrong += right ? 0 : 1;
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("trace_from_events: the site whose sync found the device error") {
   json err = {{"event", "sync_error"}, {"site", 7}, {"kernel", "k7"}, {"message", "CUDA error"}};
   auto ev = trace_from_events({begin(7), err});

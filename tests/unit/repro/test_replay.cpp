@@ -146,6 +146,9 @@ TEST_CASE("generate_replay: a cpp kernel's driver makes the wrapper's call on th
   CHECK(script.find("compile replay_host.cpp \"$host.$$\" -std=c++20 -O1 -fPIC") != std::string::npos);
   CHECK(script.find("compile driver.cpp \"$tmp/driver.o\" -std=c++20 -O1") != std::string::npos);
   CHECK(script.find("c++17") == std::string::npos);
+  // Only a replay through an operator's own library loads Python's: this one never starts Python for it.
+  CHECK(script.find("if [ \"0\" = 1 ] && [ -z \"${AOTI_BISECT_LIBPYTHON:-}\" ]") != std::string::npos);
+  CHECK(script.find("@LOADS_PYTHON@") == std::string::npos);
   for (const auto& [name, text] : rf.files) {
     CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);
   }
@@ -252,6 +255,8 @@ void AOTInductorModel::run_impl(
         std::string::npos);
   CHECK(text_of(rf, "extern_nodes.json") == nodes);
   CHECK(text_of(rf, "replay").find("extern_nodes.json libmyops.so") != std::string::npos);
+  // The operator's library may be a Python extension module: the script asks Python for its library.
+  CHECK(text_of(rf, "replay").find("if [ \"1\" = 1 ] && [ -z \"${AOTI_BISECT_LIBPYTHON:-}\" ]") != std::string::npos);
   for (const auto& [name, text] : rf.files) {
     CHECK_MESSAGE(private_path_in(text, {"/home/me", "/tmp/"}).empty(), name);
   }
