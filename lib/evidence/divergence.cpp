@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "common/text.hpp"
 #include "protocol/runner.hpp"
+#include "protocol/site_event.hpp"
 
 namespace aoti_bisect {
 
@@ -315,10 +316,16 @@ std::optional<HonestError> largest_within(const std::vector<SiteCompare>& sites)
 
 std::map<int, int> consumer_sites(const Events& trace_events, const std::map<std::string, int>& returned_by) {
   std::map<int, int> out;
-  for (const auto& e : trace_events.of({EventKind::site_end})) {
-    int site = e.value("site", 0);
-    for (const auto& t : e.value("tensors", nlohmann::json::array())) {
-      auto r = t.is_string() ? returned_by.find(t.get<std::string>()) : returned_by.end();
+  if (returned_by.empty()) {
+    return out;  // no extern call returned a buffer: nothing to look for in the site_end lines
+  }
+  auto range = trace_events.of({EventKind::site_end});
+  for (auto at = range.begin(); at != range.end(); ++at) {
+    const int site = trace_events.site(at.index());
+    SiteEvent e;
+    (void)read_site_event(trace_events.line(at.index()), e);
+    for (const auto& t : e.tensors) {
+      auto r = returned_by.find(t);
       if (r != returned_by.end() && r->second < site && !out.count(r->second)) {
         out[r->second] = site;
       }

@@ -115,8 +115,9 @@ std::string triton_kernel_source(const std::string& wrapper_source, const std::s
 std::set<std::string> inf_by_design_kernels(const std::string& kernel_source, const std::string& wrapper_source,
                                             const std::vector<CallSite>& sites) {
   std::set<std::string> out;
+  std::set<std::string> read;  // each kernel's source read once, however many sites call it
   for (const auto& site : sites) {
-    if (out.count(site.kernel) > 0) {
+    if (!read.insert(site.kernel).second) {
       continue;
     }
     bool literal = false;

@@ -25,9 +25,15 @@ Step<> MatrixPhase::run_probed_baseline(const FirstRunProbes& probes) {
   if (!m_job.runs.run_all({req}, 1, results) && interrupt_requested()) {
     return interrupted_during("during the baseline run");
   }
-  const ChildResult& probed = results.front();
+  ChildResult& probed = results.front();
   if (!probed.finished || (probed.cls.kind != OutcomeKind::ok && !probed.cls.time_limit_s)) {
-    m_runs = {{m_plan.front(), results.front()}};
+    // Its events (every call site's probes: 16 MB for 10,000 sites) are
+    // kept once, in the search's trace; the matrix reads its outcome.
+    Events events = std::move(probed.events);
+    m_runs.clear();
+    m_runs.push_back({m_plan.front(), probed});
+    probed.events = std::move(events);
+    m_first_trace = std::make_shared<const ChildResult>(std::move(probed));
     m_probed_first = probes.model;
     return Go{};
   }
@@ -42,7 +48,8 @@ Step<> MatrixPhase::run_probed_baseline(const FirstRunProbes& probes) {
   if (!m_job.runs.run_all({req}, 1, results) && interrupt_requested()) {
     return interrupted_during("during the baseline run");
   }
-  m_runs = {{m_plan.front(), results.front()}};
+  m_runs.clear();
+  m_runs.push_back({m_plan.front(), std::move(results.front())});
   return Go{};
 }
 
@@ -55,7 +62,7 @@ std::shared_ptr<const ChildResult> MatrixPhase::first_trace(const std::map<std::
   if (env != m_plan.front().env) {
     return nullptr;
   }
-  return std::make_shared<const ChildResult>(m_runs.front().result);
+  return m_first_trace;
 }
 
 // The search's runs in the baseline environment (probes only reading, a

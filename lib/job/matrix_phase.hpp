@@ -113,6 +113,7 @@ class MatrixPhase {
   std::vector<Finding> m_findings;
   std::string m_differ_finding;  // outputs that differ run to run: what the matrix says of it
   std::optional<ModelDir> m_probed_first;  // the baseline's probed model, where the baseline was probed
+  std::shared_ptr<const ChildResult> m_first_trace;  // that run with its events (m_runs' copy is without them)
   std::set<std::string> m_counted;         // the search's runs counted as the matrix's
 };
 

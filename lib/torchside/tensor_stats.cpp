@@ -295,9 +295,12 @@ void device_stats_or_none(const at::Tensor& c, TensorStats& s);
 
 // Host: blocks of 1 MiB in parallel, each hashed and summarized while it is
 // in cache; the statistics only when `with_stats`.
+// `c` fills one block of memory from its data pointer on (memory_order's
+// result, or a dense host tensor as it is: with strides that are not
+// negative, its first element has the lowest address). Read in place.
 void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s, bool narrow = false) {
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-  const int64_t nbytes = static_cast<int64_t>(c.nbytes());
+  const int64_t nbytes = static_cast<int64_t>(c.numel()) * static_cast<int64_t>(c.element_size());
   const int64_t esize = static_cast<int64_t>(c.element_size());
   const int64_t blocks = (nbytes + k_block_bytes - 1) / k_block_bytes;
   std::vector<uint64_t> hashes(static_cast<size_t>(std::max<int64_t>(blocks, 0)));
@@ -327,8 +330,16 @@ void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s, bool narrow
     }
     fill(s, all, c.is_floating_point());
   } else if (with_stats && !c.is_complex()) {
-    device_stats_or_none(c, s);  // a dtype without a loop here (unsigned, float8): ATen's reductions
+    device_stats_or_none(c.reshape({-1}), s);  // a dtype without a loop here (unsigned, float8): ATen's reductions
   }
+}
+
+// A host tensor whose elements fill one block of memory, with elements:
+// host_pass reads it as it is, without a view made through ATen's
+// dispatcher (two or three operators a probe, most of a small tensor's cost).
+bool dense_on_host(const at::Tensor& t) {
+  return t.layout() == at::kStrided && t.has_storage() && t.device().is_cpu() && t.numel() > 0 &&
+         t.is_non_overlapping_and_dense();
 }
 
 // Device: ATen's reductions on the tensor's device, in chunks (bounded
@@ -461,6 +472,11 @@ std::string tensor_sha256(const at::Tensor& t) {
 }
 
 std::string tensor_checksum(const at::Tensor& t) {
+  if (dense_on_host(t)) {
+    TensorStats s;
+    host_pass(t, false, s);
+    return s.checksum;
+  }
   at::Tensor c = memory_order(t.detach());
   if (c.numel() == 0 || !c.has_storage()) {
     return hex16(XXH3_64bits(nullptr, 0));
@@ -488,6 +504,10 @@ TensorStats tensor_stats(const std::string& name, const at::Tensor& t0, StatsPat
 namespace {
 TensorStats measured_stats(const std::string& name, const at::Tensor& t0, StatsPath path) {
   TensorStats s = describe(name, t0);
+  if (path != StatsPath::device_ops && dense_on_host(t0)) {
+    host_pass(t0, true, s, path == StatsPath::narrow_lanes);
+    return s;
+  }
   // A oneDNN-layout constant (a frozen, packed weight) has no storage: its
   // statistics come from a dense copy, or there are none.
   std::optional<at::Tensor> dense = readable_copy(t0.detach(), s.layout);

@@ -154,6 +154,17 @@ TEST_CASE("checksums follow the bytes in memory order, on both paths") {
   CHECK(tensor_checksum(view) == tensor_checksum(a));
   CHECK(*tensor_stats("x", view).mean == doctest::Approx(*tensor_stats("x", view.contiguous()).mean).epsilon(1e-12));
   CHECK(tensor_stats("x", view).max == tensor_stats("x", view.contiguous()).max);
+  // A dense view that starts inside its storage (rows 10 to 19; the same rows permuted) is read
+  // from its own first element: the bytes of its copy, not of the storage's start.
+  at::Tensor rows = a.slice(0, 10, 20);
+  CHECK(tensor_checksum(rows) == tensor_checksum(rows.clone()));
+  CHECK(tensor_checksum(rows) != tensor_checksum(a.slice(0, 0, 10)));
+  CHECK(tensor_stats("x", rows).max == tensor_stats("x", rows.clone()).max);
+  at::Tensor cube = at::randn({4, 5, 6}).slice(0, 1, 3).permute({2, 0, 1});
+  REQUIRE(cube.is_non_overlapping_and_dense());
+  REQUIRE_FALSE(cube.is_contiguous());
+  CHECK(tensor_checksum(cube) == tensor_checksum(cube.permute({1, 2, 0}).clone()));
+  CHECK(*tensor_stats("x", cube).mean == doctest::Approx(*tensor_stats("x", cube.clone()).mean).epsilon(1e-12));
   // A view that does not fill its memory (every other column) goes through a row-major copy.
   at::Tensor strided = a.slice(1, 0, 33, 2);
   CHECK(tensor_checksum(strided) == tensor_checksum(strided.contiguous()));
