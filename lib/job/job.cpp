@@ -212,15 +212,17 @@ class Job {
   RunnerPhase m_runner{m_opt, m_rec};
   std::optional<Inspected> m_in;          // what the inspect phase found, once it did
   std::function<void()> m_explain_later;  // the search's (BisectOutcome::explain_later), run by finish
-  std::future<Environment> m_host;        // the host's description, probed after the first answer
+  std::future<Environment> m_host;        // the host's description (probe_host)
   bool m_host_settled = false;            // in the report (settle_host)
   std::optional<ScratchDir> m_own_work;   // work_dir's, unless shared
 
   // The host's description (python3 --version, git, the OS): started once,
-  // after the first answer, as its own thread (`how`), or where the job
-  // ends before it, made when settled. Behind a version manager's shim,
-  // python3 --version alone is about 30 processes: none of them shares the
-  // cores with the first run.
+  // as its own thread (`how`), or, where it was not started, made when
+  // settled. Behind a version manager's shim, python3 --version alone is
+  // about 30 processes: a job that searches starts them after its first run
+  // and answer (on 2 cores, beside the first run, they delayed the answer by
+  // a few hundredths of a second, even at nice +10), one that does not at
+  // its start.
   void probe_host(std::launch how) {
     if (!m_host.valid()) {
       m_host = std::async(how, [] {
@@ -228,6 +230,13 @@ class Job {
         probe_host_environment(host);
         return host;
       });
+    }
+  }
+  // Into the reports from here on, where the probe is done; otherwise when
+  // the job ends.
+  void settle_host_if_done() {
+    if (m_host.valid() && m_host.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      settle_host();
     }
   }
   // The host's description into the report. What the baseline's runner
@@ -294,6 +303,9 @@ JobResult Job::run() {
   }
 
   install_interrupt_handlers();
+  if (m_opt.no_bisect) {
+    probe_host(std::launch::async);  // no answer to come first
+  }
   try {
     check_batch_options();
     if (unexpanded) {
@@ -372,6 +384,7 @@ JobResult Job::phases(const UserConfig& user) {
     AOTI_BISECT_TRY(search.first(matrix));
   }
   probe_host(std::launch::async);  // after the first answer, which never waits for python3 --version
+  settle_host_if_done();
   in.hash_package();  // after the first answer: its thread no longer shares a core with the first run
   AOTI_BISECT_TRY(matrix.run_stages());
   AOTI_BISECT_TRY(matrix.read());

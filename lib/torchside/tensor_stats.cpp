@@ -294,10 +294,10 @@ void fill(TensorStats& s, const Partial& p, bool floating) {
 void device_stats_or_none(const at::Tensor& c, TensorStats& s);
 
 // Host: blocks of 1 MiB in parallel, each hashed and summarized while it is
-// in cache; the statistics only when `with_stats`.
-// `c` fills one block of memory from its data pointer on (memory_order's
-// result, or a dense host tensor as it is: with strides that are not
-// negative, its first element has the lowest address). Read in place.
+// in cache; the statistics only when `with_stats`. `c`'s elements fill one
+// block of memory from its data pointer on (memory_order's result, or a
+// dense tensor as it is: its strides are not negative, so its first element
+// has the lowest address), read in place.
 void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s, bool narrow = false) {
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   const int64_t nbytes = static_cast<int64_t>(c.numel()) * static_cast<int64_t>(c.element_size());
@@ -334,9 +334,10 @@ void host_pass(const at::Tensor& c, bool with_stats, TensorStats& s, bool narrow
   }
 }
 
-// A host tensor whose elements fill one block of memory, with elements:
-// host_pass reads it as it is, without a view made through ATen's
-// dispatcher (two or three operators a probe, most of a small tensor's cost).
+// A host tensor of at least one element whose elements fill one block of
+// memory: host_pass reads it as it is, without the views memory_order makes
+// through ATen's dispatcher (two or three operators a probe, most of what a
+// small tensor's probe cost).
 bool dense_on_host(const at::Tensor& t) {
   return t.layout() == at::kStrided && t.has_storage() && t.device().is_cpu() && t.numel() > 0 &&
          t.is_non_overlapping_and_dense();
