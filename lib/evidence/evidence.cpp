@@ -72,29 +72,31 @@ const SiteTrace* RunTrace::site(int k) const {
 
 namespace {
 
-// The call-site events' lines read into SiteEvents, in order. Lines are
-// independent: a long trace (10,000 call sites are about 70,000 lines)
+// Call-site events' lines [from, to) read into SiteEvents, in order. Lines
+// are independent: a long trace (10,000 call sites are about 60,000 lines)
 // is read by a few threads, each a contiguous share.
-std::vector<SiteEvent> read_site_events(const Events& events, const std::vector<size_t>& lines) {
-  std::vector<SiteEvent> out(lines.size());
-  auto read = [&](size_t from, size_t to) {
-    for (size_t j = from; j < to; ++j) {
-      (void)read_site_event(events.line(lines[j]), out[j]);  // a line that is not JSON reads as an event without fields
+std::vector<SiteEvent> read_site_events(const Events& events, const std::vector<size_t>& lines, size_t from,
+                                        size_t to) {
+  std::vector<SiteEvent> out(to - from);
+  auto read = [&](size_t a, size_t b) {
+    for (size_t j = a; j < b; ++j) {
+      (void)read_site_event(events.line(lines[from + j]), out[j]);  // not JSON: an event without fields
     }
   };
-  constexpr size_t k_lines_per_thread = 8192;
-  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
-                                           (lines.size() + k_lines_per_thread - 1) / k_lines_per_thread});
+  constexpr size_t k_lines_per_thread = 4096;
+  const size_t n = out.size();
+  const size_t threads = std::min<size_t>(
+      {std::max(1u, std::thread::hardware_concurrency()), 8, (n + k_lines_per_thread - 1) / k_lines_per_thread});
   if (threads <= 1) {
-    read(0, lines.size());
+    read(0, n);
     return out;
   }
   std::vector<std::thread> pool;
-  const size_t share = (lines.size() + threads - 1) / threads;
-  for (size_t from = share; from < lines.size(); from += share) {
-    pool.emplace_back(read, from, std::min(lines.size(), from + share));
+  const size_t share = (n + threads - 1) / threads;
+  for (size_t a = share; a < n; a += share) {
+    pool.emplace_back(read, a, std::min(n, a + share));
   }
-  read(0, std::min(lines.size(), share));
+  read(0, std::min(n, share));
   for (auto& th : pool) {
     th.join();
   }
@@ -116,12 +118,18 @@ RunTrace trace_from_events(const Events& events) {
       lines.push_back(at.index());
     }
   }
-  std::vector<SiteEvent> read = read_site_events(events, lines);
+  // Read in chunks, so that the lines read at once (a SiteEvent each) stay
+  // a bounded share of the driver's memory.
+  constexpr size_t k_chunk = 16384;
+  std::vector<SiteEvent> read;
   SiteTrace* at_site = nullptr;  // the site of the line before: a site's lines come together, sites in order
   for (size_t j = 0; j < lines.size(); ++j) {
+    if (j % k_chunk == 0) {
+      read = read_site_events(events, lines, j, std::min(lines.size(), j + k_chunk));
+    }
     const size_t i = lines[j];
     EventKind kind = events.kind(i);
-    SiteEvent& e = read[j];
+    SiteEvent& e = read[j % k_chunk];
     int k = events.site(i);
     if (at_site == nullptr || at_site->site != k) {
       at_site = &t.sites.try_emplace(t.sites.lower_bound(k), k)->second;

@@ -244,11 +244,11 @@ TEST_CASE(
   CHECK_FALSE(writes_infinity_literal(""));
 }
 
-TEST_CASE("trace_from_events: a long trace (read by several threads) is every site's own, in order") {
-  // 4,000 call sites of 4 lines each: 16,000 lines, over the share one thread reads alone. Each site's
-  // counts are its own number, so a line read into another site's place would show.
+TEST_CASE("trace_from_events: a long trace (read in chunks, by several threads) is every site's own, in order") {
+  // 5,000 call sites of 4 lines each: 20,001 lines, two chunks each read by more than one thread. Each
+  // site's counts are its own number, so a line read into another site's place would show.
   std::vector<json> lines;
-  const int sites = 4000;
+  const int sites = 5000;
   for (int k = 1; k <= sites; ++k) {
     lines.push_back(begin(k));
     lines.back()["clock"] = 100.0 + k;
